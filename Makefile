@@ -1,0 +1,91 @@
+# swaptrace: `make demo` and `make test` each work as the only command on a fresh clone.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+SWAPTRACE := $(VENV)/bin/swaptrace
+STAMP := $(VENV)/.installed
+
+PRESET ?= demo
+STEPS ?= 200
+SEED ?= 0
+MEMORY ?=
+FRACTION ?= 0.5
+MEMORY_ARGS := $(if $(MEMORY),--memory $(MEMORY),--memory-fraction $(FRACTION))
+POLICY ?= linux
+DEVICE ?= mqsim-default
+TARGET ?= /tmp/swaptrace-fio.dat
+SIZE ?= 1GiB
+OUT := traces/$(PRESET)
+
+ACCESS := $(OUT)/access.parquet
+SWAPIO := $(OUT)/swapio.parquet
+SSDOUT := $(OUT)/ssd.parquet
+JOBS := fio_jobs/$(PRESET)
+
+.PHONY: setup fio demo trace emulate mrc ssd fio-jobs fio-run report reproduce test test-fast bench lint clean
+
+setup: $(STAMP) fio
+
+$(STAMP): setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+# fio comes from Debian's packages; later stages (fio jobs, fio run) need it.
+fio:
+	@if command -v fio >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing fio from Debian's packages"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fio) >/dev/null || echo "warning: could not install fio; fio stages will be skipped"; \
+	else echo "note: fio is missing; install it with 'sudo apt-get install fio' (fio stages are skipped without it)"; fi
+
+demo: setup
+	$(SWAPTRACE) run --preset $(PRESET) -o $(OUT)
+
+trace: $(ACCESS)
+$(ACCESS): | $(STAMP)
+	$(SWAPTRACE) generate --preset $(PRESET) --steps $(STEPS) --seed $(SEED) -o $@ --force
+
+mrc: $(OUT)/mrc.csv
+$(OUT)/mrc.csv: $(ACCESS)
+	$(SWAPTRACE) mrc $< -o $@ --plot $(OUT)/mrc.png --force
+
+emulate: $(SWAPIO)
+$(SWAPIO): $(ACCESS)
+	$(SWAPTRACE) emulate $< $(MEMORY_ARGS) --policy $(POLICY) -o $@ --force
+
+ssd: $(SSDOUT)
+$(SSDOUT): $(SWAPIO)
+	$(SWAPTRACE) ssd $< --device $(DEVICE) -o $@ --force
+
+fio-jobs: $(JOBS)/manifest.json
+$(JOBS)/manifest.json: $(SWAPIO) | fio
+	$(SWAPTRACE) fio jobs $< -o $(JOBS) --force
+
+fio-run: $(JOBS)/manifest.json
+	$(SWAPTRACE) fio run $(JOBS) --target $(TARGET) --size $(SIZE)
+
+report: | $(STAMP)
+	$(SWAPTRACE) report $(OUT) -o $(OUT)/report
+
+reproduce: setup
+	$(PY) analysis/reproduce_thesis.py
+
+test: setup
+	$(PY) -m pytest -q
+
+test-fast: setup
+	$(PY) -m pytest -q -m "not slow and not privileged"
+
+bench: setup
+	$(PY) benchmarks/run_all.py
+
+lint: setup
+	$(VENV)/bin/ruff check swaptrace tests benchmarks analysis
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis
+	find . -name __pycache__ -prune -exec rm -rf {} +
+	find traces fio_jobs -mindepth 1 ! -name README.md -exec rm -rf {} + 2>/dev/null || true

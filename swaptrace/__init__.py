@@ -1,0 +1,9 @@
+"""swaptrace: what swapping DLRM embedding tables to an SSD costs, why, and what would make it cheaper.
+
+The pipeline (one module per stage, see DESIGN.md)::
+
+    spec -> generate -> access trace -> emulate / capture -> swap I/O stream
+         -> ssd (model) / fio (real disk) -> report
+"""
+
+__version__ = "0.1.0"

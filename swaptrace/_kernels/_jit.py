@@ -1,0 +1,16 @@
+"""numba options in one place (STYLE.md rule 4).
+
+``jit`` is for the integer state machines (cache policies, FTL, generator):
+cached on disk, no fastmath. ``jit_stats`` may use fastmath, and only for
+floating-point statistics where reassociation does not matter.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numba
+
+jit = functools.partial(numba.njit, cache=True, nogil=True)
+jit_parallel = functools.partial(numba.njit, cache=True, nogil=True, parallel=True)
+jit_stats = functools.partial(numba.njit, cache=True, nogil=True, fastmath=True)

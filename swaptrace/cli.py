@@ -1,0 +1,79 @@
+"""The ``swaptrace`` command: a thin click layer over the library.
+
+Each stage's commands live in ``swaptrace/commands/<stage>.py`` and expose a
+``command`` (a click command or group); this module assembles them and turns
+every :class:`~swaptrace.errors.SwaptraceError` (and OS errors on user paths)
+into one line on stderr and exit code 2 -- never a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from swaptrace import __version__
+from swaptrace.errors import SwaptraceError
+
+#: stage modules under swaptrace.commands, in pipeline order (as ``--help`` lists them)
+COMMAND_MODULES = (
+    "presets",
+    "generate",
+    "inspect",
+    "emulate",
+    "mrc",
+    "export",
+    "capture",
+    "compare",
+    "ssd",
+    "fio",
+    "run",
+    "report",
+)
+
+
+class UserError(click.ClickException):
+    """A one-line error with exit code 2 (bad input, as opposed to a crash)."""
+
+    exit_code = 2
+
+
+class SwaptraceGroup(click.Group):
+    """Keeps commands in pipeline order and maps library errors to exit code 2."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(self.commands)
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except SwaptraceError as exc:
+            raise UserError(str(exc)) from None
+        except (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError) as exc:
+            where = f"{exc.filename}: " if exc.filename else ""
+            raise UserError(f"{where}{exc.strerror or exc}") from None
+        except KeyboardInterrupt:
+            click.echo("Interrupted; partial outputs were removed.", err=True)
+            sys.exit(130)
+
+
+@click.group(cls=SwaptraceGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="swaptrace")
+def cli() -> None:
+    """Measure what swapping DLRM embedding tables to an SSD costs.
+
+    \b
+    Pipeline:  generate -> emulate (or capture) -> ssd / fio -> report
+    Example:   swaptrace generate --preset demo --steps 50 -o traces/demo.access.parquet
+    """
+
+
+for _name in COMMAND_MODULES:
+    try:
+        _module = importlib.import_module(f"swaptrace.commands.{_name}")
+    except ModuleNotFoundError as _exc:  # a stage not built yet in this checkout
+        if _exc.name != f"swaptrace.commands.{_name}":
+            raise
+        continue
+    cli.add_command(_module.command)

@@ -1,0 +1,384 @@
+"""Parquet files of every stage: schemas, an atomic streaming writer, a chunked reader.
+
+Every swaptrace file is Parquet (zstd), written in row groups as it is
+produced, to a temporary name in the same folder and renamed into place only
+when complete (an interrupted command never leaves a half-written file under
+the final name). Each file carries a JSON object under the key ``swaptrace``
+in its Parquet key-value metadata, with at least ``kind``,
+``schema_version``, ``swaptrace_version`` and ``page_bytes``; it is written
+when the file is closed, so it can hold summaries computed while writing.
+
+Kinds and their columns (see DESIGN.md, "Data contracts"):
+
+``access`` -- one row per page touched, in program order
+
+    ====== ====== ==========================================================
+    step   uint32 training iteration
+    page   uint64 page number in the model's virtual address space
+    write  bool   store (true) or load (false)
+    region uint16 index into ``regions`` in the metadata
+    ====== ====== ==========================================================
+
+``swapio`` -- one row per block request, in issue order
+
+    ====== ============ ===================================================
+    t_us   float64      issue time, microseconds from the start
+    step   uint32       training iteration during which it was issued
+    op     dict string  ``read``, ``write``, ``discard``
+    offset uint64       byte offset on the swap device
+    length uint32       bytes
+    cause  dict string  ``fault``, ``readahead``, ``reclaim``, ``discard``
+    ====== ============ ===================================================
+
+Other stages register their own kinds with :func:`register_kind`.
+
+Reading a trace elsewhere::
+
+    import duckdb
+    duckdb.sql("SELECT region, count(*) FROM 'traces/demo.access.parquet' GROUP BY 1")
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from swaptrace import __version__
+from swaptrace.errors import OutputError, TraceFileError
+
+SCHEMA_VERSION = 1
+METADATA_KEY = b"swaptrace"
+
+#: Canonical dictionaries of the swap I/O stream; kernels use these codes.
+OPS = ("read", "write", "discard")
+OP_READ, OP_WRITE, OP_DISCARD = 0, 1, 2
+CAUSES = ("fault", "readahead", "reclaim", "discard", "unknown")
+CAUSE_FAULT, CAUSE_READAHEAD, CAUSE_RECLAIM, CAUSE_DISCARD, CAUSE_UNKNOWN = 0, 1, 2, 3, 4
+
+_DICT = pa.dictionary(pa.int8(), pa.string())
+
+ACCESS_SCHEMA = pa.schema(
+    [("step", pa.uint32()), ("page", pa.uint64()), ("write", pa.bool_()), ("region", pa.uint16())]
+)
+SWAPIO_SCHEMA = pa.schema(
+    [
+        ("t_us", pa.float64()),
+        ("step", pa.uint32()),
+        ("op", _DICT),
+        ("offset", pa.uint64()),
+        ("length", pa.uint32()),
+        ("cause", _DICT),
+    ]
+)
+
+#: kind -> Arrow schema. Stages add theirs with :func:`register_kind`.
+KINDS: dict[str, pa.Schema] = {"access": ACCESS_SCHEMA, "swapio": SWAPIO_SCHEMA}
+
+#: dictionary-encoded columns and their canonical value lists, per kind
+DICTIONARIES: dict[str, dict[str, tuple[str, ...]]] = {"swapio": {"op": OPS, "cause": CAUSES}}
+
+DEFAULT_ROW_GROUP = 1 << 20
+
+
+def register_kind(kind: str, schema: pa.Schema, dictionaries: Mapping[str, tuple[str, ...]] | None = None) -> None:
+    """Declare a file kind (e.g. ``ssd-timeline``) with its Arrow schema."""
+    KINDS[kind] = schema
+    if dictionaries:
+        DICTIONARIES[kind] = dict(dictionaries)
+
+
+def _encode_column(values: Any, field: pa.Field, dictionary: tuple[str, ...] | None) -> pa.Array:
+    if isinstance(values, pa.Array):
+        return values
+    if dictionary is not None:
+        codes = np.asarray(values)
+        if codes.dtype.kind in "iu":
+            return pa.DictionaryArray.from_arrays(
+                pa.array(codes.astype(np.int8, copy=False)), pa.array(list(dictionary), pa.string())
+            )
+        index = {name: i for i, name in enumerate(dictionary)}
+        return pa.DictionaryArray.from_arrays(
+            pa.array(np.array([index[v] for v in codes], dtype=np.int8)), pa.array(list(dictionary), pa.string())
+        )
+    return pa.array(np.asarray(values), type=field.type)
+
+
+def check_output_path(path: str | os.PathLike, force: bool) -> Path:
+    """Refuse an existing output (unless ``force``) or a folder we cannot write into."""
+    out = Path(path)
+    if out.is_dir():
+        raise OutputError(f"{out}: is a folder; give a file name")
+    if out.exists() and not force:
+        raise OutputError(f"{out}: exists; pass --force to overwrite")
+    parent = out.parent if str(out.parent) else Path(".")
+    if not parent.exists():
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OutputError(f"{parent}: cannot create folder ({exc.strerror})") from None
+    if not os.access(parent, os.W_OK):
+        raise OutputError(f"{parent}: folder is not writable")
+    return out
+
+
+class AtomicPath:
+    """A temporary sibling of ``path`` that becomes ``path`` on :meth:`commit`.
+
+    Used for any output (Parquet, CSV, PNG, JSON): write to ``.tmp``, then
+    commit; :meth:`discard` (or leaving a ``with`` block by an exception)
+    deletes it. SIGTERM is turned into an exception while open, so a killed
+    command cleans up too.
+    """
+
+    def __init__(self, path: str | os.PathLike, force: bool = True):
+        self.path = check_output_path(path, force)
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".partial", dir=self.path.parent or ".")
+        os.close(fd)
+        self.tmp = Path(tmp)
+        self._done = False
+
+    def commit(self) -> Path:
+        os.replace(self.tmp, self.path)
+        self._done = True
+        return self.path
+
+    def discard(self) -> None:
+        if not self._done:
+            self.tmp.unlink(missing_ok=True)
+            self._done = True
+
+    def __enter__(self) -> AtomicPath:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None and not self._done:
+            self.commit()
+        else:
+            self.discard()
+
+
+def _raise_keyboard_interrupt(signum, frame):  # noqa: ARG001 - signal handler signature
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+class TraceWriter:
+    """Stream record batches of one kind into a Parquet file, atomically.
+
+    Examples
+    --------
+    >>> with TraceWriter("x.access.parquet", "access", {"page_bytes": 4096}) as w:  # doctest: +SKIP
+    ...     w.write(step=steps, page=pages, write=writes, region=regions)
+    ...     w.metadata["summary"] = {...}          # may be added until close
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        kind: str,
+        metadata: Mapping[str, Any] | None = None,
+        *,
+        force: bool = False,
+        row_group_rows: int = DEFAULT_ROW_GROUP,
+    ):
+        if kind not in KINDS:
+            raise ValueError(f"unknown kind {kind!r}")
+        self.kind = kind
+        self.schema = KINDS[kind]
+        self.metadata: dict[str, Any] = {
+            "kind": kind,
+            "schema_version": SCHEMA_VERSION,
+            "swaptrace_version": __version__,
+        }
+        self.metadata.update(metadata or {})
+        self.row_group_rows = row_group_rows
+        self.rows = 0
+        self._atomic = AtomicPath(path, force)
+        self.path = self._atomic.path
+        self._writer = pq.ParquetWriter(self._atomic.tmp, self.schema, compression="zstd")
+        self._old_sigterm = None
+        try:
+            self._old_sigterm = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+        except ValueError:  # not the main thread
+            self._old_sigterm = None
+
+    def write(self, **columns: Any) -> None:
+        """Append rows given as one array per column (numpy arrays or codes)."""
+        dictionaries = DICTIONARIES.get(self.kind, {})
+        arrays = [_encode_column(columns[f.name], f, dictionaries.get(f.name)) for f in self.schema]
+        n = len(arrays[0]) if arrays else 0
+        if n == 0:
+            return
+        table = pa.Table.from_arrays(arrays, schema=self.schema)
+        self._writer.write_table(table, row_group_size=self.row_group_rows)
+        self.rows += n
+
+    def write_table(self, table: pa.Table) -> None:
+        """Append an Arrow table that already has this kind's schema."""
+        self._writer.write_table(table.cast(self.schema), row_group_size=self.row_group_rows)
+        self.rows += table.num_rows
+
+    def close(self) -> Path:
+        """Write metadata, close and rename into place; returns the final path."""
+        self.metadata["rows"] = self.rows
+        self._writer.add_key_value_metadata({METADATA_KEY: json.dumps(self.metadata, default=_json_default)})
+        self._writer.close()
+        self._restore_signal()
+        return self._atomic.commit()
+
+    def abort(self) -> None:
+        """Close and delete the temporary file; nothing appears under the final name."""
+        try:
+            self._writer.close()
+        finally:
+            self._atomic.discard()
+            self._restore_signal()
+
+    def _restore_signal(self) -> None:
+        if self._old_sigterm is not None:
+            signal.signal(signal.SIGTERM, self._old_sigterm)
+            self._old_sigterm = None
+
+    def __enter__(self) -> TraceWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        return float(obj)
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if hasattr(obj, "__dataclass_fields__"):
+        from dataclasses import asdict
+
+        return asdict(obj)
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"cannot store {type(obj).__name__} in metadata")
+
+
+@dataclass(frozen=True)
+class TraceFile:
+    """An opened swaptrace Parquet file: its kind, metadata and a chunked reader."""
+
+    path: Path
+    kind: str
+    meta: dict[str, Any]
+    num_rows: int
+    num_row_groups: int
+
+    @property
+    def page_bytes(self) -> int:
+        return int(self.meta.get("page_bytes", 4096))
+
+    def iter_batches(self, columns: list[str] | None = None, batch_rows: int = DEFAULT_ROW_GROUP) -> Iterator[dict[str, np.ndarray]]:
+        """Yield dicts of numpy arrays, ``batch_rows`` rows at a time.
+
+        Dictionary columns come back as int8 codes into this kind's canonical
+        dictionary (e.g. :data:`OPS`), whatever order the file stored them in.
+        """
+        dictionaries = DICTIONARIES.get(self.kind, {})
+        pf = pq.ParquetFile(self.path)
+        for batch in pf.iter_batches(batch_size=batch_rows, columns=columns):
+            out: dict[str, np.ndarray] = {}
+            for name, col in zip(batch.schema.names, batch.columns):
+                if name in dictionaries:
+                    out[name] = _canonical_codes(col, dictionaries[name], self.path, name)
+                else:
+                    out[name] = col.to_numpy(zero_copy_only=False)
+            yield out
+
+    def read_all(self, columns: list[str] | None = None) -> dict[str, np.ndarray]:
+        """Whole file as numpy arrays (for small files and tests)."""
+        parts = list(self.iter_batches(columns))
+        names = columns or list(KINDS[self.kind].names)
+        if not parts:
+            schema = KINDS[self.kind]
+            return {n: np.empty(0, dtype=_numpy_dtype(schema.field(n).type)) for n in names}
+        return {n: np.concatenate([p[n] for p in parts]) for n in names}
+
+
+def _numpy_dtype(t: pa.DataType) -> np.dtype:
+    if pa.types.is_dictionary(t):
+        return np.dtype(np.int8)
+    return np.dtype(t.to_pandas_dtype())
+
+
+def _canonical_codes(col: pa.Array, canonical: tuple[str, ...], path: Path, name: str) -> np.ndarray:
+    if pa.types.is_dictionary(col.type):
+        values = col.dictionary.to_pylist()
+        indices = col.indices.to_numpy(zero_copy_only=False)
+    else:
+        values, inverse = np.unique(np.asarray(col.to_pylist(), dtype=object), return_inverse=True)
+        values, indices = list(values), inverse
+    lookup = np.empty(len(values), dtype=np.int8)
+    for i, value in enumerate(values):
+        if value not in canonical:
+            raise TraceFileError(f"{path}: column {name!r} has value {value!r}; expected one of {', '.join(canonical)}")
+        lookup[i] = canonical.index(value)
+    return lookup[indices] if len(values) else np.empty(len(col), dtype=np.int8)
+
+
+def open_trace(path: str | os.PathLike, kind: str | tuple[str, ...] | None = None) -> TraceFile:
+    """Open a swaptrace Parquet file, checking its kind and columns.
+
+    Parameters
+    ----------
+    path : path-like
+        The file.
+    kind : str or tuple of str, optional
+        Accepted kind(s); ``None`` accepts any known kind.
+
+    Raises
+    ------
+    TraceFileError
+        Missing or unreadable file, no swaptrace metadata, wrong kind, or
+        missing columns -- the message names the file and what is wrong.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise TraceFileError(f"{p}: no such file")
+    if p.is_dir():
+        raise TraceFileError(f"{p}: is a folder, not a Parquet file")
+    try:
+        pf = pq.ParquetFile(p)
+    except Exception as exc:  # pyarrow raises several types for non-Parquet input
+        raise TraceFileError(f"{p}: not a Parquet file ({str(exc).splitlines()[0]})") from None
+    kv = pf.metadata.metadata or {}
+    if METADATA_KEY not in kv:
+        raise TraceFileError(f"{p}: no swaptrace metadata (not written by swaptrace?)")
+    try:
+        meta = json.loads(kv[METADATA_KEY])
+    except ValueError:
+        raise TraceFileError(f"{p}: swaptrace metadata is not valid JSON") from None
+    file_kind = meta.get("kind")
+    wanted = (kind,) if isinstance(kind, str) else kind
+    if wanted is not None and file_kind not in wanted:
+        raise TraceFileError(f"{p}: is a {file_kind!r} file; expected {' or '.join(repr(k) for k in wanted)}")
+    if file_kind in KINDS:
+        missing = [n for n in KINDS[file_kind].names if n not in pf.schema_arrow.names]
+        if missing:
+            raise TraceFileError(f"{p}: {file_kind} file lacks column(s) {', '.join(missing)}")
+    return TraceFile(p, file_kind, meta, pf.metadata.num_rows, pf.metadata.num_row_groups)
+
+
+def read_metadata(path: str | os.PathLike) -> dict[str, Any]:
+    """The swaptrace metadata of a file (any kind)."""
+    return open_trace(path).meta

@@ -1,0 +1,6 @@
+"""Slow, obviously-correct references for every numba kernel.
+
+Each stage keeps its references in ``naive_<stage>.py`` beside this file;
+this module gathers them so tests can ``import naive`` and compare.
+"""
+# ruff: noqa: F401, F403
