@@ -14,3 +14,6 @@ import numba
 jit = functools.partial(numba.njit, cache=True, nogil=True)
 jit_parallel = functools.partial(numba.njit, cache=True, nogil=True, parallel=True)
 jit_stats = functools.partial(numba.njit, cache=True, nogil=True, fastmath=True)
+#: helpers of a kernel that take a large state tuple: inlined at numba IR level, since a call
+#: would pass every array of the tuple as separate arguments (used by _kernels/ftl.py)
+jit_inline = functools.partial(numba.njit, cache=True, nogil=True, inline="always")

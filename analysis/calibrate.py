@@ -1,0 +1,184 @@
+"""Calibrate the emulator against the real kernel: which policy/readahead matches best?
+
+For each preset and memory budget (a fraction of the trace's footprint) this
+captures the trace under the real kernel (``swaptrace.capture``, root only),
+optionally twice to show the kernel's own run-to-run spread, then emulates
+it with every policy x readahead mode and compares each stream with the
+kernel's (``swaptrace.compare``): relative error on pages in and pages out,
+KS distance of read and write request sizes.
+
+Writes ``calibration.csv`` (one row per preset/budget/policy/readahead),
+``calibration.md`` (the same as a table plus a ranking of the settings by
+their worst error over all budgets) and ``calibration.json`` into the output
+folder. Regenerate the README table with::
+
+    sudo .venv/bin/python analysis/calibrate.py -o analysis/results
+    sudo .venv/bin/python analysis/calibrate.py --quick      # tiny only, 2 budgets, ~3 min
+
+Captures are cached in the output folder (``*.kernel.swapio.parquet``) and
+reused unless ``--recapture`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+import time
+from pathlib import Path
+
+from swaptrace.compare import compare_streams
+from swaptrace.units import format_bytes
+
+POLICIES = ("lru", "clock", "linux")
+READAHEADS = ("vma", "cluster", "none")
+DEFAULT = ("linux", "vma")
+DEFAULT_STEPS = {"tiny": 50, "demo": 20}
+DEFAULT_FRACTIONS = (0.2, 0.4, 0.6)
+
+
+def _trace(preset: str, steps: int, folder: Path) -> Path:
+    from swaptrace.generate import generate_trace
+
+    path = folder / f"{preset}-{steps}.access.parquet"
+    if not path.exists():
+        generate_trace(preset, path, steps=steps, seed=0)
+    return path
+
+
+def _capture(trace: Path, memory_bytes: int, out: Path, again: bool, compute: str | None) -> dict:
+    from swaptrace.capture import capture
+    from swaptrace.traceio import open_trace
+
+    if again or not out.exists():
+        t0 = time.monotonic()
+        capture(trace, out, memory_bytes=memory_bytes, compute=compute, force=True)
+        print(f"  captured {out.name} in {time.monotonic() - t0:.0f} s", file=sys.stderr)
+    meta = open_trace(out, kind="swapio").meta
+    return {"slowdown": meta["kernel"].get("slowdown"), "lost_events": meta["kernel"].get("lost_events", 0)}
+
+
+def _emulate(trace: Path, memory_bytes: int, policy: str, readahead: str, out: Path) -> Path:
+    from swaptrace.pagecache import emulate
+
+    emulate(trace, out, memory_bytes=memory_bytes, policy=policy, readahead=readahead, force=True)
+    return out
+
+
+def _row(preset, fraction, memory_bytes, policy, readahead, kernel_path, other_path) -> dict:
+    c = compare_streams(kernel_path, other_path)
+    return {
+        "preset": preset, "fraction": fraction, "memory_bytes": memory_bytes, "policy": policy,
+        "readahead": readahead,
+        "kernel_pages_in": c.a.summary["pages_in"], "kernel_pages_out": c.a.summary["pages_out"],
+        "pages_in": c.b.summary["pages_in"], "pages_out": c.b.summary["pages_out"],
+        "err_pages_in": c.rel_error["pages_in"], "err_pages_out": c.rel_error["pages_out"],
+        "err_read_requests": c.rel_error["read_requests"], "err_write_requests": c.rel_error["write_requests"],
+        "ks_read": c.ks["read"], "ks_write": c.ks["write"], "match": c.ok,
+    }
+
+
+def _pct(x: float) -> str:
+    return f"{x:+.1%}" if abs(x) != float("inf") else "inf"
+
+
+def markdown(rows: list[dict], meta: dict) -> str:
+    lines = ["| preset | budget | policy | readahead | kernel in/out (pages) | emulator in/out | err in | err out "
+             "| err read req | err write req | KS read | KS write |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        name = f"**{r['policy']}**" if (r["policy"], r["readahead"]) == DEFAULT else r["policy"]
+        lines.append(
+            f"| {r['preset']} | {format_bytes(r['memory_bytes'])} ({r['fraction']:.0%}) | {name} | {r['readahead']} "
+            f"| {r['kernel_pages_in']} / {r['kernel_pages_out']} | {r['pages_in']} / {r['pages_out']} "
+            f"| {_pct(r['err_pages_in'])} | {_pct(r['err_pages_out'])} | {_pct(r['err_read_requests'])} "
+            f"| {_pct(r['err_write_requests'])} | {r['ks_read']:.3f} | {r['ks_write']:.3f} |")
+    lines += ["", "Ranking of settings by worst |error| on pages in/out over every preset and budget "
+              "(kernel rerun = the kernel against itself: its run-to-run spread):", "",
+              "| policy | readahead | worst \\|err\\| | mean \\|err\\| | mean KS read | mean KS write | within ±15% everywhere |",
+              "|---|---|---|---|---|---|---|"]
+    for r in ranking(rows):
+        lines.append(f"| {r['policy']} | {r['readahead']} | {r['worst']:.1%} | {r['mean']:.1%} | {r['ks_read']:.3f} "
+                     f"| {r['ks_write']:.3f} | {'yes' if r['worst'] <= 0.15 else 'no'} |")
+    lines += ["", f"Kernel {meta.get('kernel')}, {meta.get('cpus')} CPUs; page-cluster {meta.get('page_cluster')}, "
+              f"swappiness {meta.get('swappiness')}, MGLRU {meta.get('mglru') or 'absent'}; swap on a non-rotational "
+              f"loop device; child memory locked, budget on top of its baseline. "
+              f"Errors are (emulator - kernel) / kernel."]
+    return "\n".join(lines)
+
+
+def ranking(rows: list[dict]) -> list[dict]:
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["policy"], r["readahead"]), []).append(r)
+    out = []
+    for (policy, readahead), rs in groups.items():
+        errs = [abs(x) for r in rs for x in (r["err_pages_in"], r["err_pages_out"])]
+        out.append({"policy": policy, "readahead": readahead, "worst": max(errs), "mean": sum(errs) / len(errs),
+                    "ks_read": sum(r["ks_read"] for r in rs) / len(rs),
+                    "ks_write": sum(r["ks_write"] for r in rs) / len(rs)})
+    return sorted(out, key=lambda r: (r["worst"], r["mean"]))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--presets", nargs="+", default=["tiny", "demo"])
+    ap.add_argument("--fractions", nargs="+", type=float, default=list(DEFAULT_FRACTIONS),
+                    help="memory budgets as fractions of the footprint")
+    ap.add_argument("--steps", nargs="*", default=[], help="per preset, e.g. tiny=50 demo=20")
+    ap.add_argument("--repeat", action="store_true", help="capture every budget twice (kernel run-to-run spread)")
+    ap.add_argument("--compute", choices=["none", "mlp"], default="none")
+    ap.add_argument("--recapture", action="store_true", help="ignore cached kernel captures")
+    ap.add_argument("--quick", action="store_true", help="tiny only, budgets 0.2 and 0.5")
+    ap.add_argument("-o", "--out", type=Path, default=Path("analysis/results"))
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.presets, args.fractions = ["tiny"], [0.2, 0.5]
+    steps = dict(DEFAULT_STEPS)
+    steps.update({k: int(v) for k, v in (s.split("=") for s in args.steps)})
+
+    from swaptrace.capture import kernel_facts
+    from swaptrace.traceio import open_trace
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    work = args.out / "streams"
+    work.mkdir(exist_ok=True)
+    rows, extras = [], []
+    for preset in args.presets:
+        trace = _trace(preset, steps.get(preset, 20), work)
+        footprint = int(open_trace(trace).meta["footprint_bytes"])
+        for fraction in args.fractions:
+            memory = int(footprint * fraction) // 4096 * 4096
+            tag = f"{preset}-{steps.get(preset, 20)}-{fraction:g}"
+            kernel = work / f"{tag}.kernel.swapio.parquet"
+            info = _capture(trace, memory, kernel, args.recapture, None if args.compute == "none" else args.compute)
+            extras.append({"preset": preset, "fraction": fraction, **info})
+            if args.repeat:
+                again = work / f"{tag}.kernel2.swapio.parquet"
+                _capture(trace, memory, again, args.recapture, None if args.compute == "none" else args.compute)
+                rows.append(_row(preset, fraction, memory, "kernel rerun", "-", kernel, again))
+            for policy in POLICIES:
+                for readahead in READAHEADS:
+                    emu = _emulate(trace, memory, policy, readahead, work / f"{tag}.{policy}.{readahead}.swapio.parquet")
+                    rows.append(_row(preset, fraction, memory, policy, readahead, kernel, emu))
+                    r = rows[-1]
+                    print(f"  {tag} {policy:5} {readahead:7} in {_pct(r['err_pages_in']):>8} out "
+                          f"{_pct(r['err_pages_out']):>8} KS {r['ks_read']:.2f}/{r['ks_write']:.2f}", file=sys.stderr)
+    meta = kernel_facts()
+    with open(args.out / "calibration.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    (args.out / "calibration.md").write_text(markdown(rows, meta) + "\n")
+    emu_rows = [r for r in rows if r["policy"] != "kernel rerun"]
+    best = ranking(emu_rows)[0]
+    (args.out / "calibration.json").write_text(json.dumps(
+        {"rows": rows, "captures": extras, "kernel": meta, "ranking": ranking(emu_rows), "best": best}, indent=2))
+    print(markdown(rows, meta))
+    print(f"\nbest: policy={best['policy']} readahead={best['readahead']} (worst |err| {best['worst']:.1%})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,304 @@
+"""Generator kernels: draw a batch of steps' embedding indices, then emit page accesses.
+
+``_draw`` fills, for every (step, table) of a batch of steps, the row ids of
+all lookups (table-major, bag order) and the sorted unique rows; blocks of
+:data:`BLOCK` lookups have their own random streams and are independent, so
+it runs them with ``prange``, each writing its own slice.
+``_emit`` turns them into page accesses in program order; it is resumable:
+it stops when the output buffer is full and records where in ``cursor``.
+The pure-Python twin is ``tests/naive_generate.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import prange
+
+from swaptrace._kernels._jit import jit, jit_parallel
+from swaptrace._kernels.zipf import _stream, _uniform, _zipf_draw
+
+#: lookups per random stream: (step, table) index lists are drawn in blocks of this many lookups,
+#: each from its own stream, so one big table's draws spread over all cores. Part of the trace
+#: definition: changing it changes every trace.
+BLOCK = 4096
+LANE_BAGS = 0  # stream lane of a (step, table)'s bag sizes; block b draws ranks on lane 1 + 2b, reuse on 2 + 2b
+
+PHASE_FORWARD, PHASE_MLP_READ, PHASE_SCRATCH, PHASE_BACKWARD, PHASE_MLP_WRITE, PHASE_MLP_STATE, PHASE_DONE = range(7)
+
+
+@jit
+def _bag_total(seed, step, t, batch, bag_vals, bag_cdf, bag_lo, bag_hi):
+    """Lookups of one (step, table): batch x a fixed bag size, or a bag size drawn per sample."""
+    if bag_hi - bag_lo == 1:
+        return batch * bag_vals[bag_lo]
+    state = _stream(np.uint64(seed), np.uint64(step), np.uint64(t), np.uint64(LANE_BAGS))
+    total = 0
+    for _ in range(batch):
+        u, state = _uniform(state)
+        j = bag_lo
+        while j < bag_hi - 1 and u >= bag_cdf[j]:
+            j += 1
+        total += bag_vals[j]
+    return total
+
+
+@jit
+def _unique_sorted(src, dst, n_rows):
+    """Sorted distinct values of ``src`` (all in [0, n_rows)) into ``dst``; returns how many."""
+    m = src.shape[0]
+    if m == 0:
+        return 0
+    if n_rows <= 256 * m:
+        # a bitmap is O(m + n_rows / 64) and beats sorting even for 40M-row tables
+        words = np.zeros((n_rows + 63) >> 6, dtype=np.uint64)
+        one = np.uint64(1)
+        for i in range(m):
+            v = src[i]
+            words[v >> 6] |= one << np.uint64(v & 63)
+        c = 0
+        for w in range(words.shape[0]):
+            x = words[w]
+            while x:
+                low = x & (~x + one)  # lowest set bit
+                dst[c] = (w << 6) + _bit_index(low)
+                c += 1
+                x ^= low
+        return c
+    tmp = np.sort(src)
+    c = 0
+    for i in range(m):
+        if i == 0 or tmp[i] != tmp[i - 1]:
+            dst[c] = tmp[i]
+            c += 1
+    return c
+
+
+@jit
+def _bit_index(x):
+    """Index of the single set bit of x (a power of two)."""
+    i = 0
+    if x >= np.uint64(1 << 32):
+        x >>= np.uint64(32)
+        i += 32
+    if x >= np.uint64(1 << 16):
+        x >>= np.uint64(16)
+        i += 16
+    if x >= np.uint64(1 << 8):
+        x >>= np.uint64(8)
+        i += 8
+    if x >= np.uint64(1 << 4):
+        x >>= np.uint64(4)
+        i += 4
+    if x >= np.uint64(1 << 2):
+        x >>= np.uint64(2)
+        i += 2
+    if x >= np.uint64(2):
+        i += 1
+    return i
+
+
+@jit_parallel
+def _draw(seed, step0, nsteps, batch, n_rows, zs, zh_x1, zh_n, zbig_s, sa, sb, scatter,
+          bag_vals, bag_cdf, bag_off, tbl_off, stride, reuse, prev_fresh, prev_lens, have_prev,
+          fresh, idx, uniq, lens, ulens):
+    """Indices of steps [step0, step0 + nsteps) for every table (see module docstring).
+
+    ``fresh``/``idx``/``uniq`` hold slot ``si * stride + tbl_off[t]`` per (step, table).
+    With ``reuse > 0``, ``idx`` differs from ``fresh``: position i of a step takes
+    the previous step's fresh index at i with probability ``reuse``.
+    """
+    n_tables = n_rows.shape[0]
+    units = nsteps * n_tables
+    for u in prange(units):
+        lens[u] = _bag_total(seed, step0 + u // n_tables, u % n_tables, batch, bag_vals, bag_cdf,
+                             bag_off[u % n_tables], bag_off[u % n_tables + 1])
+    first_block = np.zeros(units + 1, dtype=np.int64)
+    for u in range(units):
+        first_block[u + 1] = first_block[u] + (lens[u] + BLOCK - 1) // BLOCK
+    n_blocks = first_block[units]
+    block_unit = np.empty(n_blocks, dtype=np.int64)
+    for u in range(units):
+        for j in range(first_block[u], first_block[u + 1]):
+            block_unit[j] = u
+    for j in prange(n_blocks):
+        u = block_unit[j]
+        si = u // n_tables
+        t = u % n_tables
+        b = j - first_block[u]
+        base = si * stride + tbl_off[t]
+        lo = b * BLOCK
+        hi = min(lens[u], lo + BLOCK)
+        n = n_rows[t]
+        state = _stream(np.uint64(seed), np.uint64(step0 + si), np.uint64(t), np.uint64(1 + 2 * b))
+        for i in range(lo, hi):
+            k, state = _zipf_draw(state, n, zs[t], zh_x1[t], zh_n[t], zbig_s[t])
+            if scatter:
+                fresh[base + i] = (sa[t] * (k - 1) + sb[t]) % n
+            else:
+                fresh[base + i] = k - 1
+    if reuse > 0.0:
+        for j in prange(n_blocks):
+            u = block_unit[j]
+            si = u // n_tables
+            t = u % n_tables
+            b = j - first_block[u]
+            step = step0 + si
+            base = si * stride + tbl_off[t]
+            if si > 0:
+                plen = lens[u - n_tables]
+                pbase = (si - 1) * stride + tbl_off[t]
+                pvalid = True
+                psrc = fresh
+            else:
+                plen = prev_lens[t]
+                pbase = tbl_off[t]
+                pvalid = have_prev
+                psrc = prev_fresh
+            if step == 0:
+                pvalid = False
+            state = _stream(np.uint64(seed), np.uint64(step), np.uint64(t), np.uint64(2 + 2 * b))
+            for i in range(b * BLOCK, min(lens[u], (b + 1) * BLOCK)):
+                x, state = _uniform(state)
+                if pvalid and x < reuse and i < plen:
+                    idx[base + i] = psrc[pbase + i]
+                else:
+                    idx[base + i] = fresh[base + i]
+    for u in prange(units):
+        lo = (u // n_tables) * stride + tbl_off[u % n_tables]
+        ulens[u] = _unique_sorted(idx[lo:lo + lens[u]], uniq[lo:lo + lens[u]], n_rows[u % n_tables])
+
+
+@jit(inline="always")  # a call per access with five array arguments costs more than the access
+def _put(n, step, page, w, region, dedup, stamp, seen, out_step, out_page, out_write, out_region):
+    """Append one access (unless ``dedup`` finds it done this step); returns the new count."""
+    if dedup:
+        if stamp[w, page] == np.uint32(step + 1):
+            return n
+        stamp[w, page] = np.uint32(step + 1)
+    out_step[n] = step
+    out_page[n] = page
+    out_write[n] = w == 1
+    out_region[n] = region
+    return n + 1
+
+
+@jit
+def _emit(cursor, step0, nsteps, idx, uniq, lens, ulens, tbl_off, stride, shift,
+          t_first_byte, t_row_bytes, t_region, s_first_byte, s_row_bytes, s_array_bytes, s_region, s_arrays,
+          mlp_first, mlp_pages, mlp_region, mst_first, mst_pages, mst_region, scr_first, scr_pages, scr_region,
+          item_max, dedup, stamp, track, seen, out_step, out_page, out_write, out_region):
+    """Page accesses of the drawn steps into the output arrays, from ``cursor`` on.
+
+    ``cursor`` = [step index in batch, phase, table, position]; updated in place.
+    Returns the number of rows written; the batch is finished when
+    ``cursor[0] == nsteps``.
+    """
+    cap = out_page.shape[0]
+    n_tables = t_region.shape[0]
+    si = cursor[0]
+    phase = cursor[1]
+    t = cursor[2]
+    pos = cursor[3]
+    n = 0
+    while si < nsteps:
+        step = step0 + si
+        base = si * stride
+        if phase == PHASE_FORWARD:
+            while t < n_tables:
+                length = lens[si * n_tables + t]
+                fb = t_first_byte[t]
+                rb = t_row_bytes[t]
+                reg = t_region[t]
+                lo = base + tbl_off[t]
+                while pos < length:
+                    if n + item_max > cap:
+                        cursor[0], cursor[1], cursor[2], cursor[3] = si, phase, t, pos
+                        return n
+                    off = fb + idx[lo + pos] * rb
+                    for p in range(off >> shift, ((off + rb - 1) >> shift) + 1):
+                        n = _put(n, step, p, 0, reg, dedup, stamp, seen, out_step, out_page, out_write, out_region)
+                    pos += 1
+                t += 1
+                pos = 0
+            phase = PHASE_MLP_READ
+            t = 0
+            pos = 0
+        if phase == PHASE_MLP_READ or phase == PHASE_SCRATCH:
+            while phase == PHASE_MLP_READ or phase == PHASE_SCRATCH:
+                if phase == PHASE_MLP_READ:
+                    first, pages, reg, w = mlp_first, mlp_pages, mlp_region, 0
+                else:
+                    first, pages, reg, w = scr_first, scr_pages, scr_region, 1
+                while pos < pages:
+                    if n + item_max > cap:
+                        cursor[0], cursor[1], cursor[2], cursor[3] = si, phase, t, pos
+                        return n
+                    if track:
+                        seen[first + pos] = 1
+                    n = _put(n, step, first + pos, w, reg, dedup, stamp, seen, out_step, out_page, out_write, out_region)
+                    pos += 1
+                phase += 1
+                pos = 0
+        if phase == PHASE_BACKWARD:
+            while t < n_tables:
+                ulen = ulens[si * n_tables + t]
+                fb = t_first_byte[t]
+                rb = t_row_bytes[t]
+                reg = t_region[t]
+                sfb = s_first_byte[t]
+                srb = s_row_bytes[t]
+                sab = s_array_bytes[t]
+                sreg = s_region[t]
+                lo = base + tbl_off[t]
+                while pos < ulen:
+                    if n + item_max > cap:
+                        cursor[0], cursor[1], cursor[2], cursor[3] = si, phase, t, pos
+                        return n
+                    row = uniq[lo + pos]
+                    for c in range(s_arrays):
+                        off = sfb + c * sab + row * srb
+                        p0 = off >> shift
+                        p1 = (off + srb - 1) >> shift
+                        if track:
+                            for p in range(p0, p1 + 1):
+                                seen[p] = 1
+                        for w in range(2):
+                            for p in range(p0, p1 + 1):
+                                n = _put(n, step, p, w, sreg, dedup, stamp, seen, out_step, out_page, out_write, out_region)
+                    off = fb + row * rb
+                    p0 = off >> shift
+                    p1 = (off + rb - 1) >> shift
+                    for p in range(p0, p1 + 1):
+                        if track:
+                            seen[p] = 1  # every forward row is updated here: forward needs no marking
+                    for w in range(2):
+                        for p in range(p0, p1 + 1):
+                            n = _put(n, step, p, w, reg, dedup, stamp, seen, out_step, out_page, out_write, out_region)
+                    pos += 1
+                t += 1
+                pos = 0
+            phase = PHASE_MLP_WRITE
+            t = 0
+            pos = 0
+        if phase == PHASE_MLP_WRITE or phase == PHASE_MLP_STATE:
+            while phase == PHASE_MLP_WRITE or phase == PHASE_MLP_STATE:
+                if phase == PHASE_MLP_WRITE:
+                    first, pages, reg = mlp_first, mlp_pages, mlp_region
+                else:
+                    first, pages, reg = mst_first, mst_pages, mst_region
+                while pos < pages:
+                    if n + item_max > cap:
+                        cursor[0], cursor[1], cursor[2], cursor[3] = si, phase, t, pos
+                        return n
+                    if track:
+                        seen[first + pos] = 1
+                    n = _put(n, step, first + pos, 1, reg, dedup, stamp, seen, out_step, out_page, out_write, out_region)
+                    pos += 1
+                phase += 1
+                pos = 0
+        si += 1
+        phase = PHASE_FORWARD
+        t = 0
+        pos = 0
+    cursor[0], cursor[1], cursor[2], cursor[3] = si, phase, t, pos
+    return n

@@ -1,0 +1,23 @@
+"""Replay of page accesses on real memory (the capture child's inner loop)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from swaptrace._kernels._jit import jit
+
+
+@jit
+def _replay(mem, codes, page_bytes, touch_bytes):
+    """Touch every access in ``codes`` (page << 1 | write); return a checksum of loads."""
+    acc = np.uint64(0)
+    for i in range(codes.shape[0]):
+        c = codes[i]
+        base = (c >> 1) * page_bytes
+        if c & 1:
+            for off in range(0, page_bytes, touch_bytes):
+                mem[base + off] += np.uint8(1)  # a store (after the load the increment needs)
+        else:
+            for off in range(0, page_bytes, touch_bytes):
+                acc += mem[base + off]
+    return acc

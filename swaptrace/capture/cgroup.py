@@ -1,0 +1,156 @@
+"""A memory cgroup for the replaying child (cgroup v1 or v2).
+
+v1 (``/sys/fs/cgroup/memory``): ``memory.limit_in_bytes``,
+``memory.usage_in_bytes``, ``memory.max_usage_in_bytes``; v2 (a ``cgroup2``
+mount whose ``cgroup.controllers`` lists ``memory``): ``memory.max``,
+``memory.current``, ``memory.peak`` (Documentation/admin-guide/cgroup-v1/memory.rst,
+cgroup-v2.rst). The group is created at the root of the memory hierarchy
+under a name that carries the owning process id, so a later run can tell a
+leftover from a live capture.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+from swaptrace.errors import PrivilegeError
+
+V1_ROOT = Path("/sys/fs/cgroup/memory")
+V2_ROOT = Path("/sys/fs/cgroup")
+
+
+def memory_hierarchy() -> tuple[int, Path]:
+    """``(version, root)`` of the memory controller; PrivilegeError if there is none."""
+    if (V1_ROOT / "memory.limit_in_bytes").exists():
+        return 1, V1_ROOT
+    controllers = V2_ROOT / "cgroup.controllers"
+    if controllers.exists() and "memory" in controllers.read_text().split():
+        return 2, V2_ROOT
+    raise PrivilegeError("no memory cgroup controller is mounted (need cgroup v1 memory or cgroup v2 with memory)")
+
+
+class MemoryCgroup:
+    """Create, limit, read and remove one memory cgroup."""
+
+    def __init__(self, name: str):
+        self.version, self.root = memory_hierarchy()
+        self.name = name
+        self.path = self.root / name
+
+    def create(self) -> None:
+        if self.version == 2:
+            subtree = self.root / "cgroup.subtree_control"
+            if "memory" not in subtree.read_text().split():
+                try:
+                    subtree.write_text("+memory")
+                except OSError as exc:
+                    raise PrivilegeError(f"cannot enable the memory controller in {self.root}: {exc.strerror}") from None
+        try:
+            self.path.mkdir(exist_ok=True)
+        except OSError as exc:
+            raise PrivilegeError(f"cannot create cgroup {self.path}: {exc.strerror}") from None
+
+    @property
+    def procs_file(self) -> Path:
+        return self.path / "cgroup.procs"
+
+    def _file(self, v1: str, v2: str) -> Path:
+        return self.path / (v1 if self.version == 1 else v2)
+
+    def set_limit(self, limit_bytes: int | None) -> None:
+        """Hard limit in bytes; ``None`` removes it."""
+        f = self._file("memory.limit_in_bytes", "memory.max")
+        if limit_bytes is None:
+            f.write_text("-1" if self.version == 1 else "max")
+        else:
+            f.write_text(str(int(limit_bytes)))
+
+    def disable_oom_killer(self) -> bool:
+        """v1 only: make tasks wait instead of being killed when reclaim falls behind (``memory.oom_control``)."""
+        if self.version != 1:
+            return False
+        try:
+            (self.path / "memory.oom_control").write_text("1")
+            return True
+        except OSError:
+            return False
+
+    def under_oom(self) -> bool:
+        if self.version != 1:
+            return False
+        try:
+            return "under_oom 1" in (self.path / "memory.oom_control").read_text()
+        except OSError:
+            return False
+
+    def usage_bytes(self) -> int:
+        return int(self._file("memory.usage_in_bytes", "memory.current").read_text())
+
+    def peak_bytes(self) -> int | None:
+        f = self._file("memory.max_usage_in_bytes", "memory.peak")
+        try:
+            return int(f.read_text().split()[0])
+        except (OSError, ValueError):
+            return None
+
+    def reset_peak(self) -> None:
+        if self.version == 1:
+            try:
+                (self.path / "memory.max_usage_in_bytes").write_text("0")
+            except OSError:
+                pass
+
+    def stat(self) -> dict[str, int]:
+        out = {}
+        for line in (self.path / "memory.stat").read_text().splitlines():
+            key, _, value = line.partition(" ")
+            if value.strip().lstrip("-").isdigit():
+                out[key] = int(value)
+        return out
+
+    def pids(self) -> list[int]:
+        try:
+            return [int(p) for p in self.procs_file.read_text().split()]
+        except OSError:
+            return []
+
+    def remove(self) -> None:
+        remove_group(self.path)
+
+
+def remove_group(path: Path, timeout_s: float = 10.0) -> None:
+    """Kill what is left in a cgroup of ours and ``rmdir`` it (retrying while tasks exit)."""
+    if not path.exists():
+        return
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            pids = [int(p) for p in (path / "cgroup.procs").read_text().split()]
+        except OSError:
+            pids = []
+        for pid in pids:  # only processes a capture of ours put there
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def list_groups(prefix: str) -> list[Path]:
+    """Memory cgroups at the hierarchy root whose name starts with ``prefix``."""
+    try:
+        _, root = memory_hierarchy()
+    except PrivilegeError:
+        return []
+    return sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith(prefix))

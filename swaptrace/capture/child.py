@@ -1,0 +1,192 @@
+"""The replaying child: real loads and stores on anonymous memory, step by step.
+
+Run by :mod:`swaptrace.capture.session` as
+``python -m swaptrace.capture.child CONFIG.json`` inside the capture's memory
+cgroup. Protocol on its pipes (one line each)::
+
+    child  -> parent   READY {"rss_bytes": ..., "warmup_s": ...}
+    parent -> child    GO
+    child  -> parent   DONE {"step_wall_us": [...], "replay_us": [...], ...}
+
+Before ``READY`` it compiles the numba replay kernel and (with
+``compute = "mlp"``) runs one MLP step, so that what the parent measures as
+the baseline includes interpreter, libraries and JIT code; locks that
+baseline in memory (``mlockall``, see :func:`_lock_baseline`); and then maps
+the trace's footprint as anonymous memory (no page is touched yet, like the
+emulator's ``initial_state="untouched"``). After ``GO`` it replays each step's accesses with
+:func:`swaptrace._kernels.replay._replay`, writing ``swaptrace step N`` to the
+tracefs marker file so requests can be attributed to steps.
+
+A load of a never-written page maps the kernel's shared zero page (no memory
+is charged); that is how a real program behaves, and the emulator's
+``untouched`` state differs only for pages that are read long before their
+first write.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import mmap
+import os
+import resource
+import sys
+import time
+
+PR_SET_PDEATHSIG = 1
+MCL_CURRENT, MCL_ONFAULT = 1, 4
+
+
+def _lock_baseline() -> bool:
+    """Pin what is resident now (and what later faults into today's mappings) in memory.
+
+    Without this the kernel swaps out the cold part of the interpreter's and
+    numba's own memory (tens of MiB) and hands that room to the model, so the
+    model would get far more than its budget. ``MCL_ONFAULT`` (Linux 4.4)
+    locks without populating whole mapped libraries; mappings made later --
+    the model's footprint -- stay swappable. See mlockall(2).
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.mlockall(MCL_CURRENT | MCL_ONFAULT) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Get SIGKILL when the capture process dies, so a killed capture leaves no replay running."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+class MLP:
+    """Dense layers with ReLU; forward, backward and an SGD update in numpy (float32).
+
+    Sizes are a preset's ``bottom_mlp`` and ``top_mlp`` lists (input width
+    first); the batch is the preset's ``batch_size``. Only the cost of the
+    arithmetic matters here, so inputs and targets are fixed random arrays.
+    """
+
+    def __init__(self, layer_lists, batch_size: int, seed: int = 0):
+        import numpy as np
+
+        rng = np.random.default_rng(seed)
+        self.nets = []
+        for widths in layer_lists:
+            widths = [int(w) for w in widths]
+            if len(widths) < 2:
+                continue
+            ws = [(rng.standard_normal((a, b)) * (2.0 / a) ** 0.5).astype(np.float32) for a, b in zip(widths, widths[1:], strict=False)]
+            x = rng.standard_normal((batch_size, widths[0])).astype(np.float32)
+            self.nets.append((ws, x))
+
+    def step(self, lr: float = 1e-3) -> float:
+        import numpy as np
+
+        loss = 0.0
+        for ws, x in self.nets:
+            acts = [x]
+            for w in ws:
+                acts.append(np.maximum(acts[-1] @ w, 0.0))
+            grad = acts[-1] / acts[-1].shape[0]
+            loss += float(np.square(acts[-1]).mean())
+            for i in range(len(ws) - 1, -1, -1):
+                gw = acts[i].T @ grad
+                grad = (grad @ ws[i].T) * (acts[i] > 0)
+                ws[i] -= lr * gw
+        return loss
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def main(config_path: str) -> int:
+    with open(config_path) as fh:
+        cfg = json.load(fh)
+    _die_with_parent(int(cfg["parent_pid"]))
+    t_start = time.perf_counter()
+
+    import numpy as np
+
+    from swaptrace._kernels.replay import _replay
+
+    page_bytes = int(cfg["page_bytes"])
+    touch_bytes = min(4096, page_bytes)
+    # read() the codes step by step (no mmap: its page faults would count as major faults)
+    codes_file = open(cfg["codes"], "rb")  # noqa: SIM115 - open for the whole run
+    step_starts = np.load(cfg["step_starts"])
+    steps = np.load(cfg["step_numbers"])
+    footprint = int(cfg["footprint_bytes"])
+
+    # warm-up: compile on arrays of the same types (writable uint8, read-only int64)
+    scratch = np.zeros(2 * page_bytes, dtype=np.uint8)
+    probe = np.array([0, 3], dtype=np.int64)
+    _replay(scratch, probe, page_bytes, touch_bytes)
+    _replay(scratch, np.fromfile(codes_file, dtype=np.int64, count=0), page_bytes, touch_bytes)
+    mlp = None
+    if cfg.get("compute") == "mlp":
+        mlp = MLP(cfg.get("mlp_layers", []), int(cfg.get("batch_size", 128)))
+        mlp.step()
+    import gc
+
+    gc.collect()
+    locked = _lock_baseline() if cfg.get("lock_baseline", True) else False
+    # mapped after mlockall, so the model's pages are not locked
+    region = mmap.mmap(-1, max(footprint, mmap.PAGESIZE), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    mem = np.frombuffer(region, dtype=np.uint8)
+    marker_fd = os.open(cfg["marker"], os.O_WRONLY) if cfg.get("marker") else None
+
+    def mark(text: str) -> None:
+        if marker_fd is not None:
+            os.write(marker_fd, f"swaptrace {text}\n".encode())
+
+    print("READY " + json.dumps({"rss_bytes": _rss_bytes(), "warmup_s": time.perf_counter() - t_start,
+                                        "locked": locked}), flush=True)
+    if sys.stdin.readline().strip() != "GO":
+        return 1
+
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    replay_us, compute_us, wall_us = [], [], []
+    checksum = 0
+    mark("start")
+    t_run = time.perf_counter_ns()
+    for k in range(len(steps)):
+        chunk = np.fromfile(codes_file, dtype=np.int64, count=int(step_starts[k + 1] - step_starts[k]))
+        mark(f"step {int(steps[k])}")
+        t0 = time.perf_counter_ns()
+        checksum += int(_replay(mem, chunk, page_bytes, touch_bytes))
+        t1 = time.perf_counter_ns()
+        if mlp is not None:
+            mlp.step()
+        t2 = time.perf_counter_ns()
+        replay_us.append((t1 - t0) / 1e3)
+        compute_us.append((t2 - t1) / 1e3)
+        wall_us.append((t2 - t0) / 1e3)
+        print(f"STEP {int(steps[k])}", flush=True)
+    total_us = (time.perf_counter_ns() - t_run) / 1e3
+    mark("end")
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    result = {
+        "step_wall_us": wall_us,
+        "replay_us": replay_us,
+        "compute_us": compute_us,
+        "total_us": total_us,
+        "major_faults": after.ru_majflt - before.ru_majflt,
+        "minor_faults": after.ru_minflt - before.ru_minflt,
+        "max_rss_bytes": after.ru_maxrss * 1024,
+        "rss_bytes": _rss_bytes(),
+        "checksum": checksum,
+    }
+    print("DONE " + json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,612 @@
+"""Orchestration of one capture: set up, run the child twice, record, undo.
+
+Order (REFERENCE.md §8)::
+
+    leftovers of dead captures removed
+    trace -> codes file (page << 1 | write, int64) in the work folder
+    unlimited run   (own cgroup, no limit)          -> per-step wall times
+    swap file -> loop -> mkswap -> swapon
+    tracefs instance, filter dev == loop
+    limited run     (own cgroup, limit = baseline + budget, traced)
+    undo in reverse: tracing, child, cgroups, swapoff, loop, files
+
+Everything created is named ``swaptrace-capture-<pid>...`` with the pid of the
+capturing process. Undo runs on success, error, Ctrl-C and SIGTERM (turned
+into KeyboardInterrupt); if the capture is killed outright (SIGKILL), the
+child dies with it (``PR_SET_PDEATHSIG``) and the next capture (or
+:func:`cleanup_leftovers`) finds the named leftovers of the dead pid and
+removes them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from swaptrace.capture import cgroup as cg
+from swaptrace.capture import tracing
+from swaptrace.capture.convert import parse_lines, to_stream
+from swaptrace.capture.swapdev import SwapDevice, active_swaps, loop_devices, remove_swap_leftovers
+from swaptrace.compare import summarize_requests
+from swaptrace.errors import ConfigError, PrivilegeError, SwaptraceError, ToolError, TraceFileError
+from swaptrace.traceio import TraceWriter, check_output_path, open_trace
+
+PREFIX = "swaptrace-capture-"
+DEFAULT_WORK_BASE = Path("/var/tmp")
+SWAP_HEADROOM_BYTES = 256 << 20  # the child's own heap may be swapped too
+READY_TIMEOUT_S = 300.0
+
+
+def _pid_of(name: str) -> int | None:
+    rest = name[len(PREFIX):] if name.startswith(PREFIX) else ""
+    digits = ""
+    for ch in rest:
+        if not ch.isdigit():
+            break
+        digits += ch
+    return int(digits) if digits else None
+
+
+def owner_alive(name: str) -> bool:
+    """Whether the capture that created ``name`` (``swaptrace-capture-<pid>...``) still runs."""
+    pid = _pid_of(name)
+    if pid is None:
+        return False
+    if pid == os.getpid():
+        return True
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"python" in cmdline or b"swaptrace" in cmdline
+
+
+def find_leftovers(work_base: Path | None = None) -> list[str]:
+    """Names of everything a dead capture left behind (nothing is changed)."""
+    found = [f"tracefs instance {p}" for p in tracing.list_instances(PREFIX) if not owner_alive(p.name)]
+    found += [f"cgroup {p}" for p in cg.list_groups(PREFIX) if not owner_alive(p.name)]
+    for loop, backing in loop_devices().items():
+        name = Path(backing.replace(" (deleted)", "")).name
+        if PREFIX in name and not owner_alive(name):
+            found.append(f"{'swap+' if loop in active_swaps() else ''}loop {loop} ({backing})")
+    for base in {DEFAULT_WORK_BASE, Path(work_base or DEFAULT_WORK_BASE)}:
+        if base.is_dir():
+            found += [f"folder {p}" for p in base.glob(PREFIX + "*") if not owner_alive(p.name)]
+    return found
+
+
+def cleanup_leftovers(work_base: Path | None = None) -> list[str]:
+    """Remove what dead captures left behind, in undo order; return what was removed."""
+    removed = []
+    for p in cg.list_groups(PREFIX):  # first: kill orphaned replays so swapoff has nothing to swap in
+        if not owner_alive(p.name):
+            cg.remove_group(p)
+            removed.append(f"cgroup {p}")
+    for p in tracing.list_instances(PREFIX):
+        if not owner_alive(p.name):
+            tracing.remove_instance(p)
+            removed.append(f"tracefs instance {p}")
+    removed += remove_swap_leftovers(PREFIX, owner_alive)
+    for base in {DEFAULT_WORK_BASE, Path(work_base or DEFAULT_WORK_BASE)}:
+        if base.is_dir():
+            for p in base.glob(PREFIX + "*"):
+                if not owner_alive(p.name):
+                    shutil.rmtree(p, ignore_errors=True)
+                    removed.append(f"folder {p}")
+    return removed
+
+
+def _vmstat() -> dict[str, int]:
+    out = {}
+    for line in Path("/proc/vmstat").read_text().splitlines():
+        key, _, value = line.partition(" ")
+        if key in ("pswpin", "pswpout", "pgmajfault", "pgfault"):
+            out[key] = int(value)
+    return out
+
+
+def _read_sys(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def kernel_facts() -> dict[str, Any]:
+    """Kernel settings that shape swap behaviour (REFERENCE.md §8.4)."""
+    return {
+        "kernel": platform.release(),
+        "page_cluster": _read_sys("/proc/sys/vm/page-cluster"),
+        "swappiness": _read_sys("/proc/sys/vm/swappiness"),
+        "vma_ra_enabled": _read_sys("/sys/kernel/mm/swap/vma_ra_enabled"),
+        "thp": _read_sys("/sys/kernel/mm/transparent_hugepage/enabled"),
+        "mglru": _read_sys("/sys/kernel/mm/lru_gen/enabled"),
+        "zswap": _read_sys("/sys/module/zswap/parameters/enabled"),
+        "cpus": os.cpu_count(),
+    }
+
+
+def check_privileges() -> None:
+    """PrivilegeError unless root with a memory cgroup, tracefs and swap tools."""
+    if os.geteuid() != 0:
+        raise PrivilegeError("capture needs root (it creates a swap device, a memory cgroup and a tracefs instance)")
+    cg.memory_hierarchy()
+    tracing.tracefs_root()
+    for tool in ("losetup", "mkswap", "swapon", "swapoff"):
+        if shutil.which(tool) is None and not Path(f"/usr/sbin/{tool}").exists() and not Path(f"/sbin/{tool}").exists():
+            raise ToolError(f"{tool} is not installed (package util-linux)")
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """One run of the child."""
+
+    baseline_bytes: int
+    rss_bytes: int
+    limit_bytes: int | None
+    peak_bytes: int | None
+    warmup_s: float
+    locked: bool
+    child: dict[str, Any]
+    vmstat_delta: dict[str, int]
+    cgroup_stat: dict[str, int]
+    oom: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CaptureResult:
+    """Outcome of :func:`capture` (the summary is also in the file's metadata)."""
+
+    path: Path
+    summary: dict[str, Any]
+    pages_in: int
+    pages_out: int
+    pswpin: int
+    pswpout: int
+    major_faults: int
+    memory_bytes: int
+    baseline_bytes: int
+    limit_bytes: int
+    slowdown: float | None
+    lost_events: int
+    malformed_lines: int
+    kernel: dict[str, Any] = field(default_factory=dict)
+    removed_leftovers: list[str] = field(default_factory=list)
+
+
+class _Child:
+    """The replay child process and a thread that forwards its stdout lines."""
+
+    def __init__(self, config: dict[str, Any], workdir: Path, tag: str, cgroup: cg.MemoryCgroup):
+        self.config_path = workdir / f"child-{tag}.json"
+        self.config_path.write_text(json.dumps(config))
+        self.stderr_path = workdir / f"child-{tag}.stderr"
+        # join the cgroup before exec, so everything the interpreter loads is charged to it
+        script = 'echo $$ > "$1" && shift && exec "$@"'
+        cmd = ["/bin/sh", "-c", script, "sh", str(cgroup.procs_file), sys.executable, "-m",
+               "swaptrace.capture.child", str(self.config_path)]
+        self._stderr = open(self.stderr_path, "wb")  # noqa: SIM115 - closed in close()
+        # one BLAS thread: on a small machine extra threads only fight over cores and blur step times
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+                                     text=True, start_new_session=True, env=env)
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def expect(self, word: str, timeout_s: float | None, on_line=None) -> dict[str, Any]:
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                line = self.lines.get(timeout=left)
+            except queue.Empty:
+                raise ToolError(f"replay child gave no {word} within {timeout_s:.0f} s") from None
+            if line is None:
+                self.proc.wait()
+                raise ToolError(f"replay child exited with code {self.proc.returncode} before {word}: "
+                                f"{self.stderr_tail()}")
+            if line.startswith(word + " ") or line == word:
+                payload = line[len(word):].strip()
+                return json.loads(payload) if payload else {}
+            if on_line is not None:
+                on_line(line)
+
+    def send(self, text: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(text + "\n")
+        self.proc.stdin.flush()
+
+    def stderr_tail(self) -> str:
+        try:
+            text = self.stderr_path.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return ""
+        if any("MemoryError" in t or "Killed" in t for t in text):
+            return " | ".join(text[-3:])
+        return " | ".join(text[-3:]) or "(no message; killed by the OOM killer?)"
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait()
+        self._reader.join(timeout=5)
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:  # broken pipe to a dead child
+                    pass
+        self._stderr.close()
+
+
+class _OomGuard:
+    """Keep a v1 memory cgroup from OOM-killing the replay when reclaim merely lags.
+
+    Legacy (v1) memcg reclaim cannot throttle on pages under writeback, so
+    under heavy swap-out to a loop device it sometimes gives up and invokes the
+    OOM killer although swap is free. With the killer disabled the faulting
+    task instead waits; this thread notices (``under_oom 1``), raises the limit
+    by ``nudge_bytes`` for a moment -- which wakes the task -- and sets it back,
+    reclaiming in its own context. Stalls and the time spent above the limit
+    are reported, so a reader can judge the perturbation.
+    """
+
+    def __init__(self, group: cg.MemoryCgroup, limit_bytes: int, nudge_bytes: int = 1 << 20):
+        self.group, self.limit, self.nudge = group, int(limit_bytes), int(nudge_bytes)
+        self.stalls = 0
+        self.raised_s = 0.0
+        self._stop = threading.Event()
+        self.active = group.disable_oom_killer()
+        self._thread = threading.Thread(target=self._watch, daemon=True, name="swaptrace-oom-guard")
+        if self.active:
+            self._thread.start()
+
+    def _watch(self) -> None:
+        raised_at = None
+        while not self._stop.wait(0.002):
+            try:
+                if raised_at is None and self.group.under_oom():
+                    self.stalls += 1
+                    self.group.set_limit(self.limit + self.nudge)
+                    raised_at = time.monotonic()
+                elif raised_at is not None and time.monotonic() - raised_at > 0.002:
+                    self.group.set_limit(self.limit)  # EBUSY while usage cannot be pushed back yet
+                    self.raised_s += time.monotonic() - raised_at
+                    raised_at = None
+            except OSError:
+                continue
+        if raised_at is not None:
+            self.raised_s += time.monotonic() - raised_at
+
+    def stop(self) -> dict[str, Any]:
+        self._stop.set()
+        if self.active:
+            self._thread.join(timeout=5)
+        return {"oom_killer_disabled": self.active, "oom_stalls": self.stalls, "above_limit_s": self.raised_s}
+
+
+def _prepare_codes(trace, workdir: Path) -> dict[str, Any]:
+    """Write the trace as raw int64 ``page << 1 | write`` and per-step offsets."""
+    meta = trace.meta
+    steps = int(meta.get("steps", 0))
+    first = int(meta.get("first_step", 0))
+    codes_path = workdir / "codes.i64"
+    counts = np.zeros(max(steps, 1), dtype=np.int64)
+    footprint_pages = int(meta["footprint_pages"])
+    last_step = first
+    with open(codes_path, "wb") as fh:
+        for batch in trace.iter_batches(["step", "page", "write"]):
+            step = batch["step"].astype(np.int64)
+            if len(step) == 0:
+                continue
+            if step[0] < last_step or np.any(np.diff(step) < 0):
+                raise TraceFileError(f"{trace.path}: steps are not in order; capture replays in file order")
+            last_step = int(step[-1])
+            page = batch["page"].astype(np.int64)
+            if page.max(initial=0) >= footprint_pages:
+                raise TraceFileError(f"{trace.path}: page {int(page.max())} outside the footprint ({footprint_pages} pages)")
+            rel = step - first
+            if rel.min() < 0:
+                raise TraceFileError(f"{trace.path}: step {int(step.min())} before first_step {first}")
+            if rel.max() >= len(counts):
+                counts = np.concatenate([counts, np.zeros(int(rel.max()) + 1 - len(counts), dtype=np.int64)])
+            counts += np.bincount(rel, minlength=len(counts))
+            ((page << 1) | batch["write"].astype(np.int64)).tofile(fh)
+    starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    numbers = np.arange(first, first + len(counts), dtype=np.int64)
+    np.save(workdir / "step_starts.npy", starts)
+    np.save(workdir / "step_numbers.npy", numbers)
+    return {
+        "codes": str(codes_path),
+        "step_starts": str(workdir / "step_starts.npy"),
+        "step_numbers": str(workdir / "step_numbers.npy"),
+        "steps": len(counts),
+        "first_step": first,
+        "accesses": int(starts[-1]),
+    }
+
+
+def _mlp_layers(meta: dict[str, Any]) -> tuple[list[list[int]], int]:
+    spec = meta.get("spec") or {}
+    layers = [list(spec[k]) for k in ("bottom_mlp", "top_mlp") if spec.get(k)]
+    return layers, int(spec.get("batch_size", 128))
+
+
+def _run_child(config: dict[str, Any], workdir: Path, tag: str, group: cg.MemoryCgroup, memory_bytes: int | None,
+               on_go=None, on_step=None, timeout_s: float | None = None) -> RunResult:
+    group.create()
+    group.set_limit(None)
+    child = _Child(config, workdir, tag, group)
+    try:
+        ready = child.expect("READY", READY_TIMEOUT_S)
+        baseline = group.usage_bytes()
+        limit = None
+        guard = None
+        if memory_bytes is not None:
+            limit = baseline + int(memory_bytes)
+            group.set_limit(limit)
+            guard = _OomGuard(group, limit)
+        group.reset_peak()
+        if on_go is not None:
+            on_go()
+        before = _vmstat()
+        child.send("GO")
+        try:
+            done = child.expect("DONE", timeout_s, on_line=(lambda line: on_step(line)) if on_step else None)
+        finally:
+            oom = guard.stop() if guard is not None else {}
+        after = _vmstat()
+        peak = group.peak_bytes()
+        stat = group.stat()
+    finally:
+        child.close()
+    return RunResult(
+        baseline_bytes=baseline, rss_bytes=int(ready.get("rss_bytes", 0)), limit_bytes=limit, peak_bytes=peak,
+        warmup_s=float(ready.get("warmup_s", 0.0)), locked=bool(ready.get("locked")), child=done,
+        vmstat_delta={k: after[k] - before.get(k, 0) for k in after}, cgroup_stat=stat, oom=oom,
+    )
+
+
+def capture(
+    trace: str | os.PathLike,
+    out: str | os.PathLike,
+    *,
+    memory_bytes: int | None = None,
+    memory_fraction: float | None = None,
+    compute: str | None = None,
+    unlimited_run: bool = True,
+    swap_bytes: int | None = None,
+    rotational: bool = False,
+    work_base: str | os.PathLike | None = None,
+    buffer_kb: int = 32 * 1024,
+    timeout_s: float | None = None,
+    lock_baseline: bool = True,
+    raw_trace_out: str | os.PathLike | None = None,
+    force: bool = False,
+    progress=None,
+) -> CaptureResult:
+    """Replay an access trace under the real kernel and record its swap I/O.
+
+    Parameters
+    ----------
+    trace : path
+        An ``access`` trace (generate).
+    out : path
+        The ``swapio`` file to write (``source: kernel``).
+    memory_bytes, memory_fraction : int or float
+        Budget for the model's pages, in bytes or as a fraction of the
+        trace's footprint (exactly one). The cgroup limit is the child's own
+        baseline after warm-up plus this budget.
+    compute : {None, "mlp"}
+        Run the preset's dense MLP forward/backward (numpy) after each step.
+    unlimited_run : bool
+        Also replay without a memory limit first, for the slowdown ratio.
+    swap_bytes : int, optional
+        Swap size; default footprint + 256 MiB.
+    rotational : bool
+        Present the loop device as rotational (cluster readahead) instead of
+        as an SSD (VMA readahead, the default).
+    work_base : path
+        Folder for the swap file and scratch files (default /var/tmp; must
+        not be tmpfs, whose pages would themselves be swapped).
+    buffer_kb : int
+        Per-CPU tracefs ring-buffer size in KiB.
+    timeout_s : float, optional
+        Give up on a run that takes longer.
+    lock_baseline : bool
+        Lock the child's own memory after warm-up (``mlockall``) so that the
+        kernel cannot swap the interpreter out to make room for the model.
+    raw_trace_out : path, optional
+        Also keep the raw ftrace text here (for debugging and test data).
+    progress : callable, optional
+        Called with 1 after each replayed step of the traced run.
+    """
+    out_path = check_output_path(out, force)
+    tf = open_trace(trace, kind="access")
+    meta = tf.meta
+    for key in ("footprint_pages", "page_bytes"):
+        if key not in meta:
+            raise TraceFileError(f"{tf.path}: access trace metadata lacks {key!r}")
+    page_bytes = int(meta["page_bytes"])
+    if page_bytes % 4096:
+        raise ConfigError(f"page_bytes {page_bytes} is not a multiple of 4096")
+    footprint_bytes = int(meta.get("footprint_bytes", int(meta["footprint_pages"]) * page_bytes))
+    if (memory_bytes is None) == (memory_fraction is None):
+        raise ConfigError("give exactly one of --memory and --memory-fraction")
+    if memory_fraction is not None:
+        if not 0 < memory_fraction <= 1:
+            raise ConfigError(f"--memory-fraction must be in (0, 1], got {memory_fraction}")
+        memory_bytes = int(footprint_bytes * memory_fraction)
+    memory_bytes = int(memory_bytes)
+    if memory_bytes <= 0:
+        raise ConfigError("--memory must be positive")
+    if compute not in (None, "none", "mlp"):
+        raise ConfigError(f"--compute must be 'mlp' or 'none', got {compute!r}")
+    compute = None if compute == "none" else compute
+    check_privileges()
+    work_base = Path(work_base or DEFAULT_WORK_BASE)
+    removed = cleanup_leftovers(work_base)
+
+    name = f"{PREFIX}{os.getpid()}"
+    workdir = work_base / name
+    facts = kernel_facts()
+    old_handlers = {}
+
+    def _interrupt(signum, frame):  # noqa: ARG001
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            old_handlers[sig] = signal.signal(sig, _interrupt)
+        except ValueError:  # not the main thread
+            pass
+    swap = trace_rec = None
+    groups: list[cg.MemoryCgroup] = []
+    try:
+        workdir.mkdir(parents=True, exist_ok=True)
+        prep = _prepare_codes(tf, workdir)
+        layers, batch = _mlp_layers(meta)
+        base_config = {
+            "parent_pid": os.getpid(), "page_bytes": page_bytes, "footprint_bytes": footprint_bytes,
+            "compute": compute, "mlp_layers": layers, "batch_size": batch, "lock_baseline": lock_baseline,
+            **{k: prep[k] for k in ("codes", "step_starts", "step_numbers")},
+        }
+        free = None
+        if unlimited_run:
+            g = cg.MemoryCgroup(f"{name}-free")
+            groups.append(g)
+            free = _run_child(base_config, workdir, "free", g, None, timeout_s=timeout_s)
+            g.remove()
+
+        swap = SwapDevice(workdir / f"{name}.swap", int(swap_bytes or footprint_bytes + SWAP_HEADROOM_BYTES),
+                          rotational=rotational)
+        swap.setup()
+        raw_path = workdir / "trace.txt"
+        trace_rec = tracing.BlockTrace(name, swap.device, raw_path, buffer_kb=buffer_kb)
+        trace_rec.setup()
+        g = cg.MemoryCgroup(name)
+        groups.append(g)
+        loop_before: dict[str, int] = {}
+
+        def on_go():
+            loop_before.update(swap.stat())
+            trace_rec.start()
+
+        def on_step(line: str):
+            if progress is not None and line.startswith("STEP"):
+                progress(1)
+
+        run = _run_child({**base_config, "marker": str(trace_rec.marker_path())}, workdir, "limited", g,
+                         memory_bytes, on_go=on_go, on_step=on_step, timeout_s=timeout_s)
+        buffer_stats = trace_rec.stop()
+        loop_after = swap.stat()
+        g.remove()
+
+        with open(raw_path, errors="replace") as fh:
+            parsed = parse_lines(fh, device=swap.device)
+        if raw_trace_out is not None:
+            shutil.copyfile(raw_path, raw_trace_out)
+        stream = to_stream(parsed, first_step=prep["first_step"])
+        lost = int(buffer_stats["overrun"] + buffer_stats["dropped"] + parsed.lost_events)
+        req = summarize_requests(stream.op, stream.length, page_bytes)
+        child = run.child
+        summary = {
+            "accesses": prep["accesses"],
+            "faults": int(child["major_faults"]),
+            **req,
+            "pswpin": run.vmstat_delta.get("pswpin", 0),
+            "pswpout": run.vmstat_delta.get("pswpout", 0),
+            "major_faults": int(child["major_faults"]),
+        }
+        loop_delta = {k: loop_after[k] - loop_before.get(k, 0) for k in loop_after}
+        slowdown = None
+        if free is not None and free.child["total_us"] > 0:
+            slowdown = child["total_us"] / free.child["total_us"]
+        kernel = {
+            **facts,
+            **swap.facts,
+            "cgroup_version": g.version,
+            "baseline_bytes": run.baseline_bytes,
+            "baseline_rss_bytes": run.rss_bytes,
+            "limit_bytes": run.limit_bytes,
+            "peak_bytes": run.peak_bytes,
+            "warmup_s": run.warmup_s,
+            "baseline_locked": run.locked,
+            **run.oom,
+            "vmstat_delta": run.vmstat_delta,
+            "loop_stat_delta": loop_delta,
+            "cgroup_stat": {k: v for k, v in run.cgroup_stat.items()
+                            if k in ("pgmajfault", "pgfault", "pgpgin", "pgpgout", "rss", "cache", "swap", "anon", "file")},
+            "minor_faults": int(child["minor_faults"]),
+            "step_wall_us": child["step_wall_us"],
+            "replay_us": child["replay_us"],
+            "compute_us": child["compute_us"],
+            "total_us": child["total_us"],
+            "unlimited": None if free is None else {
+                "step_wall_us": free.child["step_wall_us"], "replay_us": free.child["replay_us"],
+                "compute_us": free.child["compute_us"], "total_us": free.child["total_us"],
+                "major_faults": free.child["major_faults"], "baseline_bytes": free.baseline_bytes,
+                "peak_bytes": free.peak_bytes,
+            },
+            "slowdown": slowdown,
+            "trace_buffer": {**buffer_stats, "buffer_kb": buffer_kb, "bytes_read": trace_rec.bytes_read},
+            "lost_events": lost,
+            "malformed_lines": parsed.malformed,
+            "requests_before_start": stream.before_start,
+            "removed_leftovers": removed,
+        }
+        params = {"memory_bytes": memory_bytes, "memory_fraction": memory_fraction, "compute": compute or "none",
+                  "unlimited_run": unlimited_run, "lock_baseline": lock_baseline, "swap_bytes": swap.facts["device_bytes"], "rotational": rotational,
+                  "buffer_kb": buffer_kb}
+        metadata = {
+            "source": "kernel", "page_bytes": page_bytes, "device_bytes": swap.facts["device_bytes"],
+            "memory_bytes": memory_bytes, "steps": prep["steps"], "first_step": prep["first_step"],
+            "duration_us": stream.duration_us, "trace": str(tf.path), "params": params,
+            "footprint_bytes": footprint_bytes, "summary": summary, "kernel": kernel,
+        }
+        with TraceWriter(out_path, "swapio", metadata, force=force) as w:
+            w.write(t_us=stream.t_us, step=stream.step, op=stream.op, offset=stream.offset,
+                    length=stream.length, cause=stream.cause)
+        return CaptureResult(
+            path=out_path, summary=summary, pages_in=req["pages_in"], pages_out=req["pages_out"],
+            pswpin=summary["pswpin"], pswpout=summary["pswpout"], major_faults=summary["major_faults"],
+            memory_bytes=memory_bytes, baseline_bytes=run.baseline_bytes, limit_bytes=int(run.limit_bytes or 0),
+            slowdown=slowdown, lost_events=lost, malformed_lines=parsed.malformed, kernel=kernel,
+            removed_leftovers=removed,
+        )
+    finally:
+        errors = []
+        for step in ([trace_rec.teardown] if trace_rec else []) + [grp.remove for grp in reversed(groups)] + \
+                ([swap.teardown] if swap else []):
+            try:
+                step()
+            except (OSError, SwaptraceError) as exc:
+                errors.append(str(exc))
+        shutil.rmtree(workdir, ignore_errors=True)
+        for sig, handler in old_handlers.items():
+            signal.signal(sig, handler)
+        if errors and sys.exc_info()[0] is None:
+            raise ToolError("capture finished but cleanup failed: " + "; ".join(errors))

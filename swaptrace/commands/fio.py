@@ -1,0 +1,189 @@
+"""``swaptrace fio``: fio jobs from a swap I/O stream, a safe runner, import and comparison."""
+
+from __future__ import annotations
+
+import click
+
+from swaptrace.commands._common import echo_summary, force_option, json_option
+from swaptrace.units import format_bytes, parse_bytes
+
+
+@click.group("fio")
+def command() -> None:
+    """Validate the model on a real disk with fio.
+
+    \b
+    Example:
+      swaptrace fio jobs traces/demo/swapio.parquet -o fio_jobs/demo
+      swaptrace fio run fio_jobs/demo --target /tmp/swaptrace-fio.dat --size 1GiB
+      swaptrace fio compare fio_jobs/demo/runs/latest --model model.json
+    """
+
+
+@command.command("jobs")
+@click.argument("stream", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", "out", required=True, type=click.Path(file_okay=False), help="Job folder to write.")
+@click.option("--size", "size", default=None, help="Target size the replay is mapped onto (default: stream extent, <= 1GiB).")
+@click.option("--max-requests", default=100_000, show_default=True, type=int, help="Cap on requests in the replay log.")
+@click.option("--ioengine", default="psync", show_default=True, help="fio ioengine of every job.")
+@click.option("--iodepth", default=1, show_default=True, type=int, help="fio iodepth of every job.")
+@click.option("--buffered", is_flag=True, help="Use the page cache (direct=0) instead of O_DIRECT.")
+@click.option("--sweep", default="4k,8k,16k,32k,64k,128k,256k,512k,1m", show_default=True,
+              help="Fixed request sizes of the sweep, comma-separated.")
+@force_option
+@json_option
+def jobs_cmd(stream, out, size, max_requests, ioengine, iodepth, buffered, sweep, force, as_json) -> None:
+    """Write a folder of fio jobs (replay, synthetic, experiments) for STREAM.
+
+    The folder holds one .fio file per job, the replay iolog, manifest.json
+    and README.md describing each job.
+
+    \b
+    Example:
+      swaptrace fio jobs traces/demo/swapio.parquet -o fio_jobs/demo
+    """
+    from swaptrace.fio import jobs
+
+    folder = jobs.build_jobs(
+        stream,
+        out,
+        size_bytes=parse_bytes(size, "--size") if size else None,
+        max_requests=max_requests,
+        ioengine=ioengine,
+        iodepth=iodepth,
+        direct=not buffered,
+        sweep_sizes=tuple(s.strip() for s in sweep.split(",") if s.strip()),
+        force=force,
+    )
+    m = folder.manifest
+    echo_summary(
+        {
+            "folder": str(folder.path),
+            "jobs": len(m["jobs"]) + 1,
+            "replay_requests": m["replay"]["requests"],
+            "replay_truncated": m["replay"]["truncated"],
+            "min_target": format_bytes(m["min_target_bytes"]),
+            "remap": "wrap" if m["remap"]["wrap"] else "none",
+        },
+        as_json,
+    )
+
+
+@command.command("run")
+@click.argument("jobs_dir", type=click.Path(file_okay=False))
+@click.option("--target", required=True, type=click.Path(), help="File (created and filled) or block device.")
+@click.option("--size", default="1GiB", show_default=True, help="Bytes of the target to use.")
+@click.option("--runtime", default=3, show_default=True, type=int,
+              help="Seconds per time-based job (times each job's factor; replays at most 10x).")
+@click.option("--jobs", "only", default=None, help="Comma-separated job names to run (default: all).")
+@click.option("-o", "--output", "out", default=None, type=click.Path(file_okay=False),
+              help="Results folder (default: JOBS_DIR/runs/<UTC time>).")
+@click.option("--no-precondition", is_flag=True, help="Skip the sequential fill before the experiments.")
+@click.option("--allow-device", is_flag=True, help="Allow a block device target (checked: unmounted, no swap, no signature).")
+@click.option("--force", is_flag=True,
+              help="Overwrite a file not made by swaptrace or an existing --output; with --allow-device, ignore signatures.")
+@click.option("--dry-run", is_flag=True, help="Check and print the fio commands; run and write nothing.")
+@click.option("--fio", "fio_path", default=None, help="fio executable (default: fio on PATH).")
+def run_cmd(jobs_dir, target, size, runtime, only, out, no_precondition, allow_device, force, dry_run, fio_path) -> None:
+    """Run a job folder on TARGET and write parsed results.
+
+    \b
+    Example:
+      swaptrace fio run fio_jobs/demo --target /tmp/swaptrace-fio.dat --size 1GiB
+      swaptrace fio run fio_jobs/demo --target /dev/nvme1n1 --allow-device --size 64GiB --runtime 60
+    """
+    from swaptrace.fio import runner
+
+    outcome = runner.run_jobs(
+        jobs_dir,
+        target,
+        size_bytes=parse_bytes(size, "--size"),
+        runtime_s=runtime,
+        out_dir=out,
+        only=[s.strip() for s in only.split(",") if s.strip()] if only else None,
+        allow_device=allow_device,
+        force=force,
+        dry_run=dry_run,
+        precondition=not no_precondition,
+        fio=fio_path,
+        echo=lambda line: click.echo(line, err=not dry_run),
+    )
+    if dry_run:
+        return
+    click.echo((outcome.out_dir / "results.txt").read_text(), nl=False)
+    click.echo(f"results: {outcome.results_path}")
+
+
+@command.command("results")
+@click.argument("results", type=click.Path())
+@json_option
+def results_cmd(results, as_json) -> None:
+    """Print the table of a run (a run folder or its results.parquet).
+
+    \b
+    Example:
+      swaptrace fio results fio_jobs/demo/runs/20260101T000000Z
+    """
+    from swaptrace.fio import results as res
+
+    rows, meta = res.read_results(results)
+    if as_json:
+        echo_summary({"rows": rows, "ratios": meta.get("ratios"), "run": meta.get("run")}, True)
+    else:
+        click.echo(res.format_table(rows, meta.get("ratios")))
+
+
+@command.command("import")
+@click.argument("iolog", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False), help="swapio Parquet to write.")
+@click.option("--file", "file_name", default=None, help="Keep requests to this file name (logs naming several files).")
+@click.option("--page-bytes", default=4096, show_default=True, type=int, help="Page size recorded in the metadata.")
+@click.option("--device-size", default=None, help="Size of the recorded device (default: end of the furthest request).")
+@force_option
+@json_option
+def import_cmd(iolog, out, file_name, page_bytes, device_size, force, as_json) -> None:
+    """Convert a fio v2/v3 iolog (e.g. from write_iolog) into a swap I/O stream.
+
+    \b
+    Example:
+      swaptrace fio import job.iolog -o traces/lab.swapio.parquet
+    """
+    from swaptrace import traceio
+    from swaptrace.fio import iolog as iol
+
+    path = iol.import_iolog(
+        iolog, out, file=file_name, page_bytes=page_bytes,
+        device_bytes=parse_bytes(device_size, "--device-size") if device_size else None, force=force,
+    )
+    meta = traceio.open_trace(path, "swapio").meta
+    s = meta["summary"]
+    echo_summary(
+        {"output": str(path), "requests": sum(s["requests"].values()), "bytes_read": s["bytes_read"],
+         "bytes_written": s["bytes_written"], "duration_us": meta["duration_us"], "iolog_version": meta["iolog"]["version"]},
+        as_json,
+    )
+
+
+@command.command("compare")
+@click.argument("results", type=click.Path())
+@click.option("--model", "model_path", default=None, type=click.Path(dir_okay=False),
+              help="SSD model JSON (swaptrace ssd thesis --json).")
+@json_option
+def compare_cmd(results, model_path, as_json) -> None:
+    """Measured vs modelled ratios (request-size gain, sequential-write gain).
+
+    \b
+    Example:
+      swaptrace ssd thesis --json > model.json
+      swaptrace fio compare fio_jobs/demo/runs/20260101T000000Z --model model.json
+    """
+    from swaptrace.fio import compare
+    from swaptrace.fio import results as res
+
+    rows, meta = res.read_results(results)
+    model = compare.load_model(model_path) if model_path else None
+    table = compare.compare_with_model(rows, meta, model)
+    if as_json:
+        echo_summary({"ratios": table, "run": {k: meta.get("run", {}).get(k) for k in ("target", "size_bytes", "fio")}}, True)
+        return
+    click.echo(compare.format_comparison(table, (meta.get("run") or {}).get("target")))

@@ -1,0 +1,73 @@
+"""``swaptrace generate``: write the page-access trace of DLRM training steps."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+from swaptrace.commands._common import echo_summary, force_option, json_option, progressbar
+from swaptrace.errors import ConfigError
+from swaptrace.generate import generate_trace
+from swaptrace.spec import load_spec
+from swaptrace.traceio import open_trace
+from swaptrace.units import format_bytes, parse_bytes
+
+
+@click.command("generate")
+@click.option("--preset", default=None, metavar="NAME", help="Model preset (see `swaptrace presets`); default demo.")
+@click.option("--spec", "spec_file", default=None, metavar="FILE.toml", help="Your own model spec instead of a preset.")
+@click.option("--steps", type=int, default=None, help="Training steps (default: the spec's default_steps).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed; with the step number it fixes every draw.")
+@click.option("--first-step", type=int, default=0, show_default=True, help="Number of the first step (to make ranges apart).")
+@click.option("-o", "--output", default=None, metavar="FILE", help="Output Parquet file [default: traces/<preset>.access.parquet].")
+@click.option("--alpha", type=float, default=None, help="Zipf exponent (> 0) for every table, overriding the spec.")
+@click.option("--optimizer", default=None, metavar="NAME", help="Override the optimizer: sgd, rowwise-adagrad, adagrad, adam.")
+@click.option("--page-bytes", default="4096", show_default=True, help="Page size: 4096 or 2MiB.")
+@click.option("--scatter/--no-scatter", default=True, show_default=True, help="Scatter hot ranks over row ids.")
+@click.option("--reuse", type=float, default=0.0, show_default=True, help="Fraction of indices repeated from the previous step.")
+@click.option("--dedup", default="none", show_default=True, metavar="none|step", help="Drop repeated page touches within a step.")
+@force_option
+@json_option
+def command(preset, spec_file, steps, seed, first_step, output, alpha, optimizer, page_bytes, scatter, reuse, dedup,
+            force, as_json) -> None:
+    """Generate a page-level access trace of DLRM training steps (Parquet).
+
+    \b
+    Examples:
+      swaptrace generate --preset demo --steps 200 --seed 0 -o traces/demo.access.parquet
+      swaptrace generate --spec my-model.toml --alpha 1.15 --page-bytes 2MiB -o traces/mine.access.parquet
+    """
+    if preset is not None and spec_file is not None:
+        raise ConfigError("give either --preset or --spec, not both")
+    spec = load_spec(spec_file if spec_file is not None else (preset or "demo"))
+    if dedup not in ("none", "step"):
+        raise ConfigError(f"dedup: must be 'none' or 'step', got {dedup!r}")
+    out = Path(output) if output else Path("traces") / f"{spec.name}.access.parquet"
+    n_steps = spec.default_steps if steps is None else steps
+    started = time.perf_counter()
+    with progressbar(max(n_steps, 0), "generating steps") as bar:
+        path = generate_trace(
+            spec, out, steps=n_steps, seed=seed, first_step=first_step, page_bytes=parse_bytes(page_bytes, "page-bytes"),
+            alpha=alpha, optimizer=optimizer, scatter=scatter, reuse=reuse, dedup=None if dedup == "none" else dedup,
+            force=force, progress=bar.update,
+        )
+    seconds = time.perf_counter() - started
+    meta = open_trace(path, "access").meta
+    summary = meta["summary"]
+    echo_summary(
+        {
+            "output": str(path),
+            "preset": meta["preset"],
+            "steps": meta["steps"],
+            "accesses": summary["accesses"],
+            "reads": summary["reads"],
+            "writes": summary["writes"],
+            "unique_pages": summary["unique_pages"],
+            "footprint": f"{format_bytes(meta['footprint_bytes'])} ({meta['footprint_pages']} pages of {meta['page_bytes']} B)",
+            "seconds": round(seconds, 3),
+            "accesses_per_s": round(summary["accesses"] / seconds) if seconds > 0 else None,
+        },
+        as_json,
+    )

@@ -1,0 +1,104 @@
+"""``swaptrace inspect FILE``: what a swaptrace Parquet file holds."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+import numpy as np
+
+from swaptrace.commands._common import echo_summary, json_option
+from swaptrace.traceio import TraceFile, open_trace
+from swaptrace.units import format_bytes
+
+
+def _region_counts(trace: TraceFile) -> np.ndarray:
+    regions = trace.meta.get("regions", [])
+    stored = trace.meta.get("summary", {}).get("region_accesses")
+    if stored is not None and len(stored) == len(regions):
+        return np.asarray(stored, dtype=np.int64)
+    counts = np.zeros(max(len(regions), 1), dtype=np.int64)
+    for batch in trace.iter_batches(["region"]):
+        c = np.bincount(batch["region"], minlength=len(counts))
+        if len(c) > len(counts):
+            counts = np.concatenate([counts, np.zeros(len(c) - len(counts), dtype=np.int64)])
+        counts += c
+    return counts
+
+
+def _access_facts(trace: TraceFile, top: int) -> dict[str, Any]:
+    meta = trace.meta
+    summary = meta.get("summary", {})
+    if "writes" in summary:
+        writes = int(summary["writes"])
+    else:
+        writes = sum(int(np.count_nonzero(b["write"])) for b in trace.iter_batches(["write"]))
+    regions = meta.get("regions", [])
+    counts = _region_counts(trace)
+    order = np.argsort(-counts, kind="stable")[:top]
+    total = max(trace.num_rows, 1)
+    top_regions = []
+    for i in order:
+        if counts[i] == 0:
+            break
+        name = regions[i]["name"] if i < len(regions) else f"#{i}"
+        kind = regions[i]["kind"] if i < len(regions) else "?"
+        top_regions.append({"region": name, "kind": kind, "accesses": int(counts[i]), "share": float(counts[i] / total)})
+    footprint = int(meta.get("footprint_bytes", 0))
+    return {
+        "steps": meta.get("steps"),
+        "first_step": meta.get("first_step"),
+        "footprint_bytes": footprint,
+        "footprint": f"{format_bytes(footprint)} ({meta.get('footprint_pages')} pages of {trace.page_bytes} B)",
+        "reads": trace.num_rows - writes,
+        "writes": writes,
+        "write_share": writes / total,
+        "top_regions": top_regions,
+    }
+
+
+def describe(path: str, top: int = 10) -> dict[str, Any]:
+    """Kind, rows and metadata of any swaptrace file, plus access-trace facts for ``kind: access``."""
+    trace = open_trace(path)
+    facts: dict[str, Any] = {"file": str(trace.path), "kind": trace.kind, "rows": trace.num_rows,
+                             "row_groups": trace.num_row_groups}
+    if trace.kind == "access":
+        facts.update(_access_facts(trace, top))
+    elif "steps" in trace.meta:
+        facts["steps"] = trace.meta["steps"]
+    facts["metadata"] = trace.meta
+    return facts
+
+
+def _render(facts: dict[str, Any]) -> str:
+    lines = []
+    for key in ("file", "kind", "rows", "row_groups", "steps", "first_step", "footprint", "reads", "writes"):
+        if key in facts and facts[key] is not None:
+            lines.append(f"{key:<11} {facts[key]}")
+    if "write_share" in facts:
+        lines.append(f"{'read/write':<11} {1 - facts['write_share']:.1%} / {facts['write_share']:.1%}")
+    if facts.get("top_regions"):
+        lines.append("top regions by accesses:")
+        for r in facts["top_regions"]:
+            lines.append(f"  {r['region']:<24} {r['kind']:<12} {r['accesses']:>14}  {r['share']:6.1%}")
+    lines.append("metadata:")
+    for key, value in facts["metadata"].items():
+        lines.append(f"  {key}: {json.dumps(value, default=str)}")
+    return "\n".join(lines)
+
+
+@click.command("inspect")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--top", default=10, show_default=True, help="Regions to list by accesses.")
+@json_option
+def command(file: str, top: int, as_json: bool) -> None:
+    """Show what a swaptrace Parquet file holds: kind, rows, steps, footprint,
+    read/write split and busiest regions (access traces), and its metadata.
+
+    \b
+    Example:
+      swaptrace inspect traces/demo.access.parquet
+    """
+    facts = describe(file, top)
+    echo_summary(facts, as_json, render=_render)

@@ -1,0 +1,592 @@
+"""A self-describing folder of fio jobs built from a swap I/O stream.
+
+``swaptrace fio jobs STREAM -o fio_jobs/NAME/`` writes one ``.fio`` file per
+job, the replay iolog, ``manifest.json`` (machine-readable: every job, its
+group, what it measures, the remapping, the fitted parameters) and
+``README.md`` (the same for people, with the command to run a job by hand).
+
+Jobs (REFERENCE.md §7 lists the fio 3.33 pitfalls each one avoids):
+
+``replay``
+    The stream as a v2 iolog with absolute ``wait`` lines (timed replay; v3
+    pacing is broken in 3.33). Compare the achieved ``job_runtime`` with the
+    trace duration.
+``replay_no_stall``
+    The same log with ``replay_no_stall=1``: what the device can do.
+``synthetic``
+    One job fitted to the stream (:mod:`swaptrace.fio.fit`).
+``sweep_{read,write}_{mix,4k..1m}``
+    Request-size sweep: the stream's size mix of that direction, then fixed
+    sizes, random offsets. Preceded by preconditioning.
+``write_seq`` / ``write_rand``
+    The stream's write-size mix written sequentially vs at random offsets
+    (the thesis's "sequential writes gave 4.37x"), each after preconditioning;
+    ``write_seq_128k`` adds large sequential writes as a reference.
+``precondition``
+    SNIA-PTS-style: write the whole target sequentially twice at 128 KiB
+    (REFERENCE.md §6). Run by ``fio run`` before each group that asks for it.
+
+Every job file refers to the run's target and parameters through
+environment variables, which fio expands (``${VAR}``); ``fio run`` sets them:
+
+=================== ====================================================
+SWAPTRACE_TARGET    target file or device (``filename``, ``replay_redirect``)
+SWAPTRACE_SIZE      bytes of the target to use (``size``)
+SWAPTRACE_RUNTIME   seconds for this job (``runtime``)
+SWAPTRACE_JOBS      absolute path of the job folder (to find the iolog)
+SWAPTRACE_LOG       prefix of this job's bandwidth log (``write_bw_log``)
+=================== ====================================================
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from swaptrace import __version__, traceio
+from swaptrace.errors import ConfigError, OutputError, TraceFileError
+from swaptrace.fio import fit as fitmod
+from swaptrace.fio import iolog
+from swaptrace.units import format_bytes, parse_bytes
+
+#: fixed request sizes of the sweep (fio size suffixes are binary)
+SWEEP_SIZES = ("4k", "8k", "16k", "32k", "64k", "128k", "256k", "512k", "1m")
+#: largest replay target chosen by default; matches the Makefile's SIZE=1GiB
+DEFAULT_MAX_REPLAY_BYTES = 1 << 30
+DEFAULT_MAX_REQUESTS = 100_000
+BW_LOG_MSEC = 250
+ENV_VARS = ("SWAPTRACE_TARGET", "SWAPTRACE_SIZE", "SWAPTRACE_RUNTIME", "SWAPTRACE_JOBS", "SWAPTRACE_LOG")
+MANIFEST = "manifest.json"
+IOLOG_NAME = "replay.iolog"
+
+#: group -> (run preconditioning first?, what the group measures)
+GROUPS = {
+    "sweep": (True, "request-size sweep: the stream's size mix vs fixed sizes, random offsets"),
+    "write_seq": (True, "sequential writes: the stream's write sizes, and 128 KiB"),
+    "write_rand": (True, "the stream's write sizes written at random offsets (the swap pattern)"),
+    "replay": (False, "the stream itself, timed and as fast as possible"),
+    "synthetic": (False, "one fitted job approximating the stream"),
+}
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One fio job of the folder and what it measures."""
+
+    name: str
+    group: str
+    kind: str  # replay | synthetic | sweep | write | precondition
+    description: str
+    options: dict[str, str]
+    direction: str = "mixed"  # read | write | mixed
+    request_bytes: int = 0  # fixed request size, 0 = a size mix
+    pattern: str = "random"  # random | sequential | replay
+    runtime_factor: int = 1
+    time_based: bool = True
+
+    @property
+    def file(self) -> str:
+        return f"{self.name}.fio"
+
+
+@dataclass(frozen=True)
+class JobFolder:
+    """What :func:`build_jobs` wrote."""
+
+    path: Path
+    manifest: dict
+    jobs: tuple[JobSpec, ...] = field(default=())
+
+
+def _base_options(ioengine: str, iodepth: int, direct: bool) -> dict[str, str]:
+    return {"ioengine": ioengine, "iodepth": str(iodepth), "direct": "1" if direct else "0"}
+
+
+def _timed(opts: dict[str, str]) -> dict[str, str]:
+    return {**opts, "time_based": "1", "runtime": "${SWAPTRACE_RUNTIME}"}
+
+
+def _logged(opts: dict[str, str]) -> dict[str, str]:
+    return {**opts, "write_bw_log": "${SWAPTRACE_LOG}", "log_avg_msec": str(BW_LOG_MSEC)}
+
+
+def _target(opts: dict[str, str]) -> dict[str, str]:
+    return {"filename": "${SWAPTRACE_TARGET}", "size": "${SWAPTRACE_SIZE}", **opts}
+
+
+def _size_label(n: int) -> str:
+    for unit, shift in (("m", 20), ("k", 10)):
+        if n % (1 << shift) == 0:
+            return f"{n >> shift}{unit}"
+    return str(n)
+
+
+def plan_jobs(fit: fitmod.StreamFit, *, ioengine="psync", iodepth=1, direct=True, sweep_sizes=SWEEP_SIZES) -> list[JobSpec]:
+    """The job list for a fitted stream (no files written)."""
+    base = _base_options(ioengine, iodepth, direct)
+    jobs: list[JobSpec] = []
+    replay = {
+        **base,
+        "read_iolog": "${SWAPTRACE_JOBS}/" + IOLOG_NAME,
+        "replay_redirect": "${SWAPTRACE_TARGET}",
+        "runtime": "${SWAPTRACE_RUNTIME}",
+    }
+    if direct:
+        replay["replay_align"] = "4096"
+    jobs.append(
+        JobSpec("replay", "replay", "replay", "the stream replayed at its own pace (v2 iolog, absolute waits)",
+                _logged(replay), pattern="replay", runtime_factor=10, time_based=False)
+    )
+    jobs.append(
+        JobSpec("replay_no_stall", "replay", "replay", "the stream replayed as fast as the device allows",
+                _logged({**replay, "replay_no_stall": "1"}), pattern="replay", runtime_factor=10, time_based=False)
+    )
+    jobs.append(
+        JobSpec("synthetic", "synthetic", "synthetic",
+                "one job fitted to the stream: size mix per direction, read/write mix, sequential share, zones",
+                _logged(_timed(_target({**base, **fit.fio_options()}))), runtime_factor=2)
+    )
+    for direction, dfit in (("read", fit.read), ("write", fit.write)):
+        rw = "randread" if direction == "read" else "randwrite"
+        if dfit is not None:
+            jobs.append(
+                JobSpec(f"sweep_{direction}_mix", "sweep", "sweep",
+                        f"random {direction}s with the stream's {direction} size mix",
+                        _logged(_timed(_target({**base, "rw": rw, "bssplit": dfit.bssplit_text(), "norandommap": "1"}))),
+                        direction=direction)
+            )
+        for label in sweep_sizes:
+            size = parse_bytes(label, "sweep size")
+            jobs.append(
+                JobSpec(f"sweep_{direction}_{_size_label(size)}", "sweep", "sweep",
+                        f"random {direction}s of {format_bytes(size)}",
+                        _logged(_timed(_target({**base, "rw": rw, "bs": str(size), "norandommap": "1"}))),
+                        direction=direction, request_bytes=size)
+            )
+    if fit.write is not None:
+        bss = fit.write.bssplit_text()
+        jobs.append(
+            JobSpec("write_seq", "write_seq", "write", "the stream's write sizes, written sequentially",
+                    _logged(_timed(_target({**base, "rw": "write", "bssplit": bss, "norandommap": "1"}))),
+                    direction="write", pattern="sequential", runtime_factor=4)
+        )
+        jobs.append(
+            JobSpec("write_seq_128k", "write_seq", "write", "sequential writes of 128 KiB (large sequential reference)",
+                    _logged(_timed(_target({**base, "rw": "write", "bs": str(128 << 10)}))),
+                    direction="write", request_bytes=128 << 10, pattern="sequential", runtime_factor=4)
+        )
+        jobs.append(
+            JobSpec("write_rand", "write_rand", "write", "the stream's write sizes at random offsets (swap pattern)",
+                    _logged(_timed(_target({**base, "rw": "randwrite", "bssplit": bss, "norandommap": "1"}))),
+                    direction="write", runtime_factor=4)
+        )
+    return jobs
+
+
+def precondition_job(*, ioengine="psync", iodepth=1, direct=True) -> JobSpec:
+    """Sequential fill of twice the target at 128 KiB (SNIA PTS, REFERENCE.md §6)."""
+    opts = _logged(_target({**_base_options(ioengine, iodepth, direct), "rw": "write", "bs": "128k", "loops": "2"}))
+    return JobSpec("precondition", "precondition", "precondition",
+                   "SNIA-style preconditioning: the whole target written sequentially twice at 128 KiB",
+                   opts, direction="write", request_bytes=128 << 10, pattern="sequential", time_based=False)
+
+
+def render_job(job: JobSpec) -> str:
+    """The text of a one-job fio file."""
+    lines = [
+        f"; {job.name}: {job.description}",
+        f"; group {job.group}; generated by swaptrace {__version__}; run with `swaptrace fio run`",
+        "; or by hand with the SWAPTRACE_* environment variables set (see README.md)",
+        f"[{job.name}]",
+    ]
+    lines += [f"{k}={v}" for k, v in job.options.items()]
+    return "\n".join(lines) + "\n"
+
+
+def build_jobs(
+    stream_path: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    *,
+    size_bytes: int | None = None,
+    max_requests: int | None = DEFAULT_MAX_REQUESTS,
+    ioengine: str = "psync",
+    iodepth: int = 1,
+    direct: bool = True,
+    sweep_sizes: tuple[str, ...] = SWEEP_SIZES,
+    force: bool = False,
+) -> JobFolder:
+    """Write the job folder for a swap I/O stream (atomically: a temporary folder renamed into place).
+
+    Parameters
+    ----------
+    stream_path : path-like
+        A ``swapio`` Parquet file.
+    out_dir : path-like
+        The folder to create (refused if it exists and is not empty, unless ``force``).
+    size_bytes : int, optional
+        Size of the target the replay is mapped onto; ``fio run --size`` must
+        be at least this. Default: the stream's extent rounded up to 1 MiB, at
+        most :data:`DEFAULT_MAX_REPLAY_BYTES` (larger streams wrap around).
+    max_requests : int, optional
+        Cap on the requests written to the replay log.
+    ioengine, iodepth, direct
+        fio engine settings of every job (default ``psync``, 1, O_DIRECT).
+    sweep_sizes : tuple of str
+        Fixed request sizes of the sweep.
+
+    Raises
+    ------
+    TraceFileError
+        Not a swapio file, or no read/write requests in it.
+    ConfigError
+        Bad sizes or options.
+    OutputError
+        ``out_dir`` exists (without ``force``) or cannot be written.
+    """
+    stream = traceio.open_trace(stream_path, "swapio")
+    if iodepth < 1:
+        raise ConfigError(f"iodepth: must be at least 1, got {iodepth}")
+    if max_requests is not None and max_requests < 1:
+        raise ConfigError(f"max-requests: must be at least 1, got {max_requests}")
+    for label in sweep_sizes:
+        size = parse_bytes(label, "sweep size")
+        if size <= 0 or size % 512:
+            raise ConfigError(f"sweep size: {label!r} is not a positive multiple of 512 bytes")
+    end, max_len, n = iolog.stream_extent(stream)
+    if n == 0:
+        raise TraceFileError(f"{stream_path}: the stream has no read or write requests")
+    if size_bytes is None:
+        size_bytes = min(-(-end // (1 << 20)) * (1 << 20), DEFAULT_MAX_REPLAY_BYTES)
+    remap = iolog.plan_remap(end, max_len, size_bytes)
+    out = Path(out_dir)
+    _check_out_dir(out, force)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
+    try:
+        info = iolog.write_iolog_v2(stream, tmp / IOLOG_NAME, remap, timed=True, max_requests=max_requests)
+        fit = fitmod.fit_stream(stream, remap)
+        jobs = plan_jobs(fit, ioengine=ioengine, iodepth=iodepth, direct=direct, sweep_sizes=sweep_sizes)
+        pre = precondition_job(ioengine=ioengine, iodepth=iodepth, direct=direct)
+        for job in [pre, *jobs]:
+            (tmp / job.file).write_text(render_job(job))
+        manifest = _manifest(stream, Path(stream_path), remap, info, fit, pre, jobs, ioengine, iodepth, direct)
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+        (tmp / "README.md").write_text(render_readme(manifest))
+        for job in [pre, *jobs]:
+            validate_job_file(tmp / job.file, example_env(tmp, manifest["min_target_bytes"]))
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return JobFolder(out, manifest, tuple(jobs))
+
+
+def _check_out_dir(out: Path, force: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"{out}: exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise OutputError(f"{out}: exists and is not empty; pass --force to replace it")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"{out.parent}: cannot create folder ({exc.strerror})") from None
+    if not os.access(out.parent, os.W_OK):
+        raise OutputError(f"{out.parent}: folder is not writable")
+
+
+def _manifest(stream, stream_path, remap, info, fit, pre, jobs, ioengine, iodepth, direct) -> dict:
+    meta = stream.meta
+    return {
+        "swaptrace_version": __version__,
+        "kind": "fio-jobs",
+        "stream": str(stream_path.resolve()),
+        "stream_meta": {k: meta.get(k) for k in ("source", "page_bytes", "device_bytes", "memory_bytes", "duration_us")},
+        "stream_summary": meta.get("summary"),
+        "min_target_bytes": int(remap.target_bytes) if remap.wrap else max(int(info.end_bytes), 1 << 20),
+        "remap": remap.to_dict(),
+        "replay": {
+            "iolog": IOLOG_NAME,
+            "format": "fio v2 iolog, absolute wait lines in ms since fio start",
+            "lead_ms": iolog.LEAD_MS,
+            "requests": info.requests,
+            "reads": info.reads,
+            "writes": info.writes,
+            "read_bytes": info.read_bytes,
+            "write_bytes": info.write_bytes,
+            "discards_dropped": info.discards_dropped,
+            "truncated": info.truncated,
+            "trace_duration_ms": info.duration_ms,
+            "end_bytes": info.end_bytes,
+        },
+        "fit": {
+            "read": asdict(fit.read) if fit.read else None,
+            "write": asdict(fit.write) if fit.write else None,
+            "rwmixread": fit.rwmixread,
+            "zones": list(fit.zones),
+            **fit.extra,
+        },
+        "engine": {"ioengine": ioengine, "iodepth": iodepth, "direct": direct},
+        "env": list(ENV_VARS),
+        "groups": {g: {"precondition": p, "description": d} for g, (p, d) in GROUPS.items()},
+        "precondition": _job_entry(pre),
+        "jobs": [_job_entry(j) for j in jobs],
+    }
+
+
+def _job_entry(j: JobSpec) -> dict:
+    return {
+        "name": j.name,
+        "file": j.file,
+        "group": j.group,
+        "kind": j.kind,
+        "direction": j.direction,
+        "request_bytes": j.request_bytes,
+        "pattern": j.pattern,
+        "runtime_factor": j.runtime_factor,
+        "time_based": j.time_based,
+        "description": j.description,
+    }
+
+
+def render_readme(manifest: dict) -> str:
+    """README.md of a job folder: each job and what it tests, how to run, the remapping."""
+    rp = manifest["replay"]
+    lines = [
+        "# fio jobs generated by swaptrace",
+        "",
+        f"From the swap I/O stream `{manifest['stream']}` (source: {manifest['stream_meta'].get('source')}).",
+        "",
+        "Run them all (creates and fills a file target, refuses unsafe devices, parses results):",
+        "",
+        "    swaptrace fio run THIS_FOLDER --target /tmp/swaptrace-fio.dat --size 1GiB",
+        "",
+        "Or one job by hand (every job reads its parameters from the environment):",
+        "",
+        "    SWAPTRACE_TARGET=/tmp/t.dat SWAPTRACE_SIZE=1073741824 SWAPTRACE_RUNTIME=10 \\",
+        "    SWAPTRACE_JOBS=$PWD SWAPTRACE_LOG=sweep_read_4k fio --output-format=json sweep_read_4k.fio",
+        "",
+        f"The target must be at least {manifest['min_target_bytes']} bytes ({format_bytes(manifest['min_target_bytes'])}).",
+        "",
+        "| job | group | tests | runtime |",
+        "|---|---|---|---|",
+    ]
+    pre = manifest["precondition"]
+    lines.append(f"| `{pre['name']}` | - | {pre['description']} (run before groups marked *) | until done |")
+    for j in manifest["jobs"]:
+        star = "*" if manifest["groups"][j["group"]]["precondition"] else ""
+        rt = f"{j['runtime_factor']} x SWAPTRACE_RUNTIME" + ("" if j["time_based"] else " at most")
+        lines.append(f"| `{j['name']}` | {j['group']}{star} | {j['description']} | {rt} |")
+    lines += [
+        "",
+        "## Replay",
+        "",
+        f"`{rp['iolog']}`: {rp['format']} ({rp['lead_ms']} ms lead for fio's start-up; fio 3.33's v3 pacing",
+        "is unreliable, so v2 waits are used). Compare the achieved `job_runtime` of `replay` with the",
+        f"trace duration ({rp['trace_duration_ms']:.1f} ms); `replay_no_stall` shows what the device can do.",
+        f"Requests: {rp['requests']} ({rp['reads']} reads, {rp['writes']} writes)"
+        + (", truncated to the cap" if rp["truncated"] else "")
+        + f"; {rp['discards_dropped']} discards dropped (fio 3.33 ignores trim lines in text logs).",
+        "",
+        f"Remapping: {manifest['remap']['rule']} (target_bytes = {manifest['remap']['target_bytes']}).",
+        "`replay_redirect` always points fio at the run's target, never at the file named in the log.",
+        "",
+        "## Caveats",
+        "",
+        "- `bssplit` jobs use `norandommap=1` (without it fio truncates sizes).",
+        "- fio's `--parse-only` checks option names only; `swaptrace fio run` also validates values.",
+        "- Ratios measured on a disk that is not an SSD (or on a file in a file system) describe that disk.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def load_manifest(jobs_dir: str | os.PathLike) -> dict:
+    """Read and check a job folder's manifest."""
+    d = Path(jobs_dir)
+    if not d.is_dir():
+        raise ConfigError(f"{d}: not a job folder (make one with `swaptrace fio jobs STREAM -o {d}`)")
+    mpath = d / MANIFEST
+    if not mpath.exists():
+        raise ConfigError(f"{d}: has no {MANIFEST}; not a swaptrace job folder")
+    try:
+        manifest = json.loads(mpath.read_text())
+    except ValueError:
+        raise ConfigError(f"{mpath}: is not valid JSON") from None
+    if manifest.get("kind") != "fio-jobs" or "jobs" not in manifest:
+        raise ConfigError(f"{mpath}: is not a swaptrace fio-jobs manifest")
+    return manifest
+
+
+def example_env(jobs_dir: Path, size_bytes: int, target: str = "/tmp/swaptrace-example.dat", runtime_s: int = 1) -> dict[str, str]:
+    """Environment values used to parse and validate jobs without running them."""
+    return {
+        "SWAPTRACE_TARGET": target,
+        "SWAPTRACE_SIZE": str(size_bytes),
+        "SWAPTRACE_RUNTIME": str(runtime_s),
+        "SWAPTRACE_JOBS": str(Path(jobs_dir).resolve()),
+        "SWAPTRACE_LOG": "example",
+    }
+
+
+# --------------------------------------------------------------------------- validation
+
+_ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_RW = {"read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim", "trimwrite"}
+
+
+def parse_job_file(path: str | os.PathLike, env: dict[str, str]) -> dict[str, dict[str, str]]:
+    """Sections of a fio job file as ``{section: {option: value}}``, ``${VAR}`` expanded from ``env``."""
+    sections: dict[str, dict[str, str]] = {}
+    current = None
+    for lineno, raw in enumerate(Path(path).read_text().splitlines(), start=1):
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            current = sections.setdefault(line[1:-1], {})
+            continue
+        if current is None:
+            raise ConfigError(f"{path}:{lineno}: option outside a section")
+        key, _, value = line.partition("=")
+
+        def expand(m: re.Match, lineno=lineno) -> str:
+            if m.group(1) not in env:
+                raise ConfigError(f"{path}:{lineno}: ${{{m.group(1)}}} is not set")
+            return env[m.group(1)]
+
+        current[key.strip()] = _ENV_RE.sub(expand, value.strip())
+    return sections
+
+
+def _percent_list(text: str, what: str, problems: list[str]) -> list[tuple[str, int]]:
+    pairs = []
+    for item in text.split(":"):
+        left, sep, right = item.partition("/")
+        if not sep:
+            problems.append(f"{what}: entry {item!r} lacks '/'")
+            continue
+        try:
+            pairs.append((left, int(right)))
+        except ValueError:
+            problems.append(f"{what}: percentage {right!r} is not an integer (fio truncates fractions)")
+    if pairs and sum(p for _, p in pairs) != 100:
+        problems.append(f"{what}: percentages add up to {sum(p for _, p in pairs)}, not 100")
+    return pairs
+
+
+def validate_job_file(path: str | os.PathLike, env: dict[str, str]) -> None:
+    """Check option *values* that ``fio --parse-only`` lets through (REFERENCE.md §7).
+
+    Checks: ``rw`` names, request sizes (positive, multiples of 512, at most
+    the job's size), ``bssplit`` percentages (integers summing to 100 per
+    direction, with ``norandommap=1``), ``rwmixread`` and
+    ``percentage_random`` in 0..100, ``zoned`` access/size percentages,
+    positive ``runtime`` and ``size``, ``replay_redirect`` on every replay,
+    and that the iolog is v2 with aligned requests inside the target.
+
+    Raises
+    ------
+    ConfigError
+        Listing every problem found, prefixed with the file name.
+    """
+    problems: list[str] = []
+    sections = parse_job_file(path, env)
+    if not sections:
+        problems.append("no job section")
+    for name, opts in sections.items():
+        size = None
+        if "size" in opts:
+            try:
+                size = parse_bytes(opts["size"], "size")
+                if size <= 0:
+                    problems.append(f"[{name}] size must be positive")
+            except ConfigError as exc:
+                problems.append(f"[{name}] {exc}")
+        rw = opts.get("rw", "read")
+        if rw not in _RW:
+            problems.append(f"[{name}] rw={rw!r} is not a fio direction")
+        if "bs" in opts:
+            _check_size(opts["bs"], size, f"[{name}] bs", problems)
+        if "bssplit" in opts:
+            if opts.get("norandommap") != "1":
+                problems.append(f"[{name}] bssplit without norandommap=1 truncates sizes")
+            for part in opts["bssplit"].split(","):
+                for label, _ in _percent_list(part, f"[{name}] bssplit", problems):
+                    _check_size(label, size, f"[{name}] bssplit size", problems)
+        for key in ("rwmixread", "percentage_random"):
+            if key in opts:
+                for v in opts[key].split(","):
+                    if not v.isdigit() or not 0 <= int(v) <= 100:
+                        problems.append(f"[{name}] {key}={opts[key]!r}: each value must be an integer 0..100")
+        dist = opts.get("random_distribution")
+        if dist and dist.startswith("zoned:"):
+            _check_zoned(dist[len("zoned:"):], f"[{name}] zoned", problems)
+        if "runtime" in opts and (not opts["runtime"].isdigit() or int(opts["runtime"]) <= 0):
+            problems.append(f"[{name}] runtime={opts['runtime']!r} must be a positive number of seconds")
+        if "read_iolog" in opts:
+            if not opts.get("replay_redirect"):
+                problems.append(f"[{name}] replay without replay_redirect would write to the file named in the log")
+            _check_iolog(opts, name, env, problems)
+    if problems:
+        raise ConfigError(f"{path}: " + "; ".join(problems))
+
+
+def _check_zoned(text: str, what: str, problems: list[str]) -> None:
+    """``access%/size%`` pairs: integers, each column summing to 100 (fio truncates fractions)."""
+    access, size = [], []
+    for item in text.split(":"):
+        a, sep, b = item.partition("/")
+        if not sep or not a.isdigit() or not b.isdigit():
+            problems.append(f"{what}: entry {item!r} is not integer access%/size%")
+            return
+        access.append(int(a))
+        size.append(int(b))
+    for label, col in (("access", access), ("size", size)):
+        if sum(col) != 100:
+            problems.append(f"{what}: {label} percentages add up to {sum(col)}, not 100")
+
+
+def _check_size(label: str, size: int | None, what: str, problems: list[str]) -> None:
+    try:
+        n = parse_bytes(label, what)
+    except ConfigError as exc:
+        problems.append(str(exc))
+        return
+    if n <= 0 or n % 512:
+        problems.append(f"{what} {label!r} is not a positive multiple of 512 bytes")
+    elif size is not None and n > size:
+        problems.append(f"{what} {label!r} exceeds size {size}")
+
+
+def _check_iolog(opts: dict[str, str], name: str, env: dict[str, str], problems: list[str]) -> None:
+    log = Path(opts["read_iolog"])
+    if not log.exists():
+        problems.append(f"[{name}] read_iolog {log} does not exist")
+        return
+    target_bytes = int(env.get("SWAPTRACE_SIZE", "0") or 0)
+    align = int(opts.get("replay_align", "1"))
+    if align & (align - 1):
+        problems.append(f"[{name}] replay_align={align} is not a power of two")
+        return
+    with open(log, encoding="ascii") as fh:
+        if fh.readline().strip() != iolog.IOLOG_V2_HEADER:
+            problems.append(f"[{name}] {log.name} is not a v2 iolog (v3 pacing is unreliable in fio 3.33)")
+            return
+        for lineno, line in enumerate(fh, start=2):
+            parts = line.split()
+            if len(parts) != 4 or parts[1] not in ("read", "write"):
+                continue
+            off, ln = int(parts[2]), int(parts[3])
+            if off % align or ln % align:
+                problems.append(f"[{name}] {log.name}:{lineno} request not aligned to {align}")
+                return
+            if target_bytes and off + ln > target_bytes:
+                problems.append(
+                    f"[{name}] {log.name}:{lineno} request ends at {off + ln}, past the target's {target_bytes} bytes"
+                )
+                return

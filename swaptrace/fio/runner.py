@@ -1,0 +1,567 @@
+"""Run a job folder with fio, safely, and collect the results.
+
+Safety rules (DESIGN.md "Behaviour at the edges"; REFERENCE.md §7):
+
+* fio must exist and report a version (3.33 is what the pitfalls were
+  verified on; other 3.x versions run with a note).
+* A regular-file target is created and **filled with data** (a file made by
+  ``fallocate`` alone reads back zeros without any I/O). Files swaptrace made
+  carry the extended attribute ``user.swaptrace``; overwriting any other
+  existing file needs ``--force``. A folder, an active swap file and the
+  backing file of a loop device are refused.
+* A block device is refused unless ``allow_device`` is given **and** it is not
+  mounted (nor any partition of it), not held by another device (LVM, dm,
+  md), not an active swap device (``/proc/swaps``), and carries no recognisable
+  file system or partition-table signature (``blkid -p``, ``wipefs``, and our
+  own look at the magic bytes) -- the last check only is waived by ``force``.
+* Every job writes JSON to its own file (``--output-format=json
+  --output=FILE``); notes fio prints before the JSON are tolerated.
+* Results go to a temporary folder renamed into place at the end, so an
+  interrupted run leaves no half-written results.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import errno
+import os
+import re
+import shutil
+import stat
+import subprocess
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from swaptrace.errors import ConfigError, OutputError, ToolError
+from swaptrace.fio import jobs as jobsmod
+from swaptrace.fio import results as resmod
+from swaptrace.units import format_bytes
+
+#: the fio the pitfalls in REFERENCE.md §7 were verified on
+VERIFIED_VERSION = (3, 33)
+MIN_VERSION = (3, 10)
+TARGET_XATTR = "user.swaptrace"
+FILL_CHUNK_BYTES = 4 << 20
+DEFAULT_RUNTIME_S = 3
+
+
+@dataclass(frozen=True)
+class Fio:
+    """A fio binary and its version."""
+
+    path: str
+    version: tuple[int, int]
+    text: str
+
+    @property
+    def verified(self) -> bool:
+        return self.version == VERIFIED_VERSION
+
+
+def find_fio(fio: str | None = None) -> Fio:
+    """Locate fio (``fio`` argument, else ``$PATH``) and read its version.
+
+    Raises
+    ------
+    ToolError
+        fio is missing, does not run, or is older than :data:`MIN_VERSION`.
+    """
+    path = shutil.which(fio or "fio")
+    if path is None:
+        raise ToolError(
+            f"{fio or 'fio'}: not found; install it (Debian: apt-get install fio; `make setup` does this as root)"
+        )
+    try:
+        proc = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
+    except OSError as exc:
+        raise ToolError(f"{path}: cannot run ({exc.strerror})") from None
+    text = proc.stdout.strip()
+    m = re.search(r"fio-(\d+)\.(\d+)", text)
+    if proc.returncode != 0 or m is None:
+        raise ToolError(f"{path}: did not report a fio version (got {text[:60]!r})")
+    version = (int(m.group(1)), int(m.group(2)))
+    if version < MIN_VERSION:
+        raise ToolError(f"{path}: {text} is too old; swaptrace needs fio >= {MIN_VERSION[0]}.{MIN_VERSION[1]}")
+    return Fio(path, version, text)
+
+
+# --------------------------------------------------------------------------- block devices
+
+#: (offset, magic, name) of signatures we recognise ourselves, besides blkid/wipefs
+_MAGICS = (
+    (0x438, b"\x53\xef", "ext2/3/4"),
+    (0x1FE, b"\x55\xaa", "DOS partition table / boot sector"),
+    (0x200, b"EFI PART", "GPT partition table"),
+    (0x0, b"XFSB", "xfs"),
+    (0x10040, b"_BHRfS_M", "btrfs"),
+    (0x0, b"LUKS\xba\xbe", "LUKS"),
+    (0x218, b"LVM2 001", "LVM2 physical volume"),
+    (0xFF6, b"SWAPSPACE2", "Linux swap"),
+    (0xFF6, b"SWAP-SPACE", "Linux swap (old)"),
+    (0x8001, b"CD001", "iso9660"),
+    (0x1000, b"\x4e\x1d\xfc\xa9" , "md raid (1.1/1.2)"),
+    (0x3, b"NTFS    ", "ntfs"),
+    (0x52, b"FAT32   ", "vfat"),
+    (0x36, b"FAT1", "vfat"),
+    (0x0, b"hsqs", "squashfs"),
+    (0x400, b"\x10\x20\xf5\xf2", "f2fs"),
+)
+
+
+def magic_signatures(data: bytes) -> list[str]:
+    """Names of file system / partition signatures found in the first bytes of a device."""
+    found = []
+    for offset, magic, name in _MAGICS:
+        if data[offset:offset + len(magic)] == magic and name not in found:
+            found.append(name)
+    return found
+
+
+def device_signatures(dev: str | os.PathLike) -> list[str]:
+    """Signatures on a block device, from ``blkid -p``, ``wipefs`` and the magic bytes."""
+    found: list[str] = []
+    if shutil.which("blkid"):
+        proc = subprocess.run(["blkid", "-p", "-o", "export", str(dev)], capture_output=True, text=True, timeout=60)
+        for line in proc.stdout.splitlines():
+            key, _, value = line.partition("=")
+            if key in ("TYPE", "PTTYPE") and value:
+                found.append(f"{value} (blkid)")
+    if shutil.which("wipefs"):
+        proc = subprocess.run(
+            ["wipefs", "--no-act", "--noheadings", "--output", "TYPE,OFFSET", str(dev)],
+            capture_output=True, text=True, timeout=60,
+        )
+        for line in proc.stdout.splitlines():
+            if line.strip():
+                found.append(f"{line.split()[0]} (wipefs)")
+    with open(dev, "rb") as fh:
+        head = fh.read(0x10040 + 64)
+    found += [f"{name} (magic bytes)" for name in magic_signatures(head)]
+    return found
+
+
+def _dev_numbers(st_rdev: int) -> str:
+    return f"{os.major(st_rdev)}:{os.minor(st_rdev)}"
+
+
+def _related_devnums(rdev: int) -> set[str]:
+    """The device and its partitions as ``major:minor`` strings (from /sys/dev/block)."""
+    own = _dev_numbers(rdev)
+    nums = {own}
+    sysdir = Path(f"/sys/dev/block/{own}")
+    if sysdir.exists():
+        for child in sysdir.resolve().iterdir():
+            devfile = child / "dev"
+            if (child / "partition").exists() and devfile.exists():
+                nums.add(devfile.read_text().strip())
+    return nums
+
+
+def device_mounts(dev: str | os.PathLike) -> list[str]:
+    """Mount points of ``dev`` or any of its partitions (from /proc/self/mountinfo)."""
+    rdev = os.stat(dev).st_rdev
+    nums = _related_devnums(rdev)
+    real = os.path.realpath(dev)
+    out = []
+    with open("/proc/self/mountinfo") as fh:
+        for line in fh:
+            fields = line.split()
+            if len(fields) < 5:
+                continue
+            source = line.split(" - ", 1)[1].split()[1] if " - " in line else ""
+            if fields[2] in nums or (source.startswith("/") and os.path.realpath(source) == real):
+                out.append(fields[4])
+    return out
+
+
+def device_holders(dev: str | os.PathLike) -> list[str]:
+    """Devices stacked on ``dev`` (dm, md, LVM), from /sys/dev/block/M:m/holders."""
+    holders = Path(f"/sys/dev/block/{_dev_numbers(os.stat(dev).st_rdev)}/holders")
+    return sorted(p.name for p in holders.iterdir()) if holders.exists() else []
+
+
+def active_swaps(dev: str | os.PathLike, swaps_file: str = "/proc/swaps") -> list[str]:
+    """Entries of /proc/swaps that are ``dev`` (same device number or path)."""
+    try:
+        lines = Path(swaps_file).read_text().splitlines()[1:]
+    except OSError:
+        return []
+    rdev = os.stat(dev).st_rdev
+    real = os.path.realpath(dev)
+    hits = []
+    for line in lines:
+        name = line.split()[0] if line.split() else ""
+        try:
+            same = os.path.realpath(name) == real or (
+                stat.S_ISBLK(os.stat(name).st_mode) and os.stat(name).st_rdev == rdev
+            )
+        except OSError:
+            same = False
+        if same:
+            hits.append(name)
+    return hits
+
+
+def loop_devices_backed_by(path: str | os.PathLike, sys_block: str = "/sys/block") -> list[str]:
+    """Loop devices whose backing file is ``path`` (from /sys/block/loopN/loop/backing_file)."""
+    real = os.path.realpath(path)
+    hits = []
+    for backing in sorted(Path(sys_block).glob("loop*/loop/backing_file")):
+        try:
+            name = backing.read_text().strip().removesuffix(" (deleted)")
+        except OSError:
+            continue
+        if name == real:
+            hits.append(f"/dev/{backing.parent.parent.name}")
+    return hits
+
+
+def block_device_bytes(dev: str | os.PathLike) -> int:
+    """Size of a block device in bytes."""
+    with open(dev, "rb") as fh:
+        return fh.seek(0, os.SEEK_END)
+
+
+# --------------------------------------------------------------------------- targets
+
+
+@dataclass(frozen=True)
+class Target:
+    """A checked fio target."""
+
+    path: Path
+    is_device: bool
+    exists: bool
+    current_bytes: int
+
+    def describe(self) -> str:
+        kind = "block device" if self.is_device else ("file" if self.exists else "new file")
+        return f"{self.path} ({kind})"
+
+
+def check_target(path: str | os.PathLike, size_bytes: int, *, allow_device: bool = False, force: bool = False) -> Target:
+    """Decide whether ``path`` may be written by fio; raise with the reason if not.
+
+    Nothing is written. See the module docstring for the rules.
+
+    Raises
+    ------
+    ConfigError
+        Unsafe or unsuitable target (folder, device without ``allow_device``,
+        mounted/swap/signature device, foreign file without ``force``, too small,
+        not enough free space).
+    """
+    p = Path(path)
+    if size_bytes <= 0:
+        raise ConfigError(f"size: must be positive, got {size_bytes}")
+    if p.is_dir():
+        raise ConfigError(f"{p}: is a folder; give a file (created if missing) or a block device")
+    if p.exists():
+        st = os.stat(p)
+        if stat.S_ISBLK(st.st_mode):
+            _check_device(p, size_bytes, allow_device, force)
+            return Target(p, True, True, block_device_bytes(p))
+        if not stat.S_ISREG(st.st_mode):
+            raise ConfigError(f"{p}: is neither a regular file nor a block device")
+        if active_swaps(p):
+            raise ConfigError(f"{p}: is an active swap file; swapoff it first")
+        backs = loop_devices_backed_by(p)
+        if backs:
+            raise ConfigError(f"{p}: is the backing file of {', '.join(backs)}; detach it first (losetup -d)")
+        if st.st_size > 0 and not _is_ours(p) and not force:
+            raise ConfigError(
+                f"{p}: exists and was not created by swaptrace; fio would overwrite it (pass --force to allow)"
+            )
+        extra = max(0, size_bytes - st.st_size)
+        _check_free(p.parent, extra)
+        return Target(p, False, True, st.st_size)
+    if os.path.realpath(p).startswith("/dev/"):
+        raise ConfigError(f"{p}: no such device (refusing to create a regular file under /dev)")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise ConfigError(f"{p}: folder {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise ConfigError(f"{p}: folder {parent} is not writable")
+    _check_free(parent, size_bytes)
+    return Target(p, False, False, 0)
+
+
+def _check_device(p: Path, size_bytes: int, allow_device: bool, force: bool) -> None:
+    if not allow_device:
+        raise ConfigError(f"{p}: is a block device; fio would overwrite it. Pass --allow-device if that is intended")
+    mounts = device_mounts(p)
+    if mounts:
+        raise ConfigError(f"{p}: is mounted (on {', '.join(mounts)}); refusing to write to it")
+    swaps = active_swaps(p)
+    if swaps:
+        raise ConfigError(f"{p}: is an active swap device; swapoff it first")
+    holders = device_holders(p)
+    if holders:
+        raise ConfigError(f"{p}: is in use by {', '.join(holders)}; refusing to write to it")
+    sigs = device_signatures(p)
+    if sigs and not force:
+        raise ConfigError(
+            f"{p}: holds data ({', '.join(sigs)}); wipe it or pass --force together with --allow-device"
+        )
+    have = block_device_bytes(p)
+    if have < size_bytes:
+        raise ConfigError(f"{p}: device has {have} bytes, less than --size {size_bytes}")
+
+
+def _check_free(folder: Path, need_bytes: int) -> None:
+    if need_bytes <= 0:
+        return
+    st = os.statvfs(folder)
+    free = st.f_bavail * st.f_frsize
+    if free < need_bytes:
+        raise ConfigError(f"{folder}: only {format_bytes(free)} free, the target needs {format_bytes(need_bytes)} more")
+
+
+def _is_ours(p: Path) -> bool:
+    try:
+        return os.getxattr(p, TARGET_XATTR) == b"fio-target"
+    except OSError:
+        return False
+
+
+def prepare_file_target(target: Target, size_bytes: int, progress: Callable[[int], None] | None = None) -> int:
+    """Create and/or extend a file target to ``size_bytes``, writing pseudo-random data (never fallocate).
+
+    Returns the number of bytes written. Marks a file it created with the
+    ``user.swaptrace`` extended attribute when the file system allows it.
+    """
+    if target.is_device or target.current_bytes >= size_bytes:
+        return 0
+    rng = np.random.default_rng(0x5EED)
+    start = target.current_bytes - target.current_bytes % FILL_CHUNK_BYTES
+    written = 0
+    fd = os.open(target.path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        if not target.exists:
+            try:
+                os.setxattr(target.path, TARGET_XATTR, b"fio-target")
+            except OSError as exc:
+                if exc.errno not in (errno.ENOTSUP, errno.EPERM, errno.EOPNOTSUPP):
+                    raise
+        pos = start
+        while pos < size_bytes:
+            n = min(FILL_CHUNK_BYTES, size_bytes - pos)
+            buf = rng.bytes(n)
+            os.pwrite(fd, buf, pos)
+            pos += n
+            written += n
+            if progress is not None:
+                progress(n)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return written
+
+
+# --------------------------------------------------------------------------- running
+
+
+@dataclass(frozen=True)
+class Step:
+    """One fio invocation of a run."""
+
+    instance: str
+    job: dict
+    runtime_s: int
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What :func:`run_jobs` did."""
+
+    out_dir: Path | None
+    results_path: Path | None
+    bwlog_path: Path | None
+    commands: tuple[str, ...]
+    rows: tuple[dict, ...]
+    ratios: dict
+
+
+def plan_steps(manifest: dict, only: list[str] | None, runtime_s: int, precondition: bool = True) -> list[Step]:
+    """The ordered fio invocations: each selected job, with preconditioning before groups that want it."""
+    names = [j["name"] for j in manifest["jobs"]]
+    if only:
+        unknown = [n for n in only if n not in names and n != "precondition"]
+        if unknown:
+            raise ConfigError(f"unknown job(s) {', '.join(unknown)}; this folder has {', '.join(names)}")
+    selected = [j for j in manifest["jobs"] if not only or j["name"] in only]
+    steps: list[Step] = []
+    if only and "precondition" in only:
+        steps.append(Step("precondition", manifest["precondition"], runtime_s))
+    prev_group = None
+    for j in selected:
+        if j["group"] != prev_group and precondition and manifest["groups"][j["group"]]["precondition"]:
+            steps.append(Step(f"precondition@{j['group']}", manifest["precondition"], runtime_s))
+        prev_group = j["group"]
+        steps.append(Step(j["name"], j, runtime_s * int(j.get("runtime_factor", 1))))
+    return steps
+
+
+def _env_for(step: Step, jobs_dir: Path, target: Path, size_bytes: int) -> dict[str, str]:
+    return {
+        "SWAPTRACE_TARGET": str(target),
+        "SWAPTRACE_SIZE": str(size_bytes),
+        "SWAPTRACE_RUNTIME": str(step.runtime_s),
+        "SWAPTRACE_JOBS": str(jobs_dir.resolve()),
+        "SWAPTRACE_LOG": step.instance,
+    }
+
+
+def _command(fio_path: str, step: Step, jobs_dir: Path, out_dir: Path) -> list[str]:
+    return [
+        fio_path,
+        "--output-format=json",
+        f"--output={out_dir / (step.instance + '.json')}",
+        str((jobs_dir / step.job["file"]).resolve()),
+    ]
+
+
+def run_jobs(
+    jobs_dir: str | os.PathLike,
+    target: str | os.PathLike,
+    *,
+    size_bytes: int,
+    runtime_s: int = DEFAULT_RUNTIME_S,
+    out_dir: str | os.PathLike | None = None,
+    only: list[str] | None = None,
+    allow_device: bool = False,
+    force: bool = False,
+    dry_run: bool = False,
+    precondition: bool = True,
+    fio: str | None = None,
+    echo: Callable[[str], None] = print,
+) -> RunOutcome:
+    """Run the jobs of a folder on ``target`` and parse the results.
+
+    Parameters
+    ----------
+    jobs_dir : path-like
+        A folder written by :func:`swaptrace.fio.jobs.build_jobs`.
+    target : path-like
+        File (created and filled if needed) or block device (see module docstring).
+    size_bytes : int
+        Bytes of the target the jobs use; at least the folder's ``min_target_bytes``.
+    runtime_s : int
+        Seconds per time-based job, times the job's ``runtime_factor``
+        (replays: at most this long).
+    out_dir : path-like, optional
+        Results folder; default ``JOBS/runs/<UTC time>``.
+    only : list of str, optional
+        Job names to run (``precondition`` included only if named or needed).
+    allow_device, force
+        See :func:`check_target`; ``force`` also replaces an existing ``out_dir``.
+    dry_run : bool
+        Check everything, print the commands, run nothing, write nothing.
+    precondition : bool
+        Run preconditioning before the groups that ask for it.
+    fio : str, optional
+        fio executable (default: ``fio`` on ``$PATH``).
+    echo : callable
+        Where progress lines go.
+
+    Returns
+    -------
+    RunOutcome
+        Paths of the results (``None`` for a dry run), the commands, the rows and measured ratios.
+    """
+    jdir = Path(jobs_dir)
+    manifest = jobsmod.load_manifest(jdir)
+    if runtime_s < 1:
+        raise ConfigError(f"runtime: must be at least 1 second, got {runtime_s}")
+    steps = plan_steps(manifest, only, runtime_s, precondition)
+    if not steps:
+        raise ConfigError(f"{jdir}: no jobs selected")
+    needs_replay = any(s.job["kind"] == "replay" for s in steps)
+    min_bytes = int(manifest["min_target_bytes"]) if needs_replay else 1 << 20
+    if size_bytes < min_bytes:
+        raise ConfigError(
+            f"size: target of {format_bytes(size_bytes)} is too small; "
+            f"these jobs need at least {format_bytes(min_bytes)} ({min_bytes} bytes)"
+        )
+    try:
+        fio_bin = find_fio(fio)
+    except ToolError:
+        if not dry_run:
+            raise
+        fio_bin = Fio(fio or "fio", (0, 0), "fio (not found)")
+    tgt = check_target(target, size_bytes, allow_device=allow_device, force=force)
+    tpath = tgt.path.resolve() if not tgt.is_device else tgt.path
+    for s in steps:
+        jobsmod.validate_job_file(jdir / s.job["file"], _env_for(s, jdir, tpath, size_bytes))
+    if dry_run:
+        shown = Path(out_dir) if out_dir else jdir / "runs" / "<time>"
+        commands = []
+        for s in steps:
+            env = " ".join(f"{k}={v}" for k, v in _env_for(s, jdir, tpath, size_bytes).items())
+            commands.append(f"{env} {' '.join(_command(fio_bin.path, s, jdir, shown))}")
+        if not tgt.exists or tgt.current_bytes < size_bytes:
+            echo(f"# would create/fill {tgt.describe()} to {format_bytes(size_bytes)} with data")
+        for c in commands:
+            echo(c)
+        return RunOutcome(None, None, None, tuple(commands), (), {})
+    if not fio_bin.verified:
+        echo(f"note: {fio_bin.text}; swaptrace's fio workarounds were verified on fio-3.33")
+    final = Path(out_dir) if out_dir else jdir / "runs" / _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    if final.exists() and (not final.is_dir() or any(final.iterdir())) and not force:
+        raise OutputError(f"{final}: exists; choose another --output or pass --force")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
+    commands: list[str] = []
+    try:
+        written = prepare_file_target(tgt, size_bytes)
+        if written:
+            echo(f"filled {tgt.describe()}: {format_bytes(written)} of data")
+        parsed = []
+        for i, s in enumerate(steps, start=1):
+            cmd = _command(fio_bin.path, s, jdir, tmp)
+            commands.append(" ".join(cmd))
+            env = {**os.environ, **_env_for(s, jdir, tpath, size_bytes)}
+            proc = subprocess.run(cmd, env=env, cwd=tmp, capture_output=True, text=True)
+            json_path = tmp / f"{s.instance}.json"
+            (tmp / f"{s.instance}.stderr").write_text(proc.stderr)
+            if proc.returncode != 0 or not json_path.exists():
+                last = (proc.stderr.strip().splitlines() or proc.stdout.strip().splitlines() or ["no output"])[-1]
+                raise ToolError(f"fio failed on job {s.instance} (exit {proc.returncode}): {last}")
+            rows = resmod.parse_fio_json(json_path, s.instance, s.job, manifest)
+            parsed.append((s, rows))
+            summary = ", ".join(f"{r['direction']} {r['bw_bytes'] / 1e6:.1f} MB/s" for r in rows) or "no I/O"
+            echo(f"[{i}/{len(steps)}] {s.instance}: {summary}")
+        res_path, bw_path, rows, ratios = resmod.write_run_results(tmp, parsed, manifest, {
+            "target": str(tpath),
+            "target_is_device": tgt.is_device,
+            "size_bytes": size_bytes,
+            "runtime_s": runtime_s,
+            "fio": fio_bin.text,
+            "jobs_dir": str(jdir.resolve()),
+            "commands": commands,
+        })
+        from swaptrace.figures.fio import save_run_figures
+
+        save_run_figures(tmp)
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+        if out_dir is None:
+            _point_latest(final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return RunOutcome(final, final / res_path.name, final / bw_path.name, tuple(commands), tuple(rows), ratios)
+
+
+def _point_latest(run_dir: Path) -> None:
+    """Make ``runs/latest`` a relative symlink to the newest run (replaced atomically)."""
+    link = run_dir.parent / "latest"
+    tmp = run_dir.parent / ".latest.partial"
+    tmp.unlink(missing_ok=True)
+    os.symlink(run_dir.name, tmp)
+    os.replace(tmp, link)

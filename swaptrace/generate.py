@@ -1,0 +1,310 @@
+"""Page-level access traces of DLRM training steps.
+
+Each training step touches memory in this order (one row per page touched):
+
+1. **forward** -- for every table (in spec order), every bag of the batch,
+   every lookup of the bag: a read of each page of the looked-up row (a row
+   that straddles a page boundary reads both pages);
+2. **dense part** -- reads of every MLP weight page, then writes of every
+   scratch (activation/gradient) page;
+3. **backward and optimizer** -- for every table, each row looked up in the
+   step, once, in ascending row order: read then write of its optimizer-state
+   pages (each state array in turn: Adam's two moments), then read then write
+   of its weight pages; finally writes of every MLP weight page and every
+   MLP optimizer-state page.
+
+Lookups: per table and sample a bag size (fixed or drawn from the spec's
+distribution), then bounded-Zipf ranks (:mod:`swaptrace.zipf`) mapped to rows
+by a seed-derived bijection (``scatter=False`` keeps rank k at row k-1).
+With ``reuse = f``, each position of a step's index list takes, with
+probability f, the previous step's freshly drawn index at the same position
+(as FBGEMM's ``--reuse`` copies indices of the previous batch).
+``dedup="step"`` drops a read (write) of a page already read (written) in
+the same step.
+
+Randomness comes from counter-based streams keyed by ``(seed, step, table)``
+(:mod:`swaptrace._kernels.zipf`), so steps ``[0, k)`` and ``[k, n)``
+generated separately and concatenated equal steps ``[0, n)``. Memory depends
+on the step size and the model's page count, never on the number of steps.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from swaptrace._kernels.generate import _draw, _emit
+from swaptrace.errors import ConfigError
+from swaptrace.layout import Layout, build_layout
+from swaptrace.spec import ModelSpec, load_spec
+from swaptrace.traceio import DEFAULT_ROW_GROUP, TraceWriter
+from swaptrace.zipf import scramble_params, zipf_constants
+
+DEDUP_CHOICES = (None, "step")
+#: lookups drawn per kernel call at most (bounds the index buffers: 3 x 8 bytes each)
+DRAW_BUDGET = 1 << 21
+MAX_STEP = (1 << 32) - 1
+
+
+class _Plan:
+    """Everything the kernels need, as plain arrays (built once per run)."""
+
+    def __init__(self, spec: ModelSpec, layout: Layout, seed: int, scatter: bool):
+        tables = spec.tables
+        self.spec, self.layout, self.seed, self.scatter = spec, layout, seed, scatter
+        self.batch = spec.batch_size
+        self.n_rows = np.array([t.rows for t in tables], dtype=np.int64)
+        consts = [zipf_constants(t.rows, t.alpha) for t in tables]
+        self.zs = np.array([t.alpha for t in tables], dtype=np.float64)
+        self.zh_x1 = np.array([c[0] for c in consts], dtype=np.float64)
+        self.zh_n = np.array([c[1] for c in consts], dtype=np.float64)
+        self.zbig_s = np.array([c[2] for c in consts], dtype=np.float64)
+        ab = [scramble_params(seed, i, t.rows) for i, t in enumerate(tables)]
+        self.sa = np.array([a for a, _ in ab], dtype=np.int64)
+        self.sb = np.array([b for _, b in ab], dtype=np.int64)
+        vals: list[int] = []
+        cdf: list[float] = []
+        off = [0]
+        for t in tables:
+            vals.extend(t.lookups.values)
+            cdf.extend(np.cumsum(t.lookups.probs).tolist())
+            off.append(len(vals))
+        self.bag_vals = np.array(vals, dtype=np.int64)
+        self.bag_cdf = np.array(cdf, dtype=np.float64)
+        self.bag_off = np.array(off, dtype=np.int64)
+        max_lookups = [self.batch * t.lookups.max for t in tables]
+        self.tbl_off = np.concatenate([[0], np.cumsum(max_lookups)]).astype(np.int64)
+        self.stride = int(self.tbl_off[-1])
+
+        lay = layout
+        pb = lay.page_bytes
+        max_wp = int(max(lay.table_row_bytes)) // pb + 2
+        max_sp = int(max(lay.state_row_bytes, default=0)) // pb + 2
+        self.item_max = 2 * max_wp + 2 * lay.state_arrays * max_sp + 1
+
+        def region(i: int) -> tuple[int, int, int]:
+            if i < 0:
+                return 0, 0, 0
+            r = lay.regions[i]
+            return r.first_page, r.pages, i
+
+        self.mlp = region(lay.mlp_region)
+        self.mlp_state = region(lay.mlp_state_region)
+        self.scratch = region(lay.scratch_region)
+
+
+def _check_options(steps: int, seed: int, first_step: int, reuse: float, dedup: str | None) -> None:
+    errors = []
+    if not isinstance(steps, int | np.integer) or steps < 1:
+        errors.append(f"steps: must be a positive integer, got {steps!r}")
+    if not isinstance(first_step, int | np.integer) or first_step < 0:
+        errors.append(f"first-step: must be an integer >= 0, got {first_step!r}")
+    elif isinstance(steps, int | np.integer) and first_step + steps - 1 > MAX_STEP:
+        errors.append(f"steps: the last step must be below 2**32, got {first_step + steps - 1}")
+    if not isinstance(seed, int | np.integer) or not 0 <= seed < (1 << 64):
+        errors.append(f"seed: must be an integer in [0, 2**64), got {seed!r}")
+    if not 0.0 <= reuse <= 1.0:
+        errors.append(f"reuse: must be a fraction in [0, 1], got {reuse!r}")
+    if dedup not in DEDUP_CHOICES:
+        errors.append(f"dedup: must be 'step' or none, got {dedup!r}")
+    if errors:
+        raise ConfigError("; ".join(errors))
+
+
+def _chunks(plan: _Plan, steps: int, first_step: int, reuse: float, dedup: bool, chunk_rows: int,
+            seen: np.ndarray, progress: Callable[[int], Any] | None) -> Iterator[tuple[np.ndarray, ...]]:
+    """Yield (step, page, write, region) views into reused buffers, in program order.
+
+    ``seen`` (one byte per page, or a 1-element dummy to skip the bookkeeping)
+    gets a 1 at every page touched.
+    """
+    lay = plan.layout
+    n_tables = len(plan.n_rows)
+    k_max = max(1, min(steps, DRAW_BUDGET // max(plan.stride, 1)))
+    fresh = np.empty(k_max * plan.stride, dtype=np.int64)
+    idx = np.empty_like(fresh) if reuse > 0 else fresh
+    uniq = np.empty_like(fresh)
+    lens = np.zeros(k_max * n_tables, dtype=np.int64)
+    ulens = np.zeros_like(lens)
+    prev_fresh = np.empty(plan.stride if reuse > 0 else 0, dtype=np.int64)
+    prev_lens = np.zeros(n_tables, dtype=np.int64)
+    have_prev = False
+    seed = np.uint64(plan.seed)
+
+    def draw(step0: int, nsteps: int, rf: float, fr, ix, un, ln, uln) -> None:
+        _draw(seed, np.int64(step0), np.int64(nsteps), np.int64(plan.batch), plan.n_rows, plan.zs, plan.zh_x1,
+              plan.zh_n, plan.zbig_s, plan.sa, plan.sb, plan.scatter, plan.bag_vals, plan.bag_cdf, plan.bag_off,
+              plan.tbl_off, np.int64(plan.stride), float(rf), prev_fresh, prev_lens, have_prev, fr, ix, un, ln, uln)
+
+    if reuse > 0 and first_step > 0:
+        # the step before the range: only its fresh draws are needed
+        draw(first_step - 1, 1, 0.0, prev_fresh, prev_fresh, np.empty_like(prev_fresh), prev_lens,
+             np.zeros(n_tables, dtype=np.int64))
+        have_prev = True
+
+    cap = max(chunk_rows, plan.item_max)
+    out_step = np.empty(cap, dtype=np.uint32)
+    out_page = np.empty(cap, dtype=np.uint64)
+    out_write = np.empty(cap, dtype=np.bool_)
+    out_region = np.empty(cap, dtype=np.uint16)
+    if dedup:
+        stamp = np.zeros((2, lay.footprint_pages), dtype=np.uint32)
+    else:
+        stamp = np.zeros((2, 1), dtype=np.uint32)
+    cursor = np.zeros(4, dtype=np.int64)
+    filled = 0
+    done = 0
+    while done < steps:
+        nsteps = min(k_max, steps - done)
+        step0 = first_step + done
+        draw(step0, nsteps, reuse, fresh, idx, uniq, lens, ulens)
+        cursor[:] = 0
+        while cursor[0] < nsteps:
+            n = _emit(cursor, np.int64(step0), np.int64(nsteps), idx, uniq, lens, ulens, plan.tbl_off,
+                      np.int64(plan.stride), np.int64(lay.page_shift), lay.table_first_byte, lay.table_row_bytes,
+                      lay.table_region, lay.state_first_byte, lay.state_row_bytes, lay.state_array_bytes,
+                      lay.state_region, np.int64(lay.state_arrays), *(np.int64(v) for v in plan.mlp),
+                      *(np.int64(v) for v in plan.mlp_state), *(np.int64(v) for v in plan.scratch),
+                      np.int64(plan.item_max), dedup, stamp, seen.size > 1, seen, out_step[filled:], out_page[filled:],
+                      out_write[filled:], out_region[filled:])
+            filled += n
+            if cursor[0] < nsteps or filled + plan.item_max > cap:
+                yield out_step[:filled], out_page[:filled], out_write[:filled], out_region[:filled]
+                filled = 0
+        if reuse > 0:
+            last = nsteps - 1
+            prev_fresh[:] = fresh[last * plan.stride:(last + 1) * plan.stride]
+            prev_lens[:] = lens[last * n_tables:(last + 1) * n_tables]
+            have_prev = True
+        done += nsteps
+        if progress is not None:
+            progress(nsteps)
+    if filled:
+        yield out_step[:filled], out_page[:filled], out_write[:filled], out_region[:filled]
+
+
+def _prepare(spec: ModelSpec | str | os.PathLike, *, steps: int, seed: int, first_step: int, page_bytes: int,
+             alpha: float | None, optimizer: str | None, reuse: float, dedup: str | None) -> tuple[ModelSpec, Layout]:
+    if not isinstance(spec, ModelSpec):
+        spec = load_spec(spec)
+    spec = spec.with_overrides(alpha=alpha, optimizer=optimizer)
+    _check_options(steps, seed, first_step, reuse, dedup)
+    return spec, build_layout(spec, page_bytes)
+
+
+def iter_accesses(spec: ModelSpec | str, *, steps: int, seed: int = 0, first_step: int = 0, page_bytes: int = 4096,
+                  alpha: float | None = None, optimizer: str | None = None, scatter: bool = True,
+                  reuse: float = 0.0, dedup: str | None = None, chunk_rows: int = DEFAULT_ROW_GROUP,
+                  copy: bool = True) -> Iterator[dict[str, np.ndarray]]:
+    """Yield the trace in chunks of at most ``chunk_rows`` rows (dicts of numpy arrays).
+
+    Same parameters as :func:`generate_trace`, without the output file. With
+    ``copy=False`` the arrays are views into buffers that the next chunk
+    overwrites (faster, for consumers that are done with a chunk before asking
+    for the next).
+    """
+    spec, layout = _prepare(spec, steps=steps, seed=seed, first_step=first_step, page_bytes=page_bytes,
+                            alpha=alpha, optimizer=optimizer, reuse=reuse, dedup=dedup)
+    plan = _Plan(spec, layout, seed, scatter)
+    no_tracking = np.zeros(1, dtype=np.uint8)
+    for st, pg, wr, rg in _chunks(plan, steps, first_step, reuse, dedup == "step", chunk_rows, no_tracking, None):
+        if copy:
+            st, pg, wr, rg = st.copy(), pg.copy(), wr.copy(), rg.copy()
+        yield {"step": st, "page": pg, "write": wr, "region": rg}
+
+
+def generate_arrays(spec: ModelSpec | str, *, steps: int, **options: Any) -> dict[str, np.ndarray]:
+    """The whole trace in memory (for tests and small runs); see :func:`generate_trace`."""
+    parts = list(iter_accesses(spec, steps=steps, **options))
+    names = ("step", "page", "write", "region")
+    dtypes = (np.uint32, np.uint64, np.bool_, np.uint16)
+    if not parts:
+        return {n: np.empty(0, dtype=d) for n, d in zip(names, dtypes, strict=True)}
+    return {n: np.concatenate([p[n] for p in parts]) for n in names}
+
+
+def generate_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int | None = None, seed: int = 0,
+                   first_step: int = 0, page_bytes: int = 4096, alpha: float | None = None,
+                   optimizer: str | None = None, scatter: bool = True, reuse: float = 0.0,
+                   dedup: str | None = None, force: bool = False,
+                   progress: Callable[[int], Any] | None = None) -> Path:
+    """Generate an access trace of training steps and write it to Parquet.
+
+    Parameters
+    ----------
+    spec : ModelSpec or str
+        A spec, a preset name or a TOML path.
+    out : path-like
+        Output file (``*.access.parquet`` by convention); written atomically.
+    steps : int, optional
+        Training steps to generate (default: the spec's ``default_steps``).
+    seed : int
+        Seed in ``[0, 2**64)``; with the step number it determines every draw.
+    first_step : int
+        Number of the first step, so ranges of one run can be made apart.
+    page_bytes : int
+        4096 or 2 MiB (2097152).
+    alpha : float, optional
+        Zipf exponent (> 0) for every table, overriding the spec.
+    optimizer : str, optional
+        Override the spec's optimizer (sgd, rowwise-adagrad, adagrad, adam).
+    scatter : bool
+        Map hot ranks to scattered rows (default) or keep rank k at row k-1.
+    reuse : float
+        Fraction in [0, 1] of indices repeated from the previous step.
+    dedup : {None, "step"}
+        Drop repeated reads (writes) of a page within a step.
+    force : bool
+        Overwrite an existing output.
+    progress : callable, optional
+        Called with the number of steps finished, as they finish.
+
+    Returns
+    -------
+    pathlib.Path
+        The written file; its metadata follows the access-trace contract.
+    """
+    if not isinstance(spec, ModelSpec):
+        spec = load_spec(spec)
+    if steps is None:
+        steps = spec.default_steps
+    spec, layout = _prepare(spec, steps=steps, seed=seed, first_step=first_step, page_bytes=page_bytes,
+                            alpha=alpha, optimizer=optimizer, reuse=reuse, dedup=dedup)
+    plan = _Plan(spec, layout, seed, scatter)
+    preset = spec.name if spec.source.startswith("preset ") or not spec.source else spec.source
+    meta = {
+        "page_bytes": layout.page_bytes,
+        "footprint_pages": layout.footprint_pages,
+        "footprint_bytes": layout.footprint_bytes,
+        "regions": layout.region_dicts(),
+        "first_step": first_step,
+        "steps": steps,
+        "seed": seed,
+        "preset": preset,
+        "spec": spec.to_dict(),
+        "params": {
+            "steps": steps, "seed": seed, "first_step": first_step, "page_bytes": page_bytes, "alpha": alpha,
+            "optimizer": spec.optimizer, "scatter": scatter, "reuse": reuse, "dedup": dedup,
+        },
+    }
+    seen = np.zeros(max(layout.footprint_pages, 2), dtype=np.uint8)
+    region_counts = np.zeros(len(layout.regions), dtype=np.int64)
+    writes = 0
+    with TraceWriter(out, "access", meta, force=force) as writer:
+        for st, pg, wr, rg in _chunks(plan, steps, first_step, reuse, dedup == "step", DEFAULT_ROW_GROUP, seen,
+                                      progress):
+            writer.write(step=st, page=pg, write=wr, region=rg)
+            writes += int(np.count_nonzero(wr))
+            region_counts += np.bincount(rg, minlength=len(region_counts))
+        writer.metadata["summary"] = {
+            "accesses": writer.rows,
+            "reads": writer.rows - writes,
+            "writes": writes,
+            "unique_pages": int(np.count_nonzero(seen)),
+            "region_accesses": region_counts.tolist(),
+        }
+    return writer.path

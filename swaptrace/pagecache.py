@@ -1,0 +1,528 @@
+"""Page-cache emulator: an access trace and a DRAM budget in, a Linux-like swap I/O stream out.
+
+The emulator replays a ``kind: access`` trace page by page against a memory
+budget and writes the block requests the Linux anonymous-memory swap path
+would issue (``kind: swapio``, one row per request, in issue order). What it
+mimics (REFERENCE.md section 4; mm/memory.c ``do_swap_page``, mm/swap_state.c,
+mm/swapfile.c, mm/vmscan.c of Linux 6.x):
+
+* **Swap semantics.** The first touch of a page is a zero-fill (no read). A
+  page evicted dirty, or without a valid slot, is written; a clean page whose
+  slot is still valid is dropped without I/O. A swap-in keeps the page's slot
+  (swap cache) unless the faulting access is a write or swap is more than half
+  full (``should_try_to_free_swap``); the next eviction of such a page needs a
+  new slot and a write. A later store to a mapped page only dirties it: its
+  eviction rewrites the same slot, as the kernel does.
+* **Residency policies** (:data:`POLICIES`): ``lru`` (exact), ``clock``
+  (second chance) and ``linux`` (active/inactive lists with PTE young and
+  PG_referenced bits, activation on a second reference, reclaim isolating 32
+  pages at a time, inactive:active target ``int_sqrt(10 * GB)``).
+* **Reclaim trigger** like memory-cgroup limit reclaim: when the pages about to
+  come in would push the resident count above the budget, reclaim
+  ``max(batch, excess)`` pages in one call, where ``batch`` is 32
+  (``SWAP_CLUSTER_MAX``) for ``linux`` and 1 for ``lru``/``clock`` (so those
+  two hold exactly ``budget`` pages, the textbook definition behind miss-ratio
+  curves and libCacheSim). ``reclaim_batch`` overrides it.
+* **Slot allocator**: clusters of 256 slots with a current cluster and next
+  offset, then non-full clusters, then free ones; slot 0 is the swap header.
+* **Readahead**: ``vma`` (default, as with SSD-only swap), ``cluster``, or
+  ``none``, with the kernel's window rule; readahead pages sit unmapped in the
+  swap cache, and touching one is a minor fault that counts as a readahead hit.
+* **Merging**: the writes of one reclaim call, and the reads of one fault with
+  its readahead, back-merge when their slots are contiguous, up to
+  ``max_request_bytes``.
+
+Time model
+----------
+Access ``j`` of the ``n`` accesses of step ``s`` happens at
+``t_us = (s - first_step + j / n) * step_us``; every request is issued at the
+time of the access that caused it. The default ``step_us`` is
+:data:`DEFAULT_STEP_US` = 100 ms, the order of one CPU training iteration of
+the shipped presets' batch sizes; order, sizes and offsets of the stream do
+not depend on it, only its rate (pass the measured step time to match a real
+run, e.g. one from ``swaptrace capture``).
+
+Summary (metadata ``summary`` and :class:`EmulationResult`): ``accesses``,
+``hits`` (access to a mapped page), ``faults`` (all others: ``zero_fill`` +
+``major_faults`` (swap-ins that read) + ``readahead_hit`` (minor faults on a
+read-ahead page)), ``pages_in``, ``pages_out``, ``readahead_issued``,
+``evictions``, ``clean_drops``, ``slot_frees``, ``bytes_read``,
+``bytes_written``, ``requests`` and ``request_size_hist`` by op.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from swaptrace._kernels import swapstate as ks
+from swaptrace._kernels.swap import _preload_swapped, _run
+from swaptrace.errors import ConfigError
+from swaptrace.traceio import TraceFile, TraceWriter, check_output_path, open_trace
+from swaptrace.units import format_bytes
+
+DEFAULT_STEP_US = 100_000.0
+DEFAULT_MAX_REQUEST_BYTES = 512 * 1024
+CHUNK_ROWS = 1 << 20
+OUT_ROWS = 1 << 18
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A residency policy: its kernel code, default reclaim batch and a one-line description."""
+
+    code: int
+    batch_pages: int
+    description: str
+
+
+#: residency policies by name (``--policy``)
+POLICIES: dict[str, Policy] = {
+    "lru": Policy(ks.POLICY_LRU, 1, "exact least-recently-used; evicts one page per page brought in"),
+    "clock": Policy(ks.POLICY_CLOCK, 1, "second chance: a FIFO that spares a referenced page once"),
+    "linux": Policy(
+        ks.POLICY_LINUX,
+        ks.SWAP_CLUSTER_MAX,
+        "Linux active/inactive lists, young + referenced bits, reclaim in batches of 32",
+    ),
+}
+
+#: readahead modes by name (``--readahead``)
+READAHEAD_MODES: dict[str, int] = {"none": ks.RA_NONE, "vma": ks.RA_VMA, "cluster": ks.RA_CLUSTER}
+
+INITIAL_STATES = ("untouched", "swapped")
+#: region kinds whose pages start on swap with ``initial_state="swapped"``
+SWAPPED_REGION_KINDS = ("table", "table-state")
+
+
+@dataclass(frozen=True)
+class EmulationResult:
+    """What :func:`emulate` wrote and counted."""
+
+    path: Path
+    summary: dict[str, Any]
+    accesses: int = 0
+    hits: int = 0
+    faults: int = 0
+    zero_fill: int = 0
+    major_faults: int = 0
+    pages_in: int = 0
+    pages_out: int = 0
+    readahead_issued: int = 0
+    readahead_hit: int = 0
+    evictions: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    memory_pages: int = 0
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EmulatorConfig:
+    """Validated emulator parameters (all sizes in pages unless named otherwise)."""
+
+    policy: str
+    budget_pages: int
+    batch_pages: int
+    readahead: str
+    page_cluster: int
+    cluster_slots: int
+    nslots: int
+    max_request_pages: int
+    page_bytes: int
+    step_us: float
+    initial_state: str
+
+    @property
+    def max_rows_per_access(self) -> int:
+        window = 1 << self.page_cluster if self.readahead == "cluster" else 1 << min(self.page_cluster, 5)
+        # reads <= window; writes <= max(batch, window) + one isolation round of 32
+        return 2 * window + self.batch_pages + 2 * ks.SWAP_CLUSTER_MAX + 8
+
+
+def resolve_config(
+    meta: dict[str, Any],
+    *,
+    memory_bytes: int | None = None,
+    memory_fraction: float | None = None,
+    policy: str = "linux",
+    readahead: str = "vma",
+    page_cluster: int = 3,
+    cluster_slots: int = 256,
+    swap_bytes: int | None = None,
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+    step_us: float | None = None,
+    initial_state: str = "untouched",
+    reclaim_batch: int | None = None,
+    source: str = "trace",
+) -> EmulatorConfig:
+    """Check every parameter against the trace's metadata; raise :class:`ConfigError` naming the bad one."""
+    if policy not in POLICIES:
+        raise ConfigError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
+    if readahead not in READAHEAD_MODES:
+        raise ConfigError(f"unknown readahead {readahead!r}; choose one of {', '.join(READAHEAD_MODES)}")
+    if initial_state not in INITIAL_STATES:
+        raise ConfigError(f"unknown initial state {initial_state!r}; choose one of {', '.join(INITIAL_STATES)}")
+    page_bytes = int(meta.get("page_bytes", 4096))
+    footprint_pages = int(meta.get("footprint_pages", 0))
+    if footprint_pages <= 0:
+        raise ConfigError(f"{source}: metadata has no positive footprint_pages")
+    footprint_bytes = footprint_pages * page_bytes
+    if (memory_bytes is None) == (memory_fraction is None):
+        raise ConfigError("give exactly one of --memory and --memory-fraction")
+    if memory_bytes is not None and memory_bytes == 0:
+        raise ConfigError("--memory must be positive, got 0")
+    if memory_fraction is not None:
+        if not (0.0 < memory_fraction <= 1.0) or math.isnan(memory_fraction):
+            raise ConfigError(f"--memory-fraction must be in (0, 1], got {memory_fraction}")
+        budget_pages = int(footprint_pages * memory_fraction)
+    else:
+        if memory_bytes < 0:
+            raise ConfigError(f"--memory must not be negative, got {memory_bytes}")
+        if memory_bytes > footprint_bytes:
+            raise ConfigError(
+                f"--memory {format_bytes(memory_bytes)} is above the trace's footprint "
+                f"{format_bytes(footprint_bytes)}: nothing would be swapped"
+            )
+        budget_pages = memory_bytes // page_bytes
+    if budget_pages < 1:
+        raise ConfigError(f"memory budget is below one page ({format_bytes(page_bytes)}); give more memory")
+    if not 0 <= page_cluster <= 10:
+        raise ConfigError(f"--page-cluster must be in 0..10 (vm.page-cluster), got {page_cluster}")
+    if cluster_slots < 1:
+        raise ConfigError(f"--cluster-slots must be at least 1, got {cluster_slots}")
+    if max_request_bytes < page_bytes:
+        raise ConfigError(f"--max-request must be at least one page ({page_bytes} bytes), got {max_request_bytes}")
+    if reclaim_batch is not None and reclaim_batch < 1:
+        raise ConfigError(f"--reclaim-batch must be at least 1, got {reclaim_batch}")
+    if step_us is None:
+        step_us = DEFAULT_STEP_US
+    if not step_us > 0 or math.isinf(step_us):
+        raise ConfigError(f"--step-us must be positive, got {step_us}")
+    if swap_bytes is None:
+        nslots = -(-(footprint_pages + 1) // cluster_slots) * cluster_slots
+    else:
+        if swap_bytes < 0:
+            raise ConfigError(f"--swap-bytes must not be negative, got {swap_bytes}")
+        nslots = swap_bytes // page_bytes
+        if nslots < 2:
+            raise ConfigError(f"--swap-bytes {format_bytes(swap_bytes)} holds no usable slot (the first page is the header)")
+    return EmulatorConfig(
+        policy=policy,
+        budget_pages=budget_pages,
+        batch_pages=int(reclaim_batch or POLICIES[policy].batch_pages),
+        readahead=readahead,
+        page_cluster=int(page_cluster),
+        cluster_slots=int(cluster_slots),
+        nslots=int(nslots),
+        max_request_pages=int(max_request_bytes // page_bytes),
+        page_bytes=page_bytes,
+        step_us=float(step_us),
+        initial_state=initial_state,
+    )
+
+
+def _step_counts(tf: TraceFile, first_step: int, chunk_rows: int) -> np.ndarray:
+    """Accesses per step (first pass over the ``step`` column only; memory O(steps))."""
+    counts = np.zeros(int(tf.meta.get("steps", 0) or 0), np.int64)
+    for batch in tf.iter_batches(columns=["step"], batch_rows=chunk_rows):
+        s = batch["step"].astype(np.int64) - first_step
+        if s.size == 0:
+            continue
+        if s.min() < 0:
+            raise ConfigError(f"{tf.path}: step {int(s.min()) + first_step} is before first_step {first_step}")
+        top = int(s.max()) + 1
+        if top > counts.size:
+            counts = np.concatenate([counts, np.zeros(top - counts.size, np.int64)])
+        counts += np.bincount(s, minlength=counts.size)
+    return counts
+
+
+def _new_hist() -> dict[str, dict[int, int]]:
+    return {"read": {}, "write": {}}
+
+
+def _add_hist(hist: dict[str, dict[int, int]], op: np.ndarray, length: np.ndarray) -> None:
+    for code, name in ((0, "read"), (1, "write")):
+        sizes, counts = np.unique(length[op == code], return_counts=True)
+        h = hist[name]
+        for size, count in zip(sizes.tolist(), counts.tolist(), strict=True):
+            h[size] = h.get(size, 0) + count
+
+
+def _open_access(trace: str | os.PathLike) -> TraceFile:
+    return open_trace(trace, kind="access")
+
+
+def emulate(
+    trace: str | os.PathLike,
+    out: str | os.PathLike,
+    *,
+    memory_bytes: int | None = None,
+    memory_fraction: float | None = None,
+    policy: str = "linux",
+    readahead: str = "vma",
+    page_cluster: int = 3,
+    cluster_slots: int = 256,
+    swap_bytes: int | None = None,
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+    step_us: float | None = None,
+    initial_state: str = "untouched",
+    force: bool = False,
+    progress: Callable[[int], None] | None = None,
+    reclaim_batch: int | None = None,
+    chunk_rows: int = CHUNK_ROWS,
+) -> EmulationResult:
+    """Replay an access trace against a DRAM budget; write the swap I/O stream.
+
+    Parameters
+    ----------
+    trace : path-like
+        A ``kind: access`` Parquet file (``swaptrace generate``).
+    out : path-like
+        The ``kind: swapio`` file to write (atomically; refused if it exists
+        unless ``force``).
+    memory_bytes, memory_fraction : int or float
+        The DRAM budget, in bytes or as a fraction of the trace's footprint;
+        exactly one. Must hold at least one page and not exceed the footprint.
+    policy : {"linux", "lru", "clock"}
+        Residency policy (:data:`POLICIES`).
+    readahead : {"vma", "cluster", "none"}
+        Swap readahead (``vm.page-cluster`` = ``page_cluster``, default 3: at
+        most 8 pages).
+    cluster_slots : int
+        Slots per allocator cluster (256 as in Linux; 512 with THP swap).
+    swap_bytes : int, optional
+        Swap device size; default: the footprint plus the header page, rounded
+        up to whole clusters. Running out of slots is a :class:`ConfigError`.
+    max_request_bytes : int
+        Largest merged request (the device's ``max_sectors_kb``), default 512 KiB.
+    step_us : float, optional
+        Duration of one training step in the time model (default 100 ms).
+    initial_state : {"untouched", "swapped"}
+        ``swapped``: pages of ``table`` and ``table-state`` regions start on
+        swap (clean, consecutive slots), as after loading a model and pushing
+        it out; no I/O is recorded for that.
+    force : bool
+        Overwrite ``out``.
+    progress : callable, optional
+        Called with the number of accesses processed since the last call.
+    reclaim_batch : int, optional
+        Pages per reclaim call; default 32 for ``linux``, 1 for ``lru``/``clock``.
+
+    Returns
+    -------
+    EmulationResult
+    """
+    tf = _open_access(trace)
+    meta = tf.meta
+    cfg = resolve_config(
+        meta,
+        memory_bytes=memory_bytes,
+        memory_fraction=memory_fraction,
+        policy=policy,
+        readahead=readahead,
+        page_cluster=page_cluster,
+        cluster_slots=cluster_slots,
+        swap_bytes=swap_bytes,
+        max_request_bytes=max_request_bytes,
+        step_us=step_us,
+        initial_state=initial_state,
+        reclaim_batch=reclaim_batch,
+        source=str(tf.path),
+    )
+    check_output_path(out, force)
+    footprint_pages = int(meta["footprint_pages"])
+    first_step = int(meta.get("first_step", 0))
+    counts = _step_counts(tf, first_step, chunk_rows)
+    emu = Emulator(cfg, footprint_pages, counts, first_step=first_step, regions=meta.get("regions"))
+    params = {
+        "policy": cfg.policy,
+        "memory_bytes": cfg.budget_pages * cfg.page_bytes,
+        "memory_fraction": memory_fraction,
+        "readahead": cfg.readahead,
+        "page_cluster": cfg.page_cluster,
+        "cluster_slots": cfg.cluster_slots,
+        "swap_bytes": cfg.nslots * cfg.page_bytes,
+        "max_request_bytes": cfg.max_request_pages * cfg.page_bytes,
+        "step_us": cfg.step_us,
+        "initial_state": cfg.initial_state,
+        "reclaim_batch": cfg.batch_pages,
+    }
+    out_meta = {
+        "source": "emulator",
+        "page_bytes": cfg.page_bytes,
+        "device_bytes": cfg.nslots * cfg.page_bytes,
+        "memory_bytes": cfg.budget_pages * cfg.page_bytes,
+        "steps": int(counts.size),
+        "first_step": first_step,
+        "duration_us": float(counts.size * cfg.step_us),
+        "trace": str(tf.path),
+        "params": params,
+    }
+    with TraceWriter(out, "swapio", out_meta, force=force) as writer:
+        for batch in tf.iter_batches(columns=["step", "page", "write"], batch_rows=chunk_rows):
+            for rows in emu.feed(batch["page"], batch["write"], batch["step"], progress=progress):
+                writer.write(**rows)
+        summary = emu.summary()
+        writer.metadata["summary"] = summary
+    return _result(writer.path, summary, cfg, params)
+
+
+class Emulator:
+    """The emulator's state and its chunk-by-chunk driver (what :func:`emulate` runs).
+
+    Parameters
+    ----------
+    cfg : EmulatorConfig
+        From :func:`resolve_config`.
+    footprint_pages : int
+        Every page number must be below it.
+    step_counts : numpy.ndarray
+        Accesses in each step (for the time model).
+    first_step : int
+        Step number of ``step_counts[0]``.
+    regions : list of dict, optional
+        The trace's regions (used by ``initial_state="swapped"``).
+    """
+
+    def __init__(self, cfg: EmulatorConfig, footprint_pages: int, step_counts: np.ndarray, *, first_step: int = 0,
+                 regions: list[dict[str, Any]] | None = None):
+        self.cfg = cfg
+        self.footprint_pages = int(footprint_pages)
+        self.state = ks.new_state(
+            footprint_pages=footprint_pages,
+            nslots=cfg.nslots,
+            cluster_slots=cfg.cluster_slots,
+            step_counts=step_counts,
+            params={
+                "policy": POLICIES[cfg.policy].code,
+                "budget_pages": cfg.budget_pages,
+                "batch_pages": cfg.batch_pages,
+                "readahead": READAHEAD_MODES[cfg.readahead],
+                "page_cluster": cfg.page_cluster,
+                "max_request_pages": cfg.max_request_pages,
+                "page_bytes": cfg.page_bytes,
+                "first_step": first_step,
+                "max_rows_per_access": cfg.max_rows_per_access,
+            },
+            step_us=cfg.step_us,
+            out_rows=max(OUT_ROWS, 4 * cfg.max_rows_per_access),
+        )
+        self.hist = _new_hist()
+        self.first_step = first_step
+        if cfg.initial_state == "swapped":
+            _preload(self.state, regions or [], cfg)
+
+    def feed(self, pages: np.ndarray, writes: np.ndarray, steps: np.ndarray,
+             progress: Callable[[int], None] | None = None) -> Iterator[dict[str, np.ndarray]]:
+        """Process one chunk of accesses; yield the swap I/O rows as column dicts as they fill up."""
+        st, cfg = self.state, self.cfg
+        pages = np.ascontiguousarray(pages, dtype=np.int64)
+        steps = np.ascontiguousarray(steps, dtype=np.int64)
+        writes = np.ascontiguousarray(writes, dtype=np.bool_)
+        if pages.size:
+            if pages.min() < 0 or pages.max() >= self.footprint_pages:
+                raise ConfigError(f"page {int(pages.max())} is outside the footprint of {self.footprint_pages} pages")
+            rel = steps - self.first_step
+            if rel.min() < 0 or rel.max() >= st.step_n.size:
+                raise ConfigError(f"step {int(steps.max())} is outside the trace's steps")
+        i = 0
+        while i < pages.size:
+            j = _run(st, pages, writes, steps, i)
+            if st.reg[ks.R_ERROR] == ks.ERR_SWAP_FULL:
+                raise ConfigError(
+                    f"swap is full: the device of {format_bytes(cfg.nslots * cfg.page_bytes)} "
+                    f"({cfg.nslots - 1} usable slots) cannot hold the pages evicted from a "
+                    f"{format_bytes(cfg.budget_pages * cfg.page_bytes)} budget over a "
+                    f"{format_bytes(self.footprint_pages * cfg.page_bytes)} footprint; give a larger --swap-bytes"
+                )
+            rows = self._take_rows()
+            if rows is not None:
+                yield rows
+            if progress is not None:
+                progress(j - i)
+            i = j
+
+    def _take_rows(self) -> dict[str, np.ndarray] | None:
+        st = self.state
+        n = int(st.reg[ks.R_OUT_N])
+        if n == 0:
+            return None
+        rows = {
+            "t_us": st.out_t[:n].copy(),
+            "step": st.out_step[:n].copy(),
+            "op": st.out_op[:n].copy(),
+            "offset": st.out_off[:n].copy(),
+            "length": st.out_len[:n].copy(),
+            "cause": st.out_cause[:n].copy(),
+        }
+        _add_hist(self.hist, rows["op"], rows["length"])
+        st.reg[ks.R_OUT_N] = 0
+        return rows
+
+    def summary(self) -> dict[str, Any]:
+        """Counters so far, in the swapio ``summary`` layout."""
+        return _summary(self.state, self.hist, self.cfg)
+
+
+def _preload(st: ks.EmuState, regions: list[dict[str, Any]], cfg: EmulatorConfig) -> None:
+    chosen = [
+        np.arange(int(r["first_page"]), int(r["first_page"]) + int(r["pages"]), dtype=np.int64)
+        for r in regions
+        if r.get("kind") in SWAPPED_REGION_KINDS
+    ]
+    if not chosen:
+        return
+    pages = np.unique(np.concatenate(chosen))
+    _preload_swapped(st, pages)
+    if st.reg[ks.R_ERROR] == ks.ERR_SWAP_FULL:
+        raise ConfigError(
+            f"swap is full: {pages.size} table pages do not fit in {cfg.nslots - 1} usable slots; give a larger --swap-bytes"
+        )
+
+
+def _summary(st: ks.EmuState, hist: dict[str, dict[int, int]], cfg: EmulatorConfig) -> dict[str, Any]:
+    r = st.reg
+    return {
+        "accesses": int(r[ks.C_ACCESSES]),
+        "hits": int(r[ks.C_HITS]),
+        "faults": int(r[ks.C_FAULTS]),
+        "zero_fill": int(r[ks.C_ZERO_FILL]),
+        "major_faults": int(r[ks.C_MAJOR]),
+        "pages_in": int(r[ks.C_PAGES_IN]),
+        "pages_out": int(r[ks.C_PAGES_OUT]),
+        "readahead_issued": int(r[ks.C_RA_ISSUED]),
+        "readahead_hit": int(r[ks.C_RA_HIT]),
+        "evictions": int(r[ks.C_EVICTIONS]),
+        "clean_drops": int(r[ks.C_CLEAN_DROPS]),
+        "slot_frees": int(r[ks.C_SLOT_FREES]),
+        "reclaim_calls": int(r[ks.C_RECLAIM_CALLS]),
+        "bytes_read": int(r[ks.C_BYTES_READ]),
+        "bytes_written": int(r[ks.C_BYTES_WRITTEN]),
+        "memory_pages": cfg.budget_pages,
+        "requests": {"read": int(r[ks.C_REQ_READ]), "write": int(r[ks.C_REQ_WRITE]), "discard": 0},
+        "request_size_hist": {
+            name: {str(size): count for size, count in sorted(h.items())} for name, h in hist.items()
+        },
+    }
+
+
+def _result(path: Path, summary: dict[str, Any], cfg: EmulatorConfig, params: dict[str, Any]) -> EmulationResult:
+    keys = (
+        "accesses hits faults zero_fill major_faults pages_in pages_out readahead_issued "
+        "readahead_hit evictions bytes_read bytes_written"
+    ).split()
+    return EmulationResult(
+        path=Path(path),
+        summary=summary,
+        memory_pages=cfg.budget_pages,
+        params=params,
+        **{k: summary[k] for k in keys},
+    )

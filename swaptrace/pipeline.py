@@ -1,0 +1,181 @@
+"""The whole pipeline in one call: generate → mrc → emulate → ssd → fio jobs → fio run → report.
+
+Each stage writes into one folder (``traces/demo/`` by default)::
+
+    access.parquet        generate   page-access trace
+    mrc.csv, mrc.png      mrc        exact LRU miss-ratio curve (SHARDS for long traces)
+    swapio.parquet        emulate    swap I/O stream at the chosen DRAM budget
+    ssd.parquet           ssd        SSD model timeline (bandwidth, WAF vs GB written)
+    ssd-thesis.json       ssd        the model's request-size and sequential-write gains
+    fio/                  fio jobs   replay, synthetic equivalent and the two experiments
+    fio-results.parquet   fio run    measured on a file target (skipped without fio or with --no-fio)
+    report/               report     figures and report.md
+    pipeline.json         -          what each stage ran with (parameters and input fingerprints)
+
+A stage is skipped when its outputs exist and ``pipeline.json`` records the
+same parameters and the same inputs (size and modification time of each
+input file) -- so a rerun after changing ``--memory`` redoes emulate and what
+follows, but not generate. ``force=True`` reruns everything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from swaptrace.errors import ConfigError
+from swaptrace.traceio import AtomicPath
+
+MANIFEST = "pipeline.json"
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One step of the pipeline: what it reads, writes, and runs with."""
+
+    name: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    params: dict[str, Any]
+    run: Callable[[Path, Callable[[str], None]], dict[str, Any] | None]
+    skip_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class PipelineOptions:
+    """Parameters of :func:`run_pipeline` (see ``swaptrace run --help``)."""
+
+    preset: str = "demo"
+    steps: int | None = None
+    seed: int = 0
+    memory_bytes: int | None = None
+    memory_fraction: float | None = 0.5
+    policy: str = "linux"
+    readahead: str = "vma"
+    device: str = "mqsim-default"
+    fio: bool = True
+    fio_target: str | None = None
+    fio_size_bytes: int = 256 << 20
+    fio_runtime_s: int = 5
+    thesis: bool = True
+
+
+@dataclass
+class PipelineResult:
+    """Which stages ran, which were skipped (and why), and how long each took."""
+
+    out_dir: Path
+    ran: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    summaries: dict[str, Any] = field(default_factory=dict)
+
+
+def _fingerprint(stage: Stage, out_dir: Path) -> str:
+    inputs = {}
+    for name in stage.inputs:
+        p = out_dir / name
+        if p.is_file():
+            st = p.stat()
+            inputs[name] = [st.st_size, st.st_mtime_ns]
+        elif p.is_dir():
+            inputs[name] = sorted(
+                [str(q.relative_to(p)), q.stat().st_size, q.stat().st_mtime_ns] for q in p.rglob("*") if q.is_file()
+            )
+        else:
+            inputs[name] = None
+    blob = json.dumps({"params": stage.params, "inputs": inputs}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _spec_identity(preset: str) -> dict[str, Any]:
+    """A preset name, or a TOML file's path and content hash (so editing it reruns generate)."""
+    p = Path(preset)
+    if p.suffix == ".toml" and p.is_file():
+        return {"spec_file": str(p.resolve()), "sha256": hashlib.sha256(p.read_bytes()).hexdigest()}
+    return {"preset": preset}
+
+
+def plan(opts: PipelineOptions, out_dir: Path) -> list[Stage]:
+    """The stages for these options, in order (library calls, no work done yet)."""
+    from swaptrace import stages
+
+    return stages.build(opts, out_dir, _spec_identity(opts.preset))
+
+
+def run_pipeline(
+    opts: PipelineOptions,
+    out_dir: str | os.PathLike,
+    *,
+    force: bool = False,
+    announce: Callable[[str], None] | None = None,
+) -> PipelineResult:
+    """Run every stage whose inputs or parameters changed; return what ran.
+
+    Parameters
+    ----------
+    opts : PipelineOptions
+        Preset, steps, memory budget, policy, SSD device, fio options.
+    out_dir : path-like
+        Folder for every stage's output (created if missing).
+    force : bool
+        Rerun every stage even if ``pipeline.json`` says it is up to date.
+    announce : callable, optional
+        Receives one line per stage (``[3/8] emulate ...``) for the terminal.
+    """
+    say = announce or (lambda line: None)
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"{out}: exists and is not a folder")
+    out.mkdir(parents=True, exist_ok=True)
+    manifest_path = out / MANIFEST
+    try:
+        manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    except ValueError:
+        manifest = {}
+    result = PipelineResult(out)
+    stage_list = plan(opts, out)
+    for i, stage in enumerate(stage_list, 1):
+        tag = f"[{i}/{len(stage_list)}] {stage.name}"
+        if stage.skip_reason:
+            say(f"{tag}: skipped ({stage.skip_reason})")
+            result.skipped[stage.name] = stage.skip_reason
+            manifest.pop(stage.name, None)
+            continue
+        fp = _fingerprint(stage, out)
+        done = manifest.get(stage.name, {})
+        if not force and done.get("fingerprint") == fp and all((out / o).exists() for o in stage.outputs):
+            say(f"{tag}: up to date")
+            result.skipped[stage.name] = "up to date"
+            result.summaries[stage.name] = done.get("summary")
+            continue
+        say(f"{tag} ...")
+        for o in stage.outputs:  # a stage rewrites its outputs whole
+            target = out / o
+            if target.is_dir():
+                shutil.rmtree(target)
+        start = time.perf_counter()
+        summary = stage.run(out, say)
+        seconds = time.perf_counter() - start
+        result.ran.append(stage.name)
+        result.seconds[stage.name] = seconds
+        result.summaries[stage.name] = summary
+        # fingerprint after running: outputs of this stage are inputs of the next
+        manifest[stage.name] = {
+            "fingerprint": fp,
+            "params": stage.params,
+            "seconds": round(seconds, 3),
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "summary": summary,
+        }
+        with AtomicPath(manifest_path) as ap:
+            ap.tmp.write_text(json.dumps(manifest, indent=2, default=str))
+        say(f"{tag}: done in {seconds:.1f} s")
+    return result

@@ -1,0 +1,408 @@
+"""Run request streams through the FTL + timing kernel and summarise them per window.
+
+:class:`Simulator` holds one device's state between calls, so a run can be
+preconditioned, warmed up and measured in pieces. :func:`ftl_waf` is the
+pure-FTL path (no timing) used by the analytic checks and the benchmark.
+
+Timeline windows
+----------------
+A window closes when it has seen ``window_bytes`` of host writes (or, for
+read-mostly streams, of host reads). Per window: host bytes read/written,
+flash bytes programmed (host + GC relocations), WAF, bandwidth, GC erases,
+mean and 99th-percentile request latency, and the simulated time at its end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from swaptrace._kernels import ftl as K
+from swaptrace.errors import ConfigError
+from swaptrace.ssd.config import GC_POLICIES, SSDConfig
+
+PRECONDITIONS = ("none", "seq", "seq+rand")
+
+_ERRORS = {
+    K.ERR_NO_FREE_BLOCK: "the device ran out of free blocks (spare space too small for the GC reserve)",
+    K.ERR_NO_PROGRESS: "GC cannot reclaim space: every block is full of valid data (spare factor too small)",
+}
+
+
+def _new_state(cfg: SSDConfig, *, timing: bool, iodepth: int, use_timestamps: bool, seed: int) -> K.FTLState:
+    nd, nc, bpd = cfg.dies, cfg.channels, cfg.blocks_per_die
+    np_ = cfg.units_per_block
+    nb = cfg.blocks
+    pu = cfg.program_units
+    ip = np.zeros(K.N_IP, dtype=np.int64)
+    ip[K.P_NDIES], ip[K.P_NCHAN], ip[K.P_BPD], ip[K.P_NP] = nd, nc, bpd, np_
+    ip[K.P_USER], ip[K.P_PU] = cfg.user_units, pu
+    ip[K.P_POLICY] = GC_POLICIES[cfg.gc_policy]
+    ip[K.P_GC_MIN], ip[K.P_BG_MIN], ip[K.P_GC_D] = cfg.gc_min_free_blocks, cfg.bg_gc_min_free_blocks, cfg.gc_d
+    ip[K.P_SEPARATE], ip[K.P_COPYBACK] = int(cfg.separate_gc_stream), int(cfg.gc_copyback)
+    ip[K.P_QD], ip[K.P_USE_TS] = iodepth, int(use_timestamps)
+    ip[K.P_BUF] = max(cfg.write_buffer_bytes // cfg.map_bytes, 1)
+    ip[K.P_TIMING] = int(timing)
+    fp = np.zeros(K.N_FP, dtype=np.float64)
+    fp[K.F_READ], fp[K.F_PROG], fp[K.F_ERASE] = cfg.read_us, cfg.program_us, cfg.erase_us
+    fp[K.F_UNIT_CHAN] = cfg.map_bytes / cfg.channel_mb_s  # bytes / (MB/s) = µs
+    fp[K.F_UNIT_HOST] = cfg.map_bytes / cfg.host_mb_s
+    free_q = (np.arange(nb, dtype=np.int32).reshape(nd, bpd)).copy()
+    rng = np.array([np.uint64(seed) * np.uint64(0x2545F4914F6CDD1D) + np.uint64(1)], dtype=np.uint64)
+    return K.FTLState(
+        ip=ip, fp=fp, sc=np.zeros(K.N_SC, dtype=np.int64), tf=np.zeros(K.N_TF, dtype=np.float64), rng=rng,
+        l2p=np.full(cfg.user_units, -1, dtype=np.int32), p2l=np.full(cfg.physical_units, -1, dtype=np.int32),
+        valid=np.zeros(nb, dtype=np.int32), wp=np.zeros(nb, dtype=np.int32), bstate=np.zeros(nb, dtype=np.int8),
+        close_seq=np.zeros(nb, dtype=np.int64), tick=np.zeros(nb, dtype=np.int64),
+        free_q=free_q, free_head=np.zeros(nd, dtype=np.int64), free_n=np.full(nd, bpd, dtype=np.int64),
+        open_blk=np.full((nd, 2), -1, dtype=np.int32),
+        bhead=np.full((nd, np_ + 1), -1, dtype=np.int32), bnext=np.full(nb, -1, dtype=np.int32),
+        bprev=np.full(nb, -1, dtype=np.int32),
+        fifo_q=np.zeros((nd, bpd), dtype=np.int32), fifo_head=np.zeros(nd, dtype=np.int64),
+        fifo_n=np.zeros(nd, dtype=np.int64),
+        closed=np.zeros((nd, bpd), dtype=np.int32), closed_pos=np.zeros(nb, dtype=np.int32),
+        closed_n=np.zeros(nd, dtype=np.int64),
+        die_free=np.zeros(nd), chan_free=np.zeros(nc), pend_n=np.zeros(nd, dtype=np.int64),
+        pend_slot=np.zeros((nd, pu), dtype=np.int64), pend_t=np.zeros(nd), buf_rel=np.zeros(int(ip[K.P_BUF])),
+        buf_die=np.zeros(int(ip[K.P_BUF]), dtype=np.int32), qslots=np.zeros(max(iodepth, 1)),
+    )
+
+
+@dataclass(frozen=True)
+class Counters:
+    """Cumulative FTL counters in map units (and erases)."""
+
+    host_write_units: int
+    host_read_units: int
+    gc_write_units: int
+    erases: int
+    discard_units: int
+    foreground_gc: int
+    background_gc: int
+
+    @property
+    def flash_write_units(self) -> int:
+        return self.host_write_units + self.gc_write_units
+
+    @property
+    def waf(self) -> float:
+        """Write amplification: flash units programmed per host unit written."""
+        return self.flash_write_units / self.host_write_units if self.host_write_units else float("nan")
+
+    def __sub__(self, other: Counters) -> Counters:
+        return Counters(*(getattr(self, f) - getattr(other, f) for f in self.__dataclass_fields__))
+
+
+class Simulator:
+    """One simulated SSD: FTL state, die/channel clocks and counters.
+
+    Parameters
+    ----------
+    config : SSDConfig
+        The device.
+    timing : bool
+        Simulate die/channel/host timing (off: pure FTL, for WAF only).
+    iodepth : int
+        Outstanding requests (closed loop); 0 = unlimited (only sensible
+        with ``use_timestamps``).
+    use_timestamps : bool
+        Issue each request no earlier than its ``t_us`` (open loop replay).
+    seed : int
+        Seed of the random victim policies.
+    """
+
+    def __init__(self, config: SSDConfig, *, timing: bool = True, iodepth: int = 32, use_timestamps: bool = False,
+                 seed: int = 0):
+        if iodepth < 0:
+            raise ConfigError(f"iodepth must be >= 0, got {iodepth}")
+        if iodepth == 0 and not use_timestamps:
+            raise ConfigError("iodepth 0 (unlimited) needs stream timestamps (--timestamps)")
+        self.config = config
+        self.timing = timing
+        self.iodepth = iodepth
+        self.use_timestamps = use_timestamps
+        self.state = _new_state(config, timing=timing, iodepth=iodepth, use_timestamps=use_timestamps, seed=seed)
+
+    # -- counters -------------------------------------------------------------------
+    def counters(self) -> Counters:
+        sc = self.state.sc
+        return Counters(int(sc[K.C_HOST_W]), int(sc[K.C_HOST_R]), int(sc[K.C_GC_UNITS]), int(sc[K.C_ERASES]),
+                        int(sc[K.C_DISCARD]), int(sc[K.C_FG_GC]), int(sc[K.C_BG_GC]))
+
+    @property
+    def now_us(self) -> float:
+        """Latest request completion so far (simulated microseconds)."""
+        return float(self.state.tf[K.T_MAX_DONE])
+
+    def _check(self, code: int) -> None:
+        if code != K.ERR_NONE:
+            raise ConfigError(f"ssd {self.config.name}: {_ERRORS.get(int(code), f'FTL error {code}')}")
+
+    # -- running --------------------------------------------------------------------
+    def write_units(self, lpns: np.ndarray) -> None:
+        """Pure-FTL single-unit writes (no timing, no per-request output)."""
+        lpns = np.ascontiguousarray(lpns, dtype=np.int64)
+        if lpns.size and (lpns.min() < 0 or lpns.max() >= self.config.user_units):
+            raise ConfigError(f"logical unit outside the device's {self.config.user_units} units")
+        self._check(K._write_units(self.state, lpns))
+
+    def write_sequential(self, first: int, count: int) -> None:
+        """Pure-FTL sequential single-unit writes of units [first, first+count)."""
+        if first < 0 or first + count > self.config.user_units:
+            raise ConfigError("sequential range outside the device")
+        self._check(K._write_range(self.state, np.int64(first), np.int64(count)))
+
+    def run(self, op: np.ndarray, lpn: np.ndarray, npages: np.ndarray, t_us: np.ndarray | None = None,
+            record: bool = True) -> dict[str, np.ndarray]:
+        """Run requests (op codes ``traceio.OP_*``, first unit, unit count) in order.
+
+        Returns per-request ``done_us``, ``latency_us``, cumulative
+        ``flash_units`` and ``erases`` (empty arrays when ``record`` is false).
+        """
+        n = len(op)
+        op = np.ascontiguousarray(op, dtype=np.int8)
+        lpn = np.ascontiguousarray(lpn, dtype=np.int64)
+        npages = np.ascontiguousarray(npages, dtype=np.int64)
+        if n:
+            if npages.min() < 1:
+                raise ConfigError("requests must cover at least one unit")
+            if lpn.min() < 0 or (lpn + npages).max() > self.config.user_units:
+                raise ConfigError(f"request beyond the device's {self.config.user_bytes} user bytes")
+        t = np.zeros(n) if t_us is None else np.ascontiguousarray(t_us, dtype=np.float64)
+        m = n if record else 0
+        out = {
+            "done_us": np.zeros(m), "latency_us": np.zeros(m),
+            "flash_units": np.zeros(m, dtype=np.int64), "erases": np.zeros(m, dtype=np.int64),
+        }
+        code = K._run_requests(self.state, op, lpn, npages, t, out["done_us"], out["latency_us"],
+                               out["flash_units"], out["erases"])
+        self._check(code)
+        return out
+
+    def finish(self) -> None:
+        """Program partly filled buffers (end of a run)."""
+        if self.timing:
+            K._flush_all(self.state)
+
+    def reset_clocks(self) -> None:
+        """Forget time (after untimed preconditioning): all resources idle at t = 0."""
+        st = self.state
+        for arr in (st.tf, st.die_free, st.chan_free, st.pend_t, st.buf_rel, st.qslots):
+            arr[:] = 0.0
+        st.pend_n[:] = 0
+        st.sc[K.S_BUF_K] = 0
+
+    def precondition(self, mode: str, seed: int = 0, chunk_units: int = 1 << 22) -> None:
+        """SNIA-style preconditioning, untimed (REFERENCE.md §6).
+
+        ``seq``: write the whole user space sequentially twice. ``seq+rand``:
+        then one user capacity of uniform random single-unit writes.
+        ``none``: a fresh (empty) drive.
+        """
+        if mode not in PRECONDITIONS:
+            raise ConfigError(f"unknown precondition {mode!r}; choose from {', '.join(PRECONDITIONS)}")
+        if mode == "none":
+            return
+        timing = self.state.ip[K.P_TIMING]
+        self.state.ip[K.P_TIMING] = 0
+        try:
+            u = self.config.user_units
+            for _ in range(2):
+                self.write_sequential(0, u)
+            if mode == "seq+rand":
+                rng = np.random.default_rng(seed)
+                left = u
+                while left > 0:
+                    n = min(left, chunk_units)
+                    self.write_units(rng.integers(0, u, n))
+                    left -= n
+        finally:
+            self.state.ip[K.P_TIMING] = timing
+        self.reset_clocks()
+
+
+def ftl_waf(config: SSDConfig, lpn_chunks, *, warmup_units: int, fill: bool = True,
+            seed: int = 0) -> tuple[float, Counters]:
+    """Steady-state WAF of a stream of single-unit writes (pure FTL).
+
+    The analytic models assume every user page holds data, so by default the
+    drive is first filled sequentially; otherwise pages the random stream has
+    not yet touched (``exp(-k)`` of them after ``k`` drive writes) act as
+    extra spare space and lower the WAF.
+
+    Parameters
+    ----------
+    config : SSDConfig
+        The device.
+    lpn_chunks : iterable of int arrays
+        Logical units to write, in order.
+    warmup_units : int
+        Host units written (after the fill) before measuring starts.
+    fill : bool
+        Write every user unit once, in order, before the stream.
+
+    Returns
+    -------
+    (waf, counters)
+        WAF over the measured part and the measured counters.
+    """
+    sim = Simulator(config, timing=False, iodepth=1, seed=seed)
+    if fill:
+        sim.write_sequential(0, config.user_units)
+    written = 0
+    base = None
+    for chunk in lpn_chunks:
+        chunk = np.asarray(chunk)
+        if base is None and written + len(chunk) > warmup_units:
+            cut = max(warmup_units - written, 0)
+            sim.write_units(chunk[:cut])
+            base = sim.counters()
+            chunk = chunk[cut:]
+        sim.write_units(chunk)
+        written += len(chunk)
+    if base is None:
+        raise ConfigError("the stream is shorter than the warm-up")
+    measured = sim.counters() - base
+    return measured.waf, measured
+
+
+@dataclass
+class WindowCollector:
+    """Cut per-request results into windows of written (or read) volume."""
+
+    window_bytes: int
+    map_bytes: int
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    _parts: list[dict[str, np.ndarray]] = field(default_factory=list)
+    _w_bytes: int = 0
+    _r_bytes: int = 0
+    _total_written: int = 0
+    _prev_end_us: float = 0.0
+    _prev_flash: int = 0
+    _prev_erases: int = 0
+    _max_done: float = 0.0
+
+    def add(self, op: np.ndarray, npages: np.ndarray, res: dict[str, np.ndarray]) -> None:
+        """Feed one chunk of requests and their results."""
+        if len(op) == 0:
+            return
+        wbytes = np.where(op == K.OP_WRITE, npages, 0).astype(np.int64) * self.map_bytes
+        rbytes = np.where(op == K.OP_READ, npages, 0).astype(np.int64) * self.map_bytes
+        cw = np.cumsum(wbytes) + self._w_bytes
+        cr = np.cumsum(rbytes) + self._r_bytes
+        start = 0
+        while True:
+            # first request at which the open window is full
+            iw = int(np.searchsorted(cw[start:], self.window_bytes, side="left")) + start
+            ir = int(np.searchsorted(cr[start:], self.window_bytes, side="left")) + start
+            end = min(iw, ir)
+            if end >= len(op):
+                break
+            self._parts.append(self._slice(op, wbytes, rbytes, res, start, end + 1))
+            self._emit()
+            cw = cw - cw[end]
+            cr = cr - cr[end]
+            start = end + 1
+        if start < len(op):
+            self._parts.append(self._slice(op, wbytes, rbytes, res, start, len(op)))
+            self._w_bytes = int(cw[-1])
+            self._r_bytes = int(cr[-1])
+        else:
+            self._w_bytes = self._r_bytes = 0
+
+    @staticmethod
+    def _slice(op, wbytes, rbytes, res, a, b):
+        return {"w": wbytes[a:b], "r": rbytes[a:b], "done": res["done_us"][a:b], "lat": res["latency_us"][a:b],
+                "flash": res["flash_units"][a:b], "erases": res["erases"][a:b]}
+
+    def flush(self) -> None:
+        """Emit the last, partial window (if it holds any request)."""
+        if self._parts:
+            self._emit()
+
+    def _emit(self) -> None:
+        parts = self._parts
+        self._parts = []
+        self._w_bytes = self._r_bytes = 0
+        w = int(sum(int(p["w"].sum()) for p in parts))
+        r = int(sum(int(p["r"].sum()) for p in parts))
+        lat = np.concatenate([p["lat"] for p in parts])
+        done = max(float(p["done"].max()) for p in parts if len(p["done"]))
+        self._max_done = max(self._max_done, done)
+        flash = int(parts[-1]["flash"][-1])
+        erases = int(parts[-1]["erases"][-1])
+        d_flash = (flash - self._prev_flash) * self.map_bytes
+        d_erase = erases - self._prev_erases
+        span = self._max_done - self._prev_end_us
+        self._total_written += w
+        self.rows.append({
+            "window": len(self.rows),
+            "host_written_bytes": self._total_written,
+            "window_write_bytes": w,
+            "window_read_bytes": r,
+            "flash_write_bytes": d_flash,
+            "waf": d_flash / w if w else float("nan"),
+            "bandwidth_mb_s": (w + r) / span if span > 0 else float("nan"),
+            "write_mb_s": w / span if span > 0 else float("nan"),
+            "read_mb_s": r / span if span > 0 else float("nan"),
+            "gc_erases": d_erase,
+            "requests": len(lat),
+            "mean_latency_us": float(lat.mean()) if len(lat) else float("nan"),
+            "p99_latency_us": float(np.percentile(lat, 99)) if len(lat) else float("nan"),
+            "t_end_us": self._max_done,
+        })
+        self._prev_end_us = self._max_done
+        self._prev_flash = flash
+        self._prev_erases = erases
+
+
+class LatencyHistogram:
+    """Log-spaced latency histogram (0.1 µs .. 1e9 µs, 0.2 % bins) for run-wide percentiles."""
+
+    def __init__(self) -> None:
+        self.edges = np.logspace(-1, 9, 10 * 1150 + 1)
+        self.counts = np.zeros(len(self.edges) + 1, dtype=np.int64)
+        self.n = 0
+        self.total = 0.0
+        self.max = 0.0
+
+    def add(self, lat_us: np.ndarray) -> None:
+        if len(lat_us) == 0:
+            return
+        idx = np.searchsorted(self.edges, lat_us)
+        self.counts += np.bincount(idx, minlength=len(self.counts))
+        self.n += len(lat_us)
+        self.total += float(lat_us.sum())
+        self.max = max(self.max, float(lat_us.max()))
+
+    def percentile(self, q: float) -> float:
+        if self.n == 0:
+            return float("nan")
+        k = int(np.searchsorted(np.cumsum(self.counts), q / 100.0 * self.n, side="left"))
+        k = min(max(k, 1), len(self.edges) - 1)
+        return float(np.sqrt(self.edges[k - 1] * self.edges[k]))
+
+    def summary(self) -> dict[str, float]:
+        return {
+            "mean": self.total / self.n if self.n else float("nan"),
+            "p50": self.percentile(50), "p90": self.percentile(90), "p99": self.percentile(99),
+            "p99.9": self.percentile(99.9), "max": self.max,
+        }
+
+
+def steady_state(bandwidths: list[float], rounds: int = 5) -> dict[str, Any]:
+    """SNIA PTS steady-state check over the last ``rounds`` windows (REFERENCE.md §6).
+
+    Steady when max - min <= 20 % of the mean and the linear fit's excursion
+    over the rounds is <= 10 % of the mean.
+    """
+    y = np.asarray([b for b in bandwidths if np.isfinite(b)], dtype=float)
+    if len(y) < rounds:
+        return {"steady": False, "bandwidth_mb_s": float(y.mean()) if len(y) else float("nan")}
+    last = y[-rounds:]
+    mean = float(last.mean())
+    slope = float(np.polyfit(np.arange(rounds), last, 1)[0])
+    steady = (last.max() - last.min()) <= 0.2 * mean and abs(slope * (rounds - 1)) <= 0.1 * mean
+    return {"steady": bool(steady), "bandwidth_mb_s": mean}

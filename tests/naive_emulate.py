@@ -1,0 +1,482 @@
+"""Slow, obviously-correct references for the page-cache emulator and miss-ratio curves.
+
+Plain Python objects (an ``OrderedDict`` LRU, a list CLOCK, two Python lists
+for Linux's active/inactive reclaim, a dict-of-lists slot allocator) that
+follow the same rules as ``swaptrace._kernels`` -- see the docstrings of
+``swaptrace.pagecache`` and the kernel modules for the rules and their
+sources. Tests compare counters, request rows and final state.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+
+import numpy as np
+
+SWAP_CLUSTER_MAX = 32
+
+
+def naive_swapin_nr_pages(prev_offset, offset, hits, max_pages, prev_win):
+    """``__swapin_nr_pages`` of mm/swap_state.c, written out."""
+    if hits == 0:
+        pages = 2 if abs(offset - prev_offset) == 1 else 1
+    else:
+        pages = 4
+        while pages < hits + 2:
+            pages *= 2
+    pages = min(pages, max_pages)
+    return max(pages, prev_win // 2)
+
+
+class NaiveLRU:
+    def __init__(self):
+        self.order = OrderedDict()  # oldest first
+
+    def hit(self, page, flags):
+        self.order.move_to_end(page)
+
+    def insert(self, page, target, flags):
+        self.order[page] = True
+
+    def reclaim(self, n, emu):
+        done = 0
+        while done < n and self.order and not emu.error:
+            page, _ = self.order.popitem(last=False)
+            emu.evict(page)
+            done += 1
+
+    def resident_order(self):
+        return list(self.order)[::-1]  # most recent first
+
+
+class NaiveClock:
+    def __init__(self):
+        self.queue = []  # oldest first (index 0 is the hand)
+        self.ref = {}
+
+    def hit(self, page, flags):
+        self.ref[page] = True
+
+    def insert(self, page, target, flags):
+        self.queue.append(page)
+        self.ref[page] = False
+
+    def reclaim(self, n, emu):
+        done = 0
+        while done < n and self.queue and not emu.error:
+            page = self.queue.pop(0)
+            if self.ref[page]:
+                self.ref[page] = False
+                self.queue.append(page)
+            else:
+                del self.ref[page]
+                emu.evict(page)
+                done += 1
+
+    def resident_order(self):
+        return self.queue[::-1]
+
+
+class NaiveLinux:
+    """Two lists, oldest first; bits young / referenced per page."""
+
+    def __init__(self, page_bytes):
+        self.active = []
+        self.inactive = []
+        self.young = {}
+        self.referenced = {}
+        self.page_bytes = page_bytes
+
+    def hit(self, page, flags):
+        self.young[page] = True
+
+    def insert(self, page, target, flags):
+        self.inactive.append(page)
+        self.young[page] = bool(target)
+        self.referenced[page] = False
+
+    def inactive_is_low(self):
+        gb = (len(self.active) + len(self.inactive)) * self.page_bytes // (1 << 30)
+        ratio = math.isqrt(10 * gb) if gb else 1
+        return len(self.inactive) * ratio < len(self.active)
+
+    def deactivate(self, n):
+        for _ in range(n):
+            if not self.active:
+                break
+            page = self.active.pop(0)
+            self.young[page] = False
+            self.inactive.append(page)
+
+    def reclaim(self, n, emu):
+        done = 0
+        while done < n and (self.active or self.inactive) and not emu.error:
+            if self.inactive_is_low() or not self.inactive:
+                self.deactivate(SWAP_CLUSTER_MAX)
+            batch = self.inactive[:SWAP_CLUSTER_MAX]
+            del self.inactive[: len(batch)]
+            for page in batch:
+                if self.young[page]:
+                    self.young[page] = False
+                    if self.referenced[page]:
+                        self.active.append(page)
+                        if emu.slot_of.get(page) is not None and emu.swap_full():
+                            emu.free_slot(page)
+                            emu.c["slot_frees"] += 1
+                    else:
+                        self.referenced[page] = True
+                        self.inactive.append(page)
+                else:
+                    self.referenced[page] = False
+                    del self.young[page]
+                    del self.referenced[page]
+                    emu.evict(page)
+                    done += 1
+
+    def resident_order(self):
+        return self.active[::-1] + self.inactive[::-1]
+
+
+class NaiveEmulator:
+    """The emulator's rules on Python containers; ``run`` returns request rows and counters."""
+
+    def __init__(
+        self,
+        footprint_pages,
+        budget_pages,
+        *,
+        policy="lru",
+        readahead="none",
+        page_cluster=3,
+        cluster_slots=256,
+        nslots=None,
+        max_request_pages=128,
+        page_bytes=4096,
+        batch_pages=None,
+        step_us=100_000.0,
+        first_step=0,
+    ):
+        self.F = footprint_pages
+        self.budget = budget_pages
+        self.policy_name = policy
+        self.policy = {"lru": NaiveLRU, "clock": NaiveClock}.get(policy, None)
+        self.policy = self.policy() if self.policy else NaiveLinux(page_bytes)
+        self.batch = batch_pages or (SWAP_CLUSTER_MAX if policy == "linux" else 1)
+        self.readahead = readahead
+        self.page_cluster = page_cluster
+        self.cs = cluster_slots
+        self.nslots = nslots or -(-(footprint_pages + 1) // cluster_slots) * cluster_slots
+        self.max_req = max_request_pages
+        self.page_bytes = page_bytes
+        self.pmd_pages = max(1, (2 << 20) // page_bytes)
+        self.step_us = step_us
+        self.first_step = first_step
+        # page state
+        self.resident = set()
+        self.mapped = set()
+        self.dirty = set()
+        self.touched = set()
+        self.ra_pages = set()
+        self.slot_of = {}
+        # slots: owner per slot, clusters
+        nclusters = -(-self.nslots // cluster_slots)
+        self.owner = [None] * (nclusters * cluster_slots)
+        self.unusable = {0} | set(range(self.nslots, nclusters * cluster_slots))
+        self.used = [sum(1 for s in range(c * cluster_slots, (c + 1) * cluster_slots) if s in self.unusable) for c in range(nclusters)]
+        self.free_clusters = [c for c in range(nclusters) if self.used[c] == 0]
+        self.nonfull = [c for c in range(nclusters) if 0 < self.used[c] < cluster_slots]
+        self.current = None
+        self.next_slot = 0
+        self.usable = self.nslots - 1
+        self.in_use = 0
+        # readahead state
+        self.ra_prev, self.ra_win, self.ra_hits = -(1 << 40), 0, 0
+        self.cra_prev, self.cra_last, self.cra_hits = 0, 0, 0
+        # plug and output
+        self.pending = None  # [op, first_slot, npages, cause]
+        self.rows = []
+        self.now = (0.0, 0)
+        self.error = False
+        self.c = dict.fromkeys(
+            "accesses hits faults zero_fill major_faults pages_in pages_out readahead_issued readahead_hit "
+            "evictions clean_drops slot_frees reclaim_calls".split(),
+            0,
+        )
+
+    # ---- slots -----------------------------------------------------------
+    def swap_full(self):
+        return (self.usable - self.in_use) * 2 < self.usable
+
+    def _release_current(self):
+        c = self.current
+        if c is not None and self.used[c] < self.cs:
+            self.nonfull.append(c)
+        self.current = None
+
+    def alloc_slot(self, page):
+        slot = None
+        if self.current is not None:
+            c = self.current
+            slot = next((s for s in range(self.next_slot, (c + 1) * self.cs) if self.owner[s] is None and s not in self.unusable), None)
+            if slot is None:
+                self._release_current()
+        if slot is None:
+            for lst in (self.nonfull, self.free_clusters):
+                if lst:
+                    c = lst.pop(0)
+                    self.current = c
+                    slot = next(s for s in range(c * self.cs, (c + 1) * self.cs) if self.owner[s] is None and s not in self.unusable)
+                    break
+        if slot is None:
+            self.error = True
+            return None
+        c = slot // self.cs
+        self.owner[slot] = page
+        self.slot_of[page] = slot
+        self.used[c] += 1
+        self.in_use += 1
+        self.next_slot = slot + 1
+        if slot + 1 == (c + 1) * self.cs:
+            if self.used[c] < self.cs:
+                self.nonfull.append(c)
+            self.current = None
+        return slot
+
+    def free_slot(self, page):
+        slot = self.slot_of.pop(page)
+        self.owner[slot] = None
+        c = slot // self.cs
+        was_full = self.used[c] == self.cs
+        self.used[c] -= 1
+        self.in_use -= 1
+        if c == self.current:
+            return
+        if self.used[c] == 0:
+            if c in self.nonfull:
+                self.nonfull.remove(c)
+            self.free_clusters.append(c)
+        elif was_full:
+            self.nonfull.append(c)
+
+    # ---- plug ------------------------------------------------------------
+    def flush(self):
+        if self.pending is None:
+            return
+        op, slot, n, cause = self.pending
+        t, step = self.now
+        self.rows.append((t, step, op, slot * self.page_bytes, n * self.page_bytes, cause))
+        self.pending = None
+
+    def submit(self, op, slot, cause):
+        p = self.pending
+        if p is not None and p[0] == op and slot == p[1] + p[2] and p[2] < self.max_req:
+            p[2] += 1
+            if cause == 0:
+                p[3] = 0
+            return
+        self.flush()
+        self.pending = [op, slot, 1, cause]
+
+    # ---- reclaim ---------------------------------------------------------
+    def evict(self, page):
+        if page in self.dirty or page not in self.slot_of:
+            if page not in self.slot_of and self.alloc_slot(page) is None:
+                return
+            self.submit(1, self.slot_of[page], 2)
+            self.c["pages_out"] += 1
+        else:
+            self.c["clean_drops"] += 1
+        for s in (self.resident, self.mapped, self.dirty, self.ra_pages):
+            s.discard(page)
+        self.c["evictions"] += 1
+
+    def make_room(self, k):
+        while len(self.resident) + k > self.budget and self.resident and not self.error:
+            n = max(self.batch, len(self.resident) + k - self.budget)
+            self.c["reclaim_calls"] += 1
+            self.policy.reclaim(n, self)
+            self.flush()
+
+    # ---- readahead -------------------------------------------------------
+    def vma_window(self, page):
+        max_win = 1 << min(self.page_cluster, 5)
+        if max_win == 1:
+            return [page]
+        prev = self.ra_prev
+        win = naive_swapin_nr_pages(prev, page, self.ra_hits, max_win, self.ra_win)
+        self.ra_prev, self.ra_win, self.ra_hits = page, win, 0
+        if win == 1:
+            return [page]
+        if page == prev + 1:
+            left = page
+        elif page == prev - 1:
+            left = page - win + 1
+        else:
+            left = page - (win - 1) // 2
+        right = left + win
+        left = max(left, 0)
+        pmd0 = (page // self.pmd_pages) * self.pmd_pages
+        return list(range(max(left, pmd0), min(right, self.F, pmd0 + self.pmd_pages)))
+
+    def cluster_window(self, offset):
+        max_pages = 1 << self.page_cluster
+        if max_pages <= 1:
+            return [offset]
+        hits, self.cra_hits = self.cra_hits, 0
+        pages = naive_swapin_nr_pages(self.cra_prev, offset, hits, max_pages, self.cra_last)
+        if hits == 0:
+            self.cra_prev = offset
+        self.cra_last = pages
+        if pages == 1:
+            return [offset]
+        start = offset - offset % pages
+        end = start + pages - 1
+        start = max(start, 1)
+        end = min(end, self.nslots - 1)
+        return list(range(start, end + 1))
+
+    # ---- accesses --------------------------------------------------------
+    def access(self, page, write):
+        self.c["accesses"] += 1
+        if page in self.mapped:
+            self.c["hits"] += 1
+            self.policy.hit(page, None)
+            if write:
+                self.dirty.add(page)
+            return
+        self.c["faults"] += 1
+        if page in self.resident:  # swap-cache page brought by readahead
+            if page in self.ra_pages:
+                self.ra_pages.discard(page)
+                self.c["readahead_hit"] += 1
+                if self.readahead == "vma":
+                    self.ra_hits = min(self.ra_hits + 1, 63)
+                elif self.readahead == "cluster":
+                    self.cra_hits += 1
+            if self.readahead == "vma":
+                self.ra_prev = page
+            self.mapped.add(page)
+            self.policy.hit(page, None)
+            if page in self.slot_of and (write or self.swap_full()):
+                self.free_slot(page)
+                self.c["slot_frees"] += 1
+            if write:
+                self.dirty.add(page)
+            return
+        if page not in self.touched:
+            self.c["zero_fill"] += 1
+            self.make_room(1)
+            if self.error:
+                return
+            self.resident.add(page)
+            self.mapped.add(page)
+            self.touched.add(page)
+            self.dirty.add(page)
+            self.policy.insert(page, True, None)
+            return
+        self.c["major_faults"] += 1
+        if self.readahead == "vma":
+            window = self.vma_window(page)
+            cands = [q for q in window if q == page or (q in self.touched and q not in self.resident)]
+        elif self.readahead == "cluster":
+            slots = self.cluster_window(self.slot_of[page])
+            cands = [self.owner[s] for s in slots if self.owner[s] is not None and (self.owner[s] == page or self.owner[s] not in self.resident)]
+        else:
+            cands = [page]
+        if len(cands) > self.budget:
+            cands = [page]
+        self.make_room(len(cands))
+        if self.error:
+            return
+        for q in cands:
+            self.submit(0, self.slot_of[q], 0 if q == page else 1)
+            self.resident.add(q)
+            if q != page:
+                self.ra_pages.add(q)
+        self.flush()
+        self.c["pages_in"] += len(cands)
+        self.c["readahead_issued"] += len(cands) - 1
+        for q in cands:
+            if q != page:
+                self.policy.insert(q, False, None)
+        self.policy.insert(page, True, None)
+        self.mapped.add(page)
+        if write or self.swap_full():
+            self.free_slot(page)
+            self.c["slot_frees"] += 1
+        if write:
+            self.dirty.add(page)
+
+    def preload_swapped(self, pages):
+        for p in pages:
+            if self.alloc_slot(int(p)) is None:
+                return
+            self.touched.add(int(p))
+
+    def run(self, pages, writes, steps):
+        steps = np.asarray(steps, dtype=np.int64)
+        counts = np.bincount(steps - self.first_step) if len(steps) else np.zeros(0, np.int64)
+        seen = {}
+        for page, write, step in zip(np.asarray(pages).tolist(), np.asarray(writes).tolist(), steps.tolist()):
+            si = step - self.first_step
+            j = seen.get(si, 0)
+            seen[si] = j + 1
+            self.now = (si * self.step_us + j * self.step_us / counts[si], step)
+            self.access(page, bool(write))
+            if self.error:
+                break
+        return self.rows, self.c
+
+
+def naive_lru_misses(pages, capacity):
+    """Misses of an exact LRU cache of ``capacity`` pages (OrderedDict)."""
+    cache = OrderedDict()
+    misses = 0
+    for p in np.asarray(pages).tolist():
+        if p in cache:
+            cache.move_to_end(p)
+        else:
+            misses += 1
+            if capacity == 0:
+                continue
+            if len(cache) >= capacity:
+                cache.popitem(last=False)
+            cache[p] = True
+    return misses
+
+
+def naive_stack_distances(pages):
+    """LRU stack distance of each access (1-based; 0 for a first access), by scanning a list."""
+    stack = []
+    out = []
+    for p in np.asarray(pages).tolist():
+        if p in stack:
+            d = len(stack) - stack.index(p)
+            stack.remove(p)
+            out.append(d)
+        else:
+            out.append(0)
+        stack.append(p)
+    return np.array(out, dtype=np.int64)
+
+
+def write_access_trace(path, pages, writes, steps, footprint_pages, page_bytes=4096, regions=None, row_group_rows=None):
+    """Write a small ``kind: access`` file from arrays (for tests of every stage)."""
+    from swaptrace.traceio import TraceWriter
+
+    pages = np.asarray(pages, dtype=np.uint64)
+    steps = np.asarray(steps, dtype=np.uint32)
+    n_steps = int(steps.max()) + 1 if steps.size else 0
+    meta = {
+        "page_bytes": page_bytes,
+        "footprint_pages": int(footprint_pages),
+        "footprint_bytes": int(footprint_pages) * page_bytes,
+        "regions": regions or [{"name": "t", "kind": "table", "first_page": 0, "pages": int(footprint_pages)}],
+        "first_step": 0,
+        "steps": n_steps,
+    }
+    kw = {"row_group_rows": row_group_rows} if row_group_rows else {}
+    with TraceWriter(path, "access", meta, force=True, **kw) as w:
+        w.write(step=steps, page=pages, write=np.asarray(writes, dtype=bool), region=np.zeros(pages.size, np.uint16))
+    return path

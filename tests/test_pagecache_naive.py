@@ -1,0 +1,131 @@
+"""The numba emulator equals the slow reference (tests/naive_emulate.py) request by request."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from naive_emulate import NaiveEmulator, naive_swapin_nr_pages
+
+from swaptrace._kernels import swapstate as ks
+from swaptrace._kernels.readahead import _swapin_nr_pages
+from swaptrace.pagecache import Emulator, resolve_config
+
+
+def small_trace(seed, footprint, n, steps=4, skew=1.1, write_p=0.3, runs=False):
+    rng = np.random.default_rng(seed)
+    if runs:  # sequential runs exercise readahead adjacency and merging
+        starts = rng.integers(0, footprint, n // 4 + 1)
+        pages = np.concatenate([np.arange(s, s + 4) % footprint for s in starts])[:n]
+    else:
+        pages = (rng.zipf(skew, n) - 1 + rng.integers(0, 3, n)) % footprint
+    writes = rng.random(n) < write_p
+    step = np.sort(rng.integers(0, steps, n))
+    return pages.astype(np.int64), writes, step.astype(np.int64)
+
+
+def run_both(pages, writes, steps, footprint, budget, **kw):
+    meta = {"page_bytes": kw.get("page_bytes", 4096), "footprint_pages": footprint}
+    nslots = kw.pop("nslots", None)
+    cfg = resolve_config(
+        meta,
+        memory_bytes=budget * meta["page_bytes"],
+        policy=kw.get("policy", "lru"),
+        readahead=kw.get("readahead", "none"),
+        page_cluster=kw.get("page_cluster", 3),
+        cluster_slots=kw.get("cluster_slots", 256),
+        swap_bytes=None if nslots is None else nslots * meta["page_bytes"],
+        max_request_bytes=kw.get("max_request_pages", 128) * meta["page_bytes"],
+        reclaim_batch=kw.get("batch_pages"),
+        initial_state=kw.get("initial_state", "untouched"),
+    )
+    counts = np.bincount(steps, minlength=int(steps.max()) + 1 if steps.size else 0)
+    regions = [{"name": "t", "kind": "table", "first_page": 0, "pages": footprint // 2}]
+    emu = Emulator(cfg, footprint, counts, regions=regions)
+    parts = list(emu.feed(pages[: len(pages) // 2], writes[: len(pages) // 2], steps[: len(pages) // 2]))
+    parts += list(emu.feed(pages[len(pages) // 2 :], writes[len(pages) // 2 :], steps[len(pages) // 2 :]))
+    rows = []
+    for p in parts:
+        rows += list(zip(p["t_us"].tolist(), p["step"].tolist(), p["op"].tolist(), p["offset"].tolist(),
+                         p["length"].tolist(), p["cause"].tolist(), strict=True))
+    naive = NaiveEmulator(footprint, budget, nslots=cfg.nslots, **{k: v for k, v in kw.items() if k != "initial_state"})
+    if kw.get("initial_state") == "swapped":
+        naive.preload_swapped(range(footprint // 2))
+    nrows, ncounts = naive.run(pages, writes, steps)
+    return emu, rows, naive, nrows, ncounts
+
+
+def assert_same(emu, rows, naive, nrows, ncounts):
+    s = emu.summary()
+    for key, value in ncounts.items():
+        assert s[key] == value, key
+    assert len(rows) == len(nrows)
+    for a, b in zip(rows, nrows, strict=True):
+        assert a[1:] == b[1:]
+        assert a[0] == pytest.approx(b[0])
+    st = emu.state
+    resident = set(np.flatnonzero(st.flags & ks.RESIDENT).tolist())
+    assert resident == naive.resident
+    assert set(np.flatnonzero(st.flags & ks.DIRTY).tolist()) == naive.dirty
+    slots = {p: int(st.slot[p]) for p in np.flatnonzero(st.slot >= 0).tolist()}
+    assert slots == naive.slot_of
+    # list order (most recent first) equals the reference's
+    F = st.flags.size
+    order = []
+    for h in (F, F + 1):
+        x = st.lnext[h]
+        while x != h:
+            order.append(int(x))
+            x = st.lnext[x]
+    assert order == naive.policy.resident_order()
+    # invariants: budget respected, no slot owned twice
+    assert len(resident) <= emu.cfg.budget_pages
+    owners = st.slot_page[st.slot_page >= 0]
+    assert len(np.unique(owners)) == len(owners)
+
+
+CASES = list(itertools.product(["lru", "clock", "linux"], ["none", "vma", "cluster"]))
+
+
+@pytest.mark.parametrize(("policy", "readahead"), CASES)
+@pytest.mark.parametrize("seed", range(3))
+def test_equals_naive(policy, readahead, seed):
+    footprint = 300
+    runs = seed == 1
+    pages, writes, steps = small_trace(seed, footprint, 3000, runs=runs)
+    budget = [7, 60, 150][seed]
+    got = run_both(pages, writes, steps, footprint, budget, policy=policy, readahead=readahead,
+                   cluster_slots=16, max_request_pages=4 + seed, nslots=2048 if seed == 2 else None)
+    assert_same(*got)
+
+
+@pytest.mark.parametrize("policy", ["lru", "clock", "linux"])
+def test_equals_naive_edge_cases(policy):
+    # capacity 1, one page repeated, swapped initial state with a roomy device, batch override
+    pages, writes, steps = small_trace(5, 50, 800)
+    assert_same(*run_both(pages, writes, steps, 50, 1, policy=policy, readahead="vma"))
+    rep = np.zeros(100, np.int64)
+    assert_same(*run_both(rep, np.ones(100, bool), np.zeros(100, np.int64), 10, 3, policy=policy))
+    assert_same(*run_both(pages, writes, steps, 50, 20, policy=policy, readahead="cluster",
+                          initial_state="swapped", nslots=200, batch_pages=5))
+
+
+@pytest.mark.parametrize("policy", ["lru", "linux"])
+def test_linux_large_lists_ratio(policy):
+    # 2 MiB pages: 600 pages = 1.2 GB, so inactive_is_low uses ratio int_sqrt(10) = 3
+    pages, writes, steps = small_trace(7, 800, 6000)
+    assert_same(*run_both(pages, writes, steps, 800, 600, policy=policy, readahead="vma", page_bytes=2 << 20,
+                          max_request_pages=1))
+
+
+def test_swapin_nr_pages_matches_kernel_rule():
+    for prev, off, hits, max_pages, prev_win in itertools.product(range(0, 6), range(0, 6), range(0, 12), (1, 2, 8, 32), range(0, 40, 3)):
+        assert _swapin_nr_pages(prev, off, hits, max_pages, prev_win) == naive_swapin_nr_pages(prev, off, hits, max_pages, prev_win)
+    # the rule written out (mm/swap_state.c): a few worked values
+    assert _swapin_nr_pages(10, 50, 0, 8, 0) == 1  # no hits, not adjacent
+    assert _swapin_nr_pages(10, 11, 0, 8, 0) == 2  # adjacent
+    assert _swapin_nr_pages(10, 50, 1, 8, 0) == 4  # 3 -> round up to 4
+    assert _swapin_nr_pages(10, 50, 3, 8, 0) == 8  # 5 -> 8
+    assert _swapin_nr_pages(10, 50, 9, 8, 0) == 8  # capped
+    assert _swapin_nr_pages(10, 50, 0, 8, 8) == 4  # never below half the previous window

@@ -1,0 +1,191 @@
+"""Invariants of the emulator (hypothesis) and end-to-end behaviour of ``pagecache.emulate``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as hst
+from naive_emulate import naive_lru_misses, write_access_trace
+
+from swaptrace._kernels import swapstate as ks
+from swaptrace.errors import ConfigError
+from swaptrace.pagecache import POLICIES, Emulator, emulate, resolve_config
+from swaptrace.traceio import open_trace
+
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def run_arrays(pages, writes, steps, footprint, budget, **kw):
+    cfg = resolve_config({"page_bytes": 4096, "footprint_pages": footprint}, memory_bytes=budget * 4096, **kw)
+    counts = np.bincount(steps, minlength=1)
+    emu = Emulator(cfg, footprint, counts)
+    parts = list(emu.feed(pages, writes, steps))
+    rows = {k: np.concatenate([p[k] for p in parts]) if parts else np.zeros(0) for k in
+            ("t_us", "step", "op", "offset", "length", "cause")}
+    return emu, rows
+
+
+traces = hst.integers(2, 40).flatmap(
+    lambda f: hst.tuples(
+        hst.just(f),
+        hst.lists(hst.tuples(hst.integers(0, f - 1), hst.booleans()), min_size=1, max_size=300),
+    )
+)
+
+
+@SETTINGS
+@given(trace=traces, frac=hst.floats(0.05, 1.0), policy=hst.sampled_from(list(POLICIES)),
+       readahead=hst.sampled_from(["none", "vma", "cluster"]))
+def test_invariants(trace, frac, policy, readahead):
+    footprint, accesses = trace
+    pages = np.array([a[0] for a in accesses], np.int64)
+    writes = np.array([a[1] for a in accesses], bool)
+    steps = np.sort(np.arange(pages.size) % 3)
+    budget = max(1, int(frac * footprint))
+    emu, rows = run_arrays(pages, writes, steps, footprint, budget, policy=policy, readahead=readahead,
+                           cluster_slots=8)
+    s = emu.summary()
+    assert s["faults"] + s["hits"] == s["accesses"] == pages.size
+    assert s["faults"] == s["zero_fill"] + s["major_faults"] + s["readahead_hit"]
+    assert s["zero_fill"] == len(np.unique(pages))
+    assert s["evictions"] == s["pages_out"] + s["clean_drops"]
+    assert s["bytes_written"] == s["pages_out"] * 4096 == rows["length"][rows["op"] == 1].sum()
+    assert s["bytes_read"] == s["pages_in"] * 4096 == rows["length"][rows["op"] == 0].sum()
+    assert s["pages_in"] == s["major_faults"] + s["readahead_issued"]
+    st = emu.state
+    assert int(np.count_nonzero(st.flags & ks.RESIDENT)) <= budget
+    owners = st.slot_page[st.slot_page >= 0]
+    assert len(np.unique(owners)) == len(owners)  # no slot used twice at once
+    assert np.all(st.slot[owners] == np.flatnonzero(st.slot_page >= 0))
+    assert np.all(rows["offset"] > 0)  # never the header page
+    assert np.all(np.diff(rows["t_us"]) >= 0)
+    if readahead == "none":
+        assert s["readahead_issued"] == s["readahead_hit"] == 0
+
+
+@SETTINGS
+@given(trace=traces)
+def test_lru_faults_never_rise_with_memory(trace):
+    footprint, accesses = trace
+    pages = np.array([a[0] for a in accesses], np.int64)
+    writes = np.array([a[1] for a in accesses], bool)
+    steps = np.zeros(pages.size, np.int64)
+    faults = []
+    for budget in range(1, footprint + 1):
+        emu, _ = run_arrays(pages, writes, steps, footprint, budget, policy="lru", readahead="none")
+        faults.append(emu.summary()["faults"])
+        if budget in (1, footprint // 2 + 1, footprint):
+            assert faults[-1] == naive_lru_misses(pages, budget)
+    assert all(a >= b for a, b in zip(faults, faults[1:], strict=False))
+
+
+def test_dirty_evictions_are_written(tmp_path):
+    # every page written once then evicted must be written out; clean re-reads are not
+    footprint = 64
+    pages = np.concatenate([np.arange(64), np.arange(64), np.arange(64)])
+    writes = np.concatenate([np.ones(64, bool), np.zeros(64, bool), np.zeros(64, bool)])
+    emu, rows = run_arrays(pages, writes, np.zeros(pages.size, np.int64), footprint, 16, policy="lru",
+                           readahead="none", swap_bytes=4096 * 1024)
+    s = emu.summary()
+    assert s["pages_out"] == 64  # each page is written exactly once: read-backs keep their slot and stay clean
+    assert s["clean_drops"] == 3 * 64 - 16 - 64
+    assert s["pages_in"] == 2 * 64  # a cyclic scan larger than memory misses every time under LRU
+
+
+def test_slot_freed_on_write_fault_and_rewritten_in_place(tmp_path):
+    # page 0: written, evicted (slot A), read back (slot kept), then stored to -> rewritten to slot A
+    pages = np.array([0, 1, 2, 0, 0, 1, 2], np.int64)
+    writes = np.array([1, 1, 1, 0, 1, 0, 0], bool)
+    emu, rows = run_arrays(pages, writes, np.zeros(7, np.int64), 3, 2, policy="lru", readahead="none",
+                           swap_bytes=4096 * 1024)
+    writes_off = rows["offset"][rows["op"] == 1].tolist()
+    assert writes_off[:2] == [4096, 8192]  # pages 0 and 1 get consecutive slots after the header
+    assert writes_off.count(4096) == 2  # page 0 rewritten in place: its slot was kept on the read fault
+    # a write fault frees the slot: the next eviction needs a new one
+    pages = np.array([0, 1, 0, 1, 0], np.int64)
+    writes = np.array([1, 1, 1, 1, 1], bool)
+    emu, rows = run_arrays(pages, writes, np.zeros(5, np.int64), 2, 1, policy="lru", readahead="none",
+                           swap_bytes=4096 * 1024)
+    assert emu.summary()["slot_frees"] == 3
+
+
+def test_merging_of_one_reclaim_batch():
+    # linux reclaims 32 at once: 64 dirty pages evicted by the next zero-fills leave in merged writes
+    footprint = 200
+    pages = np.arange(footprint, dtype=np.int64)
+    writes = np.ones(footprint, bool)
+    emu, rows = run_arrays(pages, writes, np.zeros(footprint, np.int64), footprint, 100, policy="linux",
+                           readahead="none", max_request_bytes=64 * 1024)
+    w = rows["length"][rows["op"] == 1]
+    assert w.max() == 64 * 1024 and w.sum() == emu.summary()["pages_out"] * 4096
+    assert len(w) < emu.summary()["pages_out"] / 4
+
+
+@pytest.mark.parametrize("chunk_rows", [7, 1000])
+def test_emulate_file_streams_in_chunks(tmp_path, chunk_rows):
+    rng = np.random.default_rng(3)
+    n, footprint = 3000, 400
+    pages = (rng.zipf(1.2, n) * 7) % footprint
+    writes = rng.random(n) < 0.4
+    steps = np.repeat(np.arange(6), n // 6)
+    trace = write_access_trace(tmp_path / "t.access.parquet", pages, writes, steps, footprint, row_group_rows=500)
+    res = emulate(trace, tmp_path / "a.swapio.parquet", memory_fraction=0.25, policy="linux", chunk_rows=chunk_rows,
+                  step_us=1000.0)
+    ref = emulate(trace, tmp_path / "b.swapio.parquet", memory_fraction=0.25, policy="linux", step_us=1000.0)
+    a = open_trace(res.path, kind="swapio")
+    b = open_trace(ref.path, kind="swapio").read_all()
+    for k, v in a.read_all().items():
+        np.testing.assert_array_equal(v, b[k])
+    meta = a.meta
+    assert meta["source"] == "emulator" and meta["summary"] == ref.summary
+    assert meta["duration_us"] == 6000.0 and meta["steps"] == 6
+    assert res.faults + res.summary["hits"] == n
+    t = b["t_us"]
+    assert np.all(t >= b["step"] * 1000.0) and np.all(t < (b["step"] + 1) * 1000.0)
+
+
+def test_initial_state_swapped_reads_tables_first_time(tmp_path):
+    footprint = 100
+    regions = [{"name": "t", "kind": "table", "first_page": 0, "pages": 60},
+               {"name": "s", "kind": "scratch", "first_page": 60, "pages": 40}]
+    pages = np.arange(footprint)
+    trace = write_access_trace(tmp_path / "t.access.parquet", pages, np.zeros(footprint, bool),
+                               np.zeros(footprint, np.int64), footprint, regions=regions)
+    res = emulate(trace, tmp_path / "s.swapio.parquet", memory_fraction=0.5, policy="lru", readahead="none",
+                  initial_state="swapped", swap_bytes=1 << 20)
+    assert res.major_faults == 60 and res.zero_fill == 40
+
+
+def test_swap_full_is_a_config_error_and_leaves_no_file(tmp_path):
+    footprint = 300
+    pages = np.arange(footprint)
+    trace = write_access_trace(tmp_path / "t.access.parquet", pages, np.ones(footprint, bool),
+                               np.zeros(footprint, np.int64), footprint)
+    out = tmp_path / "x.swapio.parquet"
+    with pytest.raises(ConfigError, match="swap is full"):
+        emulate(trace, out, memory_fraction=0.1, policy="lru", swap_bytes=64 * 4096)
+    assert not out.exists()
+    assert list(tmp_path.iterdir()) == [trace]
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"memory_bytes": 0}, "positive"),
+        ({"memory_bytes": 10 << 30}, "above the trace's footprint"),
+        ({"memory_bytes": -4096}, "negative"),
+        ({"memory_fraction": 1.5}, "memory-fraction"),
+        ({"memory_bytes": 4096, "memory_fraction": 0.5}, "exactly one"),
+        ({"memory_bytes": 40960, "policy": "fifo"}, "unknown policy"),
+        ({"memory_bytes": 40960, "readahead": "x"}, "unknown readahead"),
+        ({"memory_bytes": 40960, "swap_bytes": -1}, "negative"),
+        ({"memory_bytes": 40960, "max_request_bytes": 100}, "max-request"),
+    ],
+)
+def test_bad_parameters(tmp_path, kw, match):
+    trace = write_access_trace(tmp_path / "t.access.parquet", [0, 1], [0, 1], [0, 0], 100)
+    out = tmp_path / "x.swapio.parquet"
+    with pytest.raises(ConfigError, match=match):
+        emulate(trace, out, **kw)
+    assert not out.exists()

@@ -1,0 +1,91 @@
+"""Parquet I/O: data and metadata survive a round trip; writes are atomic."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from swaptrace.errors import OutputError, TraceFileError
+from swaptrace.generate import generate_arrays, generate_trace
+from swaptrace.traceio import TraceWriter, open_trace
+
+
+def test_generated_trace_round_trip(tmp_path):
+    out = generate_trace("tiny", tmp_path / "t.access.parquet", steps=3, seed=4, reuse=0.2)
+    f = open_trace(out, "access")
+    data = f.read_all()
+    want = generate_arrays("tiny", steps=3, seed=4, reuse=0.2)
+    for k in want:
+        assert data[k].dtype == want[k].dtype
+        np.testing.assert_array_equal(data[k], want[k])
+    m = f.meta
+    assert m["kind"] == "access" and m["rows"] == len(want["page"]) == f.num_rows
+    assert m["steps"] == 3 and m["first_step"] == 0 and m["seed"] == 4 and m["preset"] == "tiny"
+    assert m["footprint_bytes"] == m["footprint_pages"] * m["page_bytes"]
+    assert int(data["page"].max()) < m["footprint_pages"]
+    s = m["summary"]
+    assert s["accesses"] == len(want["page"]) and s["writes"] == int(want["write"].sum())
+    assert s["reads"] + s["writes"] == s["accesses"]
+    assert s["unique_pages"] == len(np.unique(want["page"]))
+    assert s["region_accesses"] == np.bincount(want["region"], minlength=len(m["regions"])).tolist()
+    assert m["params"]["reuse"] == 0.2 and m["spec"]["name"] == "tiny"
+    for r in m["regions"]:
+        assert set(r) == {"name", "kind", "first_page", "pages"}
+
+
+@settings(max_examples=10, deadline=None)
+@given(n=st.integers(0, 3000), meta=st.dictionaries(st.text(min_size=1, max_size=5), st.integers() | st.text(), max_size=3))
+def test_writer_round_trip(tmp_path_factory, n, meta):
+    path = tmp_path_factory.mktemp("rt") / "x.access.parquet"
+    rng = np.random.default_rng(n)
+    cols = {"step": rng.integers(0, 2**32, n, dtype=np.uint32), "page": rng.integers(0, 2**63, n, dtype=np.uint64),
+            "write": rng.random(n) < 0.5, "region": rng.integers(0, 2**16, n, dtype=np.uint16)}
+    meta = {f"u_{k}": v for k, v in meta.items()}
+    with TraceWriter(path, "access", meta, row_group_rows=700) as w:
+        for lo in range(0, max(n, 1), 1000):
+            w.write(**{k: v[lo:lo + 1000] for k, v in cols.items()})
+    f = open_trace(path, "access")
+    got = f.read_all()
+    for k, v in cols.items():
+        np.testing.assert_array_equal(got[k], v)
+    for k, v in meta.items():
+        assert f.meta[k] == v
+    assert f.meta["rows"] == n
+
+
+def test_exception_inside_writer_leaves_no_file(tmp_path):
+    path = tmp_path / "x.access.parquet"
+    with pytest.raises(RuntimeError):
+        with TraceWriter(path, "access", {}) as w:
+            w.write(step=np.zeros(5, np.uint32), page=np.arange(5, dtype=np.uint64), write=np.zeros(5, bool),
+                    region=np.zeros(5, np.uint16))
+            raise RuntimeError("boom")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_interrupted_generation_leaves_no_file(tmp_path):
+    path = tmp_path / "x.access.parquet"
+
+    def stop(_n):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        generate_trace("tiny", path, steps=3, progress=stop)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_existing_output_needs_force(tmp_path):
+    path = tmp_path / "x.access.parquet"
+    generate_trace("tiny", path, steps=1)
+    with pytest.raises(OutputError, match="exists"):
+        generate_trace("tiny", path, steps=1)
+    generate_trace("tiny", path, steps=2, force=True)
+    assert open_trace(path).meta["steps"] == 2
+
+
+def test_reader_rejects_wrong_kind(tmp_path):
+    path = generate_trace("tiny", tmp_path / "x.parquet", steps=1)
+    with pytest.raises(TraceFileError, match="expected 'swapio'"):
+        open_trace(path, "swapio")
