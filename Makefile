@@ -16,6 +16,7 @@ POLICY ?= linux
 DEVICE ?= mqsim-default
 TARGET ?= /tmp/swaptrace-fio.dat
 SIZE ?= 1GiB
+RUNTIME ?= 3
 OUT := traces/$(PRESET)
 
 ACCESS := $(OUT)/access.parquet
@@ -65,7 +66,7 @@ $(JOBS)/manifest.json: $(SWAPIO) | fio
 	$(SWAPTRACE) fio jobs $< -o $(JOBS) --force
 
 fio-run: $(JOBS)/manifest.json
-	$(SWAPTRACE) fio run $(JOBS) --target $(TARGET) --size $(SIZE)
+	$(SWAPTRACE) fio run $(JOBS) --target $(TARGET) --size $(SIZE) --runtime $(RUNTIME)
 
 report: | $(STAMP)
 	$(SWAPTRACE) report $(OUT) -o $(OUT)/report

@@ -15,8 +15,8 @@ folder. Regenerate the README table with::
     sudo .venv/bin/python analysis/calibrate.py -o analysis/results
     sudo .venv/bin/python analysis/calibrate.py --quick      # tiny only, 2 budgets, ~3 min
 
-Captures are cached in the output folder (``*.kernel.swapio.parquet``) and
-reused unless ``--recapture`` is given.
+Traces and captures are cached in ``--work`` (``*.kernel.swapio.parquet``)
+and reused unless ``--recapture`` is given.
 """
 
 from __future__ import annotations
@@ -131,7 +131,9 @@ def main(argv=None) -> int:
     ap.add_argument("--compute", choices=["none", "mlp"], default="none")
     ap.add_argument("--recapture", action="store_true", help="ignore cached kernel captures")
     ap.add_argument("--quick", action="store_true", help="tiny only, budgets 0.2 and 0.5")
-    ap.add_argument("-o", "--out", type=Path, default=Path("analysis/results"))
+    ap.add_argument("-o", "--out", type=Path, default=Path("analysis/results"), help="tables go here")
+    ap.add_argument("--work", type=Path, default=Path("/var/tmp/swaptrace-calibration"),
+                    help="traces and streams (cached between runs)")
     args = ap.parse_args(argv)
     if args.quick:
         args.presets, args.fractions = ["tiny"], [0.2, 0.5]
@@ -142,8 +144,8 @@ def main(argv=None) -> int:
     from swaptrace.traceio import open_trace
 
     args.out.mkdir(parents=True, exist_ok=True)
-    work = args.out / "streams"
-    work.mkdir(exist_ok=True)
+    work = args.work
+    work.mkdir(parents=True, exist_ok=True)
     rows, extras = [], []
     for preset in args.presets:
         trace = _trace(preset, steps.get(preset, 20), work)

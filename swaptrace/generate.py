@@ -35,9 +35,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numba
 import numpy as np
 
-from swaptrace._kernels.generate import _draw, _emit
+from swaptrace._kernels.generate import _count_segments, _draw, _emit, _emit_segments, _segments
 from swaptrace.errors import ConfigError
 from swaptrace.layout import Layout, build_layout
 from swaptrace.spec import ModelSpec, load_spec
@@ -48,6 +49,8 @@ DEDUP_CHOICES = (None, "step")
 #: lookups drawn per kernel call at most (bounds the index buffers: 3 x 8 bytes each)
 DRAW_BUDGET = 1 << 21
 MAX_STEP = (1 << 32) - 1
+#: lookups (or unique rows, or pages) per segment of the parallel emission
+SEGMENT_ITEMS = 4096
 
 
 class _Plan:
@@ -115,6 +118,11 @@ def _check_options(steps: int, seed: int, first_step: int, reuse: float, dedup: 
         raise ConfigError("; ".join(errors))
 
 
+def _buffers(rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    return (np.empty(rows, dtype=np.uint32), np.empty(rows, dtype=np.uint64), np.empty(rows, dtype=np.bool_),
+            np.empty(rows, dtype=np.uint16))
+
+
 def _chunks(plan: _Plan, steps: int, first_step: int, reuse: float, dedup: bool, chunk_rows: int,
             seen: np.ndarray, progress: Callable[[int], Any] | None) -> Iterator[tuple[np.ndarray, ...]]:
     """Yield (step, page, write, region) views into reused buffers, in program order.
@@ -147,10 +155,10 @@ def _chunks(plan: _Plan, steps: int, first_step: int, reuse: float, dedup: bool,
         have_prev = True
 
     cap = max(chunk_rows, plan.item_max)
-    out_step = np.empty(cap, dtype=np.uint32)
-    out_page = np.empty(cap, dtype=np.uint64)
-    out_write = np.empty(cap, dtype=np.bool_)
-    out_region = np.empty(cap, dtype=np.uint16)
+    out_step, out_page, out_write, out_region = _buffers(cap)
+    shift = np.int64(lay.page_shift)
+    track = seen.size > 1
+    n_chunks = np.int64(4 * numba.get_num_threads())
     if dedup:
         stamp = np.zeros((2, lay.footprint_pages), dtype=np.uint32)
     else:
@@ -162,19 +170,56 @@ def _chunks(plan: _Plan, steps: int, first_step: int, reuse: float, dedup: bool,
         nsteps = min(k_max, steps - done)
         step0 = first_step + done
         draw(step0, nsteps, reuse, fresh, idx, uniq, lens, ulens)
-        cursor[:] = 0
-        while cursor[0] < nsteps:
-            n = _emit(cursor, np.int64(step0), np.int64(nsteps), idx, uniq, lens, ulens, plan.tbl_off,
-                      np.int64(plan.stride), np.int64(lay.page_shift), lay.table_first_byte, lay.table_row_bytes,
-                      lay.table_region, lay.state_first_byte, lay.state_row_bytes, lay.state_array_bytes,
-                      lay.state_region, np.int64(lay.state_arrays), *(np.int64(v) for v in plan.mlp),
-                      *(np.int64(v) for v in plan.mlp_state), *(np.int64(v) for v in plan.scratch),
-                      np.int64(plan.item_max), dedup, stamp, seen.size > 1, seen, out_step[filled:], out_page[filled:],
-                      out_write[filled:], out_region[filled:])
-            filled += n
-            if cursor[0] < nsteps or filled + plan.item_max > cap:
-                yield out_step[:filled], out_page[:filled], out_write[:filled], out_region[:filled]
-                filled = 0
+        if dedup:
+            # serial path: de-duplication needs the accesses in order
+            cursor[:] = 0
+            while cursor[0] < nsteps:
+                filled = _emit(cursor, np.int64(step0), np.int64(nsteps), idx, uniq, lens, ulens, plan.tbl_off,
+                               np.int64(plan.stride), shift, lay.table_first_byte, lay.table_row_bytes,
+                               lay.table_region, lay.state_first_byte, lay.state_row_bytes, lay.state_array_bytes,
+                               lay.state_region, np.int64(lay.state_arrays), *(np.int64(v) for v in plan.mlp),
+                               *(np.int64(v) for v in plan.mlp_state), *(np.int64(v) for v in plan.scratch),
+                               np.int64(plan.item_max), dedup, stamp, track, seen, np.int64(filled), out_step,
+                               out_page, out_write, out_region)
+                if cursor[0] < nsteps or filled + plan.item_max > cap:
+                    yield out_step[:filled], out_page[:filled], out_write[:filled], out_region[:filled]
+                    filled = 0
+        else:
+            # parallel path: the batch cut into segments in program order; each core emits a run of them
+            seg_args = (np.int64(nsteps), np.int64(n_tables), lens, ulens, np.int64(SEGMENT_ITEMS),
+                        np.int64(plan.mlp[1]), np.int64(plan.mlp_state[1]), np.int64(plan.scratch[1]))
+            n_seg = _segments(*seg_args, False, np.empty((0, 5), dtype=np.int64))
+            segs = np.empty((n_seg, 5), dtype=np.int64)
+            _segments(*seg_args, True, segs)
+            counts = np.empty(n_seg, dtype=np.int64)
+            _count_segments(segs, idx, uniq, plan.tbl_off, np.int64(plan.stride), shift, lay.table_first_byte,
+                            lay.table_row_bytes, lay.state_first_byte, lay.state_row_bytes, lay.state_array_bytes,
+                            np.int64(lay.state_arrays), counts)
+            offsets = np.zeros(n_seg + 1, dtype=np.int64)
+            np.cumsum(counts, out=offsets[1:])
+            j = 0
+            while j < n_seg:
+                last = int(np.searchsorted(offsets, offsets[j] + (cap - filled), side="right")) - 1
+                if last <= j:
+                    if filled:
+                        yield out_step[:filled], out_page[:filled], out_write[:filled], out_region[:filled]
+                        filled = 0
+                    else:  # one segment larger than the buffer (rows of many pages): grow it
+                        cap = int(counts[j])
+                        out_step, out_page, out_write, out_region = _buffers(cap)
+                    continue
+                _emit_segments(segs, np.int64(j), np.int64(last), offsets, np.int64(filled), n_chunks,
+                               np.int64(step0), idx, uniq, plan.tbl_off, np.int64(plan.stride), shift,
+                               lay.table_first_byte, lay.table_row_bytes, lay.table_region, lay.state_first_byte,
+                               lay.state_row_bytes, lay.state_array_bytes, lay.state_region,
+                               np.int64(lay.state_arrays), np.int64(plan.mlp[0]), np.int64(plan.mlp[2]),
+                               np.int64(plan.mlp_state[0]), np.int64(plan.mlp_state[2]), np.int64(plan.scratch[0]),
+                               np.int64(plan.scratch[2]), track, seen, out_step, out_page, out_write, out_region)
+                filled += int(offsets[last] - offsets[j])
+                j = last
+                if j < n_seg:
+                    yield out_step[:filled], out_page[:filled], out_write[:filled], out_region[:filled]
+                    filled = 0
         if reuse > 0:
             last = nsteps - 1
             prev_fresh[:] = fresh[last * plan.stride:(last + 1) * plan.stride]
@@ -215,6 +260,53 @@ def iter_accesses(spec: ModelSpec | str, *, steps: int, seed: int = 0, first_ste
         if copy:
             st, pg, wr, rg = st.copy(), pg.copy(), wr.copy(), rg.copy()
         yield {"step": st, "page": pg, "write": wr, "region": rg}
+
+
+def draw_rows(spec: ModelSpec | str, table: int | str, *, steps: int, seed: int = 0, first_step: int = 0,
+              alpha: float | None = None, scatter: bool = True, reuse: float = 0.0) -> np.ndarray:
+    """Row ids looked up in one table over ``steps`` steps, in lookup order (int64).
+
+    Exactly the rows behind the trace's forward reads of that table (for
+    rank-frequency plots of rows next to pages).
+    """
+    if not isinstance(spec, ModelSpec):
+        spec = load_spec(spec)
+    spec = spec.with_overrides(alpha=alpha)
+    _check_options(steps, seed, first_step, reuse, None)
+    names = [t.name for t in spec.tables]
+    t = names.index(table) if isinstance(table, str) and table in names else table
+    if not isinstance(t, int | np.integer) or not 0 <= t < len(names):
+        raise ConfigError(f"table: no table {table!r}; the spec has {', '.join(names)}")
+    plan = _Plan(spec, build_layout(spec), seed, scatter)
+    n_tables = len(names)
+    out = []
+    prev = np.empty(plan.stride if reuse > 0 else 0, dtype=np.int64)
+    prev_lens = np.zeros(n_tables, dtype=np.int64)
+    have_prev = False
+    if reuse > 0 and first_step > 0:
+        scratch = np.empty_like(prev)
+        _draw(np.uint64(seed), np.int64(first_step - 1), np.int64(1), np.int64(plan.batch), plan.n_rows, plan.zs,
+              plan.zh_x1, plan.zh_n, plan.zbig_s, plan.sa, plan.sb, scatter, plan.bag_vals, plan.bag_cdf,
+              plan.bag_off, plan.tbl_off, np.int64(plan.stride), 0.0, prev, prev_lens, False, prev, prev, scratch,
+              prev_lens, np.zeros(n_tables, dtype=np.int64))
+        have_prev = True
+    fresh = np.empty(plan.stride, dtype=np.int64)
+    idx = np.empty_like(fresh) if reuse > 0 else fresh
+    uniq = np.empty_like(fresh)
+    lens = np.zeros(n_tables, dtype=np.int64)
+    ulens = np.zeros(n_tables, dtype=np.int64)
+    for step in range(first_step, first_step + steps):
+        _draw(np.uint64(seed), np.int64(step), np.int64(1), np.int64(plan.batch), plan.n_rows, plan.zs, plan.zh_x1,
+              plan.zh_n, plan.zbig_s, plan.sa, plan.sb, scatter, plan.bag_vals, plan.bag_cdf, plan.bag_off,
+              plan.tbl_off, np.int64(plan.stride), float(reuse), prev, prev_lens, have_prev, fresh, idx, uniq, lens,
+              ulens)
+        lo = int(plan.tbl_off[t])
+        out.append(idx[lo:lo + lens[t]].copy())
+        if reuse > 0:
+            prev[:] = fresh
+            prev_lens[:] = lens
+            have_prev = True
+    return np.concatenate(out)
 
 
 def generate_arrays(spec: ModelSpec | str, *, steps: int, **options: Any) -> dict[str, np.ndarray]:

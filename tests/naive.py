@@ -4,3 +4,4 @@ Each stage keeps its references in ``naive_<stage>.py`` beside this file;
 this module gathers them so tests can ``import naive`` and compare.
 """
 # ruff: noqa: F401, F403
+from naive_generate import *

@@ -158,7 +158,9 @@ def test_bad_inputs(tmp_path):
     jobs.build_jobs(s, tmp_path / "j")
     with pytest.raises(OutputError, match="--force"):
         jobs.build_jobs(s, tmp_path / "j")
+    (tmp_path / "j" / "runs" / "r1").mkdir(parents=True)
     jobs.build_jobs(s, tmp_path / "j", force=True)
+    assert (tmp_path / "j" / "runs" / "r1").is_dir()  # earlier results survive regeneration
     with pytest.raises(ConfigError, match="multiple of 512"):
         jobs.build_jobs(s, tmp_path / "k", sweep_sizes=("1000",))
     assert not list(tmp_path.glob(".*partial"))

@@ -86,7 +86,7 @@ def test_experiment_bw_logs_parse(full_run):
     w = bw["direction"].astype(str) == "write"
     assert (np.diff(bw["run_written_bytes"][w]) >= 0).all()
     assert (bw["bw_bytes"] >= 0).all()
-    one = results.find_bw_logs(outcome.out_dir, "write_rand")
+    one = results.find_bw_logs(outcome.out_dir / "raw", "write_rand")
     assert len(one) == 1 and one[0].name == "write_rand_bw.1.log"
     arr = results.parse_bw_log(one[0])
     assert set(arr["direction"].tolist()) == {1}
@@ -132,7 +132,7 @@ def test_cli_results_and_compare(full_run, tmp_path):
 
 
 @pytest.mark.fio
-def test_small_cli_run(small_jobs, tmp_path):
+def test_small_cli_run(small_jobs, tmp_path, fio_bin):
     target = tmp_path / "t.dat"
     out = tmp_path / "run"
     res = CliRunner().invoke(cli, ["fio", "run", str(small_jobs), "--target", str(target), "--size", "4MiB",
@@ -147,7 +147,6 @@ def test_small_cli_run(small_jobs, tmp_path):
     assert res.exit_code == 2 and "exists" in res.output
 
 
-@pytest.mark.fio
 def test_dry_run_writes_nothing(small_jobs, tmp_path):
     target = tmp_path / "t.dat"
     before = sorted(p.name for p in small_jobs.iterdir())

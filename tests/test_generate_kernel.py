@@ -79,13 +79,17 @@ def test_step_ranges_concatenate(options):
     assert_same(joined, whole)
 
 
-def test_chunking_does_not_change_the_trace():
-    """The emit kernel stops and resumes at any buffer boundary."""
+@pytest.mark.parametrize("dedup", [None, "step"])
+def test_chunking_does_not_change_the_trace(dedup, monkeypatch):
+    """Both emit paths stop and resume at any buffer boundary (serial cursor, parallel segments)."""
+    import swaptrace.generate as g
+
     spec = small_spec("adam", batch=20)
-    whole = generate_arrays(spec, steps=4, seed=1, chunk_rows=1 << 20)
+    whole = generate_arrays(spec, steps=4, seed=1, chunk_rows=1 << 20, dedup=dedup)
+    monkeypatch.setattr(g, "SEGMENT_ITEMS", 7)
     for chunk in (40, 41, 97, 1000):
-        parts = list(iter_accesses(spec, steps=4, seed=1, chunk_rows=chunk))
-        assert all(len(p["page"]) <= max(chunk, 40) for p in parts)
+        parts = list(iter_accesses(spec, steps=4, seed=1, chunk_rows=chunk, dedup=dedup))
+        assert all(0 < len(p["page"]) <= max(chunk, 7 * 18) for p in parts)  # 18 = most rows of one unique row
         assert_same({k: np.concatenate([p[k] for p in parts]) for k in whole}, whole)
 
 

@@ -7,26 +7,26 @@ and moves the page to the head, or evicts a page whose bit is clear.
 
 from __future__ import annotations
 
-from swaptrace._kernels._jit import jit
+from swaptrace._kernels._jit import jit_inline
 from swaptrace._kernels.dlist import _move_head, _push_head, _unlink
 from swaptrace._kernels.swapout import _evict
 from swaptrace._kernels.swapstate import C_SCANNED, P_FOOTPRINT, R_ERROR, R_RESIDENT, REFERENCED
 
 
-@jit
+@jit_inline
 def _clock_hit(st, page):
     """Access to a resident page: set its reference bit."""
     st.flags[page] |= REFERENCED
 
 
-@jit
+@jit_inline
 def _clock_insert(st, page, target):  # noqa: ARG001
     """A page just brought in: at the head, bit clear."""
     st.flags[page] &= ~REFERENCED
     _push_head(st.lnext, st.lprev, st.prm[P_FOOTPRINT], page)
 
 
-@jit
+@jit_inline
 def _clock_reclaim(st, n):
     """Advance the hand until ``n`` pages are evicted."""
     h = st.prm[P_FOOTPRINT]

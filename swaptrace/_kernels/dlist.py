@@ -6,10 +6,10 @@ A list is identified by its sentinel index ``h`` (stored past the elements);
 
 from __future__ import annotations
 
-from swaptrace._kernels._jit import jit
+from swaptrace._kernels._jit import jit_inline
 
 
-@jit
+@jit_inline
 def _push_head(nxt, prv, h, x):
     """Insert ``x`` right after the sentinel ``h`` (most recent end)."""
     first = nxt[h]
@@ -19,7 +19,7 @@ def _push_head(nxt, prv, h, x):
     nxt[h] = x
 
 
-@jit
+@jit_inline
 def _push_tail(nxt, prv, h, x):
     """Insert ``x`` right before the sentinel ``h`` (oldest end)."""
     last = prv[h]
@@ -29,7 +29,7 @@ def _push_tail(nxt, prv, h, x):
     prv[h] = x
 
 
-@jit
+@jit_inline
 def _unlink(nxt, prv, x):
     """Remove ``x`` from whatever list holds it."""
     a = prv[x]
@@ -38,7 +38,7 @@ def _unlink(nxt, prv, x):
     prv[b] = a
 
 
-@jit
+@jit_inline
 def _move_head(nxt, prv, h, x):
     """Move ``x`` to the most recent end of list ``h``."""
     if nxt[h] != x:

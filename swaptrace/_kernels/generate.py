@@ -186,11 +186,11 @@ def _put(n, step, page, w, region, dedup, stamp, seen, out_step, out_page, out_w
 def _emit(cursor, step0, nsteps, idx, uniq, lens, ulens, tbl_off, stride, shift,
           t_first_byte, t_row_bytes, t_region, s_first_byte, s_row_bytes, s_array_bytes, s_region, s_arrays,
           mlp_first, mlp_pages, mlp_region, mst_first, mst_pages, mst_region, scr_first, scr_pages, scr_region,
-          item_max, dedup, stamp, track, seen, out_step, out_page, out_write, out_region):
-    """Page accesses of the drawn steps into the output arrays, from ``cursor`` on.
+          item_max, dedup, stamp, track, seen, start, out_step, out_page, out_write, out_region):
+    """Page accesses of the drawn steps into the output arrays from row ``start`` on.
 
     ``cursor`` = [step index in batch, phase, table, position]; updated in place.
-    Returns the number of rows written; the batch is finished when
+    Returns the row after the last one written; the batch is finished when
     ``cursor[0] == nsteps``.
     """
     cap = out_page.shape[0]
@@ -199,7 +199,7 @@ def _emit(cursor, step0, nsteps, idx, uniq, lens, ulens, tbl_off, stride, shift,
     phase = cursor[1]
     t = cursor[2]
     pos = cursor[3]
-    n = 0
+    n = start
     while si < nsteps:
         step = step0 + si
         base = si * stride
@@ -302,3 +302,150 @@ def _emit(cursor, step0, nsteps, idx, uniq, lens, ulens, tbl_off, stride, shift,
         pos = 0
     cursor[0], cursor[1], cursor[2], cursor[3] = si, phase, t, pos
     return n
+
+
+# -- parallel emission (no de-duplication): the batch cut into segments in program order --------
+
+SEG_FORWARD, SEG_PAGES, SEG_BACKWARD = 0, 1, 2
+
+
+@jit
+def _segments(nsteps, n_tables, lens, ulens, seg_items, mlp_pages, mst_pages, scr_pages, fill, segs):
+    """Segments of a batch in program order, rows (step index, kind, code, lo, hi) of ``segs``.
+
+    Returns how many; writes them only if ``fill``. The code is the table for
+    ``SEG_FORWARD``/``SEG_BACKWARD``, and for ``SEG_PAGES`` 0 = MLP read,
+    1 = scratch write, 2 = MLP write, 3 = MLP-state write.
+    """
+    c = 0
+    for si in range(nsteps):
+        for part in range(6):
+            if part == 0 or part == 3:
+                kind = SEG_FORWARD if part == 0 else SEG_BACKWARD
+                for t in range(n_tables):
+                    total = lens[si * n_tables + t] if part == 0 else ulens[si * n_tables + t]
+                    for lo in range(0, total, seg_items):
+                        if fill:
+                            segs[c, 0], segs[c, 1], segs[c, 2] = si, kind, t
+                            segs[c, 3], segs[c, 4] = lo, min(total, lo + seg_items)
+                        c += 1
+            else:
+                code = 0 if part == 1 else (1 if part == 2 else (2 if part == 4 else 3))
+                total = mlp_pages if code == 0 or code == 2 else (scr_pages if code == 1 else mst_pages)
+                for lo in range(0, total, seg_items):
+                    if fill:
+                        segs[c, 0], segs[c, 1], segs[c, 2] = si, SEG_PAGES, code
+                        segs[c, 3], segs[c, 4] = lo, min(total, lo + seg_items)
+                    c += 1
+    return c
+
+
+@jit
+def _row_pages(first_byte, nbytes, shift):
+    return ((first_byte + nbytes - 1) >> shift) - (first_byte >> shift) + 1
+
+
+@jit_parallel
+def _count_segments(segs, idx, uniq, tbl_off, stride, shift, t_first_byte, t_row_bytes, s_first_byte,
+                    s_row_bytes, s_array_bytes, s_arrays, counts):
+    """Rows each segment emits, into ``counts``."""
+    for j in prange(segs.shape[0]):
+        si, kind, t, lo, hi = segs[j, 0], segs[j, 1], segs[j, 2], segs[j, 3], segs[j, 4]
+        base = si * stride + tbl_off[t]
+        rb = t_row_bytes[t]
+        fb = t_first_byte[t]
+        c = 0
+        if kind == SEG_PAGES:
+            c = hi - lo
+        elif kind == SEG_FORWARD:
+            for i in range(lo, hi):
+                c += _row_pages(fb + idx[base + i] * rb, rb, shift)
+        else:
+            srb = s_row_bytes[t]
+            for i in range(lo, hi):
+                row = uniq[base + i]
+                c += 2 * _row_pages(fb + row * rb, rb, shift)
+                for a in range(s_arrays):
+                    c += 2 * _row_pages(s_first_byte[t] + a * s_array_bytes[t] + row * srb, srb, shift)
+        counts[j] = c
+
+
+@jit_parallel
+def _emit_segments(segs, first, last, offsets, start, n_chunks, step0, idx, uniq, tbl_off, stride, shift,
+                   t_first_byte, t_row_bytes, t_region, s_first_byte, s_row_bytes, s_array_bytes, s_region, s_arrays,
+                   mlp_first, mlp_region, mst_first, mst_region, scr_first, scr_region, track, seen,
+                   out_step, out_page, out_write, out_region):
+    """Emit segments [first, last) in parallel; segment j starts at row ``start + offsets[j] - offsets[first]``.
+
+    The segments are split into ``n_chunks`` runs of about equal output, one per parallel iteration.
+    """
+    total = offsets[last] - offsets[first]
+    for ch in prange(n_chunks):
+        # segments whose first row falls in this chunk's share of the output
+        target_lo = offsets[first] + total * ch // n_chunks
+        target_hi = offsets[first] + total * (ch + 1) // n_chunks
+        j0 = first + np.searchsorted(offsets[first:last], target_lo)
+        j1 = first + np.searchsorted(offsets[first:last], target_hi)
+        if ch == n_chunks - 1:
+            j1 = last
+        for j in range(j0, j1):
+            si, kind, t, lo, hi = segs[j, 0], segs[j, 1], segs[j, 2], segs[j, 3], segs[j, 4]
+            step = step0 + si
+            n = start + offsets[j] - offsets[first]
+            if kind == SEG_PAGES:
+                if t == 0:
+                    pfirst, reg, w = mlp_first, mlp_region, False
+                elif t == 1:
+                    pfirst, reg, w = scr_first, scr_region, True
+                elif t == 2:
+                    pfirst, reg, w = mlp_first, mlp_region, True
+                else:
+                    pfirst, reg, w = mst_first, mst_region, True
+                for p in range(pfirst + lo, pfirst + hi):
+                    if track:
+                        seen[p] = 1
+                    out_step[n] = step
+                    out_page[n] = p
+                    out_write[n] = w
+                    out_region[n] = reg
+                    n += 1
+                continue
+            base = si * stride + tbl_off[t]
+            rb = t_row_bytes[t]
+            fb = t_first_byte[t]
+            reg = t_region[t]
+            if kind == SEG_FORWARD:
+                for i in range(lo, hi):
+                    off = fb + idx[base + i] * rb
+                    for p in range(off >> shift, ((off + rb - 1) >> shift) + 1):
+                        out_step[n] = step
+                        out_page[n] = p
+                        out_write[n] = False
+                        out_region[n] = reg
+                        n += 1
+                continue
+            srb = s_row_bytes[t]
+            sreg = s_region[t]
+            for i in range(lo, hi):
+                row = uniq[base + i]
+                for a in range(s_arrays):
+                    off = s_first_byte[t] + a * s_array_bytes[t] + row * srb
+                    for w in range(2):
+                        for p in range(off >> shift, ((off + srb - 1) >> shift) + 1):
+                            if track:
+                                seen[p] = 1
+                            out_step[n] = step
+                            out_page[n] = p
+                            out_write[n] = w == 1
+                            out_region[n] = sreg
+                            n += 1
+                off = fb + row * rb
+                for w in range(2):
+                    for p in range(off >> shift, ((off + rb - 1) >> shift) + 1):
+                        if track:
+                            seen[p] = 1
+                        out_step[n] = step
+                        out_page[n] = p
+                        out_write[n] = w == 1
+                        out_region[n] = reg
+                        n += 1

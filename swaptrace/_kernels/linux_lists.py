@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-from swaptrace._kernels._jit import jit
+from swaptrace._kernels._jit import jit_inline
 from swaptrace._kernels.dlist import _push_head, _unlink
 from swaptrace._kernels.slots import _free_slot, _swap_full
 from swaptrace._kernels.swapout import _evict
@@ -38,7 +38,7 @@ from swaptrace._kernels.swapstate import (
 )
 
 
-@jit
+@jit_inline
 def _int_sqrt(x):
     """Floor of the square root of a non-negative integer (the kernel's ``int_sqrt``)."""
     r = 0
@@ -47,7 +47,7 @@ def _int_sqrt(x):
     return r
 
 
-@jit
+@jit_inline
 def _inactive_is_low(st):
     """``inactive_is_low``: inactive * int_sqrt(10 * GB) < active (ratio 1 below 1 GB)."""
     inactive = st.reg[R_N_INACTIVE]
@@ -57,7 +57,7 @@ def _inactive_is_low(st):
     return inactive * ratio < active
 
 
-@jit
+@jit_inline
 def _deactivate(st, n):
     """``shrink_active_list``: up to ``n`` pages from the active tail to the inactive head."""
     F = st.prm[P_FOOTPRINT]
@@ -73,13 +73,13 @@ def _deactivate(st, n):
         st.reg[C_DEACTIVATIONS] += 1
 
 
-@jit
+@jit_inline
 def _linux_hit(st, page):
     """A mapped access sets the PTE accessed (young) bit; lists do not move."""
     st.flags[page] |= YOUNG
 
 
-@jit
+@jit_inline
 def _linux_insert(st, page, target):
     """New page at the inactive head; the faulting page is young (it was just accessed)."""
     f = st.flags[page] & ~(ACTIVE | REFERENCED | YOUNG)
@@ -90,7 +90,7 @@ def _linux_insert(st, page, target):
     st.reg[R_N_INACTIVE] += 1
 
 
-@jit
+@jit_inline
 def _linux_reclaim(st, n):
     """Shrink the lists until at least ``n`` pages are reclaimed (or none is left)."""
     F = st.prm[P_FOOTPRINT]

@@ -9,7 +9,7 @@ faulting page has cause ``fault``; otherwise the cause of its first page.
 
 from __future__ import annotations
 
-from swaptrace._kernels._jit import jit
+from swaptrace._kernels._jit import jit_inline
 from swaptrace._kernels.swapstate import (
     C_BYTES_READ,
     C_BYTES_WRITTEN,
@@ -30,7 +30,7 @@ OP_READ, OP_WRITE = 0, 1  # traceio.OP_READ / OP_WRITE
 CAUSE_FAULT = 0
 
 
-@jit
+@jit_inline
 def _flush(st):
     """Issue the plugged request, if any, as one output row."""
     reg = st.reg
@@ -55,7 +55,7 @@ def _flush(st):
     reg[R_PEND_OP] = -1
 
 
-@jit
+@jit_inline
 def _submit(st, op, slot, cause):
     """Add a one-page bio for ``slot``; back-merge it or start a new request."""
     reg = st.reg

@@ -12,7 +12,7 @@ space is one VMA ``[0, footprint_pages)`` whose start is 2 MiB aligned.
 
 from __future__ import annotations
 
-from swaptrace._kernels._jit import jit
+from swaptrace._kernels._jit import jit, jit_inline
 from swaptrace._kernels.swapstate import (
     P_FOOTPRINT,
     P_NSLOTS,
@@ -48,7 +48,7 @@ def _swapin_nr_pages(prev_offset, offset, hits, max_pages, prev_win):
     return pages
 
 
-@jit
+@jit_inline
 def _vma_window(st, page):
     """Pages ``[start, end)`` to read for a swap fault on ``page`` (VMA readahead)."""
     pc = st.prm[P_PAGE_CLUSTER]
@@ -79,7 +79,7 @@ def _vma_window(st, page):
     return start, end
 
 
-@jit
+@jit_inline
 def _cluster_window(st, offset):
     """Slots ``[start, end)`` to read for a swap fault on slot ``offset`` (cluster readahead)."""
     pc = st.prm[P_PAGE_CLUSTER]

@@ -12,7 +12,7 @@ non-full tail and an emptied one to the free tail. Slot 0 is the swap header.
 
 from __future__ import annotations
 
-from swaptrace._kernels._jit import jit
+from swaptrace._kernels._jit import jit_inline
 from swaptrace._kernels.dlist import _push_tail, _unlink
 from swaptrace._kernels.swapstate import (
     CL_FREE,
@@ -28,7 +28,7 @@ from swaptrace._kernels.swapstate import (
 )
 
 
-@jit
+@jit_inline
 def _release_current(st):
     """Stop allocating from the current cluster; file it as full or non-full."""
     c = st.reg[R_CUR_CLUSTER]
@@ -44,7 +44,7 @@ def _release_current(st):
     st.reg[R_CUR_CLUSTER] = -1
 
 
-@jit
+@jit_inline
 def _scan_cluster(st, c, start):
     """First free slot of cluster ``c`` at or after slot ``start``, or -1."""
     cs = st.prm[P_CLUSTER_SLOTS]
@@ -55,7 +55,7 @@ def _scan_cluster(st, c, start):
     return -1
 
 
-@jit
+@jit_inline
 def _alloc_slot(st, page):
     """Give ``page`` a slot; returns it, or -1 (and sets R_ERROR) when swap is full."""
     cs = st.prm[P_CLUSTER_SLOTS]
@@ -88,7 +88,7 @@ def _alloc_slot(st, page):
     return s
 
 
-@jit
+@jit_inline
 def _free_slot(st, page):
     """Release ``page``'s slot (the page keeps its contents in memory, now dirty)."""
     s = st.slot[page]
@@ -112,7 +112,7 @@ def _free_slot(st, page):
         st.cl_where[c] = CL_NONFULL
 
 
-@jit
+@jit_inline
 def _swap_full(st):
     """``vm_swap_full()``: fewer than half of the usable slots are free."""
     free = st.prm[P_USABLE_SLOTS] - st.reg[R_SLOTS_USED]

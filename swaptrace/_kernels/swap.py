@@ -11,7 +11,7 @@ is a write or swap is more than half full (``should_try_to_free_swap``).
 
 from __future__ import annotations
 
-from swaptrace._kernels._jit import jit
+from swaptrace._kernels._jit import jit, jit_inline
 from swaptrace._kernels.clock import _clock_hit, _clock_insert, _clock_reclaim
 from swaptrace._kernels.linux_lists import _linux_hit, _linux_insert, _linux_reclaim
 from swaptrace._kernels.lru import _lru_hit, _lru_insert, _lru_reclaim
@@ -60,7 +60,7 @@ CAUSE_FAULT, CAUSE_READAHEAD = 0, 1
 CAND0 = 64  # readahead candidates live in tmp[CAND0:]; reclaim isolation uses tmp[:32]
 
 
-@jit
+@jit_inline
 def _policy_hit(st, page):
     p = st.prm[P_POLICY]
     if p == POLICY_LRU:
@@ -71,7 +71,7 @@ def _policy_hit(st, page):
         _linux_hit(st, page)
 
 
-@jit
+@jit_inline
 def _policy_insert(st, page, target):
     p = st.prm[P_POLICY]
     if p == POLICY_LRU:
@@ -83,7 +83,7 @@ def _policy_insert(st, page, target):
     st.reg[R_RESIDENT] += 1
 
 
-@jit
+@jit_inline
 def _make_room(st, k):
     """Reclaim (one plug per call) until ``k`` more pages fit under the budget."""
     reg = st.reg
@@ -101,7 +101,7 @@ def _make_room(st, k):
         _flush(st)
 
 
-@jit
+@jit_inline
 def _swap_in(st, page, write):
     """Major fault: readahead window, room, reads, then map ``page``."""
     mode = st.prm[P_RA_MODE]
@@ -153,7 +153,7 @@ def _swap_in(st, page, write):
         flags[page] |= DIRTY
 
 
-@jit
+@jit_inline
 def _access(st, page, write):
     """One load or store of ``page``."""
     reg = st.reg

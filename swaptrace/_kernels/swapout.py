@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from swaptrace._kernels._jit import jit
+from swaptrace._kernels._jit import jit_inline
 from swaptrace._kernels.merge import OP_WRITE, _submit
 from swaptrace._kernels.slots import _alloc_slot
 from swaptrace._kernels.swapstate import (
@@ -17,7 +17,7 @@ from swaptrace._kernels.swapstate import (
 CAUSE_RECLAIM = 2  # traceio.CAUSE_RECLAIM
 
 
-@jit
+@jit_inline
 def _evict(st, page):
     """Drop ``page`` (already unlinked from its list): dirty or slot-less pages are written."""
     reg = st.reg

@@ -128,7 +128,8 @@ def results_cmd(results, as_json) -> None:
 
     rows, meta = res.read_results(results)
     if as_json:
-        echo_summary({"rows": rows, "ratios": meta.get("ratios"), "run": meta.get("run")}, True)
+        clean = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in rows]
+        echo_summary({"rows": clean, "ratios": meta.get("ratios"), "run": meta.get("run")}, True)
     else:
         click.echo(res.format_table(rows, meta.get("ratios")))
 

@@ -80,6 +80,10 @@ def plot_bandwidth_vs_request_size(data, ax=None):
         if mix:
             ax.axhline(mix[0] / 1e6, color=color, ls="--", label=f"{direction}, stream's size mix")
     ax.set_xscale("log", base=2)
+    sizes_kib = sorted({r["request_bytes"] // 1024 for r in rows if r["request_bytes"] >= 1024})
+    if sizes_kib:
+        ax.set_xticks(sizes_kib, [str(s) for s in sizes_kib])
+        ax.minorticks_off()
     ax.set_xlabel("request size (KiB)")
     ax.set_ylabel("bandwidth (MB/s)")
     ax.set_title("Bandwidth vs request size")

@@ -33,7 +33,6 @@ count is reported so a manifest can say so.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -405,9 +404,3 @@ def _summary(op: np.ndarray, length: np.ndarray) -> dict:
         "request_size_hist": hist,
     }
 
-
-def iter_iolog_lines(path: str | os.PathLike) -> Iterator[str]:
-    """Lines of an iolog without the header (for tests and inspection)."""
-    with open(path, encoding="ascii") as fh:
-        fh.readline()
-        yield from (line.rstrip("\n") for line in fh)

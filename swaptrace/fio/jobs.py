@@ -63,6 +63,8 @@ BW_LOG_MSEC = 250
 ENV_VARS = ("SWAPTRACE_TARGET", "SWAPTRACE_SIZE", "SWAPTRACE_RUNTIME", "SWAPTRACE_JOBS", "SWAPTRACE_LOG")
 MANIFEST = "manifest.json"
 IOLOG_NAME = "replay.iolog"
+#: sub-folder where ``fio run`` puts its results by default (kept by ``--force``)
+RUNS_DIR = "runs"
 
 #: group -> (run preconditioning first?, what the group measures)
 GROUPS = {
@@ -227,7 +229,8 @@ def build_jobs(
     stream_path : path-like
         A ``swapio`` Parquet file.
     out_dir : path-like
-        The folder to create (refused if it exists and is not empty, unless ``force``).
+        The folder to create (refused if it exists and is not empty, unless
+        ``force``, which replaces the jobs but keeps earlier results in ``runs/``).
     size_bytes : int, optional
         Size of the target the replay is mapped onto; ``fio run --size`` must
         be at least this. Default: the stream's extent rounded up to 1 MiB, at
@@ -279,6 +282,8 @@ def build_jobs(
         for job in [pre, *jobs]:
             validate_job_file(tmp / job.file, example_env(tmp, manifest["min_target_bytes"]))
         if out.exists():
+            if (out / RUNS_DIR).is_dir():  # keep earlier results when jobs are regenerated
+                os.replace(out / RUNS_DIR, tmp / RUNS_DIR)
             shutil.rmtree(out)
         os.replace(tmp, out)
     except BaseException:

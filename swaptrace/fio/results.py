@@ -218,13 +218,15 @@ def collect_bw_logs(folder: Path, steps: list[tuple[str, str]]) -> dict[str, np.
 def write_run_results(folder: Path, parsed: list, manifest: dict, run_meta: dict):
     """Write ``results.parquet``, ``bwlog.parquet`` and ``results.txt`` into ``folder``.
 
+    fio's own outputs (``NAME.json``, ``NAME.stderr``, ``NAME_bw.1.log``) are in ``folder/raw``.
+
     Returns ``(results_path, bwlog_path, rows, ratios)``.
     """
     from swaptrace.fio.compare import bandwidth_decline, measured_ratios
 
     rows = [r for _, rs in parsed for r in rs]
     ratios = measured_ratios(rows, manifest)
-    bw = collect_bw_logs(folder, [(s.instance, s.job["name"]) for s, _ in parsed])
+    bw = collect_bw_logs(folder / "raw", [(s.instance, s.job["name"]) for s, _ in parsed])
     sel = (bw["instance"] == "write_rand") & (bw["direction"] == "write")
     decline = bandwidth_decline(bw["bw_bytes"][sel]) if len(sel) else None
     if decline is not None:

@@ -27,6 +27,7 @@ import errno
 import os
 import re
 import shutil
+import signal
 import stat
 import subprocess
 import tempfile
@@ -47,6 +48,8 @@ MIN_VERSION = (3, 10)
 TARGET_XATTR = "user.swaptrace"
 FILL_CHUNK_BYTES = 4 << 20
 DEFAULT_RUNTIME_S = 3
+#: sub-folder of a run holding fio's own outputs (JSON, stderr, bandwidth logs)
+RAW_DIR = "raw"
 
 
 @dataclass(frozen=True)
@@ -486,19 +489,20 @@ def run_jobs(
         raise ConfigError(
             f"size: target of {format_bytes(size_bytes)} is too small; "
             f"these jobs need at least {format_bytes(min_bytes)} ({min_bytes} bytes)"
+            + ("; or remap the replay with `swaptrace fio jobs STREAM --size SIZE`" if needs_replay else "")
         )
+    tgt = check_target(target, size_bytes, allow_device=allow_device, force=force)
+    tpath = tgt.path.resolve() if not tgt.is_device else tgt.path
+    for s in steps:
+        jobsmod.validate_job_file(jdir / s.job["file"], _env_for(s, jdir, tpath, size_bytes))
     try:
         fio_bin = find_fio(fio)
     except ToolError:
         if not dry_run:
             raise
         fio_bin = Fio(fio or "fio", (0, 0), "fio (not found)")
-    tgt = check_target(target, size_bytes, allow_device=allow_device, force=force)
-    tpath = tgt.path.resolve() if not tgt.is_device else tgt.path
-    for s in steps:
-        jobsmod.validate_job_file(jdir / s.job["file"], _env_for(s, jdir, tpath, size_bytes))
     if dry_run:
-        shown = Path(out_dir) if out_dir else jdir / "runs" / "<time>"
+        shown = (Path(out_dir) if out_dir else jdir / jobsmod.RUNS_DIR / "<time>") / RAW_DIR
         commands = []
         for s in steps:
             env = " ".join(f"{k}={v}" for k, v in _env_for(s, jdir, tpath, size_bytes).items())
@@ -510,24 +514,27 @@ def run_jobs(
         return RunOutcome(None, None, None, tuple(commands), (), {})
     if not fio_bin.verified:
         echo(f"note: {fio_bin.text}; swaptrace's fio workarounds were verified on fio-3.33")
-    final = Path(out_dir) if out_dir else jdir / "runs" / _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    final = Path(out_dir) if out_dir else jdir / jobsmod.RUNS_DIR / _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     if final.exists() and (not final.is_dir() or any(final.iterdir())) and not force:
         raise OutputError(f"{final}: exists; choose another --output or pass --force")
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
     commands: list[str] = []
+    old_sigterm = _sigterm_as_interrupt()
     try:
         written = prepare_file_target(tgt, size_bytes)
         if written:
             echo(f"filled {tgt.describe()}: {format_bytes(written)} of data")
         parsed = []
+        raw = tmp / RAW_DIR
+        raw.mkdir()
         for i, s in enumerate(steps, start=1):
-            cmd = _command(fio_bin.path, s, jdir, tmp)
+            cmd = _command(fio_bin.path, s, jdir, raw)
             commands.append(" ".join(cmd))
             env = {**os.environ, **_env_for(s, jdir, tpath, size_bytes)}
-            proc = subprocess.run(cmd, env=env, cwd=tmp, capture_output=True, text=True)
-            json_path = tmp / f"{s.instance}.json"
-            (tmp / f"{s.instance}.stderr").write_text(proc.stderr)
+            proc = subprocess.run(cmd, env=env, cwd=raw, capture_output=True, text=True)
+            json_path = raw / f"{s.instance}.json"
+            (raw / f"{s.instance}.stderr").write_text(proc.stderr)
             if proc.returncode != 0 or not json_path.exists():
                 last = (proc.stderr.strip().splitlines() or proc.stdout.strip().splitlines() or ["no output"])[-1]
                 raise ToolError(f"fio failed on job {s.instance} (exit {proc.returncode}): {last}")
@@ -553,9 +560,25 @@ def run_jobs(
         if out_dir is None:
             _point_latest(final)
     except BaseException:
+        # subprocess.run has already killed a running fio; drop the partial results
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        if old_sigterm is not None:
+            signal.signal(signal.SIGTERM, old_sigterm)
     return RunOutcome(final, final / res_path.name, final / bw_path.name, tuple(commands), tuple(rows), ratios)
+
+
+def _raise_interrupt(signum, frame):  # noqa: ARG001 - signal handler signature
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _sigterm_as_interrupt():
+    """Turn SIGTERM into KeyboardInterrupt while fio runs, so fio is killed and partial results removed."""
+    try:
+        return signal.signal(signal.SIGTERM, _raise_interrupt)
+    except ValueError:  # not the main thread
+        return None
 
 
 def _point_latest(run_dir: Path) -> None:

@@ -77,7 +77,7 @@ class SSDConfig:
         Sample size of the ``d-choices`` policy.
     gc_free_fraction : float
         Foreground GC runs on a die whose free blocks fall to
-        ``max(2, gc_free_fraction * blocks_per_die)``; those free blocks are
+        ``max(1, gc_free_fraction * blocks_per_die)``; those free blocks are
         unavailable as spare space, so a large value raises WAF.
     bg_gc_free_fraction : float
         Background GC runs on idle dies below this fraction of free blocks
@@ -168,7 +168,7 @@ class SSDConfig:
 
     @property
     def gc_min_free_blocks(self) -> int:
-        return max(2, int(self.gc_free_fraction * self.blocks_per_die))
+        return max(1, int(self.gc_free_fraction * self.blocks_per_die))
 
     @property
     def bg_gc_min_free_blocks(self) -> int:

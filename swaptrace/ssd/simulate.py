@@ -50,7 +50,7 @@ def _new_state(cfg: SSDConfig, *, timing: bool, iodepth: int, use_timestamps: bo
     fp[K.F_UNIT_CHAN] = cfg.map_bytes / cfg.channel_mb_s  # bytes / (MB/s) = µs
     fp[K.F_UNIT_HOST] = cfg.map_bytes / cfg.host_mb_s
     free_q = (np.arange(nb, dtype=np.int32).reshape(nd, bpd)).copy()
-    rng = np.array([np.uint64(seed) * np.uint64(0x2545F4914F6CDD1D) + np.uint64(1)], dtype=np.uint64)
+    rng = np.array([(seed * 0x2545F4914F6CDD1D + 1) & ((1 << 64) - 1)], dtype=np.uint64)
     return K.FTLState(
         ip=ip, fp=fp, sc=np.zeros(K.N_SC, dtype=np.int64), tf=np.zeros(K.N_TF, dtype=np.float64), rng=rng,
         l2p=np.full(cfg.user_units, -1, dtype=np.int32), p2l=np.full(cfg.physical_units, -1, dtype=np.int32),

@@ -1,0 +1,69 @@
+"""``swaptrace run``: the whole pipeline into one folder."""
+
+from __future__ import annotations
+
+import click
+
+from swaptrace.errors import ConfigError
+from swaptrace.pipeline import PipelineOptions, run_pipeline
+from swaptrace.units import parse_bytes
+
+
+@click.command("run")
+@click.option("--preset", default="demo", show_default=True, help="Preset name or a model spec .toml file.")
+@click.option("--steps", type=int, default=None, help="Training steps (default: the preset's default_steps).")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--memory", default=None, help="DRAM budget in bytes, e.g. 256MiB (default: --memory-fraction).")
+@click.option("--memory-fraction", type=float, default=None, help="DRAM budget as a fraction of the footprint [default: 0.5].")
+@click.option("--policy", default="linux", show_default=True, help="Emulator residency policy: linux, lru, clock.")
+@click.option("--readahead", default="vma", show_default=True, help="Swap readahead: vma, cluster, none.")
+@click.option("--device", default="mqsim-default", show_default=True, help="SSD model preset or .toml file.")
+@click.option("--no-fio", is_flag=True, help="Skip the fio stages.")
+@click.option("--no-thesis", is_flag=True, help="Skip the SSD model's request-size and sequential-write sweep.")
+@click.option("--fio-target", default=None, help="File for fio to use [default: /tmp/swaptrace-fio.dat].")
+@click.option("--fio-size", default="256MiB", show_default=True, help="Bytes of the fio target to use.")
+@click.option("--fio-runtime", type=int, default=5, show_default=True, help="Seconds per time-based fio job.")
+@click.option("-o", "--output", "out", default=None, type=click.Path(file_okay=False),
+              help="Output folder [default: traces/PRESET].")
+@click.option("--force", is_flag=True, help="Rerun every stage even if its inputs and parameters are unchanged.")
+def command(preset, steps, seed, memory, memory_fraction, policy, readahead, device, no_fio, no_thesis, fio_target,
+            fio_size, fio_runtime, out, force):
+    """Run generate → mrc → emulate → ssd → fio jobs → fio run → report.
+
+    Each stage's output lands in the folder; a rerun skips stages whose
+    inputs and parameters are unchanged (recorded in DIR/pipeline.json).
+
+    \b
+    Example:
+      swaptrace run --preset demo -o traces/demo/
+      swaptrace run --preset tiny --memory 16MiB --no-fio -o traces/tiny/
+    """
+    if memory is not None and memory_fraction is not None:
+        raise ConfigError("give at most one of --memory and --memory-fraction")
+    if steps is not None and steps <= 0:
+        raise ConfigError(f"--steps must be positive, got {steps}")
+    if fio_runtime <= 0:
+        raise ConfigError(f"--fio-runtime must be positive, got {fio_runtime}")
+    from swaptrace.spec import load_spec
+
+    name = load_spec(preset).name  # fails early, with one line, on an unknown preset
+    opts = PipelineOptions(
+        preset=preset,
+        steps=steps,
+        seed=seed,
+        memory_bytes=parse_bytes(memory, "--memory") if memory is not None else None,
+        memory_fraction=None if memory is not None else (0.5 if memory_fraction is None else memory_fraction),
+        policy=policy,
+        readahead=readahead,
+        device=device,
+        fio=not no_fio,
+        fio_target=fio_target,
+        fio_size_bytes=parse_bytes(fio_size, "--fio-size"),
+        fio_runtime_s=fio_runtime,
+        thesis=not no_thesis,
+    )
+    folder = out or f"traces/{name}"
+    result = run_pipeline(opts, folder, force=force, announce=lambda line: click.echo(line, err=True))
+    total = sum(result.seconds.values())
+    click.echo(f"{folder}: ran {', '.join(result.ran) or 'nothing'} in {total:.0f} s; "
+               f"report: {folder.rstrip('/')}/report/report.md")

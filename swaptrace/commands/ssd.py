@@ -1,0 +1,263 @@
+"""``swaptrace ssd``: the SSD model on a swap I/O stream, a synthetic pattern, or the thesis study."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from swaptrace.commands._common import echo_summary, force_option, json_option, progressbar
+from swaptrace.errors import ConfigError
+from swaptrace.ssd import config as ssd_config
+from swaptrace.ssd import run as ssd_run
+from swaptrace.ssd import thesis as ssd_thesis
+from swaptrace.ssd.simulate import PRECONDITIONS
+from swaptrace.ssd.workloads import PATTERNS
+from swaptrace.traceio import AtomicPath, open_trace
+from swaptrace.units import format_bytes, parse_bytes
+
+
+class SSDGroup(click.Group):
+    """A group whose first argument may be a stream file: ``swaptrace ssd X.parquet`` means ``ssd replay``."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            return super().resolve_command(ctx, ["replay", *args])
+        return super().resolve_command(ctx, args)
+
+
+def device_options(f):
+    """Device preset plus geometry/timing/FTL overrides, shared by every ssd subcommand."""
+    opts = [
+        click.option("--device", default=None, show_default="mqsim-default",
+                     help=f"Preset ({', '.join(ssd_config.DEVICES)}) or a TOML file of SSDConfig fields."),
+        click.option("--capacity", default=None, help="User capacity (e.g. 4GiB); sets blocks per plane."),
+        click.option("--op", type=float, default=None, help="Over-provisioning (T-U)/U, e.g. 0.07 or 0.28."),
+        click.option("--spare-factor", type=float, default=None, help="Spare factor (T-U)/T (instead of --op)."),
+        click.option("--channels", type=int, default=None),
+        click.option("--dies-per-channel", type=int, default=None),
+        click.option("--planes", type=int, default=None),
+        click.option("--blocks-per-plane", type=int, default=None),
+        click.option("--pages-per-block", type=int, default=None),
+        click.option("--page-size", default=None, help="Flash page size (e.g. 16k)."),
+        click.option("--read-us", type=float, default=None, help="tR, µs."),
+        click.option("--program-us", type=float, default=None, help="tPROG, µs."),
+        click.option("--erase-us", type=float, default=None, help="tBERS, µs."),
+        click.option("--channel-mb-s", type=float, default=None, help="Channel rate, MB/s."),
+        click.option("--host-mb-s", type=float, default=None, help="Host link rate, MB/s."),
+        click.option("--gc", "gc_policy", type=click.Choice(list(ssd_config.GC_POLICIES)), default=None,
+                     help="GC victim policy."),
+        click.option("--gc-free", type=float, default=None,
+                     help="Foreground GC threshold: fraction of a die's blocks kept free."),
+        click.option("--bg-gc-free", type=float, default=None, help="Background GC threshold (0 = off)."),
+        click.option("--write-buffer", default=None, help="Device write-back buffer (e.g. 64MiB)."),
+        click.option("--separate-gc-stream/--mixed-gc-stream", default=None,
+                     help="Write GC-relocated (cold) data to its own frontier."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+def build_config(device: str | None, capacity: str | None, op: float | None, spare_factor: float | None,
+                 **overrides: Any) -> ssd_config.SSDConfig:
+    """The SSDConfig named by the device options."""
+    if op is not None and spare_factor is not None:
+        raise ConfigError("give --op or --spare-factor, not both")
+    if spare_factor is not None and not 0.0 < spare_factor < 1.0:
+        raise ConfigError(f"--spare-factor must be in (0, 1), got {spare_factor}")
+    if op is not None and not op > 0:
+        raise ConfigError(f"--op must be > 0, got {op}")
+    fields = {
+        "channels": overrides.pop("channels"), "dies_per_channel": overrides.pop("dies_per_channel"),
+        "planes": overrides.pop("planes"), "blocks_per_plane": overrides.pop("blocks_per_plane"),
+        "pages_per_block": overrides.pop("pages_per_block"), "page_bytes": overrides.pop("page_size"),
+        "read_us": overrides.pop("read_us"), "program_us": overrides.pop("program_us"),
+        "erase_us": overrides.pop("erase_us"), "channel_mb_s": overrides.pop("channel_mb_s"),
+        "host_mb_s": overrides.pop("host_mb_s"), "gc_policy": overrides.pop("gc_policy"),
+        "gc_free_fraction": overrides.pop("gc_free"), "bg_gc_free_fraction": overrides.pop("bg_gc_free"),
+        "write_buffer_bytes": overrides.pop("write_buffer"), "separate_gc_stream": overrides.pop("separate_gc_stream"),
+        "spare_factor": spare_factor,
+    }
+    cap = parse_bytes(capacity, "--capacity") if capacity is not None else None
+    return ssd_config.load_device(device, fields, capacity_bytes=cap, op=op)
+
+
+_DEVICE_KEYS = ("device", "capacity", "op", "spare_factor", "channels", "dies_per_channel", "planes",
+                "blocks_per_plane", "pages_per_block", "page_size", "read_us", "program_us", "erase_us",
+                "channel_mb_s", "host_mb_s", "gc_policy", "gc_free", "bg_gc_free", "write_buffer",
+                "separate_gc_stream")
+
+
+def _split_device(kwargs: dict[str, Any]) -> ssd_config.SSDConfig:
+    return build_config(**{k: kwargs.pop(k) for k in _DEVICE_KEYS})
+
+
+def _render(summary: dict[str, Any]) -> str:
+    lat = summary.get("latency_us") or {}
+    steady = summary.get("steady_state") or {}
+
+    def mb(x):
+        return "n/a" if x is None else f"{x:,.1f} MB/s"
+
+    waf = summary.get("waf")
+    lines = [
+        f"device            {summary['device']} (precondition {summary.get('precondition', '?')})",
+        f"requests          {summary['requests']:,}",
+        f"host written      {format_bytes(summary['host_write_bytes'])}   read {format_bytes(summary['host_read_bytes'])}"
+        f"   discarded {format_bytes(summary['discard_bytes'])}",
+        f"flash written     {format_bytes(summary['flash_write_bytes'])}   GC erases {summary['gc_erases']:,}",
+        f"WAF               {'n/a' if waf is None else f'{waf:.3f}'}",
+        f"simulated time    {summary['simulated_time_us'] / 1e6:.3f} s",
+        f"throughput        {mb(summary.get('throughput_mb_s'))}   (write {mb(summary.get('write_mb_s'))}, "
+        f"read {mb(summary.get('read_mb_s'))})",
+        f"bandwidth         fresh {mb(summary.get('fresh_bandwidth_mb_s'))} -> last windows "
+        f"{mb(steady.get('bandwidth_mb_s'))} ({'steady' if steady.get('steady') else 'not steady'})",
+        f"latency (µs)      mean {lat.get('mean', float('nan')):.1f}  p50 {lat.get('p50', float('nan')):.1f}  "
+        f"p99 {lat.get('p99', float('nan')):.1f}  p99.9 {lat.get('p99.9', float('nan')):.1f}",
+    ]
+    return "\n".join(lines)
+
+
+@click.group(cls=SSDGroup, name="ssd")
+def command() -> None:
+    """Simulate an SSD (FTL, GC, write amplification, die/channel timing).
+
+    \b
+    Replay a swap I/O stream (the first argument may be the stream itself):
+      swaptrace ssd traces/demo/swapio.parquet --device mqsim-default --capacity 8GiB -o traces/demo/ssd.parquet
+    Synthetic pattern:
+      swaptrace ssd synth --pattern randwrite --bs 4k --volume 4x --device nvme-tlc --capacity 4GiB
+    The thesis's three effects:
+      swaptrace ssd thesis
+    """
+
+
+@command.command("replay", hidden=True)
+@click.argument("stream", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False), default=None,
+              help="Timeline Parquet file (kind ssd-timeline).")
+@device_options
+@click.option("--iodepth", type=int, default=32, show_default=True,
+              help="Outstanding requests (0 = unlimited, with --timestamps).")
+@click.option("--timestamps", "use_timestamps", is_flag=True, help="Issue requests no earlier than the stream's t_us.")
+@click.option("--precondition", type=click.Choice(PRECONDITIONS), default="seq", show_default=True)
+@click.option("--fit", type=click.Choice(ssd_run.FITS), default="error", show_default=True,
+              help="Stream device larger than the SSD: refuse, wrap (modulo) or scale offsets.")
+@click.option("--window", default=None, help="Timeline window of written bytes (default ~1/64 of the stream).")
+@click.option("--seed", type=int, default=0, show_default=True)
+@force_option
+@json_option
+def replay_cmd(stream, out, iodepth, use_timestamps, precondition, fit, window, seed, force, as_json, **kw):
+    """Replay a swap I/O stream on a simulated SSD.
+
+    Example: swaptrace ssd traces/demo/swapio.parquet --device nvme-tlc --capacity 4GiB -o traces/demo/ssd.parquet
+    """
+    cfg = _split_device(kw)
+    window_bytes = parse_bytes(window, "--window") if window else None
+    total = open_trace(stream, "swapio").meta.get("summary", {})
+    length = int((total.get("bytes_written") or 0) + (total.get("bytes_read") or 0)) or 1
+    with progressbar(length, "ssd") as bar:
+        res = ssd_run.replay(stream, cfg, out=out, iodepth=iodepth, use_timestamps=use_timestamps,
+                             precondition=precondition, fit=fit, window_bytes=window_bytes, seed=seed, force=force,
+                             progress=bar.update)
+    echo_summary(res.summary, as_json, _render)
+
+
+def _parse_volume(text: str, user_bytes: int) -> int:
+    t = text.strip().lower()
+    if t.endswith("x"):
+        try:
+            factor = float(t[:-1])
+        except ValueError:
+            raise ConfigError(f"--volume: cannot read {text!r} (examples: 4x, 16GiB)") from None
+        if factor <= 0:
+            raise ConfigError("--volume must be > 0")
+        return int(factor * user_bytes)
+    return parse_bytes(text, "--volume")
+
+
+@command.command("synth")
+@click.option("--pattern", type=click.Choice(PATTERNS), required=True)
+@click.option("--bs", default="4k", show_default=True, help="Request size.")
+@click.option("--volume", default="4x", show_default=True, help="Host bytes to move, or Nx the user capacity.")
+@device_options
+@click.option("--iodepth", type=int, default=32, show_default=True)
+@click.option("--precondition", type=click.Choice(PRECONDITIONS), default="seq", show_default=True)
+@click.option("--rwmix-read", type=float, default=50.0, show_default=True, help="Percent reads (randrw, swap).")
+@click.option("--hot-writes", type=float, default=0.8, show_default=True, help="hotcold: fraction of writes to hot data.")
+@click.option("--hot-fraction", type=float, default=0.2, show_default=True, help="hotcold: hot fraction of the space.")
+@click.option("--no-timing", is_flag=True, help="Pure FTL (WAF only, much faster).")
+@click.option("--window", default=None, help="Timeline window of written bytes.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False), default=None)
+@force_option
+@json_option
+def synth_cmd(pattern, bs, volume, iodepth, precondition, rwmix_read, hot_writes, hot_fraction, no_timing, window,
+              seed, out, force, as_json, **kw):
+    """Run a synthetic fio-like pattern on a simulated SSD.
+
+    Example: swaptrace ssd synth --pattern randwrite --bs 4k --volume 4x --device nvme-tlc --capacity 4GiB --op 0.28
+    """
+    cfg = _split_device(kw)
+    volume_bytes = _parse_volume(volume, cfg.user_bytes)
+    with progressbar(volume_bytes, f"ssd {pattern}") as bar:
+        res = ssd_run.synth(cfg, pattern, bs_bytes=parse_bytes(bs, "--bs"), volume_bytes=volume_bytes,
+                            iodepth=iodepth, precondition=precondition, rwmix_read=rwmix_read, hot_writes=hot_writes,
+                            hot_fraction=hot_fraction, window_bytes=parse_bytes(window, "--window") if window else None,
+                            seed=seed, timing=not no_timing, out=out, force=force, progress=bar.update)
+    echo_summary(res.summary, as_json, _render)
+
+
+@command.command("thesis")
+@device_options
+@click.option("--iodepth", type=int, default=8, show_default=True, help="Queue depth of the read experiment.")
+@click.option("--write-iodepth", type=int, default=32, show_default=True)
+@click.option("--drive-writes", type=float, default=3.0, show_default=True,
+              help="Random-write volume in user capacities.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False), default=None, help="Write the JSON here.")
+@force_option
+@json_option
+def thesis_cmd(iodepth, write_iodepth, drive_writes, seed, out, force, as_json, **kw):
+    """Reproduce the thesis's three SSD effects and print our ratios beside its 1.75x and 4.37x.
+
+    Without device options it uses nvme-tlc scaled to 4 GiB with 1 MiB blocks (about a minute).
+
+    Example: swaptrace ssd thesis --json -o traces/model.json
+    """
+    if all(kw[k] is None for k in _DEVICE_KEYS):
+        cfg = ssd_thesis.default_config()
+    else:
+        cfg = _split_device(kw)
+    if out is not None:
+        AtomicPath(out, force).discard()  # refuse an existing file before the minute of work
+    result = ssd_thesis.run_thesis(cfg, iodepth=iodepth, write_iodepth=write_iodepth, drive_writes=drive_writes,
+                                   seed=seed, log=None if as_json else click.echo)
+    if out is not None:
+        with AtomicPath(out, force) as ap:
+            ap.tmp.write_text(json.dumps(result, indent=2))
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+    else:
+        click.echo("")
+        click.echo(ssd_thesis.render(result))
+
+
+@command.command("devices")
+@json_option
+def devices_cmd(as_json):
+    """List the device presets with their sizes and timings.
+
+    Example: swaptrace ssd devices
+    """
+    rows = {name: cfg.describe() for name, cfg in ssd_config.DEVICES.items()}
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for name, d in rows.items():
+        click.echo(f"{name:<14} {format_bytes(d['user_bytes']):>10} user, OP {d['over_provisioning']:.1%}, "
+                   f"{d['channels']}ch x {d['dies_per_channel']} dies x {d['planes']} planes, "
+                   f"{d['pages_per_block']} x {format_bytes(d['page_bytes'])} pages/block, tR {d['read_us']:g} µs, "
+                   f"tPROG {d['program_us']:g} µs, tBERS {d['erase_us']:g} µs, GC {d['gc_policy']}")

@@ -1,0 +1,272 @@
+"""``swaptrace report``: figures and a markdown summary of a pipeline folder.
+
+Reads whatever the folder holds (the file names of :mod:`swaptrace.stages`)
+and draws one PNG per figure into ``DIR/report/``, then writes
+``report.md`` tying them together with the key numbers. Missing stages are
+skipped and named in the report, so a partial folder still gets a report.
+
+Figures (every axis labelled with units):
+
+==================================== =================================================================
+``rank_frequency.png``               accesses per row and per page by rank, log-log (the Zipf skew)
+``mrc.png``                          LRU miss ratio against memory size, the chosen budget marked
+``request_sizes.png``                swap request-size CDF by op, with the 32 KiB line
+``swap_traffic.png``                 swap bytes read and written per training step
+``ssd_bandwidth.png``, ``ssd_waf.png`` SSD model: bandwidth and WAF against GB written
+``bandwidth_vs_request_size.png``    bandwidth against request size: the SSD model and fio
+``fio_bandwidth_vs_written.png``     fio write bandwidth against GB written on the target
+``emulator_vs_kernel.png``           emulator vs real-kernel capture (when ``kernel.swapio.parquet`` exists)
+==================================== =================================================================
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from swaptrace import stages as S
+from swaptrace.errors import TraceFileError
+from swaptrace.traceio import AtomicPath, open_trace
+from swaptrace.units import format_bytes
+
+#: the thesis's findings, for the side-by-side table (REFERENCE.md section 1)
+THESIS = {"slowdown": "2-5x", "small_requests": "most < 32 KiB", "request_size_gain": 1.75,
+          "sequential_write_gain": 4.37}
+KERNEL_STREAM = "kernel.swapio.parquet"
+
+
+@dataclass
+class Report:
+    """What :func:`build_report` wrote."""
+
+    path: Path
+    figures: list[Path] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    numbers: dict[str, Any] = field(default_factory=dict)
+
+
+class _CsvCurve:
+    """A miss-ratio curve read back from ``mrc.csv`` (sampled sizes), enough for :func:`plot_mrc`."""
+
+    def __init__(self, path: Path, page_bytes: int, method: str = "exact", sample_rate: float = 1.0):
+        with open(path, newline="") as fh:
+            rows = list(csv.DictReader(fh))
+        if not rows:
+            raise TraceFileError(f"{path}: empty miss-ratio curve")
+        self.sizes_pages = np.array([int(r["pages"]) for r in rows], dtype=np.int64)
+        self._ratio = np.array([float(r["miss_ratio"]) for r in rows])
+        self.page_bytes, self.method, self.sample_rate = page_bytes, method, sample_rate
+
+    @property
+    def sizes_bytes(self) -> np.ndarray:
+        return self.sizes_pages * self.page_bytes
+
+    @property
+    def miss_ratio(self) -> np.ndarray:
+        return self._ratio
+
+    def miss_ratio_at(self, pages: int) -> float:
+        return float(np.interp(pages, self.sizes_pages, self._ratio))
+
+
+def _figure(out: Path, name: str, draw: Callable[[Any], Any], report: Report, size=(7, 4)) -> None:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=size)
+    draw(fig)
+    fig.tight_layout()
+    with AtomicPath(out / name) as ap:
+        fig.savefig(ap.tmp, format="png", dpi=110)
+    report.figures.append(out / name)
+
+
+def _try(report: Report, what: str, fn: Callable[[], Any]) -> Any:
+    """Run one part of the report; a missing input is recorded, not fatal."""
+    try:
+        return fn()
+    except (TraceFileError, FileNotFoundError) as exc:
+        report.skipped[what] = str(exc)
+        return None
+
+
+def build_report(folder: str | os.PathLike, out: str | os.PathLike | None = None, *, force: bool = True) -> Report:
+    """Draw every figure the folder's files allow and write ``report.md``.
+
+    Parameters
+    ----------
+    folder : path-like
+        A pipeline folder (``swaptrace run -o DIR``) or any folder holding some
+        of ``access.parquet``, ``mrc.csv``, ``swapio.parquet``, ``ssd.parquet``,
+        ``ssd-thesis.json``, ``fio-run/``, ``kernel.swapio.parquet``.
+    out : path-like, optional
+        Report folder (default ``folder/report``); rewritten whole.
+    """
+    d = Path(folder)
+    if not d.is_dir():
+        raise TraceFileError(f"{d}: not a folder")
+    out_dir = Path(out) if out is not None else d / S.REPORT
+    if out_dir.exists() and not force:
+        raise TraceFileError(f"{out_dir}: exists; pass --force to rewrite it")
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True)
+    report = Report(out_dir / "report.md")
+    n = report.numbers
+
+    access = _try(report, "trace", lambda: open_trace(d / S.ACCESS, "access"))
+    swapio = _try(report, "swap stream", lambda: open_trace(d / S.SWAPIO, "swapio"))
+    if access is not None:
+        n["trace"] = {k: access.meta.get(k) for k in ("preset", "steps", "seed", "footprint_bytes", "rows")}
+        _try(report, "rank-frequency", lambda: _rank_frequency(access, out_dir, report))
+    if (d / S.MRC_CSV).exists() and access is not None:
+        budget = int(swapio.meta["memory_bytes"]) if swapio is not None else None
+        curve = _CsvCurve(d / S.MRC_CSV, access.page_bytes)
+
+        def draw_mrc(fig):
+            from swaptrace.figures.emulate import plot_mrc
+
+            plot_mrc(curve, ax=fig.subplots(), budget_bytes=budget)
+
+        _figure(out_dir, "mrc.png", draw_mrc, report)
+        if budget is not None:
+            n["lru_miss_ratio_at_budget"] = curve.miss_ratio_at(budget // access.page_bytes)
+    else:
+        report.skipped["miss-ratio curve"] = f"{d / S.MRC_CSV}: missing"
+    if swapio is not None:
+        n["swap"] = _swap_numbers(swapio)
+        _figure(out_dir, "request_sizes.png",
+                lambda fig: __import__("swaptrace.figures.emulate", fromlist=["x"]).plot_request_size_cdf(
+                    swapio.path, ax=fig.subplots()), report)
+        _figure(out_dir, "swap_traffic.png",
+                lambda fig: __import__("swaptrace.figures.emulate", fromlist=["x"]).plot_swap_traffic(
+                    swapio.path, ax=fig.subplots()), report)
+    _try(report, "SSD model", lambda: _ssd_parts(d, out_dir, report))
+    _try(report, "fio", lambda: _fio_parts(d, out_dir, report))
+    if (d / KERNEL_STREAM).exists() and swapio is not None:
+        _try(report, "emulator vs kernel", lambda: _kernel_parts(d, out_dir, report))
+    with AtomicPath(report.path) as ap:
+        ap.tmp.write_text(render_markdown(report, d))
+    return report
+
+
+def _rank_frequency(access, out_dir: Path, report: Report) -> None:
+    from swaptrace.figures.generate import plot_rank_frequency
+
+    _figure(out_dir, "rank_frequency.png", lambda fig: plot_rank_frequency(access.path, ax=fig.subplots()), report)
+
+
+def _swap_numbers(swapio) -> dict[str, Any]:
+    summary = swapio.meta.get("summary", {})
+    hist = summary.get("request_size_hist", {})
+    out: dict[str, Any] = {k: summary.get(k) for k in ("faults", "pages_in", "pages_out", "bytes_read",
+                                                       "bytes_written", "readahead_issued", "readahead_hit")}
+    out["memory_bytes"] = swapio.meta.get("memory_bytes")
+    for op in ("read", "write"):
+        h = {int(k): int(v) for k, v in hist.get(op, {}).items()}
+        total = sum(h.values())
+        if total:
+            out[f"{op}_requests"] = total
+            out[f"{op}_small_share"] = sum(v for k, v in h.items() if k < 32 * 1024) / total
+            out[f"{op}_mean_bytes"] = sum(k * v for k, v in h.items()) / total
+    return out
+
+
+def _ssd_parts(d: Path, out_dir: Path, report: Report) -> None:
+    raise FileNotFoundError("SSD figures not wired yet")
+
+
+def _fio_parts(d: Path, out_dir: Path, report: Report) -> None:
+    from swaptrace.figures.fio import plot_bandwidth_vs_written
+    from swaptrace.fio.results import read_results
+
+    run = d / S.FIO_RUN
+    rows, meta = read_results(run)
+    report.numbers["fio"] = {"ratios": meta.get("ratios", {}), "target": (meta.get("run") or {}).get("target")}
+    _figure(out_dir, "fio_bandwidth_vs_written.png", lambda fig: plot_bandwidth_vs_written(run, ax=fig.subplots()),
+            report)
+
+
+def _kernel_parts(d: Path, out_dir: Path, report: Report) -> None:
+    from swaptrace.compare import compare_streams
+    from swaptrace.figures.compare import plot_pages_per_step, plot_request_sizes
+
+    cmp = compare_streams(d / KERNEL_STREAM, d / S.SWAPIO)
+    report.numbers["kernel"] = {"verdict": cmp.verdict, "ks": cmp.ks}
+
+    def draw(fig):
+        grid = fig.add_gridspec(2, 2)
+        plot_pages_per_step(cmp, fig.add_subplot(grid[0, :]))
+        plot_request_sizes(cmp, fig.add_subplot(grid[1, 0]), "read")
+        plot_request_sizes(cmp, fig.add_subplot(grid[1, 1]), "write")
+
+    _figure(out_dir, "emulator_vs_kernel.png", draw, report, size=(11, 7))
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def render_markdown(report: Report, folder: Path) -> str:
+    """The text of ``report.md``."""
+    n = report.numbers
+    lines = [f"# swaptrace report: {folder}", ""]
+    t = n.get("trace")
+    if t:
+        lines += [
+            f"Model **{t.get('preset')}**, {t.get('steps')} training steps (seed {t.get('seed')}): "
+            f"{t.get('rows'):,} page accesses over a footprint of {format_bytes(t.get('footprint_bytes') or 0)}.",
+            "",
+        ]
+    s = n.get("swap")
+    if s:
+        lines += [
+            "## Swap traffic at the DRAM budget",
+            "",
+            f"Budget {format_bytes(s.get('memory_bytes') or 0)}"
+            + (f"; exact-LRU miss ratio there {n['lru_miss_ratio_at_budget']:.3f}." if "lru_miss_ratio_at_budget" in n
+               else "."),
+            "",
+            "| | reads | writes |",
+            "|---|---:|---:|",
+            f"| pages | {s.get('pages_in') or 0:,} | {s.get('pages_out') or 0:,} |",
+            f"| bytes | {format_bytes(s.get('bytes_read') or 0)} | {format_bytes(s.get('bytes_written') or 0)} |",
+            f"| requests | {s.get('read_requests', 0):,} | {s.get('write_requests', 0):,} |",
+            f"| share < 32 KiB | {_pct(s.get('read_small_share'))} | {_pct(s.get('write_small_share'))} |",
+            f"| mean request | {format_bytes(s.get('read_mean_bytes') or 0)} | {format_bytes(s.get('write_mean_bytes') or 0)} |",
+            "",
+        ]
+    if "ssd" in n:
+        lines += ["## SSD model", ""] + [f"- {k}: {v}" for k, v in n["ssd"].items()] + [""]
+    gains = []
+    model = n.get("thesis_model") or {}
+    fio = (n.get("fio") or {}).get("ratios") or {}
+    if model or fio:
+        lines += ["## The thesis's two fio experiments", "",
+                  "| ratio | thesis | SSD model | fio on this machine |", "|---|---:|---:|---:|"]
+        for key, label in (("request_size_gain", "128 KiB vs swap-size requests"),
+                           ("sequential_write_gain", "sequential vs swap-pattern writes")):
+            m, f = model.get(key), fio.get(key)
+            gains.append(key)
+            lines.append(f"| {label} | {THESIS[key]:.2f}x | {'n/a' if m is None else f'{m:.2f}x'} | "
+                         f"{'n/a' if f is None else f'{f:.2f}x'} |")
+        lines += ["", "fio numbers are what this machine's disk (often a virtual disk, not an SSD) measured.", ""]
+    if "kernel" in n:
+        lines += ["## Emulator vs real kernel", "", n["kernel"]["verdict"], ""]
+    lines += ["## Figures", ""]
+    for fig in report.figures:
+        lines += [f"![{fig.stem}]({fig.name})", ""]
+    if report.skipped:
+        lines += ["## Not in this report", ""] + [f"- {k}: {v}" for k, v in report.skipped.items()] + [""]
+    return "\n".join(lines)
+
+
+def load_json(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text())

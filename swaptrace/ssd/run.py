@@ -1,0 +1,301 @@
+"""Drive the SSD model with a swap I/O stream or a synthetic pattern; write the timeline.
+
+Output kind ``ssd-timeline``: one row per window of written volume (see
+:mod:`swaptrace.ssd.simulate`), with the run summary under ``summary`` in the
+file's swaptrace metadata:
+
+==================== ======= ===========================================================
+window               uint32  window number
+host_written_bytes   uint64  host bytes written from the start to the end of the window
+window_write_bytes   uint64  host bytes written in the window
+window_read_bytes    uint64  host bytes read in the window
+flash_write_bytes    uint64  flash bytes programmed in the window (host + GC moves)
+waf                  float64 flash_write_bytes / window_write_bytes
+bandwidth_mb_s       float64 host bytes (read + written) / window's simulated time, MB/s
+write_mb_s, read_mb_s float64 the same for writes and reads alone
+gc_erases            uint64  blocks erased in the window
+requests             uint64  requests completed in the window
+mean_latency_us      float64 mean request latency (issue to completion)
+p99_latency_us       float64 99th percentile request latency
+t_end_us             float64 simulated time at the end of the window
+==================== ======= ===========================================================
+
+Mapping a stream onto the device: swap byte offsets become 4 KiB map units
+from the start of the SSD's user space. If the stream's device (or its largest
+offset) is larger than the SSD's user capacity, ``fit="error"`` (default)
+refuses, ``fit="modulo"`` wraps units modulo the user space, ``fit="scale"``
+multiplies unit numbers by ``user / stream`` (keeps spatial order, merges
+neighbours).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from swaptrace import traceio
+from swaptrace.errors import ConfigError, TraceFileError
+from swaptrace.ssd.config import SSDConfig
+from swaptrace.ssd.simulate import LatencyHistogram, Simulator, WindowCollector, steady_state
+from swaptrace.ssd.workloads import synthetic_requests
+
+TIMELINE_SCHEMA = pa.schema(
+    [
+        ("window", pa.uint32()),
+        ("host_written_bytes", pa.uint64()),
+        ("window_write_bytes", pa.uint64()),
+        ("window_read_bytes", pa.uint64()),
+        ("flash_write_bytes", pa.uint64()),
+        ("waf", pa.float64()),
+        ("bandwidth_mb_s", pa.float64()),
+        ("write_mb_s", pa.float64()),
+        ("read_mb_s", pa.float64()),
+        ("gc_erases", pa.uint64()),
+        ("requests", pa.uint64()),
+        ("mean_latency_us", pa.float64()),
+        ("p99_latency_us", pa.float64()),
+        ("t_end_us", pa.float64()),
+    ]
+)
+traceio.register_kind("ssd-timeline", TIMELINE_SCHEMA)
+
+FITS = ("error", "modulo", "scale")
+
+
+@dataclass(frozen=True)
+class SSDResult:
+    """What one model run produced.
+
+    Attributes
+    ----------
+    path : pathlib.Path or None
+        The timeline file, if one was written.
+    summary : dict
+        Run summary (also stored in the file's metadata).
+    timeline : dict of numpy arrays
+        The timeline columns.
+    """
+
+    path: os.PathLike | None
+    summary: dict[str, Any]
+    timeline: dict[str, np.ndarray]
+
+    @property
+    def waf(self) -> float:
+        return float(self.summary["waf"])
+
+    @property
+    def throughput_mb_s(self) -> float:
+        return float(self.summary["throughput_mb_s"])
+
+
+def simulate_chunks(sim: Simulator, chunks: Iterable[tuple], *, window_bytes: int,
+                    progress: Callable[[int], None] | None = None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Run request chunks ``(op, lpn, npages[, t_us])`` through ``sim``; timeline columns and summary."""
+    cfg = sim.config
+    start = sim.counters()
+    t0 = sim.now_us
+    windows = WindowCollector(window_bytes, cfg.map_bytes, _prev_end_us=t0, _prev_flash=start.flash_write_units,
+                              _prev_erases=start.erases, _max_done=t0)
+    hist = LatencyHistogram()
+    requests = 0
+    for chunk in chunks:
+        op, lpn, npages = chunk[:3]
+        t_us = chunk[3] if len(chunk) > 3 else None
+        res = sim.run(op, lpn, npages, t_us)
+        windows.add(op, npages, res)
+        hist.add(res["latency_us"])
+        requests += len(op)
+        if progress is not None:
+            progress(int(np.sum(npages)) * cfg.map_bytes)
+    sim.finish()
+    windows.flush()
+    c = sim.counters() - start
+    elapsed_us = sim.now_us - t0
+    rows = windows.rows
+    timeline = {name: np.array([r[name] for r in rows], dtype=TIMELINE_SCHEMA.field(name).type.to_pandas_dtype())
+                for name in TIMELINE_SCHEMA.names}
+    bw = [r["bandwidth_mb_s"] for r in rows]
+    host_w = c.host_write_units * cfg.map_bytes
+    host_r = c.host_read_units * cfg.map_bytes
+    summary = {
+        "device": cfg.name,
+        "requests": requests,
+        "host_write_bytes": host_w,
+        "host_read_bytes": host_r,
+        "discard_bytes": c.discard_units * cfg.map_bytes,
+        "flash_write_bytes": c.flash_write_units * cfg.map_bytes,
+        "gc_write_bytes": c.gc_write_units * cfg.map_bytes,
+        "gc_erases": c.erases,
+        "waf": c.waf if c.host_write_units else None,
+        "simulated_time_us": elapsed_us,
+        "throughput_mb_s": (host_w + host_r) / elapsed_us if elapsed_us > 0 else None,
+        "write_mb_s": host_w / elapsed_us if elapsed_us > 0 else None,
+        "read_mb_s": host_r / elapsed_us if elapsed_us > 0 else None,
+        "latency_us": hist.summary(),
+        "windows": len(rows),
+        "fresh_bandwidth_mb_s": bw[0] if bw else None,
+        "steady_state": steady_state(bw),
+    }
+    return timeline, summary
+
+
+def _write_timeline(out, timeline, meta, force) -> os.PathLike:
+    with traceio.TraceWriter(out, "ssd-timeline", meta, force=force) as w:
+        w.write(**timeline)
+    return w.path
+
+
+def _default_window(total_bytes: int, user_bytes: int) -> int:
+    # ~64 windows over the run, never below 1 MiB
+    return max(1 << 20, int(total_bytes // 64) or user_bytes // 16)
+
+
+def synth(config: SSDConfig, pattern: str, *, bs_bytes: int = 4096, volume_bytes: int | None = None,
+          iodepth: int = 32, precondition: str = "seq", rwmix_read: float = 50.0, hot_writes: float = 0.8,
+          hot_fraction: float = 0.2, window_bytes: int | None = None, seed: int = 0, timing: bool = True,
+          out: os.PathLike | None = None, force: bool = False,
+          progress: Callable[[int], None] | None = None) -> SSDResult:
+    """Run a synthetic pattern (see :mod:`swaptrace.ssd.workloads`) on a device.
+
+    Parameters
+    ----------
+    config : SSDConfig
+        The device.
+    pattern : str
+        ``write``, ``read``, ``randwrite``, ``randread``, ``randrw``, ``swap`` or ``hotcold``.
+    bs_bytes : int
+        Request size.
+    volume_bytes : int, optional
+        Host bytes to move; default 4x the user capacity.
+    iodepth : int
+        Outstanding requests.
+    precondition : str
+        ``none``, ``seq`` or ``seq+rand`` (untimed, before the run).
+    window_bytes : int, optional
+        Timeline window; default ~1/64 of the volume.
+    timing : bool
+        Off: pure FTL (WAF only; bandwidth and latency are not computed).
+    out : path, optional
+        Timeline Parquet file to write.
+    """
+    volume_bytes = volume_bytes or 4 * config.user_bytes
+    sim = Simulator(config, timing=timing, iodepth=iodepth, seed=seed)
+    sim.precondition(precondition, seed=seed)
+    chunks = synthetic_requests(pattern, user_units=config.user_units, map_bytes=config.map_bytes, bs_bytes=bs_bytes,
+                                volume_bytes=volume_bytes, rwmix_read=rwmix_read, hot_writes=hot_writes,
+                                hot_fraction=hot_fraction, seed=seed + 1)
+    window_bytes = window_bytes or _default_window(volume_bytes, config.user_bytes)
+    timeline, summary = simulate_chunks(sim, chunks, window_bytes=window_bytes, progress=progress)
+    params = {"pattern": pattern, "bs_bytes": bs_bytes, "volume_bytes": volume_bytes, "iodepth": iodepth,
+              "precondition": precondition, "rwmix_read": rwmix_read, "hot_writes": hot_writes,
+              "hot_fraction": hot_fraction, "window_bytes": window_bytes, "seed": seed, "timing": timing}
+    summary["precondition"] = precondition
+    path = None
+    if out is not None:
+        meta = {"page_bytes": config.map_bytes, "source": "synthetic", "device": config.describe(),
+                "params": params, "summary": summary}
+        path = _write_timeline(out, timeline, meta, force)
+    return SSDResult(path, summary, timeline)
+
+
+def _map_units(offset: np.ndarray, length: np.ndarray, map_bytes: int, user_units: int, stream_units: int,
+               fit: str) -> tuple[np.ndarray, np.ndarray]:
+    first = (offset // map_bytes).astype(np.int64)
+    last = -(-(offset.astype(np.int64) + length.astype(np.int64)) // map_bytes)
+    npages = np.maximum(last - first, 1)
+    if fit == "scale" and stream_units > user_units:
+        first = (first * user_units) // stream_units
+        npages = np.maximum((npages * user_units) // stream_units, 1)
+    elif fit == "modulo":
+        first = first % user_units
+    npages = np.minimum(npages, user_units)
+    first = np.minimum(first, user_units - npages)
+    return first, npages
+
+
+def replay(stream: os.PathLike, config: SSDConfig, *, out: os.PathLike | None = None, iodepth: int = 32,
+           use_timestamps: bool = False, precondition: str = "seq", fit: str = "error",
+           window_bytes: int | None = None, seed: int = 0, force: bool = False,
+           progress: Callable[[int], None] | None = None) -> SSDResult:
+    """Replay a swap I/O stream (kind ``swapio``) on a simulated SSD.
+
+    Parameters
+    ----------
+    stream : path
+        The swapio Parquet file.
+    config : SSDConfig
+        The device.
+    out : path, optional
+        Timeline Parquet file (kind ``ssd-timeline``) to write.
+    iodepth : int
+        Outstanding requests (closed loop); 0 = unlimited with ``use_timestamps``.
+    use_timestamps : bool
+        Issue requests no earlier than the stream's ``t_us``.
+    precondition : str
+        ``none``, ``seq`` (default; full drive) or ``seq+rand``.
+    fit : str
+        ``error``, ``modulo`` or ``scale``: what to do when the stream's device
+        is larger than the SSD's user capacity (module docstring).
+    window_bytes : int, optional
+        Timeline window; default ~1/64 of the stream's written bytes.
+
+    Raises
+    ------
+    TraceFileError
+        Not a swapio file.
+    ConfigError
+        Stream larger than the device (with ``fit="error"``), bad option.
+    """
+    if fit not in FITS:
+        raise ConfigError(f"unknown --fit {fit!r}; choose from {', '.join(FITS)}")
+    tf = traceio.open_trace(stream, "swapio")
+    meta = tf.meta
+    device_bytes = int(meta.get("device_bytes") or 0)
+    if device_bytes <= 0:
+        # no declared size: the largest byte touched
+        device_bytes = 0
+        for b in tf.iter_batches(["offset", "length"]):
+            if len(b["offset"]):
+                device_bytes = max(device_bytes, int((b["offset"].astype(np.int64) + b["length"]).max()))
+    stream_units = -(-device_bytes // config.map_bytes)
+    if stream_units > config.user_units and fit == "error":
+        raise ConfigError(
+            f"{stream}: swap device of {device_bytes} bytes is larger than the SSD's user capacity "
+            f"({config.user_bytes} bytes); use --capacity, or --fit modulo|scale")
+    summ = meta.get("summary") or {}
+    written = int(summ.get("bytes_written") or 0)
+    window_bytes = window_bytes or _default_window(written or device_bytes, config.user_bytes)
+    sim = Simulator(config, timing=True, iodepth=iodepth, use_timestamps=use_timestamps, seed=seed)
+    sim.precondition(precondition, seed=seed)
+
+    def chunks():
+        for b in tf.iter_batches(["t_us", "op", "offset", "length"]):
+            lpn, npages = _map_units(b["offset"], b["length"], config.map_bytes, config.user_units, stream_units, fit)
+            yield b["op"].astype(np.int8), lpn, npages, b["t_us"].astype(np.float64)
+
+    timeline, summary = simulate_chunks(sim, chunks(), window_bytes=window_bytes, progress=progress)
+    summary["precondition"] = precondition
+    summary["stream"] = str(stream)
+    params = {"iodepth": iodepth, "use_timestamps": use_timestamps, "precondition": precondition, "fit": fit,
+              "window_bytes": window_bytes, "seed": seed}
+    path = None
+    if out is not None:
+        out_meta = {"page_bytes": config.map_bytes, "source": "swapio", "stream": str(stream),
+                    "stream_device_bytes": device_bytes, "device": config.describe(), "params": params,
+                    "summary": summary}
+        path = _write_timeline(out, timeline, out_meta, force)
+    return SSDResult(path, summary, timeline)
+
+
+def read_timeline(path: os.PathLike) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Columns and metadata of an ``ssd-timeline`` file."""
+    tf = traceio.open_trace(path, "ssd-timeline")
+    if tf.kind != "ssd-timeline":
+        raise TraceFileError(f"{path}: not an ssd-timeline file")
+    return tf.read_all(), tf.meta

@@ -1,0 +1,88 @@
+"""The whole pipeline on the `tiny` preset, end to end, and the report's figures."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from click.testing import CliRunner
+
+from swaptrace import stages as S
+from swaptrace.cli import cli
+from swaptrace.traceio import open_trace
+
+pytestmark = pytest.mark.slow
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """One pipeline run shared by the tests below (fio on a small file when fio exists)."""
+    folder = tmp_path_factory.mktemp("pipeline") / "tiny"
+    target = folder.parent / "fio-target.dat"
+    args = ["run", "--preset", "tiny", "--steps", "20", "-o", str(folder), "--fio-target", str(target),
+            "--fio-size", "32MiB", "--fio-runtime", "1", "--device", "femu-default"]
+    if shutil.which("fio") is None:
+        args.append("--no-fio")
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    return folder, result
+
+
+def test_every_stage_output_exists_with_its_kind(tiny_run):
+    folder, _ = tiny_run
+    assert open_trace(folder / S.ACCESS).kind == "access"
+    assert open_trace(folder / S.SWAPIO).kind == "swapio"
+    assert open_trace(folder / S.SSD).kind == "ssd-timeline"
+    header = (folder / S.MRC_CSV).read_text().splitlines()[0]
+    assert header.startswith("memory_bytes,pages,miss_ratio")
+    thesis = json.loads((folder / S.THESIS).read_text())
+    assert thesis["request_size_gain"] > 1 and thesis["sequential_write_gain"] > 1
+    if shutil.which("fio") is not None:
+        assert (folder / S.FIO_JOBS / "manifest.json").exists()
+        assert open_trace(folder / S.FIO_RUN / "results.parquet").kind == "fio-results"
+    manifest = json.loads((folder / "pipeline.json").read_text())
+    assert {"generate", "mrc", "emulate", "ssd", "report"} <= set(manifest)
+
+
+def test_report_has_every_figure_as_png(tiny_run):
+    folder, _ = tiny_run
+    report = folder / S.REPORT
+    text = (report / "report.md").read_text()
+    expected = ["rank_frequency", "mrc", "request_sizes", "swap_traffic", "ssd_bandwidth", "ssd_waf",
+                "bandwidth_vs_request_size"]
+    if shutil.which("fio") is not None:
+        expected.append("fio_bandwidth_vs_written")
+    for name in expected:
+        png = report / f"{name}.png"
+        assert png.read_bytes()[:8] == PNG_MAGIC, name
+        assert f"({name}.png)" in text, name
+    assert "share < 32 KiB" in text
+
+
+def test_rerun_skips_unchanged_stages_and_redoes_changed_ones(tiny_run):
+    folder, _ = tiny_run
+    runner = CliRunner()
+    base = ["run", "--preset", "tiny", "--steps", "20", "-o", str(folder), "--no-fio", "--device", "femu-default"]
+    again = runner.invoke(cli, base)
+    assert again.exit_code == 0, again.output
+    assert "generate: up to date" in again.output and "emulate: up to date" in again.output
+    changed = runner.invoke(cli, base + ["--memory-fraction", "0.3"])
+    assert changed.exit_code == 0, changed.output
+    assert "generate: up to date" in changed.output
+    assert "emulate: done" in changed.output
+    assert open_trace(folder / S.SWAPIO).meta["memory_bytes"] < open_trace(folder / S.ACCESS).meta["footprint_bytes"] * 0.31
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--preset", "no-such-model"], ["--steps", "-3"], ["--memory", "1GiB", "--memory-fraction", "0.5"],
+     ["--memory", "lots"]],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args):
+    result = CliRunner().invoke(cli, ["run", "-o", str(tmp_path / "x"), "--no-fio", *args])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
