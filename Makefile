@@ -7,7 +7,7 @@ SWAPTRACE := $(VENV)/bin/swaptrace
 STAMP := $(VENV)/.installed
 
 PRESET ?= demo
-STEPS ?= 200
+STEPS ?=
 SEED ?= 0
 MEMORY ?=
 FRACTION ?= 0.5
@@ -47,7 +47,7 @@ demo: setup
 
 trace: $(ACCESS)
 $(ACCESS): | $(STAMP)
-	$(SWAPTRACE) generate --preset $(PRESET) --steps $(STEPS) --seed $(SEED) -o $@ --force
+	$(SWAPTRACE) generate --preset $(PRESET) $(if $(STEPS),--steps $(STEPS)) --seed $(SEED) -o $@ --force
 
 mrc: $(OUT)/mrc.csv
 $(OUT)/mrc.csv: $(ACCESS)

@@ -22,15 +22,20 @@ probability f, the previous step's freshly drawn index at the same position
 ``dedup="step"`` drops a read (write) of a page already read (written) in
 the same step.
 
-Randomness comes from counter-based streams keyed by ``(seed, step, table)``
-(:mod:`swaptrace._kernels.zipf`), so steps ``[0, k)`` and ``[k, n)``
-generated separately and concatenated equal steps ``[0, n)``. Memory depends
-on the step size and the model's page count, never on the number of steps.
+Randomness comes from SplitMix64 streams keyed by ``(seed, step, table,
+lane)`` (:mod:`swaptrace._kernels.zipf`): lane 0 draws a step's bag sizes,
+and each block of 4096 lookups draws its ranks (and reuse decisions) on its
+own lane, so blocks run in parallel. Hence steps ``[0, k)`` and ``[k, n)``
+generated separately and concatenated equal steps ``[0, n)``, whatever the
+number of threads. Memory depends on the step size and the model's page
+count, never on the number of steps.
 """
 
 from __future__ import annotations
 
 import os
+import queue
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -118,19 +123,91 @@ def _check_options(steps: int, seed: int, first_step: int, reuse: float, dedup: 
         raise ConfigError("; ".join(errors))
 
 
-def _buffers(rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    return (np.empty(rows, dtype=np.uint32), np.empty(rows, dtype=np.uint64), np.empty(rows, dtype=np.bool_),
-            np.empty(rows, dtype=np.uint16))
+class _Out:
+    """The reused output buffers of ``_chunks`` and how many rows they hold."""
+
+    def __init__(self, rows: int):
+        self.allocate(rows)
+        self.filled = 0
+
+    def allocate(self, rows: int) -> None:
+        self.cap = rows
+        self.step = np.empty(rows, dtype=np.uint32)
+        self.page = np.empty(rows, dtype=np.uint64)
+        self.write = np.empty(rows, dtype=np.bool_)
+        self.region = np.empty(rows, dtype=np.uint16)
+
+    @property
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        return self.step, self.page, self.write, self.region
+
+    def take(self) -> tuple[np.ndarray, ...]:
+        """Views of the filled rows; the buffers are reused from the start afterwards."""
+        n, self.filled = self.filled, 0
+        return self.step[:n], self.page[:n], self.write[:n], self.region[:n]
+
+
+def _emit_serial(plan: _Plan, out: _Out, step0: int, nsteps: int, idx, uniq, lens, ulens, stamp, seen):
+    """Emit a drawn batch in order, one core (needed by de-duplication); yields when the buffer is full."""
+    lay = plan.layout
+    cursor = np.zeros(4, dtype=np.int64)
+    while cursor[0] < nsteps:
+        out.filled = _emit(cursor, np.int64(step0), np.int64(nsteps), idx, uniq, lens, ulens, plan.tbl_off,
+                           np.int64(plan.stride), np.int64(lay.page_shift), lay.table_first_byte,
+                           lay.table_row_bytes, lay.table_region, lay.state_first_byte, lay.state_row_bytes,
+                           lay.state_array_bytes, lay.state_region, np.int64(lay.state_arrays),
+                           *(np.int64(v) for v in plan.mlp), *(np.int64(v) for v in plan.mlp_state),
+                           *(np.int64(v) for v in plan.scratch), np.int64(plan.item_max), True, stamp,
+                           seen.size > 1, seen, np.int64(out.filled), *out.arrays)
+        if cursor[0] < nsteps or out.filled + plan.item_max > out.cap:
+            yield out.take()
+
+
+def _emit_parallel(plan: _Plan, out: _Out, step0: int, nsteps: int, idx, uniq, lens, ulens, seen):
+    """Emit a drawn batch on all cores: cut into segments in program order, each core writes a run of them."""
+    lay = plan.layout
+    shift = np.int64(lay.page_shift)
+    seg_args = (np.int64(nsteps), np.int64(len(plan.n_rows)), lens, ulens, np.int64(SEGMENT_ITEMS),
+                np.int64(plan.mlp[1]), np.int64(plan.mlp_state[1]), np.int64(plan.scratch[1]))
+    n_seg = _segments(*seg_args, False, np.empty((0, 5), dtype=np.int64))
+    segs = np.empty((n_seg, 5), dtype=np.int64)
+    _segments(*seg_args, True, segs)
+    counts = np.empty(n_seg, dtype=np.int64)
+    _count_segments(segs, idx, uniq, plan.tbl_off, np.int64(plan.stride), shift, lay.table_first_byte,
+                    lay.table_row_bytes, lay.state_first_byte, lay.state_row_bytes, lay.state_array_bytes,
+                    np.int64(lay.state_arrays), counts)
+    offsets = np.zeros(n_seg + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    n_chunks = np.int64(4 * numba.get_num_threads())
+    j = 0
+    while j < n_seg:
+        last = int(np.searchsorted(offsets, offsets[j] + (out.cap - out.filled), side="right")) - 1
+        if last <= j:
+            if out.filled:
+                yield out.take()
+            else:  # one segment larger than the buffer (rows of many pages): grow it
+                out.allocate(int(counts[j]))
+            continue
+        _emit_segments(segs, np.int64(j), np.int64(last), offsets, np.int64(out.filled), n_chunks, np.int64(step0),
+                       idx, uniq, plan.tbl_off, np.int64(plan.stride), shift, lay.table_first_byte,
+                       lay.table_row_bytes, lay.table_region, lay.state_first_byte, lay.state_row_bytes,
+                       lay.state_array_bytes, lay.state_region, np.int64(lay.state_arrays), np.int64(plan.mlp[0]),
+                       np.int64(plan.mlp[2]), np.int64(plan.mlp_state[0]), np.int64(plan.mlp_state[2]),
+                       np.int64(plan.scratch[0]), np.int64(plan.scratch[2]), seen.size > 1, seen, *out.arrays)
+        out.filled += int(offsets[last] - offsets[j])
+        j = last
+        if j < n_seg:
+            yield out.take()
 
 
 def _chunks(plan: _Plan, steps: int, first_step: int, reuse: float, dedup: bool, chunk_rows: int,
             seen: np.ndarray, progress: Callable[[int], Any] | None) -> Iterator[tuple[np.ndarray, ...]]:
     """Yield (step, page, write, region) views into reused buffers, in program order.
 
-    ``seen`` (one byte per page, or a 1-element dummy to skip the bookkeeping)
-    gets a 1 at every page touched.
+    Steps are drawn in batches (at most :data:`DRAW_BUDGET` lookups), then
+    emitted. ``seen`` (one byte per page, or a 1-element dummy to skip the
+    bookkeeping) gets a 1 at every page touched.
     """
-    lay = plan.layout
     n_tables = len(plan.n_rows)
     k_max = max(1, min(steps, DRAW_BUDGET // max(plan.stride, 1)))
     fresh = np.empty(k_max * plan.stride, dtype=np.int64)
@@ -141,12 +218,12 @@ def _chunks(plan: _Plan, steps: int, first_step: int, reuse: float, dedup: bool,
     prev_fresh = np.empty(plan.stride if reuse > 0 else 0, dtype=np.int64)
     prev_lens = np.zeros(n_tables, dtype=np.int64)
     have_prev = False
-    seed = np.uint64(plan.seed)
 
     def draw(step0: int, nsteps: int, rf: float, fr, ix, un, ln, uln) -> None:
-        _draw(seed, np.int64(step0), np.int64(nsteps), np.int64(plan.batch), plan.n_rows, plan.zs, plan.zh_x1,
-              plan.zh_n, plan.zbig_s, plan.sa, plan.sb, plan.scatter, plan.bag_vals, plan.bag_cdf, plan.bag_off,
-              plan.tbl_off, np.int64(plan.stride), float(rf), prev_fresh, prev_lens, have_prev, fr, ix, un, ln, uln)
+        _draw(np.uint64(plan.seed), np.int64(step0), np.int64(nsteps), np.int64(plan.batch), plan.n_rows, plan.zs,
+              plan.zh_x1, plan.zh_n, plan.zbig_s, plan.sa, plan.sb, plan.scatter, plan.bag_vals, plan.bag_cdf,
+              plan.bag_off, plan.tbl_off, np.int64(plan.stride), float(rf), prev_fresh, prev_lens, have_prev, fr,
+              ix, un, ln, uln)
 
     if reuse > 0 and first_step > 0:
         # the step before the range: only its fresh draws are needed
@@ -154,72 +231,18 @@ def _chunks(plan: _Plan, steps: int, first_step: int, reuse: float, dedup: bool,
              np.zeros(n_tables, dtype=np.int64))
         have_prev = True
 
-    cap = max(chunk_rows, plan.item_max)
-    out_step, out_page, out_write, out_region = _buffers(cap)
-    shift = np.int64(lay.page_shift)
-    track = seen.size > 1
-    n_chunks = np.int64(4 * numba.get_num_threads())
-    if dedup:
-        stamp = np.zeros((2, lay.footprint_pages), dtype=np.uint32)
-    else:
-        stamp = np.zeros((2, 1), dtype=np.uint32)
-    cursor = np.zeros(4, dtype=np.int64)
-    filled = 0
+    out = _Out(max(chunk_rows, plan.item_max))
+    # last step (+1) each page was read / written in, for de-duplication
+    stamp = np.zeros((2, plan.layout.footprint_pages if dedup else 1), dtype=np.uint32)
     done = 0
     while done < steps:
         nsteps = min(k_max, steps - done)
         step0 = first_step + done
         draw(step0, nsteps, reuse, fresh, idx, uniq, lens, ulens)
         if dedup:
-            # serial path: de-duplication needs the accesses in order
-            cursor[:] = 0
-            while cursor[0] < nsteps:
-                filled = _emit(cursor, np.int64(step0), np.int64(nsteps), idx, uniq, lens, ulens, plan.tbl_off,
-                               np.int64(plan.stride), shift, lay.table_first_byte, lay.table_row_bytes,
-                               lay.table_region, lay.state_first_byte, lay.state_row_bytes, lay.state_array_bytes,
-                               lay.state_region, np.int64(lay.state_arrays), *(np.int64(v) for v in plan.mlp),
-                               *(np.int64(v) for v in plan.mlp_state), *(np.int64(v) for v in plan.scratch),
-                               np.int64(plan.item_max), dedup, stamp, track, seen, np.int64(filled), out_step,
-                               out_page, out_write, out_region)
-                if cursor[0] < nsteps or filled + plan.item_max > cap:
-                    yield out_step[:filled], out_page[:filled], out_write[:filled], out_region[:filled]
-                    filled = 0
+            yield from _emit_serial(plan, out, step0, nsteps, idx, uniq, lens, ulens, stamp, seen)
         else:
-            # parallel path: the batch cut into segments in program order; each core emits a run of them
-            seg_args = (np.int64(nsteps), np.int64(n_tables), lens, ulens, np.int64(SEGMENT_ITEMS),
-                        np.int64(plan.mlp[1]), np.int64(plan.mlp_state[1]), np.int64(plan.scratch[1]))
-            n_seg = _segments(*seg_args, False, np.empty((0, 5), dtype=np.int64))
-            segs = np.empty((n_seg, 5), dtype=np.int64)
-            _segments(*seg_args, True, segs)
-            counts = np.empty(n_seg, dtype=np.int64)
-            _count_segments(segs, idx, uniq, plan.tbl_off, np.int64(plan.stride), shift, lay.table_first_byte,
-                            lay.table_row_bytes, lay.state_first_byte, lay.state_row_bytes, lay.state_array_bytes,
-                            np.int64(lay.state_arrays), counts)
-            offsets = np.zeros(n_seg + 1, dtype=np.int64)
-            np.cumsum(counts, out=offsets[1:])
-            j = 0
-            while j < n_seg:
-                last = int(np.searchsorted(offsets, offsets[j] + (cap - filled), side="right")) - 1
-                if last <= j:
-                    if filled:
-                        yield out_step[:filled], out_page[:filled], out_write[:filled], out_region[:filled]
-                        filled = 0
-                    else:  # one segment larger than the buffer (rows of many pages): grow it
-                        cap = int(counts[j])
-                        out_step, out_page, out_write, out_region = _buffers(cap)
-                    continue
-                _emit_segments(segs, np.int64(j), np.int64(last), offsets, np.int64(filled), n_chunks,
-                               np.int64(step0), idx, uniq, plan.tbl_off, np.int64(plan.stride), shift,
-                               lay.table_first_byte, lay.table_row_bytes, lay.table_region, lay.state_first_byte,
-                               lay.state_row_bytes, lay.state_array_bytes, lay.state_region,
-                               np.int64(lay.state_arrays), np.int64(plan.mlp[0]), np.int64(plan.mlp[2]),
-                               np.int64(plan.mlp_state[0]), np.int64(plan.mlp_state[2]), np.int64(plan.scratch[0]),
-                               np.int64(plan.scratch[2]), track, seen, out_step, out_page, out_write, out_region)
-                filled += int(offsets[last] - offsets[j])
-                j = last
-                if j < n_seg:
-                    yield out_step[:filled], out_page[:filled], out_write[:filled], out_region[:filled]
-                    filled = 0
+            yield from _emit_parallel(plan, out, step0, nsteps, idx, uniq, lens, ulens, seen)
         if reuse > 0:
             last = nsteps - 1
             prev_fresh[:] = fresh[last * plan.stride:(last + 1) * plan.stride]
@@ -228,8 +251,8 @@ def _chunks(plan: _Plan, steps: int, first_step: int, reuse: float, dedup: bool,
         done += nsteps
         if progress is not None:
             progress(nsteps)
-    if filled:
-        yield out_step[:filled], out_page[:filled], out_write[:filled], out_region[:filled]
+    if out.filled:
+        yield out.take()
 
 
 def _prepare(spec: ModelSpec | str | os.PathLike, *, steps: int, seed: int, first_step: int, page_bytes: int,
@@ -319,6 +342,45 @@ def generate_arrays(spec: ModelSpec | str, *, steps: int, **options: Any) -> dic
     return {n: np.concatenate([p[n] for p in parts]) for n in names}
 
 
+class _BackgroundWriter:
+    """Compress and write chunks on a second thread while the kernels make the next ones.
+
+    The numba kernels release the GIL and so does pyarrow's Parquet encoder, so
+    the two overlap; at most ``depth`` chunks wait, which bounds memory. An
+    error on the writing thread is raised in the caller at the next ``write``
+    or on exit.
+    """
+
+    def __init__(self, writer: TraceWriter, depth: int = 2):
+        self._writer = writer
+        self._queue: queue.Queue = queue.Queue(maxsize=depth)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._work, name="swaptrace-writer", daemon=True)
+
+    def _work(self) -> None:
+        while (item := self._queue.get()) is not None:
+            if self._error is None:
+                try:
+                    self._writer.write(**item)
+                except BaseException as exc:  # re-raised on the caller's thread
+                    self._error = exc
+
+    def write(self, **columns: np.ndarray) -> None:
+        if self._error is not None:
+            raise self._error
+        self._queue.put(columns)
+
+    def __enter__(self) -> _BackgroundWriter:
+        self._thread.start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self._queue.put(None)
+        self._thread.join()
+        if exc_type is None and self._error is not None:
+            raise self._error
+
+
 def generate_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int | None = None, seed: int = 0,
                    first_step: int = 0, page_bytes: int = 4096, alpha: float | None = None,
                    optimizer: str | None = None, scatter: bool = True, reuse: float = 0.0,
@@ -387,11 +449,12 @@ def generate_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int 
     region_counts = np.zeros(len(layout.regions), dtype=np.int64)
     writes = 0
     with TraceWriter(out, "access", meta, force=force) as writer:
-        for st, pg, wr, rg in _chunks(plan, steps, first_step, reuse, dedup == "step", DEFAULT_ROW_GROUP, seen,
-                                      progress):
-            writer.write(step=st, page=pg, write=wr, region=rg)
-            writes += int(np.count_nonzero(wr))
-            region_counts += np.bincount(rg, minlength=len(region_counts))
+        with _BackgroundWriter(writer) as background:
+            for st, pg, wr, rg in _chunks(plan, steps, first_step, reuse, dedup == "step", DEFAULT_ROW_GROUP, seen,
+                                          progress):
+                background.write(step=st.copy(), page=pg.copy(), write=wr.copy(), region=rg.copy())
+                writes += int(np.count_nonzero(wr))
+                region_counts += np.bincount(rg, minlength=len(region_counts))
         writer.metadata["summary"] = {
             "accesses": writer.rows,
             "reads": writer.rows - writes,

@@ -90,9 +90,10 @@ def _open(trace):
 
 def _tree_state(footprint: int, capacity: int | None = None):
     cap = int(capacity or 2 * footprint + 64)
-    last = np.full(footprint, -1, np.int64)
-    page_at = np.full(cap, -1, np.int64)
-    tree = np.zeros(cap + 1, np.int64)
+    # int32: half the cache footprint of int64 (counts and times stay below 2**31 for any footprint we handle)
+    last = np.full(footprint, -1, np.int32)
+    page_at = np.full(cap, -1, np.int32)
+    tree = np.zeros(cap + 1, np.int32)
     reg = np.zeros(8, np.int64)
     return last, page_at, tree, reg
 

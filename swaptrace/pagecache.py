@@ -55,6 +55,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -256,6 +257,19 @@ def _add_hist(hist: dict[str, dict[int, int]], op: np.ndarray, length: np.ndarra
             h[size] = h.get(size, 0) + count
 
 
+def _prefetch(batches: Iterator[Any]) -> Iterator[Any]:
+    """Decode the next Parquet batch in a thread while the caller works on the current one."""
+    with ThreadPoolExecutor(1) as pool:
+        it = iter(batches)
+        ahead = pool.submit(next, it, None)
+        while True:
+            batch = ahead.result()
+            if batch is None:
+                return
+            ahead = pool.submit(next, it, None)
+            yield batch
+
+
 def _open_access(trace: str | os.PathLike) -> TraceFile:
     return open_trace(trace, kind="access")
 
@@ -366,10 +380,16 @@ def emulate(
         "trace": str(tf.path),
         "params": params,
     }
-    with TraceWriter(out, "swapio", out_meta, force=force) as writer:
-        for batch in tf.iter_batches(columns=["step", "page", "write"], batch_rows=chunk_rows):
+    # Parquet encoding runs in a second thread while the (GIL-free) kernel goes on; one batch in flight.
+    with TraceWriter(out, "swapio", out_meta, force=force) as writer, ThreadPoolExecutor(1) as pool:
+        pending = None
+        for batch in _prefetch(tf.iter_batches(columns=["step", "page", "write"], batch_rows=chunk_rows)):
             for rows in emu.feed(batch["page"], batch["write"], batch["step"], progress=progress):
-                writer.write(**rows)
+                if pending is not None:
+                    pending.result()
+                pending = pool.submit(writer.write, **rows)
+        if pending is not None:
+            pending.result()
         summary = emu.summary()
         writer.metadata["summary"] = summary
     return _result(writer.path, summary, cfg, params)
@@ -417,6 +437,7 @@ class Emulator:
         )
         self.hist = _new_hist()
         self.first_step = first_step
+        self.nsteps = len(step_counts)
         if cfg.initial_state == "swapped":
             _preload(self.state, regions or [], cfg)
 
@@ -424,19 +445,22 @@ class Emulator:
              progress: Callable[[int], None] | None = None) -> Iterator[dict[str, np.ndarray]]:
         """Process one chunk of accesses; yield the swap I/O rows as column dicts as they fill up."""
         st, cfg = self.state, self.cfg
-        pages = np.ascontiguousarray(pages, dtype=np.int64)
+        pages = np.ascontiguousarray(pages)
+        pages = pages.view(np.int64) if pages.dtype == np.uint64 else pages.astype(np.int64, copy=False)
+        if not pages.flags.writeable:  # Arrow's zero-copy buffers: one kernel signature for all callers
+            pages = pages.copy()
         steps = np.ascontiguousarray(steps, dtype=np.int64)
         writes = np.ascontiguousarray(writes, dtype=np.bool_)
-        if pages.size:
-            if pages.min() < 0 or pages.max() >= self.footprint_pages:
-                raise ConfigError(f"page {int(pages.max())} is outside the footprint of {self.footprint_pages} pages")
-            rel = steps - self.first_step
-            if rel.min() < 0 or rel.max() >= st.step_n.size:
-                raise ConfigError(f"step {int(steps.max())} is outside the trace's steps")
         i = 0
         while i < pages.size:
-            j = _run(st, pages, writes, steps, i)
-            if st.reg[ks.R_ERROR] == ks.ERR_SWAP_FULL:
+            j = _run(st.b, st.m, st.f, pages, writes, steps, i)
+            error = st.reg[ks.R_ERROR]
+            if error == ks.ERR_BAD_PAGE:
+                raise ConfigError(f"page {int(pages[j])} is outside the footprint of {self.footprint_pages} pages")
+            if error == ks.ERR_BAD_STEP:
+                raise ConfigError(f"step {int(steps[j])} is outside the trace's steps "
+                                  f"{self.first_step}..{self.first_step + self.nsteps - 1}")
+            if error == ks.ERR_SWAP_FULL:
                 raise ConfigError(
                     f"swap is full: the device of {format_bytes(cfg.nslots * cfg.page_bytes)} "
                     f"({cfg.nslots - 1} usable slots) cannot hold the pages evicted from a "
@@ -451,20 +475,9 @@ class Emulator:
             i = j
 
     def _take_rows(self) -> dict[str, np.ndarray] | None:
-        st = self.state
-        n = int(st.reg[ks.R_OUT_N])
-        if n == 0:
-            return None
-        rows = {
-            "t_us": st.out_t[:n].copy(),
-            "step": st.out_step[:n].copy(),
-            "op": st.out_op[:n].copy(),
-            "offset": st.out_off[:n].copy(),
-            "length": st.out_len[:n].copy(),
-            "cause": st.out_cause[:n].copy(),
-        }
-        _add_hist(self.hist, rows["op"], rows["length"])
-        st.reg[ks.R_OUT_N] = 0
+        rows = self.state.take_rows()
+        if rows is not None:
+            _add_hist(self.hist, rows["op"], rows["length"])
         return rows
 
     def summary(self) -> dict[str, Any]:
@@ -481,7 +494,7 @@ def _preload(st: ks.EmuState, regions: list[dict[str, Any]], cfg: EmulatorConfig
     if not chosen:
         return
     pages = np.unique(np.concatenate(chosen))
-    _preload_swapped(st, pages)
+    _preload_swapped(st.b, st.m, pages)
     if st.reg[ks.R_ERROR] == ks.ERR_SWAP_FULL:
         raise ConfigError(
             f"swap is full: {pages.size} table pages do not fit in {cfg.nslots - 1} usable slots; give a larger --swap-bytes"

@@ -59,10 +59,11 @@ class PipelineOptions:
     memory_fraction: float | None = 0.5
     policy: str = "linux"
     readahead: str = "vma"
-    device: str = "mqsim-default"
+    device: str = "nvme-tlc"
+    ssd_capacity_bytes: int | None = None
     fio: bool = True
     fio_target: str | None = None
-    fio_size_bytes: int = 256 << 20
+    fio_size_bytes: int = 512 << 20
     fio_runtime_s: int = 5
     thesis: bool = True
 

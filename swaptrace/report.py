@@ -180,7 +180,56 @@ def _swap_numbers(swapio) -> dict[str, Any]:
 
 
 def _ssd_parts(d: Path, out_dir: Path, report: Report) -> None:
-    raise FileNotFoundError("SSD figures not wired yet")
+    from swaptrace.figures import ssd as F
+    from swaptrace.ssd.run import read_timeline
+
+    if (d / S.SSD).exists():
+        timeline, meta = read_timeline(d / S.SSD)
+        summary = meta.get("summary", {})
+        bw = timeline["bandwidth_mb_s"]
+        report.numbers["ssd"] = {
+            "device": _device_text(meta.get("device") or {}),
+            "WAF": f"{summary.get('waf', float('nan')):.2f}",
+            "throughput": f"{summary.get('throughput_mb_s', float('nan')):.0f} MB/s",
+            "bandwidth, first window -> last window": f"{bw[0]:.0f} -> {bw[-1]:.0f} MB/s" if len(bw) else "n/a",
+        }
+        _figure(out_dir, "ssd_bandwidth.png", lambda fig: F.plot_bandwidth_vs_written(timeline, ax=fig.subplots()),
+                report)
+        _figure(out_dir, "ssd_waf.png", lambda fig: F.plot_waf_vs_written(timeline, ax=fig.subplots()), report)
+    else:
+        report.skipped["SSD timeline"] = f"{d / S.SSD}: missing"
+    if (d / S.THESIS).exists():
+        model = load_json(d / S.THESIS)
+        report.numbers["thesis_model"] = model
+        _figure(out_dir, "bandwidth_vs_request_size.png", lambda fig: _draw_request_sizes(fig, d, model), report,
+                size=(12, 4))
+    else:
+        report.skipped["SSD request-size sweep"] = f"{d / S.THESIS}: missing"
+
+
+def _device_text(dev: dict[str, Any]) -> str:
+    if not dev:
+        return "unknown"
+    return (f"{dev.get('name')}, {format_bytes(dev.get('user_bytes', 0))} user capacity, "
+            f"OP {100 * dev.get('over_provisioning', 0):.0f}%, {dev.get('dies')} dies, "
+            f"{dev.get('pages_per_block')} x {format_bytes(dev.get('page_bytes', 0))} pages per block, "
+            f"{dev.get('gc_policy')} GC")
+
+
+def _draw_request_sizes(fig, d: Path, model: dict[str, Any]) -> None:
+    """Model (left) and, when fio ran, this machine's disk (right): bandwidth against request size."""
+    from swaptrace.figures.ssd import plot_bandwidth_vs_request_size
+
+    run = d / S.FIO_RUN / "results.parquet"
+    if run.exists():
+        from swaptrace.figures.fio import plot_bandwidth_vs_request_size as plot_fio
+
+        left, right = fig.subplots(1, 2)
+        plot_bandwidth_vs_request_size(model, ax=left)
+        plot_fio(run, ax=right)
+        right.set_title("fio on this machine's disk")
+    else:
+        plot_bandwidth_vs_request_size(model, ax=fig.subplots())
 
 
 def _fio_parts(d: Path, out_dir: Path, report: Report) -> None:

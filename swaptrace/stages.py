@@ -22,6 +22,8 @@ REPORT = "report"
 
 #: above this many accesses the pipeline's MRC uses SHARDS (rate 0.01) instead of the exact pass
 EXACT_MRC_MAX_ACCESSES = 200_000_000
+#: per-preset geometry changes for the pipeline's SSD (as the thesis study's drive: 1 MiB erase blocks)
+SSD_OVERRIDES = {"nvme-tlc": {"pages_per_block": 32}}
 
 
 def build(opts, out_dir: Path, spec_identity: dict[str, Any]) -> list:
@@ -41,10 +43,10 @@ def build(opts, out_dir: Path, spec_identity: dict[str, Any]) -> list:
         Stage("mrc", (ACCESS,), (MRC_CSV, MRC_PNG), {"exact_max": EXACT_MRC_MAX_ACCESSES, **mem},
               lambda d, say: _run_mrc(d, opts, say)),
         Stage("emulate", (ACCESS,), (SWAPIO,), emu_params, lambda d, say: _run_emulate(d, opts, say)),
-        Stage("ssd", (SWAPIO,), (SSD,), {"device": opts.device}, lambda d, say: _run_ssd(d, opts, say)),
-        Stage("ssd-thesis", (), (THESIS,), {"device": opts.device}, lambda d, say: _run_thesis(d, opts, say),
+        Stage("ssd", (SWAPIO,), (SSD,), {"device": opts.device, "capacity": opts.ssd_capacity_bytes}, lambda d, say: _run_ssd(d, opts, say)),
+        Stage("ssd-thesis", (), (THESIS,), {}, lambda d, say: _run_thesis(d, opts, say),
               skip_reason=None if opts.thesis else "--no-thesis"),
-        Stage("fio-jobs", (SWAPIO,), (FIO_JOBS,), {}, lambda d, say: _run_fio_jobs(d, opts, say),
+        Stage("fio-jobs", (SWAPIO,), (FIO_JOBS,), {"size": opts.fio_size_bytes}, lambda d, say: _run_fio_jobs(d, opts, say),
               skip_reason="--no-fio" if not opts.fio else None),
         Stage("fio-run", (FIO_JOBS,), (FIO_RUN,),
               {"target": opts.fio_target, "size": opts.fio_size_bytes, "runtime_s": opts.fio_runtime_s},
@@ -120,18 +122,52 @@ def _run_emulate(d: Path, opts, say) -> dict[str, Any]:
     return {k: res.summary.get(k) for k in ("faults", "pages_in", "pages_out", "bytes_read", "bytes_written")}
 
 
+def ssd_config_for(opts, device_bytes: int):
+    """The SSD the pipeline replays the stream on.
+
+    A preset name is sized to the swap device rounded up to a whole GiB
+    (at least 1 GiB) unless ``opts.ssd_capacity_bytes`` says otherwise, with
+    :data:`SSD_OVERRIDES` for named presets: a drive that the swap area
+    nearly fills, so the few hundred MiB a short demo swaps out already drive
+    it into garbage collection, as a long training run does on a full drive.
+    A ``.toml`` device file is taken as it is.
+    """
+    from swaptrace.ssd.config import load_device
+
+    if opts.device.endswith(".toml"):
+        return load_device(opts.device)
+    capacity = opts.ssd_capacity_bytes or max(1 << 30, -(-device_bytes // (1 << 30)) * (1 << 30))
+    return load_device(opts.device, SSD_OVERRIDES.get(opts.device), capacity_bytes=capacity)
+
+
 def _run_ssd(d: Path, opts, say) -> dict[str, Any]:
-    raise NotImplementedError("ssd stage not wired yet")
+    from swaptrace.ssd.run import replay
+    from swaptrace.traceio import open_trace
+
+    tf = open_trace(d / SWAPIO, "swapio")
+    cfg = ssd_config_for(opts, int(tf.meta.get("device_bytes") or 0))
+    with _bar(say, tf.num_rows, "requests") as bar:
+        res = replay(d / SWAPIO, cfg, out=d / SSD, precondition="seq", force=True, progress=bar.update)
+    keep = ("waf", "throughput_mb_s", "write_mb_s", "read_mb_s", "simulated_s", "host_write_bytes")
+    return {k: res.summary[k] for k in keep if k in res.summary}
 
 
 def _run_thesis(d: Path, opts, say) -> dict[str, Any]:
-    raise NotImplementedError("thesis stage not wired yet")
+    import json
+
+    from swaptrace.ssd.thesis import run_thesis
+    from swaptrace.traceio import AtomicPath
+
+    result = run_thesis(log=lambda line: say(f"      {line}"))
+    with AtomicPath(d / THESIS) as ap:
+        ap.tmp.write_text(json.dumps(result, indent=2, default=float))
+    return {k: result[k] for k in ("request_size_gain", "sequential_write_gain", "bandwidth_decline")}
 
 
 def _run_fio_jobs(d: Path, opts, say) -> dict[str, Any]:
     from swaptrace.fio.jobs import build_jobs
 
-    folder = build_jobs(d / SWAPIO, d / FIO_JOBS, force=True)
+    folder = build_jobs(d / SWAPIO, d / FIO_JOBS, size_bytes=opts.fio_size_bytes, force=True)
     return {"jobs": len(getattr(folder, "jobs", []) or [])}
 
 

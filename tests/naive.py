@@ -5,3 +5,6 @@ this module gathers them so tests can ``import naive`` and compare.
 """
 # ruff: noqa: F401, F403
 from naive_generate import *
+from naive_capture import *
+from naive_ssd import *
+from naive_emulate import *

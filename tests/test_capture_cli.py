@@ -77,3 +77,14 @@ def test_prepare_codes(tmp_path):
     assert codes.tolist() == [p << 1 for p in range(9)]
     assert np.load(info["step_starts"]).tolist() == [0, 3, 6, 9]
     assert info["accesses"] == 9 and info["steps"] == 3
+
+
+def test_page_table_bytes():
+    assert session.page_table_bytes(2 << 20) == 3 * 4096  # 1 PTE page, 1 PMD page, 1 PUD page
+    assert session.page_table_bytes((2 << 20) + 1) == 4 * 4096
+    assert session.page_table_bytes(752 << 20) == (376 + 1 + 1) * 4096  # demo: ~1.5 MiB
+
+
+def test_filesystem_type_of_work_dir():
+    assert session._fs_type("/proc/self") == "proc"
+    assert session._fs_type("/definitely/not/here") == session._fs_type("/")

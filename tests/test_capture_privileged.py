@@ -106,36 +106,57 @@ def test_cli_capture_requires_budget_and_refuses_existing(tmp_path):
     assert ours_left() == []
 
 
-def test_sigkilled_capture_is_cleaned_by_next_run(tmp_path):
-    require_capture()
-    from swaptrace.capture import capture, find_leftovers
-
+def _start_capture_and_wait(tmp_path, name):
+    """Start a long CLI capture in a subprocess; return it once its traced replay runs."""
     trace = zipf_trace(tmp_path / "long.access.parquet", steps=400, per_step=20000, seed=1)
     code = "import sys; from swaptrace.cli import cli; sys.exit(cli())"
     proc = subprocess.Popen([sys.executable, "-c", code, "capture", str(trace), "--memory", "16MiB", "--no-baseline",
-                             "-o", str(tmp_path / "killed.swapio.parquet")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    group = Path(f"/sys/fs/cgroup/memory/{PREFIX}{proc.pid}")
+                             "-o", str(tmp_path / name)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    from swaptrace.capture.cgroup import memory_hierarchy
+
+    group = memory_hierarchy()[1] / f"{PREFIX}{proc.pid}"
     deadline = time.monotonic() + 60
     try:
-        # wait until the traced replay runs: its cgroup has a task and swap is in use
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline:  # until its cgroup has a task and its swap is on
             if proc.poll() is not None:
                 pytest.fail(f"capture ended early: {proc.stderr.read().decode()[-500:]}")
             procs = (group / "cgroup.procs").read_text().split() if (group / "cgroup.procs").exists() else []
-            if procs and any(PREFIX in x for x in ours_left()) and "swap" in " ".join(ours_left()):
+            if procs and "swap" in " ".join(ours_left()):
                 break
             time.sleep(0.2)
         else:
             pytest.fail("the capture never reached the traced replay")
         time.sleep(1.0)
-        child_pids = [int(p) for p in (group / "cgroup.procs").read_text().split()]
+        return proc, [int(p) for p in (group / "cgroup.procs").read_text().split()]
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        proc.stderr.close()
+        raise
+
+
+def test_sigterm_capture_cleans_up_itself(tmp_path):
+    require_capture()
+    proc, _ = _start_capture_and_wait(tmp_path, "term.swapio.parquet")
+    os.kill(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=60)
+    finally:
+        proc.stderr.close()
+    assert proc.returncode == 130  # "Interrupted; partial outputs were removed."
+    assert ours_left() == []
+    assert not (tmp_path / "term.swapio.parquet").exists() and not any(tmp_path.glob(".term*"))
+
+
+def test_sigkilled_capture_is_cleaned_by_next_run(tmp_path):
+    require_capture()
+    from swaptrace.capture import capture, find_leftovers
+
+    proc, child_pids = _start_capture_and_wait(tmp_path, "killed.swapio.parquet")
+    try:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
         proc.stderr.close()
     time.sleep(0.5)
     for pid in child_pids:  # the replay child dies with its parent (PR_SET_PDEATHSIG)

@@ -112,3 +112,34 @@ def test_unwritable_folder(tmp_path):
     assert "cannot create folder" in _one_line_error(
         run("generate", "--preset", "tiny", "--steps", "1", "-o", str(blocker / "sub" / "x.parquet")))
     _one_line_error(run("generate", "--preset", "tiny", "--steps", "1", "-o", "/proc/x.access.parquet"))
+
+
+def test_unwritable_folder_message(tmp_path, monkeypatch):
+    """The 'folder is not writable' path, exercised even as root by faking os.access."""
+    import swaptrace.traceio as traceio
+
+    real_access = os.access
+    monkeypatch.setattr(traceio.os, "access", lambda p, mode: False if mode == os.W_OK else real_access(p, mode))
+    line = _one_line_error(run("generate", "--preset", "tiny", "--steps", "1", "-o", str(tmp_path / "x.parquet")))
+    assert "not writable" in line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_inspect_minimal_access_file(tmp_path):
+    """An access file written by another stage (contract minimum, no summary) is inspected by streaming."""
+    import numpy as np
+
+    from swaptrace.traceio import TraceWriter
+
+    p = tmp_path / "m.access.parquet"
+    regions = [{"name": "a", "kind": "table", "first_page": 0, "pages": 4},
+               {"name": "s", "kind": "scratch", "first_page": 4, "pages": 2}]
+    with TraceWriter(p, "access", {"page_bytes": 4096, "footprint_pages": 6, "footprint_bytes": 6 * 4096,
+                                   "regions": regions, "first_step": 0, "steps": 1}) as w:
+        w.write(step=np.zeros(5, np.uint32), page=np.array([0, 1, 4, 5, 1], np.uint64),
+                write=np.array([0, 0, 1, 1, 1], bool), region=np.array([0, 0, 1, 1, 0], np.uint16))
+    r = run("inspect", str(p), "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert d["writes"] == 3 and d["reads"] == 2
+    assert [x["region"] for x in d["top_regions"]] == ["a", "s"] and d["top_regions"][0]["accesses"] == 3

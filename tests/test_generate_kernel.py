@@ -152,3 +152,26 @@ def test_seed_changes_trace():
     a = generate_arrays(spec, steps=2, seed=1)
     b = generate_arrays(spec, steps=2, seed=2)
     assert not np.array_equal(a["page"][:50], b["page"][:50])
+
+
+@settings(max_examples=10, deadline=None)
+@given(split=st.integers(0, 6), reuse=st.sampled_from([0.0, 0.5]), seed=st.integers(0, 2**64 - 1))
+def test_any_split_concatenates(split, reuse, seed):
+    spec = small_spec(batch=3)
+    whole = generate_arrays(spec, steps=6, seed=seed, reuse=reuse, first_step=1)
+    parts = [generate_arrays(spec, steps=n, first_step=1 + s, seed=seed, reuse=reuse)
+             for s, n in ((0, split), (split, 6 - split)) if n > 0]
+    assert_same({k: np.concatenate([p[k] for p in parts]) for k in whole}, whole)
+
+
+def test_thread_count_does_not_change_the_trace():
+    import numba
+
+    spec = small_spec(batch=1500)  # several random-stream blocks per table
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = generate_arrays(spec, steps=2, seed=3, reuse=0.2)
+    finally:
+        numba.set_num_threads(before)
+    assert_same(one, generate_arrays(spec, steps=2, seed=3, reuse=0.2))

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import naive_ssd
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import naive_ssd
 from swaptrace import traceio
 from swaptrace.ssd.config import SSDConfig
 from swaptrace.ssd.simulate import Simulator
@@ -26,7 +26,7 @@ def run_both(cfg, ops, lpns, seed=0):
     op = np.asarray(ops, dtype=np.int8)
     lpn = np.asarray(lpns, dtype=np.int64)
     sim.run(op, lpn, np.ones(len(op), dtype=np.int64), record=False)
-    for o, x in zip(ops, lpns):
+    for o, x in zip(ops, lpns, strict=True):
         if o == traceio.OP_WRITE:
             ref.write(int(x))
         elif o == traceio.OP_DISCARD:

@@ -7,38 +7,39 @@ and moves the page to the head, or evicts a page whose bit is clear.
 
 from __future__ import annotations
 
-from swaptrace._kernels._jit import jit_inline
+from swaptrace._kernels._jit import jit, jit_inline
 from swaptrace._kernels.dlist import _move_head, _push_head, _unlink
 from swaptrace._kernels.swapout import _evict
-from swaptrace._kernels.swapstate import C_SCANNED, P_FOOTPRINT, R_ERROR, R_RESIDENT, REFERENCED
+from swaptrace._kernels.swapstate import C_SCANNED, O_NEXT, O_PREV, P_FOOTPRINT, R_ERROR, R_RESIDENT, REFERENCED
 
 
 @jit_inline
-def _clock_hit(st, page):
+def _clock_hit(b, m, page):  # noqa: ARG001
     """Access to a resident page: set its reference bit."""
-    st.flags[page] |= REFERENCED
+    b[page] |= REFERENCED
 
 
 @jit_inline
-def _clock_insert(st, page, target):  # noqa: ARG001
+def _clock_insert(b, m, page, target):  # noqa: ARG001
     """A page just brought in: at the head, bit clear."""
-    st.flags[page] &= ~REFERENCED
-    _push_head(st.lnext, st.lprev, st.prm[P_FOOTPRINT], page)
+    b[page] &= ~REFERENCED
+    _push_head(m, m[O_NEXT], m[O_PREV], m[P_FOOTPRINT], page)
 
 
-@jit_inline
-def _clock_reclaim(st, n):
+@jit
+def _clock_reclaim(b, m, f, n):
     """Advance the hand until ``n`` pages are evicted."""
-    h = st.prm[P_FOOTPRINT]
+    h = m[P_FOOTPRINT]
+    nx, pv = m[O_NEXT], m[O_PREV]
     done = 0
-    while done < n and st.reg[R_RESIDENT] > 0 and st.reg[R_ERROR] == 0:
-        page = st.lprev[h]
-        st.reg[C_SCANNED] += 1
-        if st.flags[page] & REFERENCED:
-            st.flags[page] &= ~REFERENCED
-            _move_head(st.lnext, st.lprev, h, page)
+    while done < n and m[R_RESIDENT] > 0 and m[R_ERROR] == 0:
+        page = m[pv + h]
+        m[C_SCANNED] += 1
+        if b[page] & REFERENCED:
+            b[page] &= ~REFERENCED
+            _move_head(m, nx, pv, h, page)
         else:
-            _unlink(st.lnext, st.lprev, page)
-            _evict(st, page)
+            _unlink(m, nx, pv, page)
+            _evict(b, m, f, page)
             done += 1
     return done

@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
-
+from llvmlite import ir
 from numba import carray
 from numba.core import cgutils, types
 from numba.extending import intrinsic
@@ -49,7 +49,7 @@ N_IP = 16
 F_READ, F_PROG, F_ERASE, F_UNIT_CHAN, F_UNIT_HOST = 0, 1, 2, 3, 4
 N_FP = 5
 # -- scalars and counters (sc) --------------------------------------------------------
-S_RR_DIE, S_RR_COUNT, S_CLOCK, S_BUF_K, S_IN_GC, S_ERR, S_TICK = 0, 1, 2, 3, 4, 5, 6
+S_RR_DIE, S_RR_COUNT, S_CLOCK, S_BUF_K, S_ERR = 0, 1, 2, 3, 5
 C_HOST_W, C_HOST_R, C_GC_UNITS, C_ERASES, C_DISCARD, C_FG_GC, C_BG_GC = 10, 11, 12, 13, 14, 15, 16
 N_SC = 20
 # -- times (tf) -------------------------------------------------------------------------
@@ -65,7 +65,7 @@ FTLState = namedtuple(
     "FTLState",
     [
         "ip", "fp", "sc", "tf", "rng",
-        "l2p", "p2l", "valid", "wp", "bstate", "close_seq", "tick",
+        "l2p", "p2l", "valid", "wp", "bstate", "close_seq",
         "free_q", "free_head", "free_n", "open_blk",
         "bhead", "bnext", "bprev",
         "fifo_q", "fifo_head", "fifo_n",
@@ -86,6 +86,30 @@ def _voidptr(typingctx, address):
     return sig, codegen
 
 
+@intrinsic
+def _prefetch_address(typingctx, address):
+    """Hint the CPU to fetch the cache line at ``address`` (``llvm.prefetch``, for writing)."""
+    sig = types.void(address)
+
+    def codegen(context, builder, signature, args):
+        ptr = builder.inttoptr(args[0], ir.PointerType(ir.IntType(8)))
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [ptr.type, i32, i32, i32])
+        # the intrinsic's name carries the pointer type (p0 or p0i8 with older LLVM)
+        fn = builder.module.declare_intrinsic("llvm.prefetch", [ptr.type], fnty)
+        builder.call(fn, [ptr, ir.Constant(i32, 1), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@jit_inline
+def _prefetch(a, i):
+    """Prefetch element ``i`` of ``a``: the mapping tables are larger than the caches and
+    accessed at random, so fetching a few requests ahead hides most of the memory latency."""
+    _prefetch_address(a.ctypes.data + i * a.itemsize)
+
+
 @jit_inline
 def _raw(a):
     """A view of ``a`` without a reference count.
@@ -104,7 +128,7 @@ def _raw_state(st):
     """The state tuple with every array replaced by its :func:`_raw` view."""
     return FTLState(
         _raw(st.ip), _raw(st.fp), _raw(st.sc), _raw(st.tf), _raw(st.rng),
-        _raw(st.l2p), _raw(st.p2l), _raw(st.valid), _raw(st.wp), _raw(st.bstate), _raw(st.close_seq), _raw(st.tick),
+        _raw(st.l2p), _raw(st.p2l), _raw(st.valid), _raw(st.wp), _raw(st.bstate), _raw(st.close_seq),
         _raw(st.free_q), _raw(st.free_head), _raw(st.free_n), _raw(st.open_blk),
         _raw(st.bhead), _raw(st.bnext), _raw(st.bprev),
         _raw(st.fifo_q), _raw(st.fifo_head), _raw(st.fifo_n),
@@ -139,8 +163,6 @@ def _bucket_insert(st, d, b, v):
     if h >= 0:
         st.bprev[h] = b
     st.bhead[d, v] = b
-    st.sc[S_TICK] += 1
-    st.tick[b] = st.sc[S_TICK]
 
 
 @jit_inline
@@ -316,6 +338,10 @@ def _gc_once(st, d, now):
     reads = 0
     last_group = -1
     for i in range(np_):
+        if i + 8 < np_:
+            ahead = st.p2l[base + i + 8]
+            if ahead >= 0:
+                _prefetch(st.l2p, ahead)
         lpn = st.p2l[base + i]
         if lpn >= 0:
             ns = _alloc_nogc(st, d, stream)
@@ -509,7 +535,9 @@ def _run_requests(state, op, lpn, npages, t_us, out_done, out_lat, out_flash, ou
     buf_n = st.ip[P_BUF]
     pu = st.ip[P_PU]
     unit_host = st.fp[F_UNIT_HOST]
-    for i in range(op.shape[0]):
+    n_req = op.shape[0]
+    for i in range(n_req):
+        _prefetch_ahead(st, lpn, i, n_req)
         o = op[i]
         l0 = np.int64(lpn[i])
         n = np.int64(npages[i])
@@ -571,21 +599,24 @@ def _run_requests(state, op, lpn, npages, t_us, out_done, out_lat, out_flash, ou
     return ERR_NONE
 
 
+@jit_inline
+def _prefetch_ahead(st, lpns, i, n):
+    """Two-stage prefetch: the mapping entry 16 requests ahead, the physical entry 8 ahead."""
+    if i + 16 < n:
+        _prefetch(st.l2p, lpns[i + 16])
+    if i + 8 < n:
+        old = st.l2p[lpns[i + 8]]
+        if old >= 0:
+            _prefetch(st.p2l, old)
+
+
 @jit
 def _write_units(state, lpns):
     """Pure FTL: one-unit host writes, no timing (WAF studies, preconditioning)."""
     st = _raw_state(state)
-    for i in range(lpns.shape[0]):
+    n = lpns.shape[0]
+    for i in range(n):
+        _prefetch_ahead(st, lpns, i, n)
         if _host_write_unit(st, np.int64(lpns[i]), 0.0) < 0:
-            return st.sc[S_ERR]
-    return ERR_NONE
-
-
-@jit
-def _write_range(state, first, count):
-    """Pure FTL: sequential one-unit writes of [first, first+count) (preconditioning)."""
-    st = _raw_state(state)
-    for i in range(count):
-        if _host_write_unit(st, np.int64(first + i), 0.0) < 0:
             return st.sc[S_ERR]
     return ERR_NONE

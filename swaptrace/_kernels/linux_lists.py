@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-from swaptrace._kernels._jit import jit_inline
+from swaptrace._kernels._jit import jit, jit_inline
 from swaptrace._kernels.dlist import _push_head, _unlink
 from swaptrace._kernels.slots import _free_slot, _swap_full
 from swaptrace._kernels.swapout import _evict
@@ -26,6 +26,10 @@ from swaptrace._kernels.swapstate import (
     C_DEACTIVATIONS,
     C_SCANNED,
     C_SLOT_FREES,
+    O_NEXT,
+    O_PREV,
+    O_SLOT,
+    O_TMP,
     P_FOOTPRINT,
     P_PAGE_BYTES,
     R_ERROR,
@@ -48,83 +52,84 @@ def _int_sqrt(x):
 
 
 @jit_inline
-def _inactive_is_low(st):
+def _inactive_is_low(m):
     """``inactive_is_low``: inactive * int_sqrt(10 * GB) < active (ratio 1 below 1 GB)."""
-    inactive = st.reg[R_N_INACTIVE]
-    active = st.reg[R_N_ACTIVE]
-    gb = ((inactive + active) * st.prm[P_PAGE_BYTES]) >> 30
+    inactive = m[R_N_INACTIVE]
+    active = m[R_N_ACTIVE]
+    gb = ((inactive + active) * m[P_PAGE_BYTES]) >> 30
     ratio = _int_sqrt(10 * gb) if gb > 0 else 1
     return inactive * ratio < active
 
 
-@jit_inline
-def _deactivate(st, n):
+@jit
+def _deactivate(b, m, n):
     """``shrink_active_list``: up to ``n`` pages from the active tail to the inactive head."""
-    F = st.prm[P_FOOTPRINT]
+    F = m[P_FOOTPRINT]
+    nx, pv = m[O_NEXT], m[O_PREV]
     for _ in range(n):
-        page = st.lprev[F]
+        page = m[pv + F]
         if page == F:
             break
-        _unlink(st.lnext, st.lprev, page)
-        st.flags[page] &= ~(ACTIVE | YOUNG)
-        _push_head(st.lnext, st.lprev, F + 1, page)
-        st.reg[R_N_ACTIVE] -= 1
-        st.reg[R_N_INACTIVE] += 1
-        st.reg[C_DEACTIVATIONS] += 1
+        _unlink(m, nx, pv, page)
+        b[page] &= ~(ACTIVE | YOUNG)
+        _push_head(m, nx, pv, F + 1, page)
+        m[R_N_ACTIVE] -= 1
+        m[R_N_INACTIVE] += 1
+        m[C_DEACTIVATIONS] += 1
 
 
 @jit_inline
-def _linux_hit(st, page):
+def _linux_hit(b, m, page):  # noqa: ARG001
     """A mapped access sets the PTE accessed (young) bit; lists do not move."""
-    st.flags[page] |= YOUNG
+    b[page] |= YOUNG
 
 
 @jit_inline
-def _linux_insert(st, page, target):
+def _linux_insert(b, m, page, target):
     """New page at the inactive head; the faulting page is young (it was just accessed)."""
-    f = st.flags[page] & ~(ACTIVE | REFERENCED | YOUNG)
+    fl = b[page] & ~(ACTIVE | REFERENCED | YOUNG)
     if target:
-        f |= YOUNG
-    st.flags[page] = f
-    _push_head(st.lnext, st.lprev, st.prm[P_FOOTPRINT] + 1, page)
-    st.reg[R_N_INACTIVE] += 1
+        fl |= YOUNG
+    b[page] = fl
+    _push_head(m, m[O_NEXT], m[O_PREV], m[P_FOOTPRINT] + 1, page)
+    m[R_N_INACTIVE] += 1
 
 
-@jit_inline
-def _linux_reclaim(st, n):
+@jit
+def _linux_reclaim(b, m, f, n):
     """Shrink the lists until at least ``n`` pages are reclaimed (or none is left)."""
-    F = st.prm[P_FOOTPRINT]
-    reg = st.reg
+    F = m[P_FOOTPRINT]
+    nx, pv, tmp, so = m[O_NEXT], m[O_PREV], m[O_TMP], m[O_SLOT]
     done = 0
-    while done < n and reg[R_RESIDENT] > 0 and reg[R_ERROR] == 0:
-        if _inactive_is_low(st) or reg[R_N_INACTIVE] == 0:
-            _deactivate(st, SWAP_CLUSTER_MAX)
-        take = min(SWAP_CLUSTER_MAX, reg[R_N_INACTIVE])
-        page = st.lprev[F + 1]
+    while done < n and m[R_RESIDENT] > 0 and m[R_ERROR] == 0:
+        if _inactive_is_low(m) or m[R_N_INACTIVE] == 0:
+            _deactivate(b, m, SWAP_CLUSTER_MAX)
+        take = min(SWAP_CLUSTER_MAX, m[R_N_INACTIVE])
+        page = m[pv + F + 1]
         for i in range(take):  # isolate, oldest first
-            st.tmp[i] = page
-            page = st.lprev[page]
+            m[tmp + i] = page
+            page = m[pv + page]
         for i in range(take):
-            page = st.tmp[i]
-            _unlink(st.lnext, st.lprev, page)
-            reg[R_N_INACTIVE] -= 1
-            reg[C_SCANNED] += 1
-            f = st.flags[page]
-            if f & YOUNG:
-                if f & REFERENCED:
-                    st.flags[page] = (f & ~YOUNG) | REFERENCED | ACTIVE
-                    _push_head(st.lnext, st.lprev, F, page)
-                    reg[R_N_ACTIVE] += 1
-                    reg[C_ACTIVATIONS] += 1
-                    if st.slot[page] >= 0 and _swap_full(st):
-                        _free_slot(st, page)
-                        reg[C_SLOT_FREES] += 1
+            page = m[tmp + i]
+            _unlink(m, nx, pv, page)
+            m[R_N_INACTIVE] -= 1
+            m[C_SCANNED] += 1
+            fl = b[page]
+            if fl & YOUNG:
+                if fl & REFERENCED:
+                    b[page] = (fl & ~YOUNG) | REFERENCED | ACTIVE
+                    _push_head(m, nx, pv, F, page)
+                    m[R_N_ACTIVE] += 1
+                    m[C_ACTIVATIONS] += 1
+                    if m[so + page] >= 0 and _swap_full(m):
+                        _free_slot(m, page)
+                        m[C_SLOT_FREES] += 1
                 else:
-                    st.flags[page] = (f & ~YOUNG) | REFERENCED
-                    _push_head(st.lnext, st.lprev, F + 1, page)
-                    reg[R_N_INACTIVE] += 1
+                    b[page] = (fl & ~YOUNG) | REFERENCED
+                    _push_head(m, nx, pv, F + 1, page)
+                    m[R_N_INACTIVE] += 1
             else:
-                st.flags[page] = f & ~REFERENCED
-                _evict(st, page)
+                b[page] = fl & ~REFERENCED
+                _evict(b, m, f, page)
                 done += 1
     return done

@@ -2,32 +2,33 @@
 
 from __future__ import annotations
 
-from swaptrace._kernels._jit import jit_inline
+from swaptrace._kernels._jit import jit, jit_inline
 from swaptrace._kernels.dlist import _move_head, _push_head, _unlink
 from swaptrace._kernels.swapout import _evict
-from swaptrace._kernels.swapstate import P_FOOTPRINT, R_ERROR, R_RESIDENT
+from swaptrace._kernels.swapstate import O_NEXT, O_PREV, P_FOOTPRINT, R_ERROR, R_RESIDENT
 
 
 @jit_inline
-def _lru_hit(st, page):
+def _lru_hit(b, m, page):  # noqa: ARG001 - same signature for every policy
     """Access to a resident page: most recently used."""
-    _move_head(st.lnext, st.lprev, st.prm[P_FOOTPRINT], page)
+    _move_head(m, m[O_NEXT], m[O_PREV], m[P_FOOTPRINT], page)
 
 
 @jit_inline
-def _lru_insert(st, page, target):  # noqa: ARG001 - same signature for every policy
+def _lru_insert(b, m, page, target):  # noqa: ARG001
     """A page just brought in goes to the head."""
-    _push_head(st.lnext, st.lprev, st.prm[P_FOOTPRINT], page)
+    _push_head(m, m[O_NEXT], m[O_PREV], m[P_FOOTPRINT], page)
 
 
-@jit_inline
-def _lru_reclaim(st, n):
+@jit
+def _lru_reclaim(b, m, f, n):
     """Evict the ``n`` least recently used pages."""
-    h = st.prm[P_FOOTPRINT]
+    h = m[P_FOOTPRINT]
+    nx, pv = m[O_NEXT], m[O_PREV]
     done = 0
-    while done < n and st.reg[R_RESIDENT] > 0 and st.reg[R_ERROR] == 0:
-        page = st.lprev[h]
-        _unlink(st.lnext, st.lprev, page)
-        _evict(st, page)
+    while done < n and m[R_RESIDENT] > 0 and m[R_ERROR] == 0:
+        page = m[pv + h]
+        _unlink(m, nx, pv, page)
+        _evict(b, m, f, page)
         done += 1
     return done

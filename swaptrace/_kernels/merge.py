@@ -1,4 +1,4 @@
-"""Block-layer plug merging of one reclaim batch or one fault's reads.
+"""Block-layer plug merging of one reclaim call's writes or one fault's reads.
 
 Inside a ``blk_plug`` each bio is tried against the most recently added
 request only (``blk_attempt_plug_merge``): it merges when it starts where
@@ -15,7 +15,15 @@ from swaptrace._kernels.swapstate import (
     C_BYTES_WRITTEN,
     C_REQ_READ,
     C_REQ_WRITE,
+    CAUSE_FAULT,
     F_NOW_US,
+    F_OUT_T,
+    O_OUT_CAUSE,
+    O_OUT_LEN,
+    O_OUT_OFF,
+    O_OUT_OP,
+    O_OUT_STEP,
+    OP_READ,
     P_MAX_REQ_PAGES,
     P_PAGE_BYTES,
     R_OUT_N,
@@ -26,50 +34,42 @@ from swaptrace._kernels.swapstate import (
     R_STEP,
 )
 
-OP_READ, OP_WRITE = 0, 1  # traceio.OP_READ / OP_WRITE
-CAUSE_FAULT = 0
-
 
 @jit_inline
-def _flush(st):
+def _flush(m, f):
     """Issue the plugged request, if any, as one output row."""
-    reg = st.reg
-    if reg[R_PEND_OP] < 0:
+    op = m[R_PEND_OP]
+    if op < 0:
         return
-    i = reg[R_OUT_N]
-    pb = st.prm[P_PAGE_BYTES]
-    nbytes = reg[R_PEND_N] * pb
-    st.out_t[i] = st.freg[F_NOW_US]
-    st.out_step[i] = reg[R_STEP]
-    st.out_op[i] = reg[R_PEND_OP]
-    st.out_off[i] = reg[R_PEND_SLOT] * pb
-    st.out_len[i] = nbytes
-    st.out_cause[i] = reg[R_PEND_CAUSE]
-    reg[R_OUT_N] = i + 1
-    if reg[R_PEND_OP] == OP_READ:
-        reg[C_REQ_READ] += 1
-        reg[C_BYTES_READ] += nbytes
+    i = m[R_OUT_N]
+    pb = m[P_PAGE_BYTES]
+    nbytes = m[R_PEND_N] * pb
+    f[F_OUT_T + i] = f[F_NOW_US]
+    m[m[O_OUT_STEP] + i] = m[R_STEP]
+    m[m[O_OUT_OP] + i] = op
+    m[m[O_OUT_OFF] + i] = m[R_PEND_SLOT] * pb
+    m[m[O_OUT_LEN] + i] = nbytes
+    m[m[O_OUT_CAUSE] + i] = m[R_PEND_CAUSE]
+    m[R_OUT_N] = i + 1
+    if op == OP_READ:
+        m[C_REQ_READ] += 1
+        m[C_BYTES_READ] += nbytes
     else:
-        reg[C_REQ_WRITE] += 1
-        reg[C_BYTES_WRITTEN] += nbytes
-    reg[R_PEND_OP] = -1
+        m[C_REQ_WRITE] += 1
+        m[C_BYTES_WRITTEN] += nbytes
+    m[R_PEND_OP] = -1
 
 
 @jit_inline
-def _submit(st, op, slot, cause):
+def _submit(m, f, op, slot, cause):
     """Add a one-page bio for ``slot``; back-merge it or start a new request."""
-    reg = st.reg
-    if (
-        reg[R_PEND_OP] == op
-        and slot == reg[R_PEND_SLOT] + reg[R_PEND_N]
-        and reg[R_PEND_N] < st.prm[P_MAX_REQ_PAGES]
-    ):
-        reg[R_PEND_N] += 1
+    if m[R_PEND_OP] == op and slot == m[R_PEND_SLOT] + m[R_PEND_N] and m[R_PEND_N] < m[P_MAX_REQ_PAGES]:
+        m[R_PEND_N] += 1
         if cause == CAUSE_FAULT:
-            reg[R_PEND_CAUSE] = CAUSE_FAULT
+            m[R_PEND_CAUSE] = CAUSE_FAULT
         return
-    _flush(st)
-    reg[R_PEND_OP] = op
-    reg[R_PEND_SLOT] = slot
-    reg[R_PEND_N] = 1
-    reg[R_PEND_CAUSE] = cause
+    _flush(m, f)
+    m[R_PEND_OP] = op
+    m[R_PEND_SLOT] = slot
+    m[R_PEND_N] = 1
+    m[R_PEND_CAUSE] = cause

@@ -7,12 +7,13 @@ the previous window. ``_vma_window`` is ``swap_vma_ra_win`` (window placed
 forward, backward or centred around the fault, clamped to the VMA and its
 2 MiB PMD region); ``_cluster_window`` is ``swapin_nr_pages`` plus the
 aligned slot block of ``swap_cluster_readahead``. The emulated address
-space is one VMA ``[0, footprint_pages)`` whose start is 2 MiB aligned.
+space is one VMA ``[0, footprint_pages)`` whose start is 2 MiB aligned (as
+``swaptrace capture``'s single anonymous mapping).
 """
 
 from __future__ import annotations
 
-from swaptrace._kernels._jit import jit, jit_inline
+from swaptrace._kernels._jit import jit
 from swaptrace._kernels.swapstate import (
     P_FOOTPRINT,
     P_NSLOTS,
@@ -48,19 +49,17 @@ def _swapin_nr_pages(prev_offset, offset, hits, max_pages, prev_win):
     return pages
 
 
-@jit_inline
-def _vma_window(st, page):
+@jit
+def _vma_window(m, page):
     """Pages ``[start, end)`` to read for a swap fault on ``page`` (VMA readahead)."""
-    pc = st.prm[P_PAGE_CLUSTER]
-    max_win = 1 << min(pc, SWAP_RA_ORDER_CEILING)
+    max_win = 1 << min(m[P_PAGE_CLUSTER], SWAP_RA_ORDER_CEILING)
     if max_win == 1:
         return page, page + 1
-    reg = st.reg
-    prev = reg[R_RA_PREV]
-    win = _swapin_nr_pages(prev, page, reg[R_RA_HITS], max_win, reg[R_RA_WIN])
-    reg[R_RA_PREV] = page
-    reg[R_RA_WIN] = win
-    reg[R_RA_HITS] = 0
+    prev = m[R_RA_PREV]
+    win = _swapin_nr_pages(prev, page, m[R_RA_HITS], max_win, m[R_RA_WIN])
+    m[R_RA_PREV] = page
+    m[R_RA_WIN] = win
+    m[R_RA_HITS] = 0
     if win == 1:
         return page, page + 1
     if page == prev + 1:
@@ -72,27 +71,23 @@ def _vma_window(st, page):
     right = left + win
     if left < 0:
         left = 0
-    pmd = st.prm[P_PMD_PAGES]
+    pmd = m[P_PMD_PAGES]
     base = page - page % pmd
-    start = max(left, base)
-    end = min(right, st.prm[P_FOOTPRINT], base + pmd)
-    return start, end
+    return max(left, base), min(right, m[P_FOOTPRINT], base + pmd)
 
 
-@jit_inline
-def _cluster_window(st, offset):
+@jit
+def _cluster_window(m, offset):
     """Slots ``[start, end)`` to read for a swap fault on slot ``offset`` (cluster readahead)."""
-    pc = st.prm[P_PAGE_CLUSTER]
-    max_pages = 1 << pc
+    max_pages = 1 << m[P_PAGE_CLUSTER]
     if max_pages <= 1:
         return offset, offset + 1
-    reg = st.reg
-    hits = reg[R_CRA_HITS]
-    reg[R_CRA_HITS] = 0
-    pages = _swapin_nr_pages(reg[R_CRA_PREV], offset, hits, max_pages, reg[R_CRA_LAST])
+    hits = m[R_CRA_HITS]
+    m[R_CRA_HITS] = 0
+    pages = _swapin_nr_pages(m[R_CRA_PREV], offset, hits, max_pages, m[R_CRA_LAST])
     if hits == 0:
-        reg[R_CRA_PREV] = offset
-    reg[R_CRA_LAST] = pages
+        m[R_CRA_PREV] = offset
+    m[R_CRA_LAST] = pages
     mask = pages - 1
     if mask == 0:
         return offset, offset + 1
@@ -100,6 +95,6 @@ def _cluster_window(st, offset):
     end = offset | mask
     if start == 0:  # slot 0 is the swap header
         start = 1
-    if end >= st.prm[P_NSLOTS]:
-        end = st.prm[P_NSLOTS] - 1
+    if end >= m[P_NSLOTS]:
+        end = m[P_NSLOTS] - 1
     return start, end + 1

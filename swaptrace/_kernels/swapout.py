@@ -3,32 +3,33 @@
 from __future__ import annotations
 
 from swaptrace._kernels._jit import jit_inline
-from swaptrace._kernels.merge import OP_WRITE, _submit
+from swaptrace._kernels.merge import _submit
 from swaptrace._kernels.slots import _alloc_slot
 from swaptrace._kernels.swapstate import (
     C_CLEAN_DROPS,
     C_EVICTIONS,
     C_PAGES_OUT,
+    CAUSE_RECLAIM,
     DIRTY,
+    O_SLOT,
+    OP_WRITE,
     R_RESIDENT,
     TOUCHED,
 )
 
-CAUSE_RECLAIM = 2  # traceio.CAUSE_RECLAIM
-
 
 @jit_inline
-def _evict(st, page):
+def _evict(b, m, f, page):
     """Drop ``page`` (already unlinked from its list): dirty or slot-less pages are written."""
-    reg = st.reg
-    if (st.flags[page] & DIRTY) or st.slot[page] < 0:
-        if st.slot[page] < 0:
-            if _alloc_slot(st, page) < 0:
+    so = m[O_SLOT]
+    if (b[page] & DIRTY) or m[so + page] < 0:
+        if m[so + page] < 0:
+            if _alloc_slot(m, page) < 0:
                 return
-        _submit(st, OP_WRITE, st.slot[page], CAUSE_RECLAIM)
-        reg[C_PAGES_OUT] += 1
+        _submit(m, f, OP_WRITE, m[so + page], CAUSE_RECLAIM)
+        m[C_PAGES_OUT] += 1
     else:
-        reg[C_CLEAN_DROPS] += 1
-    st.flags[page] = TOUCHED
-    reg[R_RESIDENT] -= 1
-    reg[C_EVICTIONS] += 1
+        m[C_CLEAN_DROPS] += 1
+    b[page] = TOUCHED
+    m[R_RESIDENT] -= 1
+    m[C_EVICTIONS] += 1

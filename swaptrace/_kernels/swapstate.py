@@ -1,18 +1,28 @@
-"""State of the swap emulator as plain arrays (pynndescent style), plus its constants.
+"""State of the swap emulator as three plain arrays, plus its constants.
 
-Everything the kernels carry from one trace chunk to the next lives in one
-:class:`EmuState` namedtuple of numpy arrays; scalars live in the ``reg``
-(int64) and ``freg`` (float64) register arrays at the indices below. numba
-treats the module-level ints as compile-time constants.
+Every kernel function takes ``(b, m, f)``:
+
+* ``b`` (uint8, one per footprint page): the page flags below;
+* ``m`` (int64): a header of registers (``R_*``, ``C_*``), parameters
+  (``P_*``) and offsets (``O_*``) followed by the int64 arrays it points at:
+  slot of each page, list links (``next``/``prev``, with two sentinel heads),
+  owner of each slot, per-cluster counters and links, accesses per step, a
+  scratch area and the integer output columns;
+* ``f`` (float64): step duration, current time, and the ``t_us`` output column.
+
+Why not a namedtuple of twenty arrays: every numba call passing such a tuple
+increments and decrements the reference count of each array, which cost more
+than the emulation itself (measured: ~0.4 us per access). With three arrays a
+call is cheap and the hot path (a hit) makes none.
 """
 
 from __future__ import annotations
 
-from collections import namedtuple
+from dataclasses import dataclass
 
 import numpy as np
 
-# ---- page flag bits (EmuState.flags, uint8) --------------------------------
+# ---- page flag bits (b) ----------------------------------------------------
 RESIDENT = 1  #: the page has a frame (mapped, or unmapped in the swap cache)
 MAPPED = 2  #: a page-table entry points at the frame (accesses are hits)
 DIRTY = 4  #: contents differ from the swap slot (or there is no slot)
@@ -22,33 +32,35 @@ REFERENCED = 32  #: PG_referenced (linux) / reference bit (clock)
 YOUNG = 64  #: PTE accessed bit (linux)
 ACTIVE = 128  #: on the active list (linux)
 
-# ---- policies and readahead modes ------------------------------------------
 POLICY_LRU, POLICY_CLOCK, POLICY_LINUX = 0, 1, 2
 RA_NONE, RA_VMA, RA_CLUSTER = 0, 1, 2
-
-# ---- cluster list membership (EmuState.cl_where) ---------------------------
 CL_FREE, CL_NONFULL, CL_OTHER = 0, 1, 2  # OTHER: full, or the current cluster
+OP_READ, OP_WRITE = 0, 1  # traceio.OP_*
+CAUSE_FAULT, CAUSE_READAHEAD, CAUSE_RECLAIM = 0, 1, 2  # traceio.CAUSE_*
+ERR_SWAP_FULL = 1
+ERR_BAD_PAGE = 2  # a page number outside the footprint
+ERR_BAD_STEP = 3  # a step outside the trace's steps
 
-# ---- int64 registers (EmuState.reg) ----------------------------------------
+# ---- registers (m[0:48]) ---------------------------------------------------
 R_RESIDENT = 0
 R_N_ACTIVE = 1  # linux: pages on the active list (list 0)
 R_N_INACTIVE = 2  # linux: pages on the inactive list (list 1)
-R_SLOTS_USED = 3  # usable slots in use (header and tail slots excluded)
+R_SLOTS_USED = 3  # usable slots in use
 R_CUR_CLUSTER = 4  # the allocator's current cluster, -1 if none
-R_CUR_NEXT = 5  # next slot to try inside the current cluster
+R_CUR_NEXT = 5  # next slot to try inside it
 R_RA_PREV = 6  # VMA readahead: recorded page (SWAP_RA_ADDR)
 R_RA_WIN = 7  # VMA readahead: previous window (SWAP_RA_WIN)
-R_RA_HITS = 8  # VMA readahead: hits since the last window (SWAP_RA_HITS)
+R_RA_HITS = 8  # VMA readahead: hits (SWAP_RA_HITS)
 R_CRA_PREV = 9  # cluster readahead: prev_offset
 R_CRA_LAST = 10  # cluster readahead: last_readahead_pages
 R_CRA_HITS = 11  # cluster readahead: swapin_readahead_hits
-R_PEND_OP = 12  # plugged request being merged: op code, -1 if none
-R_PEND_SLOT = 13  # its first slot
-R_PEND_N = 14  # its length in pages
-R_PEND_CAUSE = 15  # its cause code
-R_OUT_N = 16  # rows in the output buffers
+R_PEND_OP = 12  # plugged request being merged: op, -1 if none
+R_PEND_SLOT = 13
+R_PEND_N = 14
+R_PEND_CAUSE = 15
+R_OUT_N = 16  # rows in the output columns
 R_STEP = 17  # step of the access being processed
-R_ERROR = 18  # 0, or ERR_SWAP_FULL
+R_ERROR = 18
 C_ACCESSES = 20
 C_HITS = 21
 C_FAULTS = 22
@@ -69,30 +81,51 @@ C_RECLAIM_CALLS = 36
 C_ACTIVATIONS = 37
 C_DEACTIVATIONS = 38
 C_SCANNED = 39
-N_REG = 48
 
-ERR_SWAP_FULL = 1
+# ---- parameters (m[48:64]) -------------------------------------------------
+P_POLICY = 48
+P_BUDGET = 49  # resident pages allowed
+P_BATCH = 50  # pages reclaimed per reclaim call (at least)
+P_RA_MODE = 51
+P_PAGE_CLUSTER = 52
+P_MAX_REQ_PAGES = 53
+P_PAGE_BYTES = 54
+P_PMD_PAGES = 55  # pages per 2 MiB region (VMA readahead clamp)
+P_CLUSTER_SLOTS = 56
+P_NSLOTS = 57  # slots on the device, header slot 0 included
+P_USABLE_SLOTS = 58  # total_swap_pages (vm_swap_full() denominator)
+P_FIRST_STEP = 59
+P_FOOTPRINT = 60  # F; list heads are F (lru/clock/active) and F + 1 (inactive)
+P_MAX_ROWS_PER_ACCESS = 61
+P_NCLUSTERS = 62  # C; cluster list heads are C (free) and C + 1 (non-full)
+P_OUT_CAP = 63
 
-# ---- int64 parameters (EmuState.prm) ---------------------------------------
-P_POLICY = 0
-P_BUDGET = 1  # resident pages allowed
-P_BATCH = 2  # pages reclaimed per reclaim call (at least)
-P_RA_MODE = 3
-P_PAGE_CLUSTER = 4
-P_MAX_REQ_PAGES = 5  # block-layer request size limit, pages
-P_PAGE_BYTES = 6
-P_PMD_PAGES = 7  # pages per 2 MiB region (VMA readahead clamp)
-P_CLUSTER_SLOTS = 8
-P_NSLOTS = 9  # slots on the device, including the header slot 0
-P_USABLE_SLOTS = 10  # total_swap_pages (vm_swap_full() denominator)
-P_FIRST_STEP = 11
-P_FOOTPRINT = 12
-P_MAX_ROWS_PER_ACCESS = 13
-N_PRM = 16
+# ---- offsets of the arrays inside m (m[64:96]) -----------------------------
+O_SLOT = 64  # [F] slot of each page, -1 if none
+O_NEXT = 65  # [F + 2] list links
+O_PREV = 66
+O_SLOT_PAGE = 67  # [S] page in each slot, -1 free, -2 never usable
+O_CL_USED = 68  # [C] slots used (or unusable) per cluster
+O_CL_WHERE = 69  # [C] CL_FREE / CL_NONFULL / CL_OTHER
+O_CL_NEXT = 70  # [C + 2] cluster list links
+O_CL_PREV = 71
+O_STEP_N = 72  # [steps] accesses per step
+O_STEP_SEEN = 73  # [steps] accesses processed per step
+O_TMP = 74  # [scratch] reclaim isolation (first 32) and readahead candidates (from 64)
+O_OUT_STEP = 75  # [cap] output columns
+O_OUT_OP = 76
+O_OUT_OFF = 77
+O_OUT_LEN = 78
+O_OUT_CAUSE = 79
+O_CL_HINT = 80  # [C] no free slot of the cluster lies below this slot
+P_NSTEPS = 81
+HEADER = 96
+TMP_CANDIDATES = 64
 
-# ---- float64 registers (EmuState.freg) -------------------------------------
+# ---- f -------------------------------------------------------------------
 F_STEP_US = 0
-F_NOW_US = 1  # t_us of the access being processed
+F_NOW_US = 1
+F_OUT_T = 2  # t_us column starts here
 
 #: the scan/isolate batch of reclaim (SWAP_CLUSTER_MAX, include/linux/swap.h)
 SWAP_CLUSTER_MAX = 32
@@ -101,32 +134,66 @@ SWAP_RA_ORDER_CEILING = 5
 #: VMA readahead hit counter saturation (SWAP_RA_HITS_MAX with 4 KiB pages)
 SWAP_RA_HITS_MAX = 63
 
-EmuState = namedtuple(
-    "EmuState",
-    [
-        "flags",  # uint8[F]: bits above
-        "slot",  # int64[F]: swap slot of each page, -1 if none
-        "lnext",  # int64[F + 2]: list links; F and F+1 are the list heads (sentinels)
-        "lprev",
-        "slot_page",  # int64[S]: page in each slot, -1 free, -2 never usable
-        "cl_used",  # int64[C]: slots in use (or unusable) per cluster
-        "cl_where",  # int8[C]: CL_FREE / CL_NONFULL / CL_OTHER
-        "cl_next",  # int64[C + 2]: cluster list links; C = free list, C+1 = nonfull list
-        "cl_prev",
-        "reg",  # int64[N_REG]
-        "prm",  # int64[N_PRM]
-        "freg",  # float64[2]
-        "step_n",  # int64[steps]: accesses in each step (time model)
-        "step_seen",  # int64[steps]: accesses processed so far in each step
-        "tmp",  # int64[scratch]: readahead candidates / reclaim isolation
-        "out_t",  # output buffers of one chunk, R_OUT_N rows used
-        "out_step",
-        "out_op",
-        "out_off",
-        "out_len",
-        "out_cause",
-    ],
-)
+
+@dataclass
+class EmuState:
+    """The three kernel arrays, with numpy views of the parts for Python callers and tests."""
+
+    b: np.ndarray
+    m: np.ndarray
+    f: np.ndarray
+
+    def _part(self, offset_index: int, size: int) -> np.ndarray:
+        o = int(self.m[offset_index])
+        return self.m[o : o + size]
+
+    @property
+    def F(self) -> int:
+        return int(self.m[P_FOOTPRINT])
+
+    @property
+    def C(self) -> int:
+        return int(self.m[P_NCLUSTERS])
+
+    @property
+    def flags(self) -> np.ndarray:
+        return self.b
+
+    @property
+    def reg(self) -> np.ndarray:
+        return self.m[:HEADER]
+
+    @property
+    def slot(self) -> np.ndarray:
+        return self._part(O_SLOT, self.F)
+
+    @property
+    def lnext(self) -> np.ndarray:
+        return self._part(O_NEXT, self.F + 2)
+
+    @property
+    def lprev(self) -> np.ndarray:
+        return self._part(O_PREV, self.F + 2)
+
+    @property
+    def slot_page(self) -> np.ndarray:
+        return self._part(O_SLOT_PAGE, self.C * int(self.m[P_CLUSTER_SLOTS]))
+
+    def take_rows(self) -> dict[str, np.ndarray] | None:
+        """Copy out and clear the output rows (swapio columns), or None if there are none."""
+        n = int(self.m[R_OUT_N])
+        if n == 0:
+            return None
+        rows = {
+            "t_us": self.f[F_OUT_T : F_OUT_T + n].copy(),
+            "step": self._part(O_OUT_STEP, n).astype(np.uint32),
+            "op": self._part(O_OUT_OP, n).astype(np.int8),
+            "offset": self._part(O_OUT_OFF, n).astype(np.uint64),
+            "length": self._part(O_OUT_LEN, n).astype(np.uint32),
+            "cause": self._part(O_OUT_CAUSE, n).astype(np.int8),
+        }
+        self.m[R_OUT_N] = 0
+        return rows
 
 
 def new_state(
@@ -142,73 +209,70 @@ def new_state(
     """Allocate a fresh emulator state (no page resident, every slot free but the header)."""
     F = int(footprint_pages)
     C = -(-int(nslots) // int(cluster_slots))
-    st = EmuState(
-        flags=np.zeros(F, np.uint8),
-        slot=np.full(F, -1, np.int64),
-        lnext=np.empty(F + 2, np.int64),
-        lprev=np.empty(F + 2, np.int64),
-        slot_page=np.full(C * cluster_slots, -1, np.int64),
-        cl_used=np.zeros(C, np.int64),
-        cl_where=np.zeros(C, np.int8),
-        cl_next=np.empty(C + 2, np.int64),
-        cl_prev=np.empty(C + 2, np.int64),
-        reg=np.zeros(N_REG, np.int64),
-        prm=np.zeros(N_PRM, np.int64),
-        freg=np.zeros(2, np.float64),
-        step_n=np.ascontiguousarray(step_counts, dtype=np.int64),
-        step_seen=np.zeros(len(step_counts), np.int64),
-        tmp=np.zeros(max(4 * SWAP_CLUSTER_MAX, 2 << min(int(params["page_cluster"]), 20)) + 64, np.int64),
-        out_t=np.zeros(out_rows, np.float64),
-        out_step=np.zeros(out_rows, np.uint32),
-        out_op=np.zeros(out_rows, np.int8),
-        out_off=np.zeros(out_rows, np.uint64),
-        out_len=np.zeros(out_rows, np.uint32),
-        out_cause=np.zeros(out_rows, np.int8),
-    )
-    for i in (F, F + 1):  # empty circular lists
-        st.lnext[i] = i
-        st.lprev[i] = i
-    for i in (C, C + 1):
-        st.cl_next[i] = i
-        st.cl_prev[i] = i
-    p = st.prm
-    p[P_POLICY] = params["policy"]
-    p[P_BUDGET] = params["budget_pages"]
-    p[P_BATCH] = params["batch_pages"]
-    p[P_RA_MODE] = params["readahead"]
-    p[P_PAGE_CLUSTER] = params["page_cluster"]
-    p[P_MAX_REQ_PAGES] = params["max_request_pages"]
-    p[P_PAGE_BYTES] = params["page_bytes"]
-    p[P_PMD_PAGES] = max(1, (2 << 20) // params["page_bytes"])
-    p[P_CLUSTER_SLOTS] = cluster_slots
-    p[P_NSLOTS] = nslots
-    p[P_USABLE_SLOTS] = nslots - 1
-    p[P_FIRST_STEP] = params["first_step"]
-    p[P_FOOTPRINT] = F
-    p[P_MAX_ROWS_PER_ACCESS] = params["max_rows_per_access"]
-    st.freg[F_STEP_US] = step_us
-    r = st.reg
-    r[R_CUR_CLUSTER] = -1
-    r[R_PEND_OP] = -1
-    r[R_RA_PREV] = -(1 << 40)  # "far away": the first fault is never adjacent
-    r[R_CRA_PREV] = 0
+    S = C * int(cluster_slots)
+    nsteps = len(step_counts)
+    tmp = TMP_CANDIDATES + (2 << min(int(params["page_cluster"]), 20)) + 64
+    sizes = [
+        (O_SLOT, F), (O_NEXT, F + 2), (O_PREV, F + 2), (O_SLOT_PAGE, S), (O_CL_USED, C), (O_CL_WHERE, C),
+        (O_CL_NEXT, C + 2), (O_CL_PREV, C + 2), (O_STEP_N, nsteps), (O_STEP_SEEN, nsteps), (O_TMP, tmp),
+        (O_OUT_STEP, out_rows), (O_OUT_OP, out_rows), (O_OUT_OFF, out_rows), (O_OUT_LEN, out_rows),
+        (O_OUT_CAUSE, out_rows), (O_CL_HINT, C),
+    ]
+    m = np.zeros(HEADER + sum(n for _, n in sizes), np.int64)
+    o = HEADER
+    for index, n in sizes:
+        m[index] = o
+        o += n
+    st = EmuState(b=np.zeros(F, np.uint8), m=m, f=np.zeros(F_OUT_T + out_rows, np.float64))
+    m[P_POLICY] = params["policy"]
+    m[P_BUDGET] = params["budget_pages"]
+    m[P_BATCH] = params["batch_pages"]
+    m[P_RA_MODE] = params["readahead"]
+    m[P_PAGE_CLUSTER] = params["page_cluster"]
+    m[P_MAX_REQ_PAGES] = params["max_request_pages"]
+    m[P_PAGE_BYTES] = params["page_bytes"]
+    m[P_PMD_PAGES] = max(1, (2 << 20) // params["page_bytes"])
+    m[P_CLUSTER_SLOTS] = cluster_slots
+    m[P_NSLOTS] = nslots
+    m[P_USABLE_SLOTS] = nslots - 1
+    m[P_FIRST_STEP] = params["first_step"]
+    m[P_FOOTPRINT] = F
+    m[P_MAX_ROWS_PER_ACCESS] = params["max_rows_per_access"]
+    m[P_NCLUSTERS] = C
+    m[P_OUT_CAP] = out_rows
+    m[P_NSTEPS] = nsteps
+    st.f[F_STEP_US] = step_us
+    m[R_CUR_CLUSTER] = -1
+    m[R_PEND_OP] = -1
+    m[R_RA_PREV] = -(1 << 40)  # "far away": the first fault is never adjacent
+    m[m[O_STEP_N] : m[O_STEP_N] + nsteps] = np.asarray(step_counts, dtype=np.int64)
+    nxt, prv = st.lnext, st.lprev
+    for h in (F, F + 1):  # empty circular lists
+        nxt[h] = h
+        prv[h] = h
     # slot 0 is the swap header; slots past the device end (last cluster) are unusable
-    st.slot_page[0] = -2
-    st.slot_page[nslots:] = -2
-    for c in range(C):
-        used = int(np.count_nonzero(st.slot_page[c * cluster_slots : (c + 1) * cluster_slots] == -2))
-        st.cl_used[c] = used
-        if used == cluster_slots:
-            st.cl_where[c] = CL_OTHER
-        else:  # partly unusable clusters start non-full, the others free (swapfile.c setup_clusters)
-            _py_list_push_tail(st.cl_next, st.cl_prev, C + (1 if used else 0), c)
-            st.cl_where[c] = CL_NONFULL if used else CL_FREE
+    sp = st.slot_page
+    sp[:] = -1
+    sp[0] = -2
+    sp[nslots:] = -2
+    used = (sp.reshape(C, cluster_slots) == -2).sum(axis=1)
+    ou, ow = int(m[O_CL_USED]), int(m[O_CL_WHERE])
+    m[ou : ou + C] = used
+    m[m[O_CL_HINT] : m[O_CL_HINT] + C] = np.arange(C) * cluster_slots
+    cn, cp = int(m[O_CL_NEXT]), int(m[O_CL_PREV])
+    for h in (C, C + 1):
+        m[cn + h] = h
+        m[cp + h] = h
+    # partly unusable clusters start non-full, full ones nowhere, the others free (swapfile.c setup_clusters)
+    free = np.flatnonzero(used == 0)
+    nonfull = np.flatnonzero((used > 0) & (used < cluster_slots))
+    m[ow : ow + C] = CL_OTHER
+    m[ow + free] = CL_FREE
+    m[ow + nonfull] = CL_NONFULL
+    for h, members in ((C, free), (C + 1, nonfull)):
+        if members.size:
+            chain = np.concatenate([[h], members, [h]])
+            m[cn + chain[:-1]] = chain[1:]
+            m[cp + chain[1:]] = chain[:-1]
+    st.slot[:] = -1
     return st
-
-
-def _py_list_push_tail(nxt: np.ndarray, prv: np.ndarray, head: int, x: int) -> None:
-    last = prv[head]
-    nxt[last] = x
-    prv[x] = last
-    nxt[x] = head
-    prv[head] = x

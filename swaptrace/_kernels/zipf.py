@@ -78,6 +78,7 @@ def _helper2(x):
 
 @jit
 def _h(x, s):
+    """h(x) = x^-s, the unnormalised Zipf weight."""
     return math.exp(-s * math.log(x))
 
 
@@ -90,6 +91,7 @@ def _h_integral(x, s):
 
 @jit
 def _h_integral_inverse(x, s):
+    """H^-1(x) = (1 + x(1-s))^(1/(1-s)), exp(x) at s = 1."""
     t = x * (1.0 - s)
     if t < -1.0:
         t = -1.0  # guards rounding just below the domain edge
@@ -149,6 +151,7 @@ def _scramble_params(seed, table, n):
 
 @jit
 def _gcd(a, b):
+    """Greatest common divisor (Euclid)."""
     while b:
         a, b = b, a % b
     return a

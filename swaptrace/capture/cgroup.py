@@ -104,7 +104,13 @@ class MemoryCgroup:
                 pass
 
     def stat(self) -> dict[str, int]:
+        """``memory.stat`` as integers (v1 adds ``kernel``: kmem usage, page tables and slab)."""
         out = {}
+        if self.version == 1:
+            try:
+                out["kernel"] = int((self.path / "memory.kmem.usage_in_bytes").read_text())
+            except (OSError, ValueError):
+                pass
         for line in (self.path / "memory.stat").read_text().splitlines():
             key, _, value = line.partition(" ")
             if value.strip().lstrip("-").isdigit():

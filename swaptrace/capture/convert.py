@@ -50,6 +50,9 @@ _RQ = re.compile(
     r"^(?P<major>\d+),(?P<minor>\d+)\s+(?P<rwbs>[A-Z]+)\s+(?P<bytes>\d+)\s+\((?P<cmd>[^)]*)\)\s+"
     r"(?P<sector>\d+)\s+\+\s+(?P<nr>\d+)(?:\s+[\w,]+)?\s+\[(?P<comm>.*)\]\s*$"
 )
+# the part before ": event: " -- task names may hold spaces and dashes, so anchor at the end
+_HEAD = re.compile(r"-(?P<pid>\d+)\s+(?:\(\s*[-\d]+\)\s+)?\[(?P<cpu>\d+)\]\s+(?:[^\s:]{4,6}\s+)?(?P<ts>\d+\.\d+)$")
+_RQ_SEP = ": block_rq_issue: "
 _LOST = re.compile(r"\[LOST (\d+) EVENTS\]")
 _MARK = re.compile(rf"^{MARKER_PREFIX}\s+(?P<what>start|end|step)(?:\s+(?P<n>\d+))?\s*$")
 
@@ -128,6 +131,17 @@ def parse_lines(lines: Iterable[str], device: tuple[int, int] | None = None) -> 
     out = ParsedTrace(*(np.empty(0),) * 6)
     for raw in lines:
         line = raw.rstrip("\n")
+        head, sep, body = line.partition(_RQ_SEP)
+        if sep:  # fast path for the bulk of the lines
+            h = _HEAD.search(head)
+            rq = _RQ.match(body) if h is not None else None
+            if rq is None:
+                out.malformed += 1
+                if len(out.malformed_examples) < 5:
+                    out.malformed_examples.append(line[:200])
+                continue
+            _keep_request(rq, h, device, out, t_ns, ops, offsets, lengths, ra, pids)
+            continue
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue
@@ -158,26 +172,9 @@ def parse_lines(lines: Iterable[str], device: tuple[int, int] | None = None) -> 
         if event != "block_rq_issue":
             out.other_events += 1
             continue
-        rq = _RQ.match(body)
-        if rq is None:
-            out.malformed += 1
-            if len(out.malformed_examples) < 5:
-                out.malformed_examples.append(line[:200])
-            continue
-        if device is not None and (int(rq.group("major")), int(rq.group("minor"))) != tuple(device):
-            out.other_events += 1
-            continue
-        op = _op_of(rq.group("rwbs"))
-        nbytes = int(rq.group("bytes")) or int(rq.group("nr")) * SECTOR_BYTES
-        if op is None or nbytes == 0:
-            out.flushes += 1
-            continue
-        t_ns.append(_ts_ns(m.group("ts")))
-        ops.append(op)
-        offsets.append(int(rq.group("sector")) * SECTOR_BYTES)
-        lengths.append(nbytes)
-        ra.append("A" in rq.group("rwbs"))
-        pids.append(int(m.group("pid")))
+        out.malformed += 1  # "block_rq_issue:" without the usual spacing
+        if len(out.malformed_examples) < 5:
+            out.malformed_examples.append(line[:200])
     out.t_ns = np.asarray(t_ns, dtype=np.int64)
     out.op = np.asarray(ops, dtype=np.int8)
     out.offset = np.asarray(offsets, dtype=np.uint64)
@@ -185,6 +182,26 @@ def parse_lines(lines: Iterable[str], device: tuple[int, int] | None = None) -> 
     out.readahead_flag = np.asarray(ra, dtype=bool)
     out.pid = np.asarray(pids, dtype=np.int64)
     return out
+
+
+def _keep_request(rq, head, device, out, t_ns, ops, offsets, lengths, ra, pids) -> bool:
+    """Append one parsed request to the column lists, or count why it is skipped."""
+    if device is not None and (int(rq.group("major")), int(rq.group("minor"))) != tuple(device):
+        out.other_events += 1
+        return False
+    rwbs = rq.group("rwbs")
+    op = _op_of(rwbs)
+    nbytes = int(rq.group("bytes")) or int(rq.group("nr")) * SECTOR_BYTES
+    if op is None or nbytes == 0:
+        out.flushes += 1
+        return False
+    t_ns.append(_ts_ns(head.group("ts")))
+    ops.append(op)
+    offsets.append(int(rq.group("sector")) * SECTOR_BYTES)
+    lengths.append(nbytes)
+    ra.append("A" in rwbs)
+    pids.append(int(head.group("pid")))
+    return True
 
 
 def infer_causes(parsed: ParsedTrace, burst_us: float = 50.0) -> np.ndarray:

@@ -125,6 +125,21 @@ def _read_sys(path: str) -> str | None:
         return None
 
 
+def _fs_type(path: Path) -> str | None:
+    """Filesystem type of the mount holding ``path`` (from /proc/mounts)."""
+    target = Path(path).resolve()
+    while not target.exists() and target != target.parent:
+        target = target.parent
+    best, kind = "", None
+    for line in Path("/proc/mounts").read_text().splitlines():
+        parts = line.split()
+        if len(parts) >= 3:
+            mount = parts[1].replace("\\040", " ")
+            if (str(target) == mount or str(target).startswith(mount.rstrip("/") + "/")) and len(mount) >= len(best):
+                best, kind = mount, parts[2]
+    return kind
+
+
 def kernel_facts() -> dict[str, Any]:
     """Kernel settings that shape swap behaviour (REFERENCE.md §8.4)."""
     return {
@@ -355,18 +370,31 @@ def _mlp_layers(meta: dict[str, Any]) -> tuple[list[list[int]], int]:
     return layers, int(spec.get("batch_size", 128))
 
 
+def page_table_bytes(footprint_bytes: int) -> int:
+    """Memory the kernel charges for the page tables of a mapping of this size (x86-64, 4-level).
+
+    One 4 KiB PTE page per 2 MiB of address space, one PMD page per 1 GiB,
+    plus one PUD page; charged to the memory cgroup (``__GFP_ACCOUNT``) but no
+    part of the model, so the capture adds it to the limit.
+    """
+    pte = -(-int(footprint_bytes) // (2 << 20))
+    pmd = -(-int(footprint_bytes) // (1 << 30))
+    return (pte + pmd + 1) * 4096
+
+
 def _run_child(config: dict[str, Any], workdir: Path, tag: str, group: cg.MemoryCgroup, memory_bytes: int | None,
-               on_go=None, on_step=None, timeout_s: float | None = None) -> RunResult:
+               on_go=None, on_step=None, timeout_s: float | None = None, overhead_bytes: int = 0) -> RunResult:
     group.create()
     group.set_limit(None)
     child = _Child(config, workdir, tag, group)
     try:
         ready = child.expect("READY", READY_TIMEOUT_S)
         baseline = group.usage_bytes()
+        kmem_start = group.stat().get("kernel")
         limit = None
         guard = None
         if memory_bytes is not None:
-            limit = baseline + int(memory_bytes)
+            limit = baseline + int(memory_bytes) + int(overhead_bytes)
             group.set_limit(limit)
             guard = _OomGuard(group, limit)
         group.reset_peak()
@@ -386,7 +414,8 @@ def _run_child(config: dict[str, Any], workdir: Path, tag: str, group: cg.Memory
     return RunResult(
         baseline_bytes=baseline, rss_bytes=int(ready.get("rss_bytes", 0)), limit_bytes=limit, peak_bytes=peak,
         warmup_s=float(ready.get("warmup_s", 0.0)), locked=bool(ready.get("locked")), child=done,
-        vmstat_delta={k: after[k] - before.get(k, 0) for k in after}, cgroup_stat=stat, oom=oom,
+        vmstat_delta={k: after[k] - before.get(k, 0) for k in after}, cgroup_stat=stat,
+        oom={**oom, "kmem_start_bytes": kmem_start},
     )
 
 
@@ -419,7 +448,9 @@ def capture(
     memory_bytes, memory_fraction : int or float
         Budget for the model's pages, in bytes or as a fraction of the
         trace's footprint (exactly one). The cgroup limit is the child's own
-        baseline after warm-up plus this budget.
+        baseline after warm-up plus this budget plus the page tables of the
+        footprint mapping (:func:`page_table_bytes`), which the kernel
+        charges to the cgroup but the emulator does not model.
     compute : {None, "mlp"}
         Run the preset's dense MLP forward/backward (numpy) after each step.
     unlimited_run : bool
@@ -468,6 +499,11 @@ def capture(
     compute = None if compute == "none" else compute
     check_privileges()
     work_base = Path(work_base or DEFAULT_WORK_BASE)
+    if _fs_type(work_base) in ("tmpfs", "ramfs"):
+        raise ConfigError(f"{work_base} is on {_fs_type(work_base)}: a swap file there lives in RAM; use --work-dir on a disk")
+    if (_read_sys("/sys/module/zswap/parameters/enabled") or "N").upper().startswith("Y"):
+        raise ConfigError("zswap is enabled, so swapped pages are compressed in RAM instead of written to the device; "
+                          "disable it for a capture: echo N > /sys/module/zswap/parameters/enabled")
     removed = cleanup_leftovers(work_base)
 
     name = f"{PREFIX}{os.getpid()}"
@@ -519,8 +555,9 @@ def capture(
             if progress is not None and line.startswith("STEP"):
                 progress(1)
 
+        overhead = page_table_bytes(footprint_bytes)
         run = _run_child({**base_config, "marker": str(trace_rec.marker_path())}, workdir, "limited", g,
-                         memory_bytes, on_go=on_go, on_step=on_step, timeout_s=timeout_s)
+                         memory_bytes, on_go=on_go, on_step=on_step, timeout_s=timeout_s, overhead_bytes=overhead)
         buffer_stats = trace_rec.stop()
         loop_after = swap.stat()
         g.remove()
@@ -551,6 +588,7 @@ def capture(
             "cgroup_version": g.version,
             "baseline_bytes": run.baseline_bytes,
             "baseline_rss_bytes": run.rss_bytes,
+            "page_table_bytes": overhead,
             "limit_bytes": run.limit_bytes,
             "peak_bytes": run.peak_bytes,
             "warmup_s": run.warmup_s,
@@ -559,7 +597,9 @@ def capture(
             "vmstat_delta": run.vmstat_delta,
             "loop_stat_delta": loop_delta,
             "cgroup_stat": {k: v for k, v in run.cgroup_stat.items()
-                            if k in ("pgmajfault", "pgfault", "pgpgin", "pgpgout", "rss", "cache", "swap", "anon", "file")},
+                            if k in ("pgmajfault", "pgfault", "pgpgin", "pgpgout", "rss", "cache", "swap", "anon", "file",
+                                     "unevictable", "swapcached", "active_anon", "inactive_anon", "active_file",
+                                     "inactive_file", "mapped_file", "kernel", "pagetables")},
             "minor_faults": int(child["minor_faults"]),
             "step_wall_us": child["step_wall_us"],
             "replay_us": child["replay_us"],

@@ -16,7 +16,7 @@ def _render(result) -> str:
     lines = [
         f"wrote {result.path}",
         f"budget        {format_bytes(result.memory_bytes)} + child baseline {format_bytes(result.baseline_bytes)}"
-        f" = cgroup limit {format_bytes(result.limit_bytes)}",
+        f" + page tables {format_bytes(k['page_table_bytes'])} = cgroup limit {format_bytes(result.limit_bytes)}",
         f"pages in/out  {s['pages_in']} / {s['pages_out']}   (pswpin/pswpout {s['pswpin']} / {s['pswpout']})",
         f"requests      read {s['requests']['read']}, write {s['requests']['write']},"
         f" discard {s['requests']['discard']}",

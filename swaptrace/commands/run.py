@@ -17,16 +17,18 @@ from swaptrace.units import parse_bytes
 @click.option("--memory-fraction", type=float, default=None, help="DRAM budget as a fraction of the footprint [default: 0.5].")
 @click.option("--policy", default="linux", show_default=True, help="Emulator residency policy: linux, lru, clock.")
 @click.option("--readahead", default="vma", show_default=True, help="Swap readahead: vma, cluster, none.")
-@click.option("--device", default="mqsim-default", show_default=True, help="SSD model preset or .toml file.")
+@click.option("--device", default="nvme-tlc", show_default=True, help="SSD model preset or .toml file.")
+@click.option("--ssd-capacity", default=None,
+              help="User capacity of the modelled SSD [default: the swap device rounded up to a GiB].")
 @click.option("--no-fio", is_flag=True, help="Skip the fio stages.")
 @click.option("--no-thesis", is_flag=True, help="Skip the SSD model's request-size and sequential-write sweep.")
 @click.option("--fio-target", default=None, help="File for fio to use [default: /tmp/swaptrace-fio.dat].")
-@click.option("--fio-size", default="256MiB", show_default=True, help="Bytes of the fio target to use.")
+@click.option("--fio-size", default="512MiB", show_default=True, help="Bytes of the fio target to use.")
 @click.option("--fio-runtime", type=int, default=5, show_default=True, help="Seconds per time-based fio job.")
 @click.option("-o", "--output", "out", default=None, type=click.Path(file_okay=False),
               help="Output folder [default: traces/PRESET].")
 @click.option("--force", is_flag=True, help="Rerun every stage even if its inputs and parameters are unchanged.")
-def command(preset, steps, seed, memory, memory_fraction, policy, readahead, device, no_fio, no_thesis, fio_target,
+def command(preset, steps, seed, memory, memory_fraction, policy, readahead, device, ssd_capacity, no_fio, no_thesis, fio_target,
             fio_size, fio_runtime, out, force):
     """Run generate → mrc → emulate → ssd → fio jobs → fio run → report.
 
@@ -56,6 +58,7 @@ def command(preset, steps, seed, memory, memory_fraction, policy, readahead, dev
         policy=policy,
         readahead=readahead,
         device=device,
+        ssd_capacity_bytes=parse_bytes(ssd_capacity, "--ssd-capacity") if ssd_capacity else None,
         fio=not no_fio,
         fio_target=fio_target,
         fio_size_bytes=parse_bytes(fio_size, "--fio-size"),

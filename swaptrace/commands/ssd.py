@@ -97,26 +97,33 @@ def _split_device(kwargs: dict[str, Any]) -> ssd_config.SSDConfig:
 def _render(summary: dict[str, Any]) -> str:
     lat = summary.get("latency_us") or {}
     steady = summary.get("steady_state") or {}
+    nan = float("nan")
 
     def mb(x):
         return "n/a" if x is None else f"{x:,.1f} MB/s"
 
     waf = summary.get("waf")
+    waf_text = "n/a" if waf is None else f"{waf:.3f}"
+    sim_us = summary.get("simulated_time_us")
+    time_text = "n/a (no timing)" if sim_us is None else f"{sim_us / 1e6:.3f} s"
     lines = [
         f"device            {summary['device']} (precondition {summary.get('precondition', '?')})",
         f"requests          {summary['requests']:,}",
         f"host written      {format_bytes(summary['host_write_bytes'])}   read {format_bytes(summary['host_read_bytes'])}"
         f"   discarded {format_bytes(summary['discard_bytes'])}",
         f"flash written     {format_bytes(summary['flash_write_bytes'])}   GC erases {summary['gc_erases']:,}",
-        f"WAF               {'n/a' if waf is None else f'{waf:.3f}'}",
-        f"simulated time    {summary['simulated_time_us'] / 1e6:.3f} s",
-        f"throughput        {mb(summary.get('throughput_mb_s'))}   (write {mb(summary.get('write_mb_s'))}, "
-        f"read {mb(summary.get('read_mb_s'))})",
-        f"bandwidth         fresh {mb(summary.get('fresh_bandwidth_mb_s'))} -> last windows "
-        f"{mb(steady.get('bandwidth_mb_s'))} ({'steady' if steady.get('steady') else 'not steady'})",
-        f"latency (µs)      mean {lat.get('mean', float('nan')):.1f}  p50 {lat.get('p50', float('nan')):.1f}  "
-        f"p99 {lat.get('p99', float('nan')):.1f}  p99.9 {lat.get('p99.9', float('nan')):.1f}",
+        f"WAF               {waf_text}",
+        f"simulated time    {time_text}",
     ]
+    if sim_us is not None:
+        lines += [
+            f"throughput        {mb(summary.get('throughput_mb_s'))}   (write {mb(summary.get('write_mb_s'))}, "
+            f"read {mb(summary.get('read_mb_s'))})",
+            f"bandwidth         first window {mb(summary.get('fresh_bandwidth_mb_s'))} -> last windows "
+            f"{mb(steady.get('bandwidth_mb_s'))} ({'steady' if steady.get('steady') else 'not steady'})",
+            f"latency (µs)      mean {lat.get('mean', nan):.1f}  p50 {lat.get('p50', nan):.1f}  "
+            f"p99 {lat.get('p99', nan):.1f}  p99.9 {lat.get('p99.9', nan):.1f}",
+        ]
     return "\n".join(lines)
 
 
@@ -227,10 +234,7 @@ def thesis_cmd(iodepth, write_iodepth, drive_writes, seed, out, force, as_json, 
 
     Example: swaptrace ssd thesis --json -o traces/model.json
     """
-    if all(kw[k] is None for k in _DEVICE_KEYS):
-        cfg = ssd_thesis.default_config()
-    else:
-        cfg = _split_device(kw)
+    cfg = None if all(kw[k] is None for k in _DEVICE_KEYS) else _split_device(kw)
     if out is not None:
         AtomicPath(out, force).discard()  # refuse an existing file before the minute of work
     result = ssd_thesis.run_thesis(cfg, iodepth=iodepth, write_iodepth=write_iodepth, drive_writes=drive_writes,

@@ -123,6 +123,7 @@ def simulate_chunks(sim: Simulator, chunks: Iterable[tuple], *, window_bytes: in
     bw = [r["bandwidth_mb_s"] for r in rows]
     host_w = c.host_write_units * cfg.map_bytes
     host_r = c.host_read_units * cfg.map_bytes
+    timed = sim.timing and elapsed_us > 0
     summary = {
         "device": cfg.name,
         "requests": requests,
@@ -133,14 +134,14 @@ def simulate_chunks(sim: Simulator, chunks: Iterable[tuple], *, window_bytes: in
         "gc_write_bytes": c.gc_write_units * cfg.map_bytes,
         "gc_erases": c.erases,
         "waf": c.waf if c.host_write_units else None,
-        "simulated_time_us": elapsed_us,
-        "throughput_mb_s": (host_w + host_r) / elapsed_us if elapsed_us > 0 else None,
-        "write_mb_s": host_w / elapsed_us if elapsed_us > 0 else None,
-        "read_mb_s": host_r / elapsed_us if elapsed_us > 0 else None,
-        "latency_us": hist.summary(),
+        "simulated_time_us": elapsed_us if sim.timing else None,
+        "throughput_mb_s": (host_w + host_r) / elapsed_us if timed else None,
+        "write_mb_s": host_w / elapsed_us if timed else None,
+        "read_mb_s": host_r / elapsed_us if timed else None,
+        "latency_us": hist.summary() if timed else None,
         "windows": len(rows),
-        "fresh_bandwidth_mb_s": bw[0] if bw else None,
-        "steady_state": steady_state(bw),
+        "fresh_bandwidth_mb_s": bw[0] if bw and timed else None,
+        "steady_state": steady_state(bw) if timed else None,
     }
     return timeline, summary
 
@@ -184,7 +185,8 @@ def synth(config: SSDConfig, pattern: str, *, bs_bytes: int = 4096, volume_bytes
     out : path, optional
         Timeline Parquet file to write.
     """
-    volume_bytes = volume_bytes or 4 * config.user_bytes
+    if volume_bytes is None:
+        volume_bytes = 4 * config.user_bytes
     sim = Simulator(config, timing=timing, iodepth=iodepth, seed=seed)
     sim.precondition(precondition, seed=seed)
     chunks = synthetic_requests(pattern, user_units=config.user_units, map_bytes=config.map_bytes, bs_bytes=bs_bytes,
@@ -299,3 +301,23 @@ def read_timeline(path: os.PathLike) -> tuple[dict[str, np.ndarray], dict[str, A
     if tf.kind != "ssd-timeline":
         raise TraceFileError(f"{path}: not an ssd-timeline file")
     return tf.read_all(), tf.meta
+
+
+def request_size_sweep(config: SSDConfig, *, sizes_bytes: Iterable[int] = (4 << 10, 8 << 10, 16 << 10, 32 << 10,
+                                                                           64 << 10, 128 << 10, 256 << 10),
+                       iodepths: Iterable[int] = (1, 8, 32), pattern: str = "randread",
+                       volume_bytes: int = 64 << 20, seed: int = 0) -> dict[str, Any]:
+    """Bandwidth of ``pattern`` at each request size and queue depth, on a sequentially filled drive.
+
+    Returns ``{"pattern", "sizes_bytes": [...], "bandwidth_mb_s": {qd: [...]}}`` (JSON-ready;
+    the data of :func:`swaptrace.figures.ssd.plot_bandwidth_vs_request_size`).
+    """
+    sizes = [int(s) for s in sizes_bytes]
+    out: dict[str, Any] = {"pattern": pattern.replace("rand", "random "), "sizes_bytes": sizes, "bandwidth_mb_s": {}}
+    for qd in iodepths:
+        out["bandwidth_mb_s"][str(qd)] = [
+            float(synth(config, pattern, bs_bytes=bs, volume_bytes=max(volume_bytes, 8 * bs), iodepth=qd,
+                        precondition="seq", seed=seed).summary["throughput_mb_s"])
+            for bs in sizes
+        ]
+    return out

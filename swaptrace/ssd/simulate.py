@@ -55,7 +55,7 @@ def _new_state(cfg: SSDConfig, *, timing: bool, iodepth: int, use_timestamps: bo
         ip=ip, fp=fp, sc=np.zeros(K.N_SC, dtype=np.int64), tf=np.zeros(K.N_TF, dtype=np.float64), rng=rng,
         l2p=np.full(cfg.user_units, -1, dtype=np.int32), p2l=np.full(cfg.physical_units, -1, dtype=np.int32),
         valid=np.zeros(nb, dtype=np.int32), wp=np.zeros(nb, dtype=np.int32), bstate=np.zeros(nb, dtype=np.int8),
-        close_seq=np.zeros(nb, dtype=np.int64), tick=np.zeros(nb, dtype=np.int64),
+        close_seq=np.zeros(nb, dtype=np.int64),
         free_q=free_q, free_head=np.zeros(nd, dtype=np.int64), free_n=np.full(nd, bpd, dtype=np.int64),
         open_blk=np.full((nd, 2), -1, dtype=np.int32),
         bhead=np.full((nd, np_ + 1), -1, dtype=np.int32), bnext=np.full(nb, -1, dtype=np.int32),
@@ -152,7 +152,9 @@ class Simulator:
         """Pure-FTL sequential single-unit writes of units [first, first+count)."""
         if first < 0 or first + count > self.config.user_units:
             raise ConfigError("sequential range outside the device")
-        self._check(K._write_range(self.state, np.int64(first), np.int64(count)))
+        step = 1 << 22
+        for start in range(first, first + count, step):
+            self._check(K._write_units(self.state, np.arange(start, min(start + step, first + count), dtype=np.int64)))
 
     def run(self, op: np.ndarray, lpn: np.ndarray, npages: np.ndarray, t_us: np.ndarray | None = None,
             record: bool = True) -> dict[str, np.ndarray]:

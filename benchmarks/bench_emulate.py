@@ -1,0 +1,145 @@
+"""Benchmark the emulator and miss-ratio curves against libCacheSim (the peer).
+
+On a ``demo``-preset trace of >= 10M accesses (``--quick``: ~1M) at half its
+footprint, side by side in one run:
+
+1. our ``lru`` emulation, writing the swap I/O stream, vs libCacheSim's LRU
+   over the same trace exported to its oracleGeneral format (same miss count
+   asserted); also our ``linux`` policy for reference;
+2. our exact MRC (every size, one pass) vs libCacheSim at one size;
+3. SHARDS at rate 0.01: mean absolute error against the exact curve and speed.
+
+Medians of ``--repeats`` (default 3) runs, after a warm-up that loads the
+numba kernels from the on-disk cache; peak RSS of one ``swaptrace emulate``
+run measured in a child process. Prints a markdown table.
+
+Usage::
+
+    python benchmarks/bench_emulate.py [--quick] [--repeats 3] [--trace FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ACCESSES_PER_DEMO_STEP = 63_700  # measured: the demo preset touches ~63.7k pages per step
+
+
+def median_time(fn, repeats):
+    times, result = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), result
+
+
+def demo_trace(steps: int, folder: Path) -> Path:
+    from swaptrace.generate import generate_trace
+
+    path = folder / f"demo-{steps}.access.parquet"
+    if not path.exists():
+        print(f"generating {path} ({steps} steps of the demo preset) ...", file=sys.stderr)
+        generate_trace("demo", path, steps=steps, seed=0)
+    return path
+
+
+def child_peak_rss_mib(args: list[str]) -> float:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    subprocess.run(args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return max(after, before) / 1024.0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="~1M accesses instead of >= 10M")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--trace", type=Path, default=None, help="use this access trace instead of generating one")
+    ap.add_argument("--folder", type=Path, default=Path(tempfile.gettempdir()) / "swaptrace-bench")
+    args = ap.parse_args(argv)
+
+    import libcachesim as lcs
+
+    from swaptrace.export import export_trace
+    from swaptrace.mrc import exact_mrc, mean_absolute_error, shards_mrc
+    from swaptrace.pagecache import emulate
+    from swaptrace.traceio import open_trace
+
+    args.folder.mkdir(parents=True, exist_ok=True)
+    steps = 16 if args.quick else -(-10_000_000 // ACCESSES_PER_DEMO_STEP) + 1
+    trace = args.trace or demo_trace(steps, args.folder)
+    tf = open_trace(trace, kind="access")
+    n = tf.num_rows
+    footprint = int(tf.meta["footprint_pages"])
+    page_bytes = tf.page_bytes
+    half = footprint // 2
+    og = args.folder / (Path(trace).name.replace(".access.parquet", "") + ".oracleGeneral.bin")
+    if not og.exists() or og.stat().st_mtime < Path(trace).stat().st_mtime:
+        export_trace(trace, og, force=True)
+    out = args.folder / "bench.swapio.parquet"
+
+    # warm-up: load every kernel from numba's cache (compiling it the first time)
+    small = args.folder / "warm.access.parquet"
+    if not small.exists():
+        from swaptrace.generate import generate_trace
+
+        generate_trace("tiny", small, steps=1, seed=0)
+    for policy in ("lru", "linux"):
+        emulate(small, out, memory_fraction=0.5, policy=policy, force=True)
+    exact_mrc(small)
+    shards_mrc(small, 0.01)
+
+    def ours_lru():
+        return emulate(trace, out, memory_bytes=half * page_bytes, policy="lru", readahead="none", force=True)
+
+    def ours_linux():
+        return emulate(trace, out, memory_bytes=half * page_bytes, policy="linux", force=True)
+
+    def peer_lru():
+        reader = lcs.TraceReader(str(og), lcs.TraceType.ORACLE_GENERAL_TRACE)
+        cache = lcs.LRU(cache_size=half * page_bytes)
+        miss_ratio, _ = cache.process_trace(reader)
+        return int(round(miss_ratio * n))
+
+    t_ours, res = median_time(ours_lru, args.repeats)
+    t_peer, peer_misses = median_time(peer_lru, args.repeats)
+    if res.faults != peer_misses:
+        raise SystemExit(f"miss counts differ: ours {res.faults}, libcachesim {peer_misses}")
+    t_linux, res_linux = median_time(ours_linux, args.repeats)
+    t_exact, exact = median_time(lambda: exact_mrc(trace), args.repeats)
+    if exact.misses_at(half) != peer_misses:
+        raise SystemExit(f"exact MRC at {half} pages: {exact.misses_at(half)} != libcachesim {peer_misses}")
+    t_shards, shards = median_time(lambda: shards_mrc(trace, 0.01), args.repeats)
+    mae = mean_absolute_error(exact, shards)
+    rss = child_peak_rss_mib([str(Path(sys.executable).parent / "swaptrace"), "emulate", str(trace), "--memory",
+                              str(half * page_bytes), "--policy", "lru", "-o", str(out), "--force"])
+    out.unlink(missing_ok=True)
+
+    mps = lambda t: n / t / 1e6  # noqa: E731 - accesses per second, millions
+    print(f"\n### bench_emulate: `demo` preset, {n:,} accesses, footprint {footprint:,} pages, "
+          f"memory {half:,} pages (half); median of {args.repeats}; {os.cpu_count()} CPUs\n")
+    print("| measurement | ours | libcachesim | ratio (ours/peer speed) | target |")
+    print("|---|---|---|---|---|")
+    print(f"| LRU, writing the swap stream (misses {res.faults:,} both) | {t_ours:.2f} s ({mps(t_ours):.2f} M/s) | "
+          f"{t_peer:.2f} s ({mps(t_peer):.2f} M/s) | {t_peer / t_ours:.2f}x | >= 3x |")
+    print(f"| exact MRC, all {footprint + 1:,} sizes vs one size | {t_exact:.2f} s | {t_peer:.2f} s | "
+          f"{t_peer / t_exact:.2f}x | >= 1x |")
+    print(f"| SHARDS R=0.01 vs exact MRC | {t_shards:.3f} s, MAE {mae:.4f} | - | {t_exact / t_shards:.1f}x faster "
+          f"than exact | MAE <= 0.01, >= 20x |")
+    print(f"| `linux` policy (vma readahead), writing the stream | {t_linux:.2f} s ({mps(t_linux):.2f} M/s), "
+          f"{res_linux.faults:,} faults, {res_linux.summary['requests']['write']:,} write requests | - | - | - |")
+    print(f"| peak RSS, `swaptrace emulate --policy lru` (child process) | {rss:.0f} MiB | - | - | bounded by footprint |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
