@@ -158,9 +158,21 @@ def build_report(folder: str | os.PathLike, out: str | os.PathLike | None = None
 
 
 def _rank_frequency(access, out_dir: Path, report: Report) -> None:
-    from swaptrace.figures.generate import plot_rank_frequency
+    """Rows of the largest table (re-drawn from the trace's seed: exactly its lookups) and table pages."""
+    from swaptrace.figures.generate import plot_rank_frequency, trace_page_counts
+    from swaptrace.generate import draw_rows
+    from swaptrace.spec import spec_from_dict
 
-    _figure(out_dir, "rank_frequency.png", lambda fig: plot_rank_frequency(access.path, ax=fig.subplots()), report)
+    meta = access.meta
+    spec = spec_from_dict(meta["spec"], where=str(access.path))
+    params = meta.get("params", {})
+    largest = max(range(len(spec.tables)), key=lambda i: spec.tables[i].rows)
+    rows = draw_rows(spec, largest, steps=int(meta["steps"]), seed=int(meta["seed"]),
+                     first_step=int(meta.get("first_step", 0)), alpha=params.get("alpha"),
+                     scatter=params.get("scatter", True), reuse=params.get("reuse", 0.0))
+    data = {f"rows of {spec.tables[largest].name} ({spec.tables[largest].rows:,} rows)": rows,
+            "embedding-table pages (counts)": trace_page_counts(access.path)}
+    _figure(out_dir, "rank_frequency.png", lambda fig: plot_rank_frequency(data, ax=fig.subplots()), report)
 
 
 def _swap_numbers(swapio) -> dict[str, Any]:

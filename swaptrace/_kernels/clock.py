@@ -33,7 +33,7 @@ def _clock_reclaim(b, m, f, n):
     nx, pv = m[O_NEXT], m[O_PREV]
     done = 0
     while done < n and m[R_RESIDENT] > 0 and m[R_ERROR] == 0:
-        page = m[pv + h]
+        page = m[pv + 2 * h]
         m[C_SCANNED] += 1
         if b[page] & REFERENCED:
             b[page] &= ~REFERENCED

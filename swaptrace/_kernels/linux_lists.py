@@ -67,7 +67,7 @@ def _deactivate(b, m, n):
     F = m[P_FOOTPRINT]
     nx, pv = m[O_NEXT], m[O_PREV]
     for _ in range(n):
-        page = m[pv + F]
+        page = m[pv + 2 * F]
         if page == F:
             break
         _unlink(m, nx, pv, page)
@@ -105,10 +105,10 @@ def _linux_reclaim(b, m, f, n):
         if _inactive_is_low(m) or m[R_N_INACTIVE] == 0:
             _deactivate(b, m, SWAP_CLUSTER_MAX)
         take = min(SWAP_CLUSTER_MAX, m[R_N_INACTIVE])
-        page = m[pv + F + 1]
+        page = m[pv + 2 * (F + 1)]
         for i in range(take):  # isolate, oldest first
             m[tmp + i] = page
-            page = m[pv + page]
+            page = m[pv + 2 * page]
         for i in range(take):
             page = m[tmp + i]
             _unlink(m, nx, pv, page)

@@ -27,7 +27,7 @@ def _lru_reclaim(b, m, f, n):
     nx, pv = m[O_NEXT], m[O_PREV]
     done = 0
     while done < n and m[R_RESIDENT] > 0 and m[R_ERROR] == 0:
-        page = m[pv + h]
+        page = m[pv + 2 * h]
         _unlink(m, nx, pv, page)
         _evict(b, m, f, page)
         done += 1

@@ -84,7 +84,7 @@ def _alloc_slot(m, page):
     if s < 0:
         cn = m[O_CL_NEXT]
         for h in (C + 1, C):  # non-full clusters first, then free ones
-            c = m[cn + h]
+            c = m[cn + 2 * h]
             if c != h:
                 _unlink(m, cn, m[O_CL_PREV], c)
                 m[m[O_CL_WHERE] + c] = CL_OTHER

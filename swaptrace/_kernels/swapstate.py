@@ -102,12 +102,12 @@ P_OUT_CAP = 63
 
 # ---- offsets of the arrays inside m (m[64:96]) -----------------------------
 O_SLOT = 64  # [F] slot of each page, -1 if none
-O_NEXT = 65  # [F + 2] list links
+O_NEXT = 65  # [2 (F + 2)] list links, next and prev interleaved (O_PREV = O_NEXT + 1)
 O_PREV = 66
 O_SLOT_PAGE = 67  # [S] page in each slot, -1 free, -2 never usable
 O_CL_USED = 68  # [C] slots used (or unusable) per cluster
 O_CL_WHERE = 69  # [C] CL_FREE / CL_NONFULL / CL_OTHER
-O_CL_NEXT = 70  # [C + 2] cluster list links
+O_CL_NEXT = 70  # [2 (C + 2)] cluster list links, interleaved like the page lists
 O_CL_PREV = 71
 O_STEP_N = 72  # [steps] accesses per step
 O_STEP_SEEN = 73  # [steps] accesses processed per step
@@ -169,11 +169,11 @@ class EmuState:
 
     @property
     def lnext(self) -> np.ndarray:
-        return self._part(O_NEXT, self.F + 2)
+        return self._part(O_NEXT, 2 * (self.F + 2))[::2]
 
     @property
     def lprev(self) -> np.ndarray:
-        return self._part(O_PREV, self.F + 2)
+        return self._part(O_PREV, 2 * (self.F + 2) - 1)[::2]
 
     @property
     def slot_page(self) -> np.ndarray:
@@ -213,8 +213,8 @@ def new_state(
     nsteps = len(step_counts)
     tmp = TMP_CANDIDATES + (2 << min(int(params["page_cluster"]), 20)) + 64
     sizes = [
-        (O_SLOT, F), (O_NEXT, F + 2), (O_PREV, F + 2), (O_SLOT_PAGE, S), (O_CL_USED, C), (O_CL_WHERE, C),
-        (O_CL_NEXT, C + 2), (O_CL_PREV, C + 2), (O_STEP_N, nsteps), (O_STEP_SEEN, nsteps), (O_TMP, tmp),
+        (O_SLOT, F), (O_NEXT, 2 * (F + 2)), (O_PREV, 0), (O_SLOT_PAGE, S), (O_CL_USED, C), (O_CL_WHERE, C),
+        (O_CL_NEXT, 2 * (C + 2)), (O_CL_PREV, 0), (O_STEP_N, nsteps), (O_STEP_SEEN, nsteps), (O_TMP, tmp),
         (O_OUT_STEP, out_rows), (O_OUT_OP, out_rows), (O_OUT_OFF, out_rows), (O_OUT_LEN, out_rows),
         (O_OUT_CAUSE, out_rows), (O_CL_HINT, C),
     ]
@@ -223,6 +223,8 @@ def new_state(
     for index, n in sizes:
         m[index] = o
         o += n
+    m[O_PREV] = m[O_NEXT] + 1
+    m[O_CL_PREV] = m[O_CL_NEXT] + 1
     st = EmuState(b=np.zeros(F, np.uint8), m=m, f=np.zeros(F_OUT_T + out_rows, np.float64))
     m[P_POLICY] = params["policy"]
     m[P_BUDGET] = params["budget_pages"]
@@ -261,8 +263,8 @@ def new_state(
     m[m[O_CL_HINT] : m[O_CL_HINT] + C] = np.arange(C) * cluster_slots
     cn, cp = int(m[O_CL_NEXT]), int(m[O_CL_PREV])
     for h in (C, C + 1):
-        m[cn + h] = h
-        m[cp + h] = h
+        m[cn + 2 * h] = h
+        m[cp + 2 * h] = h
     # partly unusable clusters start non-full, full ones nowhere, the others free (swapfile.c setup_clusters)
     free = np.flatnonzero(used == 0)
     nonfull = np.flatnonzero((used > 0) & (used < cluster_slots))
@@ -272,7 +274,7 @@ def new_state(
     for h, members in ((C, free), (C + 1, nonfull)):
         if members.size:
             chain = np.concatenate([[h], members, [h]])
-            m[cn + chain[:-1]] = chain[1:]
-            m[cp + chain[1:]] = chain[:-1]
+            m[cn + 2 * chain[:-1]] = chain[1:]
+            m[cp + 2 * chain[1:]] = chain[:-1]
     st.slot[:] = -1
     return st
