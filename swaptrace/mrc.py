@@ -24,7 +24,7 @@ from __future__ import annotations
 import csv
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -98,18 +98,14 @@ def _tree_state(footprint: int, capacity: int | None = None):
     return last, page_at, tree, reg
 
 
-def _pages(tf, batch_rows):
+def _pages(tf, batch_rows, footprint, progress=None):
+    """Chunks of the page column as int64, checked against the footprint."""
     for batch in tf.iter_batches(columns=["page"], batch_rows=batch_rows):
-        yield np.ascontiguousarray(batch["page"], dtype=np.int64)
-
-
-def stack_histogram(pages_chunks, footprint_pages: int) -> np.ndarray:
-    """Histogram of LRU stack distances over chunks of page numbers (``hist[0]`` = first accesses)."""
-    last, page_at, tree, reg = _tree_state(footprint_pages)
-    hist = np.zeros(footprint_pages + 1, np.int64)
-    for pages in pages_chunks:
-        _stack_chunk(pages, last, page_at, tree, reg, hist)
-    return hist
+        pages = np.ascontiguousarray(batch["page"], dtype=np.int64)
+        _check_pages(pages, footprint, tf.path)
+        yield pages
+        if progress is not None:
+            progress(pages.size)
 
 
 def exact_mrc(
@@ -133,22 +129,24 @@ def exact_mrc(
         ``misses[c]`` is exactly the miss count of an LRU cache of ``c`` pages.
     """
     tf, footprint = _open(trace)
-    last, page_at, tree, reg = _tree_state(footprint)
-    hist = np.zeros(footprint + 1, np.int64)
+    curve = mrc_from_chunks(_pages(tf, batch_rows, footprint, progress), footprint, tf.page_bytes)
+    return replace(curve, params={"trace": str(tf.path)})
+
+
+def mrc_from_chunks(chunks, footprint_pages: int, page_bytes: int = 4096) -> MissRatioCurve:
+    """Exact LRU curve of page-number chunks (numpy int64 arrays, each page below ``footprint_pages``)."""
+    last, page_at, tree, reg = _tree_state(footprint_pages)
+    hist = np.zeros(footprint_pages + 1, np.int64)
     n = 0
-    for pages in _pages(tf, batch_rows):
-        _check_pages(pages, footprint, tf.path)
+    for pages in chunks:
         _stack_chunk(pages, last, page_at, tree, reg, hist)
         n += pages.size
-        if progress is not None:
-            progress(pages.size)
     return MissRatioCurve(
-        sizes_pages=np.arange(footprint + 1, dtype=np.int64),
+        sizes_pages=np.arange(footprint_pages + 1, dtype=np.int64),
         misses=_curve_from_hist(hist),
         accesses=n,
-        page_bytes=tf.page_bytes,
+        page_bytes=page_bytes,
         method="exact",
-        params={"trace": str(tf.path)},
     )
 
 
@@ -191,18 +189,24 @@ def shards_mrc(
     if sample_pages is not None and sample_pages < 1:
         raise ConfigError(f"--sample-pages must be at least 1, got {sample_pages}")
     tf, footprint = _open(trace)
+    curve = shards_from_chunks(_pages(tf, batch_rows, footprint, progress), footprint, tf.page_bytes,
+                               sample_rate=sample_rate, sample_pages=sample_pages, adjust=adjust)
+    return replace(curve, params=dict(curve.params, trace=str(tf.path)))
+
+
+def shards_from_chunks(chunks, footprint_pages: int, page_bytes: int = 4096, *, sample_rate: float = 0.01,
+                       sample_pages: int | None = None, adjust: bool = True) -> MissRatioCurve:
+    """SHARDS curve of page-number chunks (see :func:`shards_mrc`)."""
+    footprint = footprint_pages
     hist = np.zeros(footprint + 1, np.float64)
     n = 0
     if sample_pages is None:
         threshold = max(1, int(round(sample_rate * MODULUS)))
         rate = threshold / MODULUS
         last, page_at, tree, reg = _tree_state(footprint)  # sampled pages <= footprint: compaction always frees room
-        for pages in _pages(tf, batch_rows):
-            _check_pages(pages, footprint, tf.path)
+        for pages in chunks:
             _shards_fixed_rate_chunk(pages, threshold, last, page_at, tree, reg, hist, rate)
             n += pages.size
-            if progress is not None:
-                progress(pages.size)
         sampled = float(reg[2])
         final_rate = rate
     else:
@@ -212,27 +216,23 @@ def shards_mrc(
         heap_h = np.zeros(s_max + 1, np.int64)
         heap_p = np.zeros(s_max + 1, np.int64)
         fstate = np.zeros(1, np.float64)
-        for pages in _pages(tf, batch_rows):
-            _check_pages(pages, footprint, tf.path)
+        for pages in chunks:
             _shards_fixed_size_chunk(pages, s_max, last, page_at, tree, reg, hist, heap_h, heap_p, fstate)
             n += pages.size
-            if progress is not None:
-                progress(pages.size)
         sampled = float(fstate[0])
         final_rate = reg[3] / MODULUS
     expected = n * final_rate
     if adjust and footprint >= 1:
         hist[1] += expected - sampled
-    scale = 1.0 / final_rate
-    misses = np.clip(_curve_from_hist(hist) * scale, 0.0, float(n))
+    misses = np.clip(_curve_from_hist(hist) / final_rate, 0.0, float(n))
     return MissRatioCurve(
         sizes_pages=np.arange(footprint + 1, dtype=np.int64),
         misses=misses,
         accesses=n,
-        page_bytes=tf.page_bytes,
+        page_bytes=page_bytes,
         method="shards",
         sample_rate=final_rate,
-        params={"trace": str(tf.path), "sample_rate": sample_rate, "sample_pages": sample_pages, "adjust": adjust},
+        params={"sample_rate": sample_rate, "sample_pages": sample_pages, "adjust": adjust},
     )
 
 

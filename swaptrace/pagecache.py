@@ -354,8 +354,17 @@ def emulate(
     check_output_path(out, force)
     footprint_pages = int(meta["footprint_pages"])
     first_step = int(meta.get("first_step", 0))
-    counts = _step_counts(tf, first_step, chunk_rows)
-    emu = Emulator(cfg, footprint_pages, counts, first_step=first_step, regions=meta.get("regions"))
+    # The per-step access counts (for t_us only) come from a pass over the step column; with the step
+    # count in the metadata that pass runs in a thread beside the emulation, else it runs first.
+    counter = ThreadPoolExecutor(1)
+    nsteps = int(meta.get("steps") or 0)
+    if nsteps > 0:
+        counts = counter.submit(_step_counts, tf, first_step, chunk_rows)
+    else:
+        counts = _step_counts(tf, first_step, chunk_rows)
+        nsteps = counts.size
+    counter.shutdown(wait=False)
+    emu = Emulator(cfg, footprint_pages, counts, nsteps=nsteps, first_step=first_step, regions=meta.get("regions"))
     params = {
         "policy": cfg.policy,
         "memory_bytes": cfg.budget_pages * cfg.page_bytes,
@@ -374,9 +383,9 @@ def emulate(
         "page_bytes": cfg.page_bytes,
         "device_bytes": cfg.nslots * cfg.page_bytes,
         "memory_bytes": cfg.budget_pages * cfg.page_bytes,
-        "steps": int(counts.size),
+        "steps": nsteps,
         "first_step": first_step,
-        "duration_us": float(counts.size * cfg.step_us),
+        "duration_us": float(nsteps * cfg.step_us),
         "trace": str(tf.path),
         "params": params,
     }
@@ -404,23 +413,30 @@ class Emulator:
         From :func:`resolve_config`.
     footprint_pages : int
         Every page number must be below it.
-    step_counts : numpy.ndarray
-        Accesses in each step (for the time model).
+    step_counts : numpy.ndarray or concurrent.futures.Future
+        Accesses in each step (for the time model); a future is resolved when
+        the first rows are converted to ``t_us``.
+    nsteps : int, optional
+        Number of steps (default: ``len(step_counts)``); steps outside
+        ``first_step .. first_step + nsteps - 1`` are an error.
     first_step : int
         Step number of ``step_counts[0]``.
     regions : list of dict, optional
         The trace's regions (used by ``initial_state="swapped"``).
     """
 
-    def __init__(self, cfg: EmulatorConfig, footprint_pages: int, step_counts: np.ndarray, *, first_step: int = 0,
-                 regions: list[dict[str, Any]] | None = None):
+    def __init__(self, cfg: EmulatorConfig, footprint_pages: int, step_counts: Any, *, nsteps: int | None = None,
+                 first_step: int = 0, regions: list[dict[str, Any]] | None = None):
+        if nsteps is None:
+            nsteps = len(step_counts)
+        self._counts = step_counts
         self.cfg = cfg
         self.footprint_pages = int(footprint_pages)
         self.state = ks.new_state(
             footprint_pages=footprint_pages,
             nslots=cfg.nslots,
             cluster_slots=cfg.cluster_slots,
-            step_counts=step_counts,
+            nsteps=nsteps,
             params={
                 "policy": POLICIES[cfg.policy].code,
                 "budget_pages": cfg.budget_pages,
@@ -437,7 +453,7 @@ class Emulator:
         )
         self.hist = _new_hist()
         self.first_step = first_step
-        self.nsteps = len(step_counts)
+        self.nsteps = int(nsteps)
         if cfg.initial_state == "swapped":
             _preload(self.state, regions or [], cfg)
 
@@ -474,9 +490,20 @@ class Emulator:
                 progress(j - i)
             i = j
 
+    def step_counts(self) -> np.ndarray:
+        """Accesses per step (waits for the counting pass if it still runs)."""
+        if not isinstance(self._counts, np.ndarray):
+            self._counts = np.asarray(self._counts.result(), dtype=np.int64)
+            if self._counts.size > self.nsteps:
+                raise ConfigError(f"the trace has {self._counts.size} steps; its metadata says {self.nsteps}")
+        return self._counts
+
     def _take_rows(self) -> dict[str, np.ndarray] | None:
         rows = self.state.take_rows()
         if rows is not None:
+            # time model: access j of the n of step s happens at (s - first_step + j / n) * step_us
+            si = rows["step"].astype(np.int64) - self.first_step
+            rows["t_us"] = (si + rows["t_us"] / self.step_counts()[si]) * self.cfg.step_us
             _add_hist(self.hist, rows["op"], rows["length"])
         return rows
 

@@ -298,7 +298,7 @@ class TraceFile:
         pf = pq.ParquetFile(self.path)
         for batch in pf.iter_batches(batch_size=batch_rows, columns=columns):
             out: dict[str, np.ndarray] = {}
-            for name, col in zip(batch.schema.names, batch.columns):
+            for name, col in zip(batch.schema.names, batch.columns, strict=True):
                 if name in dictionaries:
                     out[name] = _canonical_codes(col, dictionaries[name], self.path, name)
                 else:

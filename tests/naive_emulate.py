@@ -194,6 +194,7 @@ class NaiveEmulator:
         self.ra_prev, self.ra_win, self.ra_hits = -(1 << 40), 0, 0
         self.cra_prev, self.cra_last, self.cra_hits = 0, 0, 0
         # plug and output
+        self.dirty_evictions = 0
         self.pending = None  # [op, first_slot, npages, cause]
         self.rows = []
         self.now = (0.0, 0)
@@ -280,6 +281,7 @@ class NaiveEmulator:
 
     # ---- reclaim ---------------------------------------------------------
     def evict(self, page):
+        self.dirty_evictions += page in self.dirty
         if page in self.dirty or page not in self.slot_of:
             if page not in self.slot_of and self.alloc_slot(page) is None:
                 return
@@ -418,7 +420,7 @@ class NaiveEmulator:
         steps = np.asarray(steps, dtype=np.int64)
         counts = np.bincount(steps - self.first_step) if len(steps) else np.zeros(0, np.int64)
         seen = {}
-        for page, write, step in zip(np.asarray(pages).tolist(), np.asarray(writes).tolist(), steps.tolist()):
+        for page, write, step in zip(np.asarray(pages).tolist(), np.asarray(writes).tolist(), steps.tolist(), strict=True):
             si = step - self.first_step
             j = seen.get(si, 0)
             seen[si] = j + 1

@@ -64,7 +64,7 @@ class NaiveFTL:
         self.bpd = cfg.blocks_per_die
         self.blocks = [NaiveBlock(b, self.np) for b in range(cfg.blocks)]
         self.free = [deque(range(d * self.bpd, (d + 1) * self.bpd)) for d in range(cfg.dies)]
-        self.frontier = [[None, None] for _ in range(cfg.dies)]
+        self.frontier = [[None, None, None] for _ in range(cfg.dies)]
         self.closed_list: list[list[int]] = [[] for _ in range(cfg.dies)]
         self.l2p: dict[int, int] = {}
         self.rng = NaiveRng(seed)
@@ -168,19 +168,20 @@ class NaiveFTL:
             self._touch(blk)
 
     # -- host operations ---------------------------------------------------------
-    def write(self, lpn: int) -> None:
+    def write(self, lpn: int, cold: bool = False) -> None:
         old = self.l2p.get(lpn)
         if old is not None:
             self._invalidate(old)
         d = self.die
-        b = self.frontier[d][0]
+        stream = 2 if (cold and self.cfg.hot_cold_streams) else 0
+        b = self.frontier[d][stream]
         if b is None or self.blocks[b].written == self.np:
             if b is not None:
                 self._close(d, self.blocks[b])
-                self.frontier[d][0] = None
+                self.frontier[d][stream] = None
             while len(self.free[d]) <= self.cfg.gc_min_free_blocks:
                 self._gc(d)
-        slot = self._alloc_nogc(d, 0)
+        slot = self._alloc_nogc(d, stream)
         self.blocks[slot // self.np].units[slot % self.np] = lpn
         self.l2p[lpn] = slot
         self.host_writes += 1

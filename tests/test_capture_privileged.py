@@ -86,6 +86,7 @@ def test_small_capture_matches_counters_and_cleans_up(tmp_path):
     k = tf.meta["kernel"]
     assert len(k["step_wall_us"]) == 20 and k["unlimited"] is not None and res.slowdown > 0
     assert k["baseline_locked"] is True
+    assert k["requests_missing_vs_device"] <= 0  # every request the loop device served is in the stream
     assert tf.meta["summary"]["pswpout"] == res.pswpout
 
 

@@ -60,6 +60,7 @@ def assert_same(emu, rows, naive, nrows, ncounts):
     s = emu.summary()
     for key, value in ncounts.items():
         assert s[key] == value, key
+    assert s["pages_out"] >= naive.dirty_evictions  # pages written >= dirty evictions
     assert len(rows) == len(nrows)
     for a, b in zip(rows, nrows, strict=True):
         assert a[1:] == b[1:]
@@ -129,3 +130,48 @@ def test_swapin_nr_pages_matches_kernel_rule():
     assert _swapin_nr_pages(10, 50, 3, 8, 0) == 8  # 5 -> 8
     assert _swapin_nr_pages(10, 50, 9, 8, 0) == 8  # capped
     assert _swapin_nr_pages(10, 50, 0, 8, 8) == 4  # never below half the previous window
+
+
+def _state_for_windows(footprint, page_cluster=3, nslots=4096):
+    cfg = resolve_config({"page_bytes": 4096, "footprint_pages": footprint}, memory_bytes=4096 * 8,
+                         page_cluster=page_cluster, swap_bytes=nslots * 4096)
+    return Emulator(cfg, footprint, np.array([1])).state
+
+
+def test_vma_window_placement_written_out():
+    from swaptrace._kernels.readahead import _vma_window
+
+    st = _state_for_windows(5000)
+    m = st.m
+    # first fault: no history, not adjacent -> window 1
+    assert _vma_window(m, 100) == (100, 101)
+    # adjacent forward fault -> 2 pages starting at the fault
+    assert _vma_window(m, 101) == (101, 103)
+    # a readahead hit: hits=1 -> 4 pages (3 rounded up), placed forward of the previous page
+    m[ks.R_RA_HITS] = 1
+    m[ks.R_RA_PREV] = 102
+    assert _vma_window(m, 103) == (103, 107)
+    # backward neighbour with 3 hits -> 8 pages ending at the fault
+    m[ks.R_RA_HITS] = 3
+    m[ks.R_RA_PREV] = 201
+    assert _vma_window(m, 200) == (193, 201)
+    # random fault: window halves at most (prev 8 -> 4), centred: left = f - (4 - 1) // 2
+    assert _vma_window(m, 1000) == (999, 1003)
+    # clamped to the 2 MiB region (512 pages): a centred window at 512 starts at 512
+    m[ks.R_RA_WIN] = 8
+    assert _vma_window(m, 512) == (512, 515)  # centred [511, 515) cut at the region start
+    # and to the VMA end
+    m[ks.R_RA_WIN] = 8
+    assert _vma_window(m, 4999) == (4998, 5000)
+    # page-cluster 0 disables readahead
+    assert _vma_window(_state_for_windows(5000, page_cluster=0).m, 7) == (7, 8)
+
+
+def test_cluster_window_written_out():
+    from swaptrace._kernels.readahead import _cluster_window
+
+    m = _state_for_windows(5000).m
+    assert _cluster_window(m, 100) == (100, 101)  # no hits, not adjacent to prev_offset 0
+    assert _cluster_window(m, 101) == (100, 102)  # adjacent: 2 slots, aligned block [100, 101]
+    m[ks.R_CRA_HITS] = 2
+    assert _cluster_window(m, 300) == (300, 304)  # 3 -> 4 pages, the aligned block 300..303

@@ -23,7 +23,7 @@ def tiny_run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("pipeline") / "tiny"
     target = folder.parent / "fio-target.dat"
     args = ["run", "--preset", "tiny", "--steps", "20", "-o", str(folder), "--fio-target", str(target),
-            "--fio-size", "32MiB", "--fio-runtime", "1", "--device", "femu-default"]
+            "--fio-size", "32MiB", "--fio-runtime", "1"]
     if shutil.which("fio") is None:
         args.append("--no-fio")
     result = CliRunner().invoke(cli, args)
@@ -65,7 +65,7 @@ def test_report_has_every_figure_as_png(tiny_run):
 def test_rerun_skips_unchanged_stages_and_redoes_changed_ones(tiny_run):
     folder, _ = tiny_run
     runner = CliRunner()
-    base = ["run", "--preset", "tiny", "--steps", "20", "-o", str(folder), "--no-fio", "--device", "femu-default"]
+    base = ["run", "--preset", "tiny", "--steps", "20", "-o", str(folder), "--no-fio"]
     again = runner.invoke(cli, base)
     assert again.exit_code == 0, again.output
     assert "generate: up to date" in again.output and "emulate: up to date" in again.output

@@ -14,21 +14,23 @@ from swaptrace.ssd.simulate import Simulator
 
 
 def small_config(policy="greedy", dies=2, blocks=12, pages=8, planes=1, page_bytes=4096, spare=0.4,
-                 separate=False) -> SSDConfig:
+                 separate=False, hot_cold=False) -> SSDConfig:
     return SSDConfig(name="small", channels=1, dies_per_channel=dies, planes=planes, blocks_per_plane=blocks,
                      pages_per_block=pages, page_bytes=page_bytes, spare_factor=spare, gc_policy=policy, gc_d=3,
-                     gc_free_fraction=0.0, write_buffer_bytes=1 << 20, separate_gc_stream=separate)
+                     gc_free_fraction=0.0, write_buffer_bytes=1 << 20, separate_gc_stream=separate,
+                     hot_cold_streams=hot_cold)
 
 
-def run_both(cfg, ops, lpns, seed=0):
+def run_both(cfg, ops, lpns, seed=0, cold_from=None):
     sim = Simulator(cfg, timing=False, iodepth=1, seed=seed)
     ref = naive_ssd.NaiveFTL(cfg, seed=seed)
     op = np.asarray(ops, dtype=np.int8)
     lpn = np.asarray(lpns, dtype=np.int64)
-    sim.run(op, lpn, np.ones(len(op), dtype=np.int64), record=False)
+    cold = None if cold_from is None else lpn >= cold_from
+    sim.run(op, lpn, np.ones(len(op), dtype=np.int64), record=False, cold=cold)
     for o, x in zip(ops, lpns, strict=True):
         if o == traceio.OP_WRITE:
-            ref.write(int(x))
+            ref.write(int(x), cold=cold_from is not None and x >= cold_from)
         elif o == traceio.OP_DISCARD:
             ref.discard(int(x))
     return sim, ref
@@ -87,6 +89,18 @@ def test_hypothesis_same_decisions(policy, dies, pages, seq):
     mapped = np.flatnonzero(l2p >= 0)
     np.testing.assert_array_equal(sim.state.p2l[l2p[mapped]], mapped)
     assert int(sim.state.valid.sum()) == len(mapped)
+
+
+@pytest.mark.parametrize("policy", ["greedy", "cost-benefit"])
+def test_host_tagged_hot_cold_streams_match(policy):
+    cfg = small_config(policy, dies=2, blocks=14, pages=8, spare=0.45, separate=True, hot_cold=True)
+    rng = np.random.default_rng(3)
+    n = 6 * cfg.user_units
+    hot = cfg.user_units // 5
+    lpns = np.where(rng.random(n) < 0.8, rng.integers(0, hot, n), rng.integers(hot, cfg.user_units, n))
+    sim, ref = run_both(cfg, [traceio.OP_WRITE] * n, lpns.tolist(), cold_from=hot)
+    assert ref.erases > 20
+    assert_same(sim, ref)
 
 
 def test_sequential_overwrite_needs_no_relocation():

@@ -4,7 +4,8 @@ State is a namedtuple of plain arrays (:class:`FTLState`, built by
 ``swaptrace.ssd.simulate``); every function here sees arrays and scalars only.
 Blocks are numbered ``die * blocks_per_die + i``; map unit (slot) ``s`` lives in
 block ``s // Np``. Each die runs its own GC over its own blocks and has one
-write frontier per stream (host, and GC if streams are separated).
+write frontier per stream: 0 = host writes, 1 = GC relocations when they are
+separated, 2 = host writes tagged cold (hot/cold separation by the host).
 
 GC decisions (the slow twin in ``tests/naive_ssd.py`` makes the same ones):
 
@@ -391,13 +392,13 @@ def _alloc(st, d, stream, now):
 
 
 @jit_inline
-def _host_write_unit(st, lpn, now):
-    """Map one host unit to the next host frontier slot; returns its die or -1."""
+def _host_write_unit(st, lpn, now, stream):
+    """Map one host unit to the next slot of frontier ``stream`` (0, or 2 = cold); returns its die or -1."""
     old = st.l2p[lpn]
     if old >= 0:
         _invalidate(st, old)
     d = st.sc[S_RR_DIE]
-    slot = _alloc(st, d, 0, now)
+    slot = _alloc(st, d, stream, now)
     if slot < 0:
         return -1
     st.l2p[lpn] = slot
@@ -468,7 +469,7 @@ def _issue_time(st, arrival):
     return t, slot
 
 
-@jit_inline
+@jit
 def _background_gc(st, t):
     """Idle dies below the background threshold collect until busy again or above it."""
     bg = st.ip[P_BG_MIN]
@@ -526,8 +527,9 @@ def _read_request(st, lpn0, n, t):
 
 
 @jit
-def _run_requests(state, op, lpn, npages, t_us, out_done, out_lat, out_flash, out_erases):
-    """Run requests in order; per-request outputs if ``out_done`` is non-empty. Returns an error code."""
+def _run_requests(state, op, lpn, npages, t_us, streams, out_done, out_lat, out_flash, out_erases):
+    """Run requests in order; write frontier from ``streams`` (empty: all 0); per-request outputs if
+    ``out_done`` is non-empty. Returns an error code."""
     st = _raw_state(state)
     timing = st.ip[P_TIMING] != 0
     record = out_done.shape[0] > 0
@@ -536,6 +538,7 @@ def _run_requests(state, op, lpn, npages, t_us, out_done, out_lat, out_flash, ou
     pu = st.ip[P_PU]
     unit_host = st.fp[F_UNIT_HOST]
     n_req = op.shape[0]
+    tagged = streams.shape[0] > 0
     for i in range(n_req):
         _prefetch_ahead(st, lpn, i, n_req)
         o = op[i]
@@ -554,8 +557,9 @@ def _run_requests(state, op, lpn, npages, t_us, out_done, out_lat, out_flash, ou
             if timing:
                 st.tf[T_LINK] = ls + n * unit_host
             adm = t
+            stream = np.int64(streams[i]) if tagged else np.int64(0)
             for k in range(n):
-                d = _host_write_unit(st, l0 + k, t)
+                d = _host_write_unit(st, l0 + k, t, stream)
                 if d < 0:
                     return st.sc[S_ERR]
                 if timing:
@@ -611,12 +615,14 @@ def _prefetch_ahead(st, lpns, i, n):
 
 
 @jit
-def _write_units(state, lpns):
-    """Pure FTL: one-unit host writes, no timing (WAF studies, preconditioning)."""
+def _write_units(state, lpns, streams):
+    """Pure FTL: one-unit host writes to frontier ``streams[i]`` (empty: all 0), no timing."""
     st = _raw_state(state)
     n = lpns.shape[0]
+    tagged = streams.shape[0] > 0
     for i in range(n):
         _prefetch_ahead(st, lpns, i, n)
-        if _host_write_unit(st, np.int64(lpns[i]), 0.0) < 0:
+        stream = np.int64(streams[i]) if tagged else np.int64(0)
+        if _host_write_unit(st, np.int64(lpns[i]), 0.0, stream) < 0:
             return st.sc[S_ERR]
     return ERR_NONE

@@ -5,6 +5,8 @@ request only (``blk_attempt_plug_merge``): it merges when it starts where
 that request ends, has the same direction, and the result stays within the
 request size limit (``max_sectors_kb``). A merged read that contains the
 faulting page has cause ``fault``; otherwise the cause of its first page.
+Each row's time column holds the index of the causing access within its
+step; :class:`swaptrace.pagecache.Emulator` turns it into ``t_us``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from swaptrace._kernels.swapstate import (
     C_REQ_READ,
     C_REQ_WRITE,
     CAUSE_FAULT,
-    F_NOW_US,
+    F_NOW,
     F_OUT_T,
     O_OUT_CAUSE,
     O_OUT_LEN,
@@ -44,7 +46,7 @@ def _flush(m, f):
     i = m[R_OUT_N]
     pb = m[P_PAGE_BYTES]
     nbytes = m[R_PEND_N] * pb
-    f[F_OUT_T + i] = f[F_NOW_US]
+    f[F_OUT_T + i] = f[F_NOW]
     m[m[O_OUT_STEP] + i] = m[R_STEP]
     m[m[O_OUT_OP] + i] = op
     m[m[O_OUT_OFF] + i] = m[R_PEND_SLOT] * pb

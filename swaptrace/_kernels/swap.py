@@ -38,14 +38,12 @@ from swaptrace._kernels.swapstate import (
     DIRTY,
     ERR_BAD_PAGE,
     ERR_BAD_STEP,
-    F_NOW_US,
-    F_STEP_US,
+    F_NOW,
     MAPPED,
     O_NEXT,
     O_PREV,
     O_SLOT,
     O_SLOT_PAGE,
-    O_STEP_N,
     O_STEP_SEEN,
     O_TMP,
     OP_READ,
@@ -222,10 +220,9 @@ def _run(b, m, f, pages, writes, steps, start):
     first = m[P_FIRST_STEP]
     nsteps = m[P_NSTEPS]
     footprint = m[P_FOOTPRINT]
-    step_us = f[F_STEP_US]
     policy = m[P_POLICY]
     nx, pv = m[O_NEXT], m[O_PREV]
-    sn, ss = m[O_STEP_N], m[O_STEP_SEEN]
+    ss = m[O_STEP_SEEN]
     hits = 0
     i = start
     while i < n:
@@ -254,7 +251,7 @@ def _run(b, m, f, pages, writes, steps, start):
                 fl |= DIRTY
             b[page] = fl
         else:
-            f[F_NOW_US] = si * step_us + seen * step_us / m[sn + si]
+            f[F_NOW] = seen  # the caller turns (step, index in step) into t_us
             m[R_STEP] = si + first
             _fault(b, m, f, page, writes[i])
         i += 1

@@ -109,7 +109,7 @@ O_CL_USED = 68  # [C] slots used (or unusable) per cluster
 O_CL_WHERE = 69  # [C] CL_FREE / CL_NONFULL / CL_OTHER
 O_CL_NEXT = 70  # [2 (C + 2)] cluster list links, interleaved like the page lists
 O_CL_PREV = 71
-O_STEP_N = 72  # [steps] accesses per step
+O_STEP_N = 72  # [steps] accesses per step (unused by the kernels; kept for callers)
 O_STEP_SEEN = 73  # [steps] accesses processed per step
 O_TMP = 74  # [scratch] reclaim isolation (first 32) and readahead candidates (from 64)
 O_OUT_STEP = 75  # [cap] output columns
@@ -124,8 +124,8 @@ TMP_CANDIDATES = 64
 
 # ---- f -------------------------------------------------------------------
 F_STEP_US = 0
-F_NOW_US = 1
-F_OUT_T = 2  # t_us column starts here
+F_NOW = 1  # index of the current access within its step
+F_OUT_T = 2  # output time column (index within step; converted to t_us by the caller)
 
 #: the scan/isolate batch of reclaim (SWAP_CLUSTER_MAX, include/linux/swap.h)
 SWAP_CLUSTER_MAX = 32
@@ -185,7 +185,7 @@ class EmuState:
         if n == 0:
             return None
         rows = {
-            "t_us": self.f[F_OUT_T : F_OUT_T + n].copy(),
+            "t_us": self.f[F_OUT_T : F_OUT_T + n].copy(),  # index within step until the caller converts it
             "step": self._part(O_OUT_STEP, n).astype(np.uint32),
             "op": self._part(O_OUT_OP, n).astype(np.int8),
             "offset": self._part(O_OUT_OFF, n).astype(np.uint64),
@@ -201,7 +201,7 @@ def new_state(
     footprint_pages: int,
     nslots: int,
     cluster_slots: int,
-    step_counts: np.ndarray,
+    nsteps: int,
     params: dict[str, int],
     step_us: float,
     out_rows: int,
@@ -210,7 +210,6 @@ def new_state(
     F = int(footprint_pages)
     C = -(-int(nslots) // int(cluster_slots))
     S = C * int(cluster_slots)
-    nsteps = len(step_counts)
     tmp = TMP_CANDIDATES + (2 << min(int(params["page_cluster"]), 20)) + 64
     sizes = [
         (O_SLOT, F), (O_NEXT, 2 * (F + 2)), (O_PREV, 0), (O_SLOT_PAGE, S), (O_CL_USED, C), (O_CL_WHERE, C),
@@ -247,7 +246,6 @@ def new_state(
     m[R_CUR_CLUSTER] = -1
     m[R_PEND_OP] = -1
     m[R_RA_PREV] = -(1 << 40)  # "far away": the first fault is never adjacent
-    m[m[O_STEP_N] : m[O_STEP_N] + nsteps] = np.asarray(step_counts, dtype=np.int64)
     nxt, prv = st.lnext, st.lprev
     for h in (F, F + 1):  # empty circular lists
         nxt[h] = h

@@ -42,7 +42,7 @@ from swaptrace.capture.convert import parse_lines, to_stream
 from swaptrace.capture.swapdev import SwapDevice, active_swaps, loop_devices, remove_swap_leftovers
 from swaptrace.compare import summarize_requests
 from swaptrace.errors import ConfigError, PrivilegeError, SwaptraceError, ToolError, TraceFileError
-from swaptrace.traceio import TraceWriter, check_output_path, open_trace
+from swaptrace.traceio import OP_DISCARD, TraceWriter, check_output_path, open_trace
 
 PREFIX = "swaptrace-capture-"
 DEFAULT_WORK_BASE = Path("/var/tmp")
@@ -113,7 +113,7 @@ def _vmstat() -> dict[str, int]:
     out = {}
     for line in Path("/proc/vmstat").read_text().splitlines():
         key, _, value = line.partition(" ")
-        if key in ("pswpin", "pswpout", "pgmajfault", "pgfault"):
+        if key in ("pswpin", "pswpout", "pgmajfault", "pgfault", "swpin_zero", "swpout_zero", "thp_swpout"):
             out[key] = int(value)
     return out
 
@@ -567,7 +567,10 @@ def capture(
         if raw_trace_out is not None:
             shutil.copyfile(raw_path, raw_trace_out)
         stream = to_stream(parsed, first_step=prep["first_step"])
-        lost = int(buffer_stats["overrun"] + buffer_stats["dropped"] + parsed.lost_events)
+        loop_delta = {k: loop_after[k] - loop_before.get(k, 0) for k in loop_after}
+        # cross-check with the device's own counters: every request the loop device completed must be in the trace
+        missing = (loop_delta["read_ios"] + loop_delta["write_ios"]) - int(np.count_nonzero(stream.op != OP_DISCARD))
+        lost = int(buffer_stats["overrun"] + buffer_stats["dropped"] + parsed.lost_events) + max(0, missing)
         req = summarize_requests(stream.op, stream.length, page_bytes)
         child = run.child
         summary = {
@@ -578,7 +581,6 @@ def capture(
             "pswpout": run.vmstat_delta.get("pswpout", 0),
             "major_faults": int(child["major_faults"]),
         }
-        loop_delta = {k: loop_after[k] - loop_before.get(k, 0) for k in loop_after}
         slowdown = None
         if free is not None and free.child["total_us"] > 0:
             slowdown = child["total_us"] / free.child["total_us"]
@@ -596,6 +598,7 @@ def capture(
             **run.oom,
             "vmstat_delta": run.vmstat_delta,
             "loop_stat_delta": loop_delta,
+            "requests_missing_vs_device": missing,
             "cgroup_stat": {k: v for k, v in run.cgroup_stat.items()
                             if k in ("pgmajfault", "pgfault", "pgpgin", "pgpgout", "rss", "cache", "swap", "anon", "file",
                                      "unevictable", "swapcached", "active_anon", "inactive_anon", "active_file",

@@ -24,6 +24,7 @@ from swaptrace.errors import PrivilegeError
 
 TRACEFS_CANDIDATES = (Path("/sys/kernel/tracing"), Path("/sys/kernel/debug/tracing"))
 EVENT = "events/block/block_rq_issue"
+_MOUNTED_BY_US: set[Path] = set()  # tracefs mounts this process made (unmounted again on teardown)
 
 
 def tracefs_root(mount: bool = True) -> Path:
@@ -35,6 +36,7 @@ def tracefs_root(mount: bool = True) -> Path:
         target = TRACEFS_CANDIDATES[0]
         res = subprocess.run(["mount", "-t", "tracefs", "nodev", str(target)], capture_output=True, text=True)
         if res.returncode == 0 and (target / "instances").is_dir():
+            _MOUNTED_BY_US.add(target)
             return target
         raise PrivilegeError(f"tracefs is not available (mount -t tracefs failed: {res.stderr.strip() or res.returncode})")
     raise PrivilegeError("tracefs is not mounted at /sys/kernel/tracing")
@@ -108,9 +110,10 @@ class BlockTrace:
             fd = os.open(self.dir / "trace_pipe", os.O_RDONLY | os.O_NONBLOCK)
             try:
                 with open(self.out_path, "wb") as out:
+                    idle_after_stop = 0
                     while True:
                         stopping = self._stop.is_set()
-                        ready, _, _ = select.select([fd], [], [], 0.1)
+                        ready, _, _ = select.select([fd], [], [], 0.05)
                         got = 0
                         if ready or stopping:
                             try:
@@ -125,7 +128,10 @@ class BlockTrace:
                             if got:
                                 out.write(chunk)
                                 self.bytes_read += got
-                        if stopping and got == 0:
+                        # after stop, a few empty reads in a row: a read can come back empty
+                        # while a per-CPU page is still being handed over
+                        idle_after_stop = idle_after_stop + 1 if stopping and got == 0 else 0
+                        if idle_after_stop >= 5:
                             break
             finally:
                 os.close(fd)
@@ -173,6 +179,10 @@ class BlockTrace:
             self._thread.join(timeout=30)
             self._thread = None
         remove_instance(self.dir)
+        if self.root in _MOUNTED_BY_US:  # leave the system as we found it (best effort: busy if others use it)
+            res = subprocess.run(["umount", str(self.root)], capture_output=True)
+            if res.returncode == 0:
+                _MOUNTED_BY_US.discard(self.root)
 
 
 def remove_instance(path: Path) -> None:

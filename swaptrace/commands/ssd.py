@@ -22,7 +22,8 @@ class SSDGroup(click.Group):
     """A group whose first argument may be a stream file: ``swaptrace ssd X.parquet`` means ``ssd replay``."""
 
     def resolve_command(self, ctx: click.Context, args: list[str]):
-        if args and args[0] not in self.commands and not args[0].startswith("-"):
+        # anything that is not a subcommand (a stream path, or replay's options first) goes to `replay`
+        if args and args[0] not in self.commands:
             return super().resolve_command(ctx, ["replay", *args])
         return super().resolve_command(ctx, args)
 
@@ -54,6 +55,8 @@ def device_options(f):
         click.option("--write-buffer", default=None, help="Device write-back buffer (e.g. 64MiB)."),
         click.option("--separate-gc-stream/--mixed-gc-stream", default=None,
                      help="Write GC-relocated (cold) data to its own frontier."),
+        click.option("--hot-cold-streams/--no-hot-cold-streams", default=None,
+                     help="Host-tagged cold writes (the hotcold pattern) get their own frontier."),
     ]
     for opt in reversed(opts):
         f = opt(f)
@@ -78,6 +81,7 @@ def build_config(device: str | None, capacity: str | None, op: float | None, spa
         "host_mb_s": overrides.pop("host_mb_s"), "gc_policy": overrides.pop("gc_policy"),
         "gc_free_fraction": overrides.pop("gc_free"), "bg_gc_free_fraction": overrides.pop("bg_gc_free"),
         "write_buffer_bytes": overrides.pop("write_buffer"), "separate_gc_stream": overrides.pop("separate_gc_stream"),
+        "hot_cold_streams": overrides.pop("hot_cold_streams"),
         "spare_factor": spare_factor,
     }
     cap = parse_bytes(capacity, "--capacity") if capacity is not None else None
@@ -87,7 +91,7 @@ def build_config(device: str | None, capacity: str | None, op: float | None, spa
 _DEVICE_KEYS = ("device", "capacity", "op", "spare_factor", "channels", "dies_per_channel", "planes",
                 "blocks_per_plane", "pages_per_block", "page_size", "read_us", "program_us", "erase_us",
                 "channel_mb_s", "host_mb_s", "gc_policy", "gc_free", "bg_gc_free", "write_buffer",
-                "separate_gc_stream")
+                "separate_gc_stream", "hot_cold_streams")
 
 
 def _split_device(kwargs: dict[str, Any]) -> ssd_config.SSDConfig:
@@ -127,7 +131,7 @@ def _render(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-@click.group(cls=SSDGroup, name="ssd")
+@click.group(cls=SSDGroup, name="ssd", context_settings={"ignore_unknown_options": True})
 def command() -> None:
     """Simulate an SSD (FTL, GC, write amplification, die/channel timing).
 

@@ -89,6 +89,9 @@ class SSDConfig:
     separate_gc_stream : bool
         GC-relocated (colder) data goes to its own write frontier
         (hot/cold separation); otherwise relocations mix with host writes.
+    hot_cold_streams : bool
+        Host writes tagged cold (the ``hotcold`` pattern tags writes to its
+        cold range) go to their own write frontier: separation by the host.
     """
 
     name: str = "custom"
@@ -112,6 +115,7 @@ class SSDConfig:
     write_buffer_bytes: int = 64 << 20
     gc_copyback: bool = True
     separate_gc_stream: bool = False
+    hot_cold_streams: bool = False
 
     def __post_init__(self) -> None:
         validate(self)
@@ -219,7 +223,7 @@ def validate(cfg: SSDConfig) -> None:
                           "(use --capacity to shrink the device)")
     # Spare blocks must cover the GC reserve, the open frontiers and one block to make progress.
     spare_blocks = cfg.blocks_per_die - math.ceil(cfg.user_units / cfg.dies / cfg.units_per_block)
-    frontiers = 2 if cfg.separate_gc_stream else 1
+    frontiers = 1 + int(cfg.separate_gc_stream) + int(cfg.hot_cold_streams)
     needed = cfg.gc_min_free_blocks + frontiers + 1
     if spare_blocks < needed:
         raise ConfigError(f"ssd config: only {spare_blocks} spare blocks per die, GC needs at least {needed} "

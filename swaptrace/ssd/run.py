@@ -42,7 +42,7 @@ from swaptrace import traceio
 from swaptrace.errors import ConfigError, TraceFileError
 from swaptrace.ssd.config import SSDConfig
 from swaptrace.ssd.simulate import LatencyHistogram, Simulator, WindowCollector, steady_state
-from swaptrace.ssd.workloads import synthetic_requests
+from swaptrace.ssd.workloads import hot_units, synthetic_requests
 
 TIMELINE_SCHEMA = pa.schema(
     [
@@ -96,7 +96,7 @@ class SSDResult:
 
 def simulate_chunks(sim: Simulator, chunks: Iterable[tuple], *, window_bytes: int,
                     progress: Callable[[int], None] | None = None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Run request chunks ``(op, lpn, npages[, t_us])`` through ``sim``; timeline columns and summary."""
+    """Run request chunks ``(op, lpn, npages[, t_us[, cold]])`` through ``sim``; timeline columns and summary."""
     cfg = sim.config
     start = sim.counters()
     t0 = sim.now_us
@@ -107,7 +107,8 @@ def simulate_chunks(sim: Simulator, chunks: Iterable[tuple], *, window_bytes: in
     for chunk in chunks:
         op, lpn, npages = chunk[:3]
         t_us = chunk[3] if len(chunk) > 3 else None
-        res = sim.run(op, lpn, npages, t_us)
+        cold = chunk[4] if len(chunk) > 4 else None
+        res = sim.run(op, lpn, npages, t_us, cold=cold)
         windows.add(op, npages, res)
         hist.add(res["latency_us"])
         requests += len(op)
@@ -192,6 +193,9 @@ def synth(config: SSDConfig, pattern: str, *, bs_bytes: int = 4096, volume_bytes
     chunks = synthetic_requests(pattern, user_units=config.user_units, map_bytes=config.map_bytes, bs_bytes=bs_bytes,
                                 volume_bytes=volume_bytes, rwmix_read=rwmix_read, hot_writes=hot_writes,
                                 hot_fraction=hot_fraction, seed=seed + 1)
+    if pattern == "hotcold" and config.hot_cold_streams:  # the host knows which writes are cold
+        first_cold = hot_units(config.user_units, hot_fraction, bs_bytes // config.map_bytes)
+        chunks = ((op, lpn, n, None, lpn >= first_cold) for op, lpn, n in chunks)
     window_bytes = window_bytes or _default_window(volume_bytes, config.user_bytes)
     timeline, summary = simulate_chunks(sim, chunks, window_bytes=window_bytes, progress=progress)
     params = {"pattern": pattern, "bs_bytes": bs_bytes, "volume_bytes": volume_bytes, "iodepth": iodepth,

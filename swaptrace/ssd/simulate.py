@@ -57,7 +57,7 @@ def _new_state(cfg: SSDConfig, *, timing: bool, iodepth: int, use_timestamps: bo
         valid=np.zeros(nb, dtype=np.int32), wp=np.zeros(nb, dtype=np.int32), bstate=np.zeros(nb, dtype=np.int8),
         close_seq=np.zeros(nb, dtype=np.int64),
         free_q=free_q, free_head=np.zeros(nd, dtype=np.int64), free_n=np.full(nd, bpd, dtype=np.int64),
-        open_blk=np.full((nd, 2), -1, dtype=np.int32),
+        open_blk=np.full((nd, 3), -1, dtype=np.int32),
         bhead=np.full((nd, np_ + 1), -1, dtype=np.int32), bnext=np.full(nb, -1, dtype=np.int32),
         bprev=np.full(nb, -1, dtype=np.int32),
         fifo_q=np.zeros((nd, bpd), dtype=np.int32), fifo_head=np.zeros(nd, dtype=np.int64),
@@ -141,12 +141,24 @@ class Simulator:
             raise ConfigError(f"ssd {self.config.name}: {_ERRORS.get(int(code), f'FTL error {code}')}")
 
     # -- running --------------------------------------------------------------------
-    def write_units(self, lpns: np.ndarray) -> None:
-        """Pure-FTL single-unit writes (no timing, no per-request output)."""
+    def write_units(self, lpns: np.ndarray, cold: np.ndarray | None = None) -> None:
+        """Pure-FTL single-unit writes (no timing, no per-request output).
+
+        ``cold`` (bool per write) sends tagged writes to the cold frontier
+        when the device has ``hot_cold_streams``.
+        """
         lpns = np.ascontiguousarray(lpns, dtype=np.int64)
         if lpns.size and (lpns.min() < 0 or lpns.max() >= self.config.user_units):
             raise ConfigError(f"logical unit outside the device's {self.config.user_units} units")
-        self._check(K._write_units(self.state, lpns))
+        self._check(K._write_units(self.state, lpns, self._streams(cold, len(lpns))))
+
+    def _streams(self, cold: np.ndarray | None, n: int) -> np.ndarray:
+        if cold is None or not self.config.hot_cold_streams:
+            return np.zeros(0, dtype=np.int8)
+        cold = np.asarray(cold, dtype=bool)
+        if len(cold) != n:
+            raise ConfigError("one cold tag per request is needed")
+        return np.where(cold, 2, 0).astype(np.int8)
 
     def write_sequential(self, first: int, count: int) -> None:
         """Pure-FTL sequential single-unit writes of units [first, first+count)."""
@@ -154,11 +166,15 @@ class Simulator:
             raise ConfigError("sequential range outside the device")
         step = 1 << 22
         for start in range(first, first + count, step):
-            self._check(K._write_units(self.state, np.arange(start, min(start + step, first + count), dtype=np.int64)))
+            lpns = np.arange(start, min(start + step, first + count), dtype=np.int64)
+            self._check(K._write_units(self.state, lpns, np.zeros(0, dtype=np.int8)))
 
     def run(self, op: np.ndarray, lpn: np.ndarray, npages: np.ndarray, t_us: np.ndarray | None = None,
-            record: bool = True) -> dict[str, np.ndarray]:
+            record: bool = True, cold: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """Run requests (op codes ``traceio.OP_*``, first unit, unit count) in order.
+
+        ``t_us`` are arrival times (used with ``use_timestamps``); ``cold`` tags
+        writes for the cold frontier (devices with ``hot_cold_streams``).
 
         Returns per-request ``done_us``, ``latency_us``, cumulative
         ``flash_units`` and ``erases`` (empty arrays when ``record`` is false).
@@ -178,8 +194,8 @@ class Simulator:
             "done_us": np.zeros(m), "latency_us": np.zeros(m),
             "flash_units": np.zeros(m, dtype=np.int64), "erases": np.zeros(m, dtype=np.int64),
         }
-        code = K._run_requests(self.state, op, lpn, npages, t, out["done_us"], out["latency_us"],
-                               out["flash_units"], out["erases"])
+        code = K._run_requests(self.state, op, lpn, npages, t, self._streams(cold, n), out["done_us"],
+                               out["latency_us"], out["flash_units"], out["erases"])
         self._check(code)
         return out
 
@@ -225,8 +241,8 @@ class Simulator:
         self.reset_clocks()
 
 
-def ftl_waf(config: SSDConfig, lpn_chunks, *, warmup_units: int, fill: bool = True,
-            seed: int = 0) -> tuple[float, Counters]:
+def ftl_waf(config: SSDConfig, lpn_chunks, *, warmup_units: int, fill: bool = True, seed: int = 0,
+            cold_units_from: int | None = None) -> tuple[float, Counters]:
     """Steady-state WAF of a stream of single-unit writes (pure FTL).
 
     The analytic models assume every user page holds data, so by default the
@@ -244,6 +260,9 @@ def ftl_waf(config: SSDConfig, lpn_chunks, *, warmup_units: int, fill: bool = Tr
         Host units written (after the fill) before measuring starts.
     fill : bool
         Write every user unit once, in order, before the stream.
+    cold_units_from : int, optional
+        Tag writes to units ``>= cold_units_from`` as cold (for devices with
+        ``hot_cold_streams``).
 
     Returns
     -------
@@ -257,12 +276,15 @@ def ftl_waf(config: SSDConfig, lpn_chunks, *, warmup_units: int, fill: bool = Tr
     base = None
     for chunk in lpn_chunks:
         chunk = np.asarray(chunk)
+        def tags(x):
+            return None if cold_units_from is None else x >= cold_units_from
+
         if base is None and written + len(chunk) > warmup_units:
             cut = max(warmup_units - written, 0)
-            sim.write_units(chunk[:cut])
+            sim.write_units(chunk[:cut], tags(chunk[:cut]))
             base = sim.counters()
             chunk = chunk[cut:]
-        sim.write_units(chunk)
+        sim.write_units(chunk, tags(chunk))
         written += len(chunk)
     if base is None:
         raise ConfigError("the stream is shorter than the warm-up")

@@ -37,6 +37,11 @@ SWAP_SIZE_MIX = ((4096, 0.4), (8192, 0.25), (16384, 0.2), (32768, 0.15))
 Chunk = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
+def hot_units(user_units: int, hot_fraction: float, bs_units: int = 1) -> int:
+    """Size (units) of the hot range at the start of the space in the ``hotcold`` pattern."""
+    return max(int(user_units * hot_fraction), bs_units)
+
+
 def synthetic_requests(pattern: str, *, user_units: int, map_bytes: int, bs_bytes: int, volume_bytes: int,
                        rwmix_read: float = 50.0, hot_writes: float = 0.8, hot_fraction: float = 0.2,
                        seed: int = 0, chunk_requests: int = 1 << 18) -> Iterator[Chunk]:
@@ -96,12 +101,11 @@ def synthetic_requests(pattern: str, *, user_units: int, map_bytes: int, bs_byte
             next_seq = int(lpn[-1] + npages[-1]) % user_units
             op = np.full(k, traceio.OP_WRITE if pattern == "write" else traceio.OP_READ, dtype=np.int8)
         elif pattern == "hotcold":
-            hot_units = max(int(user_units * hot_fraction), n_bs)
-            slots_hot = max(hot_units // n_bs, 1)
-            slots_cold = max((user_units - hot_units) // n_bs, 1)
+            hot = hot_units(user_units, hot_fraction, n_bs)
+            slots_hot = max(hot // n_bs, 1)
+            slots_cold = max((user_units - hot) // n_bs, 1)
             is_hot = rng.random(k) < hot_writes
-            lpn = np.where(is_hot, rng.integers(0, slots_hot, k) * n_bs,
-                           hot_units + rng.integers(0, slots_cold, k) * n_bs)
+            lpn = np.where(is_hot, rng.integers(0, slots_hot, k) * n_bs, hot + rng.integers(0, slots_cold, k) * n_bs)
             lpn = np.minimum(lpn, user_units - npages)
             op = np.full(k, traceio.OP_WRITE, dtype=np.int8)
         else:
