@@ -33,6 +33,7 @@ import numpy as np
 from swaptrace._kernels.mrc import _stack_chunk
 from swaptrace._kernels.shards import MODULUS, _shards_fixed_rate_chunk, _shards_fixed_size_chunk
 from swaptrace.errors import ConfigError
+from swaptrace.pagecache import prefetch
 from swaptrace.traceio import DEFAULT_ROW_GROUP, AtomicPath, open_trace
 
 
@@ -100,7 +101,7 @@ def _tree_state(footprint: int, capacity: int | None = None):
 
 def _pages(tf, batch_rows, footprint, progress=None):
     """Chunks of the page column as int64, checked against the footprint."""
-    for batch in tf.iter_batches(columns=["page"], batch_rows=batch_rows):
+    for batch in prefetch(tf.iter_batches(columns=["page"], batch_rows=batch_rows)):
         pages = np.ascontiguousarray(batch["page"], dtype=np.int64)
         _check_pages(pages, footprint, tf.path)
         yield pages

@@ -257,7 +257,7 @@ def _add_hist(hist: dict[str, dict[int, int]], op: np.ndarray, length: np.ndarra
             h[size] = h.get(size, 0) + count
 
 
-def _prefetch(batches: Iterator[Any]) -> Iterator[Any]:
+def prefetch(batches: Iterator[Any]) -> Iterator[Any]:
     """Decode the next Parquet batch in a thread while the caller works on the current one."""
     with ThreadPoolExecutor(1) as pool:
         it = iter(batches)
@@ -392,7 +392,7 @@ def emulate(
     # Parquet encoding runs in a second thread while the (GIL-free) kernel goes on; one batch in flight.
     with TraceWriter(out, "swapio", out_meta, force=force) as writer, ThreadPoolExecutor(1) as pool:
         pending = None
-        for batch in _prefetch(tf.iter_batches(columns=["step", "page", "write"], batch_rows=chunk_rows)):
+        for batch in prefetch(tf.iter_batches(columns=["step", "page", "write"], batch_rows=chunk_rows)):
             for rows in emu.feed(batch["page"], batch["write"], batch["step"], progress=progress):
                 if pending is not None:
                     pending.result()

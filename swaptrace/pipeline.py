@@ -63,8 +63,8 @@ class PipelineOptions:
     ssd_capacity_bytes: int | None = None
     fio: bool = True
     fio_target: str | None = None
-    fio_size_bytes: int = 512 << 20
-    fio_runtime_s: int = 5
+    fio_size_bytes: int = 256 << 20
+    fio_runtime_s: int = 3
     thesis: bool = True
 
 

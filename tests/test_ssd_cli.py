@@ -64,6 +64,14 @@ def test_replay_by_stream_argument_writes_timeline(tmp_path, runner):
     assert forced.exit_code == 0, forced.output
 
 
+def test_replay_options_before_the_stream(tmp_path, runner):
+    stream = write_stream(tmp_path / "s.parquet", n=300)
+    res = runner.invoke(cli, ["ssd", "--device", "tiny", "--iodepth", "4", str(stream), "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["requests"] == 300
+    assert runner.invoke(cli, ["ssd", "--help"]).exit_code == 0
+
+
 def test_replay_library_and_text_summary(tmp_path, runner):
     stream = write_stream(tmp_path / "s.parquet", with_discards=False)
     result = replay(stream, load_device("tiny"), precondition="none")

@@ -85,15 +85,18 @@ def test_hot_cold_80_20_matches_eq14():
 
 @pytest.mark.slow
 def test_host_separated_hot_cold_is_well_below_uniform():
-    # REFERENCE.md §6: separating hot and cold streams lowers WA well below the uniform case
-    mixed = oracle_config(0.28, 64, "greedy")
-    separated = SSDConfig(**{**mixed.__dict__, "hot_cold_streams": True, "separate_gc_stream": True})
+    # REFERENCE.md §6: separating hot and cold streams lowers WA well below the uniform case.
+    # Greedy hardly profits from the separation (it ignores age); cost-benefit does. 2^18 units,
+    # because cost-benefit scans every closed block at each GC.
+    mixed = oracle_config(0.28, 64, "greedy", user_units=1 << 18)
+    separated = SSDConfig(**{**mixed.__dict__, "gc_policy": "cost-benefit", "hot_cold_streams": True,
+                             "separate_gc_stream": True})
     u = mixed.user_units
     hot = int(u * 0.2)
     waf, _ = ftl_waf(separated, hot_cold(u, 8 * u, 0.8, 0.2), warmup_units=4 * u, cold_units_from=hot)
     uniform = A.predict("greedy", spare_of(mixed), 64)
     assert waf < 0.9 * uniform
-    assert waf < 0.9 * measured_waf(mixed, lambda uu, n: hot_cold(uu, n, 0.8, 0.2))
+    assert waf < 0.85 * measured_waf(mixed, lambda uu, n: hot_cold(uu, n, 0.8, 0.2))
 
 
 def test_sequential_overwrite_is_exactly_one():

@@ -63,10 +63,13 @@ def _compact(last, page_at, tree, reg):
 @jit
 def _stack_distance_one(last, page_at, tree, reg, p):
     """Access ``p`` now; return its stack distance (0 for a first access)."""
+    t = last[p]
+    if t >= 0 and t == reg[0] - 1:  # the most recent page again: distance 1, nothing moves
+        return 1
     if reg[0] == page_at.shape[0]:
         _compact(last, page_at, tree, reg)
+        t = last[p]
     now = reg[0]
-    t = last[p]
     if t < 0:
         d = 0
         reg[1] += 1

@@ -8,6 +8,11 @@ window order (one plug: contiguous reads merge), put them on the lists (the
 faulting page last), map the faulting page, and free its slot if the access
 is a write or swap is more than half full (``should_try_to_free_swap``).
 A hit on a mapped page is handled inline in :func:`_run` (no call).
+
+Caution for editors: numba's on-disk cache (``cache=True``) checks only the
+timestamp of the file defining a function, so after editing a helper module
+(``slots.py``, ``lru.py`` ...) delete ``swaptrace/_kernels/__pycache__/*.nb?``
+or ``_run`` keeps the old helper compiled in.
 """
 
 from __future__ import annotations

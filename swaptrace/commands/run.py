@@ -23,8 +23,8 @@ from swaptrace.units import parse_bytes
 @click.option("--no-fio", is_flag=True, help="Skip the fio stages.")
 @click.option("--no-thesis", is_flag=True, help="Skip the SSD model's request-size and sequential-write sweep.")
 @click.option("--fio-target", default=None, help="File for fio to use [default: /tmp/swaptrace-fio.dat].")
-@click.option("--fio-size", default="512MiB", show_default=True, help="Bytes of the fio target to use.")
-@click.option("--fio-runtime", type=int, default=5, show_default=True, help="Seconds per time-based fio job.")
+@click.option("--fio-size", default="256MiB", show_default=True, help="Bytes of the fio target to use.")
+@click.option("--fio-runtime", type=int, default=3, show_default=True, help="Seconds per time-based fio job.")
 @click.option("-o", "--output", "out", default=None, type=click.Path(file_okay=False),
               help="Output folder [default: traces/PRESET].")
 @click.option("--force", is_flag=True, help="Rerun every stage even if its inputs and parameters are unchanged.")

@@ -8,8 +8,8 @@
    sequentially preconditioned drive vs steady-state random writes of the swap
    size mix.
 3. **Bandwidth falls with written volume** -- here: the swap-like mix
-   (random 4-32 KiB, reads and writes) on a fresh drive, bandwidth of the first
-   window vs the steady state after several drive writes.
+   (random 4-32 KiB, half reads) on a fresh drive, bandwidth of the first
+   window vs the last five windows after ``2 * drive_writes`` drive writes.
 
 :func:`run_thesis` returns the JSON that ``fio compare --model`` reads, with
 top-level float keys ``request_size_gain``, ``sequential_write_gain`` and
@@ -87,8 +87,10 @@ def run_thesis(config: SSDConfig | None = None, *, iodepth: int = 8, write_iodep
     say(f"writes: sequential {seq_bw:.0f} MB/s, swap-pattern random {rnd_bw:.0f} MB/s (steady, WAF "
         f"{rnd.timeline['waf'][-5:].mean():.2f})")
 
-    # 3. bandwidth vs written volume on a fresh drive, swap-like mix
-    fresh = synth(cfg, "swap", rwmix_read=50.0, volume_bytes=int(2 * drive_writes * cap), iodepth=write_iodepth,
+    # 3. bandwidth vs written volume on a fresh drive, swap-like mix (half reads). Twice the
+    # drive writes of experiment 2: on a fresh drive the not-yet-written space (exp(-k) of it
+    # after k drive writes) acts as extra spare, so WAF keeps rising for longer.
+    fresh = synth(cfg, "swap", rwmix_read=50.0, volume_bytes=int(4 * drive_writes * cap), iodepth=write_iodepth,
                   precondition="none", seed=seed)
     bw = fresh.timeline["bandwidth_mb_s"]
     fresh_bw = float(bw[0])
