@@ -57,13 +57,17 @@ def _capture(trace: Path, memory_bytes: int, out: Path, again: bool, compute: st
         capture(trace, out, memory_bytes=memory_bytes, compute=compute, force=True)
         print(f"  captured {out.name} in {time.monotonic() - t0:.0f} s", file=sys.stderr)
     meta = open_trace(out, kind="swapio").meta
-    return {"slowdown": meta["kernel"].get("slowdown"), "lost_events": meta["kernel"].get("lost_events", 0)}
+    return {"slowdown": meta["kernel"].get("slowdown"), "lost_events": meta["kernel"].get("lost_events", 0),
+            "device_bytes": int(meta["device_bytes"])}
 
 
-def _emulate(trace: Path, memory_bytes: int, policy: str, readahead: str, out: Path) -> Path:
+def _emulate(trace: Path, memory_bytes: int, policy: str, readahead: str, out: Path, swap_bytes: int) -> Path:
     from swaptrace.pagecache import emulate
 
-    emulate(trace, out, memory_bytes=memory_bytes, policy=policy, readahead=readahead, force=True)
+    # the capture's swap device size, not emulate's default (footprint + 1 page): vm_swap_full() (swap more than
+    # half used) frees slots on swap-in, so a device twice as small changes which evictions need a write
+    emulate(trace, out, memory_bytes=memory_bytes, policy=policy, readahead=readahead, swap_bytes=swap_bytes,
+            force=True)
     return out
 
 
@@ -104,7 +108,8 @@ def markdown(rows: list[dict], meta: dict) -> str:
                      f"| {r['ks_write']:.3f} | {'yes' if r['worst'] <= 0.15 else 'no'} |")
     lines += ["", f"Kernel {meta.get('kernel')}, {meta.get('cpus')} CPUs; page-cluster {meta.get('page_cluster')}, "
               f"swappiness {meta.get('swappiness')}, MGLRU {meta.get('mglru') or 'absent'}; swap on a non-rotational "
-              f"loop device; child memory locked, budget on top of its baseline. "
+              f"loop device of the size the emulator is also given; child memory locked, budget on top of its "
+              f"baseline and page tables. "
               f"Errors are (emulator - kernel) / kernel."]
     return "\n".join(lines)
 
@@ -164,7 +169,8 @@ def main(argv=None) -> int:
                 rows.append(_row(preset, fraction, memory, "kernel rerun", "-", kernel, again))
             for policy in POLICIES:
                 for readahead in READAHEADS:
-                    emu = _emulate(trace, memory, policy, readahead, work / f"{tag}.{policy}.{readahead}.swapio.parquet")
+                    emu = _emulate(trace, memory, policy, readahead, work / f"{tag}.{policy}.{readahead}.swapio.parquet",
+                                   info["device_bytes"])
                     rows.append(_row(preset, fraction, memory, policy, readahead, kernel, emu))
                     r = rows[-1]
                     print(f"  {tag} {policy:5} {readahead:7} in {_pct(r['err_pages_in']):>8} out "

@@ -148,7 +148,7 @@ def _run_ssd(d: Path, opts, say) -> dict[str, Any]:
     cfg = ssd_config_for(opts, int(tf.meta.get("device_bytes") or 0))
     with _bar(say, tf.num_rows, "requests") as bar:
         res = replay(d / SWAPIO, cfg, out=d / SSD, precondition="seq", force=True, progress=bar.update)
-    keep = ("waf", "throughput_mb_s", "write_mb_s", "read_mb_s", "simulated_s", "host_write_bytes")
+    keep = ("waf", "throughput_mb_s", "write_mb_s", "read_mb_s", "simulated_time_us", "host_write_bytes")
     return {k: res.summary[k] for k in keep if k in res.summary}
 
 

@@ -87,14 +87,24 @@ class NaiveLinux:
         self.young = {}
         self.referenced = {}
         self.page_bytes = page_bytes
+        self.shadow = {}  # page -> nonresident age at its eviction
+        self.age = 0  # nonresident_age: evictions + activations
+        self.refault_activations = 0
+        self.refault_snap = 0
 
     def hit(self, page, flags):
         self.young[page] = True
 
     def insert(self, page, target, flags):
-        self.inactive.append(page)
         self.young[page] = bool(target)
         self.referenced[page] = False
+        shadow = self.shadow.pop(page, None)
+        if shadow is not None and self.age - shadow <= len(self.active):  # refault activation
+            self.active.append(page)
+            self.age += 1
+            self.refault_activations += 1
+        else:
+            self.inactive.append(page)
 
     def inactive_is_low(self):
         gb = (len(self.active) + len(self.inactive)) * self.page_bytes // (1 << 30)
@@ -111,9 +121,12 @@ class NaiveLinux:
 
     def reclaim(self, n, emu):
         done = 0
+        refaulted = self.refault_activations != self.refault_snap
         while done < n and (self.active or self.inactive) and not emu.error:
             if self.inactive_is_low() or not self.inactive:
                 self.deactivate(SWAP_CLUSTER_MAX)
+            elif refaulted:
+                self.deactivate(min(SWAP_CLUSTER_MAX, SWAP_CLUSTER_MAX * len(self.active) // len(self.inactive)))
             batch = self.inactive[:SWAP_CLUSTER_MAX]
             del self.inactive[: len(batch)]
             for page in batch:
@@ -121,6 +134,7 @@ class NaiveLinux:
                     self.young[page] = False
                     if self.referenced[page]:
                         self.active.append(page)
+                        self.age += 1
                         if emu.slot_of.get(page) is not None and emu.swap_full():
                             emu.free_slot(page)
                             emu.c["slot_frees"] += 1
@@ -132,7 +146,10 @@ class NaiveLinux:
                     del self.young[page]
                     del self.referenced[page]
                     emu.evict(page)
+                    self.shadow[page] = self.age
+                    self.age += 1
                     done += 1
+        self.refault_snap = self.refault_activations
 
     def resident_order(self):
         return self.active[::-1] + self.inactive[::-1]

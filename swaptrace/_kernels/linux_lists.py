@@ -2,6 +2,13 @@
 
 * New and swapped-in pages enter the inactive list head (since 5.9 anon pages
   start inactive); a page-table access sets the PTE young bit only.
+* Refault activation (mm/workingset.c, anon since 5.9): an evicted page
+  leaves a shadow entry holding ``nonresident_age``, a counter bumped by
+  every eviction and every activation (``workingset_eviction``,
+  ``move_folios_to_lru``, ``workingset_refault``). A page read back from swap
+  (faulting or read ahead) whose refault distance ``age - shadow`` is at most
+  the active list's size (``workingset_test_recent`` with no file pages and
+  free swap) goes straight to the active list head.
 * Reclaim isolates up to ``SWAP_CLUSTER_MAX`` pages from the inactive tail and
   applies ``folio_check_references``: young and already PG_referenced ->
   activate (active head); young only -> set PG_referenced, back to the
@@ -11,6 +18,12 @@
   active`` with ``ratio = int_sqrt(10 * GB)``, GB the size of both lists), or
   when the inactive list is empty, ``shrink_active_list`` moves up to 32 pages
   from the active tail to the inactive head, clearing their young bits.
+  Otherwise, in a reclaim call that follows refault activations
+  (``prepare_scan_control`` sets ``may_deactivate`` when
+  WORKINGSET_ACTIVATE_ANON moved since ``snapshot_refaults``), it moves
+  ``min(32, 32 * active // inactive)``: ``get_scan_count`` gives both anon
+  lists scan targets in proportion to their sizes and ``shrink_lruvec``
+  takes up to 32 from each per round.
 * A reclaim call stops once it has reclaimed at least the requested count.
 """
 
@@ -24,10 +37,12 @@ from swaptrace._kernels.swapstate import (
     ACTIVE,
     C_ACTIVATIONS,
     C_DEACTIVATIONS,
+    C_REFAULT_ACTIVATIONS,
     C_SCANNED,
     C_SLOT_FREES,
     O_NEXT,
     O_PREV,
+    O_SHADOW,
     O_SLOT,
     O_TMP,
     P_FOOTPRINT,
@@ -35,6 +50,8 @@ from swaptrace._kernels.swapstate import (
     R_ERROR,
     R_N_ACTIVE,
     R_N_INACTIVE,
+    R_NONRES_AGE,
+    R_REFAULT_SNAP,
     R_RESIDENT,
     REFERENCED,
     SWAP_CLUSTER_MAX,
@@ -86,10 +103,20 @@ def _linux_hit(b, m, page):  # noqa: ARG001
 
 @jit_inline
 def _linux_insert(b, m, page, target):
-    """New page at the inactive head; the faulting page is young (it was just accessed)."""
+    """New page at the inactive head, or at the active head on a recent refault; the faulting page is young."""
     fl = b[page] & ~(ACTIVE | REFERENCED | YOUNG)
     if target:
         fl |= YOUNG
+    sh = m[O_SHADOW] + page
+    shadow = m[sh]
+    m[sh] = -1
+    if shadow >= 0 and m[R_NONRES_AGE] - shadow <= m[R_N_ACTIVE]:  # workingset_refault
+        b[page] = fl | ACTIVE
+        _push_head(m, m[O_NEXT], m[O_PREV], m[P_FOOTPRINT], page)
+        m[R_N_ACTIVE] += 1
+        m[R_NONRES_AGE] += 1
+        m[C_REFAULT_ACTIVATIONS] += 1
+        return
     b[page] = fl
     _push_head(m, m[O_NEXT], m[O_PREV], m[P_FOOTPRINT] + 1, page)
     m[R_N_INACTIVE] += 1
@@ -101,9 +128,12 @@ def _linux_reclaim(b, m, f, n):
     F = m[P_FOOTPRINT]
     nx, pv, tmp, so = m[O_NEXT], m[O_PREV], m[O_TMP], m[O_SLOT]
     done = 0
+    refaulted = m[C_REFAULT_ACTIVATIONS] != m[R_REFAULT_SNAP]
     while done < n and m[R_RESIDENT] > 0 and m[R_ERROR] == 0:
         if _inactive_is_low(m) or m[R_N_INACTIVE] == 0:
             _deactivate(b, m, SWAP_CLUSTER_MAX)
+        elif refaulted:  # may_deactivate: both lists scanned in proportion to their sizes
+            _deactivate(b, m, min(SWAP_CLUSTER_MAX, SWAP_CLUSTER_MAX * m[R_N_ACTIVE] // m[R_N_INACTIVE]))
         take = min(SWAP_CLUSTER_MAX, m[R_N_INACTIVE])
         page = m[pv + 2 * (F + 1)]
         for i in range(take):  # isolate, oldest first
@@ -121,6 +151,7 @@ def _linux_reclaim(b, m, f, n):
                     _push_head(m, nx, pv, F, page)
                     m[R_N_ACTIVE] += 1
                     m[C_ACTIVATIONS] += 1
+                    m[R_NONRES_AGE] += 1
                     if m[so + page] >= 0 and _swap_full(m):
                         _free_slot(m, page)
                         m[C_SLOT_FREES] += 1
@@ -131,5 +162,8 @@ def _linux_reclaim(b, m, f, n):
             else:
                 b[page] = fl & ~REFERENCED
                 _evict(b, m, f, page)
+                m[m[O_SHADOW] + page] = m[R_NONRES_AGE]  # workingset_eviction
+                m[R_NONRES_AGE] += 1
                 done += 1
+    m[R_REFAULT_SNAP] = m[C_REFAULT_ACTIVATIONS]  # snapshot_refaults
     return done

@@ -7,7 +7,8 @@ Every kernel function takes ``(b, m, f)``:
   (``P_*``) and offsets (``O_*``) followed by the int64 arrays it points at:
   slot of each page, list links (``next``/``prev``, with two sentinel heads),
   owner of each slot, per-cluster counters and links, accesses per step, a
-  scratch area and the integer output columns;
+  scratch area, the integer output columns and (``linux``) each evicted page's
+  shadow entry;
 * ``f`` (float64): step duration, current time, and the ``t_us`` output column.
 
 Why not a namedtuple of twenty arrays: every numba call passing such a tuple
@@ -81,6 +82,9 @@ C_RECLAIM_CALLS = 36
 C_ACTIVATIONS = 37
 C_DEACTIVATIONS = 38
 C_SCANNED = 39
+R_NONRES_AGE = 40  # linux: lruvec->nonresident_age (evictions + activations, mm/workingset.c)
+C_REFAULT_ACTIVATIONS = 41  # linux: swap-ins put straight on the active list (WORKINGSET_ACTIVATE_ANON)
+R_REFAULT_SNAP = 42  # linux: C_REFAULT_ACTIVATIONS at the end of the last reclaim call (lruvec->refaults)
 
 # ---- parameters (m[48:64]) -------------------------------------------------
 P_POLICY = 48
@@ -119,6 +123,7 @@ O_OUT_LEN = 78
 O_OUT_CAUSE = 79
 O_CL_HINT = 80  # [C] no free slot of the cluster lies below this slot
 P_NSTEPS = 81
+O_SHADOW = 82  # [F] linux: nonresident_age at the page's eviction (its shadow entry), -1 if none
 HEADER = 96
 TMP_CANDIDATES = 64
 
@@ -215,7 +220,7 @@ def new_state(
         (O_SLOT, F), (O_NEXT, 2 * (F + 2)), (O_PREV, 0), (O_SLOT_PAGE, S), (O_CL_USED, C), (O_CL_WHERE, C),
         (O_CL_NEXT, 2 * (C + 2)), (O_CL_PREV, 0), (O_STEP_N, nsteps), (O_STEP_SEEN, nsteps), (O_TMP, tmp),
         (O_OUT_STEP, out_rows), (O_OUT_OP, out_rows), (O_OUT_OFF, out_rows), (O_OUT_LEN, out_rows),
-        (O_OUT_CAUSE, out_rows), (O_CL_HINT, C),
+        (O_OUT_CAUSE, out_rows), (O_CL_HINT, C), (O_SHADOW, F),
     ]
     m = np.zeros(HEADER + sum(n for _, n in sizes), np.int64)
     o = HEADER
@@ -275,4 +280,5 @@ def new_state(
             m[cn + 2 * chain[:-1]] = chain[1:]
             m[cp + 2 * chain[1:]] = chain[:-1]
     st.slot[:] = -1
+    m[m[O_SHADOW] : m[O_SHADOW] + F] = -1
     return st

@@ -167,9 +167,7 @@ def replay_cmd(stream, out, iodepth, use_timestamps, precondition, fit, window, 
     """
     cfg = _split_device(kw)
     window_bytes = parse_bytes(window, "--window") if window else None
-    total = open_trace(stream, "swapio").meta.get("summary", {})
-    length = int((total.get("bytes_written") or 0) + (total.get("bytes_read") or 0)) or 1
-    with progressbar(length, "ssd") as bar:
+    with progressbar(open_trace(stream, "swapio").num_rows, "ssd requests") as bar:
         res = ssd_run.replay(stream, cfg, out=out, iodepth=iodepth, use_timestamps=use_timestamps,
                              precondition=precondition, fit=fit, window_bytes=window_bytes, seed=seed, force=force,
                              progress=bar.update)

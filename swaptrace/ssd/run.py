@@ -95,8 +95,12 @@ class SSDResult:
 
 
 def simulate_chunks(sim: Simulator, chunks: Iterable[tuple], *, window_bytes: int,
-                    progress: Callable[[int], None] | None = None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Run request chunks ``(op, lpn, npages[, t_us[, cold]])`` through ``sim``; timeline columns and summary."""
+                    progress: Callable[[int], None] | None = None,
+                    progress_bytes: bool = False) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Run request chunks ``(op, lpn, npages[, t_us[, cold]])`` through ``sim``; timeline columns and summary.
+
+    ``progress`` receives the number of requests done (or of host bytes, with ``progress_bytes``).
+    """
     cfg = sim.config
     start = sim.counters()
     t0 = sim.now_us
@@ -113,7 +117,7 @@ def simulate_chunks(sim: Simulator, chunks: Iterable[tuple], *, window_bytes: in
         hist.add(res["latency_us"])
         requests += len(op)
         if progress is not None:
-            progress(int(np.sum(npages)) * cfg.map_bytes)
+            progress(int(np.sum(npages)) * cfg.map_bytes if progress_bytes else len(op))
     sim.finish()
     windows.flush()
     c = sim.counters() - start
@@ -185,6 +189,8 @@ def synth(config: SSDConfig, pattern: str, *, bs_bytes: int = 4096, volume_bytes
         Off: pure FTL (WAF only; bandwidth and latency are not computed).
     out : path, optional
         Timeline Parquet file to write.
+    progress : callable, optional
+        Called with the host bytes of each finished chunk.
     """
     if volume_bytes is None:
         volume_bytes = 4 * config.user_bytes
@@ -197,7 +203,7 @@ def synth(config: SSDConfig, pattern: str, *, bs_bytes: int = 4096, volume_bytes
         first_cold = hot_units(config.user_units, hot_fraction, bs_bytes // config.map_bytes)
         chunks = ((op, lpn, n, None, lpn >= first_cold) for op, lpn, n in chunks)
     window_bytes = window_bytes or _default_window(volume_bytes, config.user_bytes)
-    timeline, summary = simulate_chunks(sim, chunks, window_bytes=window_bytes, progress=progress)
+    timeline, summary = simulate_chunks(sim, chunks, window_bytes=window_bytes, progress=progress, progress_bytes=True)
     params = {"pattern": pattern, "bs_bytes": bs_bytes, "volume_bytes": volume_bytes, "iodepth": iodepth,
               "precondition": precondition, "rwmix_read": rwmix_read, "hot_writes": hot_writes,
               "hot_fraction": hot_fraction, "window_bytes": window_bytes, "seed": seed, "timing": timing}
@@ -250,6 +256,8 @@ def replay(stream: os.PathLike, config: SSDConfig, *, out: os.PathLike | None = 
         is larger than the SSD's user capacity (module docstring).
     window_bytes : int, optional
         Timeline window; default ~1/64 of the stream's written bytes.
+    progress : callable, optional
+        Called with the number of requests of each finished chunk.
 
     Raises
     ------
