@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from swaptrace import __version__
 from swaptrace.errors import ConfigError
 from swaptrace.traceio import AtomicPath
 
@@ -92,7 +93,8 @@ def _fingerprint(stage: Stage, out_dir: Path) -> str:
             )
         else:
             inputs[name] = None
-    blob = json.dumps({"params": stage.params, "inputs": inputs}, sort_keys=True, default=str)
+    # the package version counts as a parameter: a new release reruns every stage
+    blob = json.dumps({"params": stage.params, "inputs": inputs, "version": __version__}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
