@@ -9,13 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from swaptrace.figures._axes import axes_or_new
 
-def _axes(ax):
-    if ax is None:
-        import matplotlib.pyplot as plt
-
-        _, ax = plt.subplots(figsize=(7, 3.5))
-    return ax
+_axes = axes_or_new
 
 
 def _label(profile, fallback: str) -> str:

@@ -11,15 +11,12 @@ from typing import Any
 
 import numpy as np
 
+from swaptrace.figures._axes import axes_or_new
+
 SMALL_REQUEST_BYTES = 32 * 1024  # the thesis' "most swap requests are < 32 KiB" line
 
 
-def _axes(ax):
-    if ax is None:
-        import matplotlib.pyplot as plt
-
-        _, ax = plt.subplots(figsize=(7, 3.5))
-    return ax
+_axes = axes_or_new
 
 
 def _bytes_unit(max_bytes: float) -> tuple[float, str]:

@@ -16,15 +16,13 @@ from pathlib import Path
 
 import numpy as np
 
+from swaptrace.figures._axes import axes_or_new
+
 _COLORS = {"read": "tab:blue", "write": "tab:orange"}
 
 
 def _axes(ax):
-    if ax is None:
-        import matplotlib.pyplot as plt
-
-        _, ax = plt.subplots(figsize=(7, 4))
-    return ax
+    return axes_or_new(ax, (7, 4))
 
 
 def save_run_figures(run_dir, out_dir=None) -> list[Path]:

@@ -17,15 +17,12 @@ from typing import Any
 
 import numpy as np
 
+from swaptrace.figures._axes import axes_or_new
+
 GB = 1e9
 
 
-def _axes(ax):
-    if ax is None:
-        import matplotlib.pyplot as plt
-
-        _, ax = plt.subplots(figsize=(7, 3.5))
-    return ax
+_axes = axes_or_new
 
 
 def _timeline(data: Any) -> dict[str, np.ndarray]:
