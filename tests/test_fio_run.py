@@ -147,6 +147,17 @@ def test_small_cli_run(small_jobs, tmp_path, fio_bin):
     assert res.exit_code == 2 and "exists" in res.output
 
 
+def test_relative_paths_work(small_jobs, tmp_path, fio_bin, monkeypatch):
+    """fio runs inside the jobs folder, so relative output and target paths must be resolved first."""
+    monkeypatch.chdir(tmp_path)
+    jobs = os.path.relpath(small_jobs, tmp_path)
+    res = CliRunner().invoke(cli, ["fio", "run", jobs, "--target", "t.dat", "--size", "4MiB", "--runtime", "1",
+                                   "--jobs", "sweep_read_4k", "--no-precondition", "-o", "rel/run"])
+    assert res.exit_code == 0, res.output
+    rows, _ = results.read_results(tmp_path / "rel" / "run" / "results.parquet")
+    assert rows[0]["io_bytes"] == rows[0]["ios"] * 4096
+
+
 def test_dry_run_writes_nothing(small_jobs, tmp_path):
     target = tmp_path / "t.dat"
     before = sorted(p.name for p in small_jobs.iterdir())

@@ -476,7 +476,9 @@ def run_jobs(
     RunOutcome
         Paths of the results (``None`` for a dry run), the commands, the rows and measured ratios.
     """
-    jdir = Path(jobs_dir)
+    # absolute paths: fio runs with the jobs folder as its working directory
+    jdir = Path(jobs_dir).resolve()
+    out_dir = Path(out_dir).resolve() if out_dir is not None else None
     manifest = jobsmod.load_manifest(jdir)
     if runtime_s < 1:
         raise ConfigError(f"runtime: must be at least 1 second, got {runtime_s}")
