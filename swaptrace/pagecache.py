@@ -16,7 +16,9 @@ mm/swapfile.c, mm/vmscan.c of Linux 6.x):
 * **Residency policies** (:data:`POLICIES`): ``lru`` (exact), ``clock``
   (second chance) and ``linux`` (active/inactive lists with PTE young and
   PG_referenced bits, activation on a second reference, reclaim isolating 32
-  pages at a time, inactive:active target ``int_sqrt(10 * GB)``).
+  pages at a time, inactive:active target ``int_sqrt(10 * GB)``, workingset
+  refault activation of swapped-in pages (mm/workingset.c) and deactivation
+  after refaults (6.x mm/vmscan.c ``may_deactivate``)).
 * **Reclaim trigger** like memory-cgroup limit reclaim: when the pages about to
   come in would push the resident count above the budget, reclaim
   ``max(batch, excess)`` pages in one call, where ``batch`` is 32
@@ -90,7 +92,7 @@ POLICIES: dict[str, Policy] = {
     "linux": Policy(
         ks.POLICY_LINUX,
         ks.SWAP_CLUSTER_MAX,
-        "Linux active/inactive lists, young + referenced bits, reclaim in batches of 32",
+        "Linux active/inactive lists, young + referenced bits, refault activation, reclaim in batches of 32",
     ),
 }
 
