@@ -141,13 +141,12 @@ def build_report(folder: str | os.PathLike, out: str | os.PathLike | None = None
     else:
         report.skipped["miss-ratio curve"] = f"{d / S.MRC_CSV}: missing"
     if swapio is not None:
+        from swaptrace.figures.emulate import plot_request_size_cdf, plot_swap_traffic
+
         n["swap"] = _swap_numbers(swapio)
-        _figure(out_dir, "request_sizes.png",
-                lambda fig: __import__("swaptrace.figures.emulate", fromlist=["x"]).plot_request_size_cdf(
-                    swapio.path, ax=fig.subplots()), report)
-        _figure(out_dir, "swap_traffic.png",
-                lambda fig: __import__("swaptrace.figures.emulate", fromlist=["x"]).plot_swap_traffic(
-                    swapio.path, ax=fig.subplots()), report)
+        _figure(out_dir, "request_sizes.png", lambda fig: plot_request_size_cdf(swapio.path, ax=fig.subplots()),
+                report)
+        _figure(out_dir, "swap_traffic.png", lambda fig: plot_swap_traffic(swapio.path, ax=fig.subplots()), report)
     _try(report, "SSD model", lambda: _ssd_parts(d, out_dir, report))
     _try(report, "fio", lambda: _fio_parts(d, out_dir, report))
     if (d / KERNEL_STREAM).exists() and swapio is not None:

@@ -57,7 +57,8 @@ def build(opts, out_dir: Path, spec_identity: dict[str, Any]) -> list:
     return stages
 
 
-def _bar(say, length: int, label: str):
+def _bar(length: int, label: str):
+    """A progress bar for one stage (on a terminal only), indented under the stage's line."""
     from swaptrace.commands._common import progressbar
 
     return progressbar(length, f"      {label}")
@@ -70,7 +71,7 @@ def _run_generate(d: Path, opts, say) -> dict[str, Any]:
 
     spec = load_spec(opts.preset)
     steps = opts.steps or spec.default_steps
-    with _bar(say, steps, "steps") as bar:
+    with _bar(steps, "steps") as bar:
         path = generate_trace(spec, d / ACCESS, steps=steps, seed=opts.seed, force=True, progress=bar.update)
     meta = open_trace(path).meta
     return {"steps": steps, "accesses": meta["rows"], "footprint_bytes": meta["footprint_bytes"]}
@@ -87,7 +88,7 @@ def _run_mrc(d: Path, opts, say) -> dict[str, Any]:
     from swaptrace.traceio import AtomicPath, open_trace
 
     tf = open_trace(d / ACCESS, "access")
-    with _bar(say, tf.num_rows, "accesses") as bar:
+    with _bar(tf.num_rows, "accesses") as bar:
         if tf.num_rows <= EXACT_MRC_MAX_ACCESSES:
             curve = exact_mrc(d / ACCESS, progress=bar.update)
         else:
@@ -116,7 +117,7 @@ def _run_emulate(d: Path, opts, say) -> dict[str, Any]:
 
     tf = open_trace(d / ACCESS, "access")
     mem = {"memory_bytes": opts.memory_bytes} if opts.memory_bytes else {"memory_fraction": opts.memory_fraction}
-    with _bar(say, tf.num_rows, "accesses") as bar:
+    with _bar(tf.num_rows, "accesses") as bar:
         res = emulate(d / ACCESS, d / SWAPIO, policy=opts.policy, readahead=opts.readahead, force=True,
                       progress=bar.update, **mem)
     return {k: res.summary.get(k) for k in ("faults", "pages_in", "pages_out", "bytes_read", "bytes_written")}
@@ -146,7 +147,7 @@ def _run_ssd(d: Path, opts, say) -> dict[str, Any]:
 
     tf = open_trace(d / SWAPIO, "swapio")
     cfg = ssd_config_for(opts, int(tf.meta.get("device_bytes") or 0))
-    with _bar(say, tf.num_rows, "requests") as bar:
+    with _bar(tf.num_rows, "requests") as bar:
         res = replay(d / SWAPIO, cfg, out=d / SSD, precondition="seq", force=True, progress=bar.update)
     keep = ("waf", "throughput_mb_s", "write_mb_s", "read_mb_s", "simulated_time_us", "host_write_bytes")
     return {k: res.summary[k] for k in keep if k in res.summary}
