@@ -30,6 +30,16 @@ mm/swapfile.c, mm/vmscan.c of Linux 6.x):
 * **Readahead**: ``vma`` (default, as with SSD-only swap), ``cluster``, or
   ``none``, with the kernel's window rule; readahead pages sit unmapped in the
   swap cache, and touching one is a minor fault that counts as a readahead hit.
+* **Writeback** (``linux``): reclaim unmaps a dirty page and starts its
+  write, but frees it only after the write completes -- once reclaim has
+  isolated ``writeback_lag`` more pages, at the next major fault (the
+  process waits for its read), or when reclaim meets it again and waits for
+  it (cgroup v1 memcg reclaim). Until then it stays in memory: touching it is
+  a minor fault (``swapcache_hit``), and a reclaim call whose inactive tail
+  is dirty writes past its target, as the kernel's streams show in bursts.
+  :data:`DEFAULT_WRITEBACK_LAG` comes from the calibration against the
+  kernel (README); 0 is a synchronous device, freeing a page as it is
+  written (``lru`` and ``clock`` always work so).
 * **Merging**: the writes of one reclaim call, and the reads of one fault with
   its readahead, back-merge when their slots are contiguous, up to
   ``max_request_bytes``.
@@ -47,7 +57,8 @@ run, e.g. one from ``swaptrace capture``).
 Summary (metadata ``summary`` and :class:`EmulationResult`): ``accesses``,
 ``hits`` (access to a mapped page), ``faults`` (all others: ``zero_fill`` +
 ``major_faults`` (swap-ins that read) + ``readahead_hit`` (minor faults on a
-read-ahead page)), ``pages_in``, ``pages_out``, ``readahead_issued``,
+read-ahead page) + ``swapcache_hit`` (minor faults on a page reclaim had
+unmapped but not yet freed)), ``pages_in``, ``pages_out``, ``readahead_issued``,
 ``evictions``, ``clean_drops``, ``slot_frees``, ``bytes_read``,
 ``bytes_written``, ``requests`` and ``request_size_hist`` by op.
 """
@@ -72,6 +83,8 @@ from swaptrace.units import format_bytes
 
 DEFAULT_STEP_US = 100_000.0
 DEFAULT_MAX_REQUEST_BYTES = 512 * 1024
+#: pages reclaim isolates while a write is in flight (``linux``); chosen by ``analysis/calibrate.py``
+DEFAULT_WRITEBACK_LAG = 1024
 CHUNK_ROWS = 1 << 20
 OUT_ROWS = 1 << 18
 
@@ -141,12 +154,15 @@ class EmulatorConfig:
     page_bytes: int
     step_us: float
     initial_state: str
+    writeback_lag: int = 0
+    zero_page: bool = False
 
     @property
     def max_rows_per_access(self) -> int:
         window = 1 << self.page_cluster if self.readahead == "cluster" else 1 << min(self.page_cluster, 5)
-        # reads <= window; writes <= max(batch, window) + one isolation round of 32
-        return 2 * window + self.batch_pages + 2 * ks.SWAP_CLUSTER_MAX + 8
+        # reads <= window; writes <= max(batch, window) + one isolation round of 32, plus the writes
+        # in flight: a write completes lag pages of isolation after it was issued (+ a round)
+        return 2 * window + self.batch_pages + 2 * ks.SWAP_CLUSTER_MAX + 8 + self.writeback_lag + ks.SWAP_CLUSTER_MAX
 
 
 def resolve_config(
@@ -163,6 +179,8 @@ def resolve_config(
     step_us: float | None = None,
     initial_state: str = "untouched",
     reclaim_batch: int | None = None,
+    writeback_lag: int | None = None,
+    zero_page: bool | None = None,
     source: str = "trace",
 ) -> EmulatorConfig:
     """Check every parameter against the trace's metadata; raise :class:`ConfigError` naming the bad one."""
@@ -204,6 +222,16 @@ def resolve_config(
         raise ConfigError(f"--max-request must be at least one page ({page_bytes} bytes), got {max_request_bytes}")
     if reclaim_batch is not None and reclaim_batch < 1:
         raise ConfigError(f"--reclaim-batch must be at least 1, got {reclaim_batch}")
+    if writeback_lag is None:
+        writeback_lag = DEFAULT_WRITEBACK_LAG if policy == "linux" else 0
+    if writeback_lag < 0:
+        raise ConfigError(f"--writeback-lag must not be negative, got {writeback_lag}")
+    if writeback_lag and policy != "linux":
+        raise ConfigError(f"--writeback-lag applies to the linux policy only; {policy} frees pages as it writes them")
+    if zero_page is None:
+        zero_page = policy == "linux"
+    if zero_page and policy != "linux":
+        raise ConfigError(f"--zero-page applies to the linux policy only; {policy} gives every touched page a frame")
     if step_us is None:
         step_us = DEFAULT_STEP_US
     if not step_us > 0 or math.isinf(step_us):
@@ -228,6 +256,8 @@ def resolve_config(
         page_bytes=page_bytes,
         step_us=float(step_us),
         initial_state=initial_state,
+        writeback_lag=int(writeback_lag),
+        zero_page=bool(zero_page),
     )
 
 
@@ -293,6 +323,8 @@ def emulate(
     force: bool = False,
     progress: Callable[[int], None] | None = None,
     reclaim_batch: int | None = None,
+    writeback_lag: int | None = None,
+    zero_page: bool | None = None,
     chunk_rows: int = CHUNK_ROWS,
 ) -> EmulationResult:
     """Replay an access trace against a DRAM budget; write the swap I/O stream.
@@ -331,6 +363,10 @@ def emulate(
         Called with the number of accesses processed since the last call.
     reclaim_batch : int, optional
         Pages per reclaim call; default 32 for ``linux``, 1 for ``lru``/``clock``.
+    writeback_lag : int, optional
+        ``linux`` only: pages reclaim isolates while a write is in flight
+        (default :data:`DEFAULT_WRITEBACK_LAG`); 0 frees a page as it is
+        written (a synchronous device).
 
     Returns
     -------
@@ -351,6 +387,8 @@ def emulate(
         step_us=step_us,
         initial_state=initial_state,
         reclaim_batch=reclaim_batch,
+        writeback_lag=writeback_lag,
+        zero_page=zero_page,
         source=str(tf.path),
     )
     check_output_path(out, force)
@@ -379,6 +417,8 @@ def emulate(
         "step_us": cfg.step_us,
         "initial_state": cfg.initial_state,
         "reclaim_batch": cfg.batch_pages,
+        "writeback_lag": cfg.writeback_lag,
+        "zero_page": cfg.zero_page,
     }
     out_meta = {
         "source": "emulator",
@@ -449,6 +489,8 @@ class Emulator:
                 "page_bytes": cfg.page_bytes,
                 "first_step": first_step,
                 "max_rows_per_access": cfg.max_rows_per_access,
+                "writeback_lag": cfg.writeback_lag,
+                "zero_page": int(cfg.zero_page),
             },
             step_us=cfg.step_us,
             out_rows=max(OUT_ROWS, 4 * cfg.max_rows_per_access),
@@ -478,6 +520,8 @@ class Emulator:
             if error == ks.ERR_BAD_STEP:
                 raise ConfigError(f"step {int(steps[j])} is outside the trace's steps "
                                   f"{self.first_step}..{self.first_step + self.nsteps - 1}")
+            if error == ks.ERR_OUT_FULL:
+                raise RuntimeError("emulator output buffer overflow: max_rows_per_access is too small (a bug)")
             if error == ks.ERR_SWAP_FULL:
                 raise ConfigError(
                     f"swap is full: the device of {format_bytes(cfg.nslots * cfg.page_bytes)} "
@@ -537,11 +581,14 @@ def _summary(st: ks.EmuState, hist: dict[str, dict[int, int]], cfg: EmulatorConf
         "hits": int(r[ks.C_HITS]),
         "faults": int(r[ks.C_FAULTS]),
         "zero_fill": int(r[ks.C_ZERO_FILL]),
+        "zero_page": int(r[ks.C_ZERO_PAGE]),
         "major_faults": int(r[ks.C_MAJOR]),
         "pages_in": int(r[ks.C_PAGES_IN]),
         "pages_out": int(r[ks.C_PAGES_OUT]),
         "readahead_issued": int(r[ks.C_RA_ISSUED]),
         "readahead_hit": int(r[ks.C_RA_HIT]),
+        "swapcache_hit": int(r[ks.C_SWAPCACHE_HIT]),
+        "writeback_waits": int(r[ks.C_WB_WAITS]),
         "evictions": int(r[ks.C_EVICTIONS]),
         "clean_drops": int(r[ks.C_CLEAN_DROPS]),
         "slot_frees": int(r[ks.C_SLOT_FREES]),

@@ -10,9 +10,11 @@ sources. Tests compare counters, request rows and final state.
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
+from collections import OrderedDict, deque
 
 import numpy as np
+
+from swaptrace.pagecache import DEFAULT_WRITEBACK_LAG
 
 SWAP_CLUSTER_MAX = 32
 
@@ -119,17 +121,31 @@ class NaiveLinux:
             self.young[page] = False
             self.inactive.append(page)
 
+    def rotate_to_tail(self, page):
+        """``folio_rotate_reclaimable``: a written page whose write completed goes to the inactive tail."""
+        if page in self.inactive:
+            self.inactive.remove(page)
+            self.inactive.insert(0, page)
+
     def reclaim(self, n, emu):
         done = 0
+        lag = emu.writeback_lag
         refaulted = self.refault_activations != self.refault_snap
         while done < n and (self.active or self.inactive) and not emu.error:
             if self.inactive_is_low() or not self.inactive:
                 self.deactivate(SWAP_CLUSTER_MAX)
             elif refaulted:
                 self.deactivate(min(SWAP_CLUSTER_MAX, SWAP_CLUSTER_MAX * len(self.active) // len(self.inactive)))
-            batch = self.inactive[:SWAP_CLUSTER_MAX]
-            del self.inactive[: len(batch)]
+            take = min(SWAP_CLUSTER_MAX, len(self.inactive))
+            if lag > 0:  # writes issued at least lag isolated pages ago are complete
+                emu.complete_writes(emu.wb_clock + take - lag)
+            emu.wb_clock += take
+            batch = self.inactive[:take]
+            del self.inactive[:take]
             for page in batch:
+                if page in emu.wb_pages:  # memcg reclaim (cgroup v1) waits; writes complete in order
+                    emu.complete_writes(None)
+                    emu.c["writeback_waits"] += 1
                 if self.young[page]:
                     self.young[page] = False
                     if self.referenced[page]:
@@ -141,6 +157,19 @@ class NaiveLinux:
                     else:
                         self.referenced[page] = True
                         self.inactive.append(page)
+                elif lag > 0 and (page in emu.dirty or page not in emu.slot_of):
+                    # pageout: unmapped, written, back at the inactive head until the write completes
+                    if page not in emu.slot_of and emu.alloc_slot(page) is None:
+                        break
+                    emu.submit(1, emu.slot_of[page], 2)
+                    emu.c["pages_out"] += 1
+                    emu.mapped.discard(page)
+                    emu.dirty.discard(page)
+                    self.young[page] = False
+                    self.referenced[page] = False
+                    self.inactive.append(page)
+                    emu.writes_in_flight.append((page, emu.wb_clock))
+                    emu.wb_pages.add(page)
                 else:
                     self.referenced[page] = False
                     del self.young[page]
@@ -173,6 +202,8 @@ class NaiveEmulator:
         batch_pages=None,
         step_us=100_000.0,
         first_step=0,
+        writeback_lag=None,
+        zero_page=None,
     ):
         self.F = footprint_pages
         self.budget = budget_pages
@@ -189,6 +220,13 @@ class NaiveEmulator:
         self.pmd_pages = max(1, (2 << 20) // page_bytes)
         self.step_us = step_us
         self.first_step = first_step
+        # linux only: writes in flight (page, writeback clock at issue), oldest first; zero-page mappings
+        self.writeback_lag = (DEFAULT_WRITEBACK_LAG if policy == "linux" else 0) if writeback_lag is None else writeback_lag
+        self.zero_page = (policy == "linux") if zero_page is None else zero_page
+        self.writes_in_flight = deque()
+        self.wb_pages = set()
+        self.wb_clock = 0
+        self.zero_mapped = set()
         # page state
         self.resident = set()
         self.mapped = set()
@@ -217,8 +255,8 @@ class NaiveEmulator:
         self.now = (0.0, 0)
         self.error = False
         self.c = dict.fromkeys(
-            "accesses hits faults zero_fill major_faults pages_in pages_out readahead_issued readahead_hit "
-            "evictions clean_drops slot_frees reclaim_calls".split(),
+            "accesses hits faults zero_fill zero_page major_faults pages_in pages_out readahead_issued readahead_hit "
+            "swapcache_hit writeback_waits evictions clean_drops slot_frees reclaim_calls".split(),
             0,
         )
 
@@ -297,6 +335,15 @@ class NaiveEmulator:
         self.pending = [op, slot, 1, cause]
 
     # ---- reclaim ---------------------------------------------------------
+    def complete_writes(self, upto):
+        """Complete, oldest first, the writes issued at clock ``upto`` or before (all with None)."""
+        q = self.writes_in_flight
+        while q and (upto is None or q[0][1] <= upto):
+            page, _ = q.popleft()
+            self.wb_pages.discard(page)
+            if page not in self.dirty:
+                self.policy.rotate_to_tail(page)
+
     def evict(self, page):
         self.dirty_evictions += page in self.dirty
         if page in self.dirty or page not in self.slot_of:
@@ -358,14 +405,15 @@ class NaiveEmulator:
     # ---- accesses --------------------------------------------------------
     def access(self, page, write):
         self.c["accesses"] += 1
-        if page in self.mapped:
+        if page in self.mapped or (page in self.zero_mapped and not write):
             self.c["hits"] += 1
-            self.policy.hit(page, None)
+            if page in self.mapped:
+                self.policy.hit(page, None)
             if write:
                 self.dirty.add(page)
             return
         self.c["faults"] += 1
-        if page in self.resident:  # swap-cache page brought by readahead
+        if page in self.resident:  # swap-cache page: read ahead, or unmapped by reclaim and not yet freed
             if page in self.ra_pages:
                 self.ra_pages.discard(page)
                 self.c["readahead_hit"] += 1
@@ -373,17 +421,24 @@ class NaiveEmulator:
                     self.ra_hits = min(self.ra_hits + 1, 63)
                 elif self.readahead == "cluster":
                     self.cra_hits += 1
+            else:
+                self.c["swapcache_hit"] += 1
             if self.readahead == "vma":
                 self.ra_prev = page
             self.mapped.add(page)
             self.policy.hit(page, None)
-            if page in self.slot_of and (write or self.swap_full()):
+            if page in self.slot_of and page not in self.wb_pages and (write or self.swap_full()):
                 self.free_slot(page)
                 self.c["slot_frees"] += 1
             if write:
                 self.dirty.add(page)
             return
         if page not in self.touched:
+            if not write and self.zero_page:  # a load maps the shared zero page: no frame
+                self.zero_mapped.add(page)
+                self.c["zero_page"] += 1
+                return
+            self.zero_mapped.discard(page)
             self.c["zero_fill"] += 1
             self.make_room(1)
             if self.error:
@@ -426,6 +481,7 @@ class NaiveEmulator:
             self.c["slot_frees"] += 1
         if write:
             self.dirty.add(page)
+        self.complete_writes(None)  # the wait for the read: writes queued before it are done too
 
     def preload_swapped(self, pages):
         for p in pages:

@@ -39,6 +39,8 @@ def run_both(pages, writes, steps, footprint, budget, **kw):
         max_request_bytes=kw.get("max_request_pages", 128) * meta["page_bytes"],
         reclaim_batch=kw.get("batch_pages"),
         initial_state=kw.get("initial_state", "untouched"),
+        writeback_lag=kw.get("writeback_lag"),
+        zero_page=kw.get("zero_page"),
     )
     counts = np.bincount(steps, minlength=int(steps.max()) + 1 if steps.size else 0)
     regions = [{"name": "t", "kind": "table", "first_page": 0, "pages": footprint // 2}]
@@ -80,6 +82,8 @@ def assert_same(emu, rows, naive, nrows, ncounts):
             order.append(int(x))
             x = st.lnext[x]
     assert order == naive.policy.resident_order()
+    assert set(np.flatnonzero(st.flags & ks.WRITEBACK).tolist()) == naive.wb_pages
+    assert set(np.flatnonzero(st.flags & ks.ZERO_PAGE).tolist()) == naive.zero_mapped
     # invariants: budget respected, no slot owned twice
     assert len(resident) <= emu.cfg.budget_pages
     owners = st.slot_page[st.slot_page >= 0]
@@ -87,6 +91,9 @@ def assert_same(emu, rows, naive, nrows, ncounts):
 
 
 CASES = list(itertools.product(["lru", "clock", "linux"], ["none", "vma", "cluster"]))
+#: linux variants: defaults (writeback lag longer than this small footprint: writes complete at reads and
+#: reclaim's waits), a short lag (writes also complete as reclaim goes on), and the synchronous device
+LINUX_VARIANTS = [{}, {"writeback_lag": 24}, {"writeback_lag": 0, "zero_page": False}]
 
 
 @pytest.mark.parametrize(("policy", "readahead"), CASES)
@@ -96,9 +103,10 @@ def test_equals_naive(policy, readahead, seed):
     runs = seed == 1
     pages, writes, steps = small_trace(seed, footprint, 3000, runs=runs)
     budget = [7, 60, 150][seed]
-    got = run_both(pages, writes, steps, footprint, budget, policy=policy, readahead=readahead,
-                   cluster_slots=16, max_request_pages=4 + seed, nslots=2048 if seed == 2 else None)
-    assert_same(*got)
+    for variant in LINUX_VARIANTS if policy == "linux" else [{}]:
+        got = run_both(pages, writes, steps, footprint, budget, policy=policy, readahead=readahead,
+                       cluster_slots=16, max_request_pages=4 + seed, nslots=2048 if seed == 2 else None, **variant)
+        assert_same(*got)
 
 
 @pytest.mark.parametrize("policy", ["lru", "clock", "linux"])

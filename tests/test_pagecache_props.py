@@ -36,20 +36,35 @@ traces = hst.integers(2, 40).flatmap(
 
 @SETTINGS
 @given(trace=traces, frac=hst.floats(0.05, 1.0), policy=hst.sampled_from(list(POLICIES)),
-       readahead=hst.sampled_from(["none", "vma", "cluster"]))
-def test_invariants(trace, frac, policy, readahead):
+       readahead=hst.sampled_from(["none", "vma", "cluster"]), lag=hst.sampled_from([None, 0, 3, 40]),
+       zero_page=hst.booleans())
+def test_invariants(trace, frac, policy, readahead, lag, zero_page):
     footprint, accesses = trace
     pages = np.array([a[0] for a in accesses], np.int64)
     writes = np.array([a[1] for a in accesses], bool)
     steps = np.sort(np.arange(pages.size) % 3)
     budget = max(1, int(frac * footprint))
+    linux = policy == "linux"
     emu, rows = run_arrays(pages, writes, steps, footprint, budget, policy=policy, readahead=readahead,
-                           cluster_slots=8)
-    s = emu.summary()
+                           cluster_slots=8, writeback_lag=lag if linux else None,
+                           zero_page=zero_page if linux else None)
+    s, cfg = emu.summary(), emu.cfg
     assert s["faults"] + s["hits"] == s["accesses"] == pages.size
-    assert s["faults"] == s["zero_fill"] + s["major_faults"] + s["readahead_hit"]
-    assert s["zero_fill"] == len(np.unique(pages))
-    assert s["evictions"] == s["pages_out"] + s["clean_drops"]
+    assert s["faults"] == (s["zero_fill"] + s["zero_page"] + s["major_faults"] + s["readahead_hit"]
+                           + s["swapcache_hit"])
+    # first touch: a store zero-fills; with the zero page a load maps it and only a later store fills
+    first_write = {int(p) for p, w in zip(pages, writes, strict=True) if w}
+    assert s["zero_fill"] == (len(first_write) if cfg.zero_page else len(np.unique(pages)))
+    _, first = np.unique(pages, return_index=True)
+    assert s["zero_page"] == (int(np.count_nonzero(~writes[first])) if cfg.zero_page else 0)
+    if cfg.writeback_lag:  # written pages are freed later, clean: every eviction is a clean drop
+        assert s["evictions"] == s["clean_drops"]
+        in_flight = int(np.count_nonzero(emu.state.flags & ks.WRITEBACK))
+        assert in_flight == emu.state.reg[ks.R_WB_N] <= cfg.writeback_lag + ks.SWAP_CLUSTER_MAX
+        assert np.all(emu.state.flags[emu.state.flags & ks.WRITEBACK > 0] & ks.RESIDENT)
+    else:
+        assert s["evictions"] == s["pages_out"] + s["clean_drops"]
+        assert s["swapcache_hit"] == s["writeback_waits"] == 0
     assert s["bytes_written"] == s["pages_out"] * 4096 == rows["length"][rows["op"] == 1].sum()
     assert s["bytes_read"] == s["pages_in"] * 4096 == rows["length"][rows["op"] == 0].sum()
     assert s["pages_in"] == s["major_faults"] + s["readahead_issued"]

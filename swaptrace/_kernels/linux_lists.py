@@ -25,13 +25,31 @@
   lists scan targets in proportion to their sizes and ``shrink_lruvec``
   takes up to 32 from each per round.
 * A reclaim call stops once it has reclaimed at least the requested count.
+* Writeback (``P_WB_LAG`` > 0). ``shrink_folio_list`` unmaps a dirty page,
+  starts its write (``pageout``) and puts it back at the inactive head under
+  writeback (PG_writeback, PG_reclaim): written, not yet reclaimed. When the
+  write completes, ``folio_end_writeback`` -> ``folio_rotate_reclaimable``
+  moves a clean inactive page to the inactive tail, where the next scan frees
+  it without I/O. The emulator has no clock of its own, so the write
+  completes once reclaim has isolated ``P_WB_LAG`` more pages (the device's
+  latency in units of reclaim work), when the process waits for a read (a
+  major fault: the device works in order, the writes queued before the read
+  are done when it is), or when reclaim meets a page still under writeback:
+  memcg reclaim on cgroup v1 (``!writeback_throttling_sane``) then waits for
+  it (``folio_wait_writeback``). So a reclaim call whose inactive tail is
+  dirty writes well past its target before the first pages come free -- the
+  bursts of the kernel's streams -- and a page touched meanwhile is a minor
+  fault with no read. A lag of 0 is a synchronous device (``pageout``'s
+  "probably a ramdisk" case): the page is freed as it is written.
 """
 
 from __future__ import annotations
 
 from swaptrace._kernels._jit import jit, jit_inline
-from swaptrace._kernels.dlist import _push_head, _unlink
+from swaptrace._kernels.dlist import _push_head, _push_tail, _unlink
 from swaptrace._kernels.slots import _free_slot, _swap_full
+from swaptrace._kernels.merge import _submit
+from swaptrace._kernels.slots import _alloc_slot
 from swaptrace._kernels.swapout import _evict
 from swaptrace._kernels.swapstate import (
     ACTIVE,
@@ -39,24 +57,40 @@ from swaptrace._kernels.swapstate import (
     C_DEACTIVATIONS,
     C_REFAULT_ACTIVATIONS,
     C_SCANNED,
+    C_PAGES_OUT,
     C_SLOT_FREES,
+    C_WB_WAITS,
+    CAUSE_RECLAIM,
+    DIRTY,
+    MAPPED,
     O_NEXT,
     O_PREV,
     O_SHADOW,
     O_SLOT,
     O_TMP,
+    O_WBQ,
+    O_WBT,
+    OP_WRITE,
     P_FOOTPRINT,
     P_PAGE_BYTES,
+    P_WB_LAG,
     R_ERROR,
     R_N_ACTIVE,
     R_N_INACTIVE,
     R_NONRES_AGE,
     R_REFAULT_SNAP,
     R_RESIDENT,
+    R_WB_CLOCK,
+    R_WB_HEAD,
+    R_WB_N,
     REFERENCED,
     SWAP_CLUSTER_MAX,
+    WRITEBACK,
     YOUNG,
 )
+
+#: a writeback clock no write reaches: complete every write in flight
+WB_ALL = 1 << 62
 
 
 @jit_inline
@@ -123,10 +157,59 @@ def _linux_insert(b, m, page, target):
 
 
 @jit
+def _wb_complete(b, m, upto):
+    """Complete, oldest first, the writes issued at writeback clock ``upto`` or before.
+
+    A completed page that is clean and inactive goes to the inactive tail
+    (``folio_rotate_reclaimable``), so the last one completed is scanned first.
+    """
+    F = m[P_FOOTPRINT]
+    q, t = m[O_WBQ], m[O_WBT]
+    nx, pv = m[O_NEXT], m[O_PREV]
+    while m[R_WB_N] > 0:
+        h = m[R_WB_HEAD]
+        if m[t + h] > upto:
+            break
+        page = m[q + h]
+        m[R_WB_HEAD] = h + 1 if h + 1 < F else 0
+        m[R_WB_N] -= 1
+        fl = b[page] & ~WRITEBACK
+        b[page] = fl
+        if not (fl & (DIRTY | ACTIVE)):
+            _unlink(m, nx, pv, page)
+            _push_tail(m, nx, pv, F + 1, page)
+
+
+@jit_inline
+def _writeout(b, m, f, page):
+    """``pageout``: unmap ``page``, start its write, put it back at the inactive head under writeback.
+
+    Returns False when no swap slot is left (``R_ERROR`` is set).
+    """
+    F = m[P_FOOTPRINT]
+    so = m[O_SLOT]
+    if m[so + page] < 0 and _alloc_slot(m, page) < 0:
+        return False
+    _submit(m, f, OP_WRITE, m[so + page], CAUSE_RECLAIM)
+    m[C_PAGES_OUT] += 1
+    b[page] = (b[page] & ~(MAPPED | DIRTY | YOUNG | REFERENCED)) | WRITEBACK
+    _push_head(m, m[O_NEXT], m[O_PREV], F + 1, page)
+    m[R_N_INACTIVE] += 1
+    i = m[R_WB_HEAD] + m[R_WB_N]
+    if i >= F:
+        i -= F
+    m[m[O_WBQ] + i] = page
+    m[m[O_WBT] + i] = m[R_WB_CLOCK]
+    m[R_WB_N] += 1
+    return True
+
+
+@jit
 def _linux_reclaim(b, m, f, n):
     """Shrink the lists until at least ``n`` pages are reclaimed (or none is left)."""
     F = m[P_FOOTPRINT]
     nx, pv, tmp, so = m[O_NEXT], m[O_PREV], m[O_TMP], m[O_SLOT]
+    lag = m[P_WB_LAG]
     done = 0
     refaulted = m[C_REFAULT_ACTIVATIONS] != m[R_REFAULT_SNAP]
     while done < n and m[R_RESIDENT] > 0 and m[R_ERROR] == 0:
@@ -135,12 +218,18 @@ def _linux_reclaim(b, m, f, n):
         elif refaulted:  # may_deactivate: both lists scanned in proportion to their sizes
             _deactivate(b, m, min(SWAP_CLUSTER_MAX, SWAP_CLUSTER_MAX * m[R_N_ACTIVE] // m[R_N_INACTIVE]))
         take = min(SWAP_CLUSTER_MAX, m[R_N_INACTIVE])
+        if lag > 0:  # the writes that completed while the previous batch was processed
+            _wb_complete(b, m, m[R_WB_CLOCK] + take - lag)
+        m[R_WB_CLOCK] += take
         page = m[pv + 2 * (F + 1)]
         for i in range(take):  # isolate, oldest first
             m[tmp + i] = page
             page = m[pv + 2 * page]
         for i in range(take):
             page = m[tmp + i]
+            if b[page] & WRITEBACK:  # cgroup v1 memcg reclaim waits for it; the device works in order
+                _wb_complete(b, m, WB_ALL)  # (before the unlink: completion may move the page)
+                m[C_WB_WAITS] += 1
             _unlink(m, nx, pv, page)
             m[R_N_INACTIVE] -= 1
             m[C_SCANNED] += 1
@@ -159,6 +248,9 @@ def _linux_reclaim(b, m, f, n):
                     b[page] = (fl & ~YOUNG) | REFERENCED
                     _push_head(m, nx, pv, F + 1, page)
                     m[R_N_INACTIVE] += 1
+            elif lag > 0 and ((fl & DIRTY) or m[so + page] < 0):
+                if not _writeout(b, m, f, page):
+                    break
             else:
                 b[page] = fl & ~REFERENCED
                 _evict(b, m, f, page)

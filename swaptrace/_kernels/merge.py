@@ -18,6 +18,7 @@ from swaptrace._kernels.swapstate import (
     C_REQ_READ,
     C_REQ_WRITE,
     CAUSE_FAULT,
+    ERR_OUT_FULL,
     F_NOW,
     F_OUT_T,
     O_OUT_CAUSE,
@@ -27,7 +28,9 @@ from swaptrace._kernels.swapstate import (
     O_OUT_STEP,
     OP_READ,
     P_MAX_REQ_PAGES,
+    P_OUT_CAP,
     P_PAGE_BYTES,
+    R_ERROR,
     R_OUT_N,
     R_PEND_CAUSE,
     R_PEND_N,
@@ -44,6 +47,10 @@ def _flush(m, f):
     if op < 0:
         return
     i = m[R_OUT_N]
+    if i >= m[P_OUT_CAP]:  # cannot happen while max_rows_per_access bounds an access's requests
+        m[R_ERROR] = ERR_OUT_FULL
+        m[R_PEND_OP] = -1
+        return
     pb = m[P_PAGE_BYTES]
     nbytes = m[R_PEND_N] * pb
     f[F_OUT_T + i] = f[F_NOW]

@@ -7,6 +7,8 @@ under the budget (one plug: the reclaim call's writes merge), read them in
 window order (one plug: contiguous reads merge), put them on the lists (the
 faulting page last), map the faulting page, and free its slot if the access
 is a write or swap is more than half full (``should_try_to_free_swap``).
+With writes in flight (``linux``, :mod:`swaptrace._kernels.linux_lists`),
+the wait for the read completes them.
 A hit on a mapped page is handled inline in :func:`_run` (no call).
 
 Caution for editors: numba's on-disk cache (``cache=True``) checks only the
@@ -22,7 +24,7 @@ import numpy as np
 from swaptrace._kernels._jit import jit, jit_inline
 from swaptrace._kernels.clock import _clock_hit, _clock_insert, _clock_reclaim
 from swaptrace._kernels.dlist import _move_head
-from swaptrace._kernels.linux_lists import _linux_hit, _linux_insert, _linux_reclaim
+from swaptrace._kernels.linux_lists import WB_ALL, _linux_hit, _linux_insert, _linux_reclaim, _wb_complete
 from swaptrace._kernels.lru import _lru_hit, _lru_insert, _lru_reclaim
 from swaptrace._kernels.merge import _flush, _submit
 from swaptrace._kernels.readahead import _cluster_window, _vma_window
@@ -37,7 +39,9 @@ from swaptrace._kernels.swapstate import (
     C_RA_ISSUED,
     C_RECLAIM_CALLS,
     C_SLOT_FREES,
+    C_SWAPCACHE_HIT,
     C_ZERO_FILL,
+    C_ZERO_PAGE,
     CAUSE_FAULT,
     CAUSE_READAHEAD,
     DIRTY,
@@ -61,6 +65,7 @@ from swaptrace._kernels.swapstate import (
     P_OUT_CAP,
     P_POLICY,
     P_RA_MODE,
+    P_ZERO_PAGE,
     POLICY_CLOCK,
     POLICY_LINUX,
     POLICY_LRU,
@@ -71,6 +76,7 @@ from swaptrace._kernels.swapstate import (
     R_RA_PREV,
     R_RESIDENT,
     R_STEP,
+    R_WB_N,
     RA_CLUSTER,
     RA_VMA,
     READAHEAD,
@@ -79,7 +85,9 @@ from swaptrace._kernels.swapstate import (
     SWAP_RA_HITS_MAX,
     TMP_CANDIDATES,
     TOUCHED,
+    WRITEBACK,
     YOUNG,
+    ZERO_PAGE,
 )
 
 
@@ -175,14 +183,19 @@ def _swap_in(b, m, f, page, write):
         m[C_SLOT_FREES] += 1
     if write:
         b[page] |= DIRTY
+    if m[R_WB_N] > 0:  # the process slept until its read completed: so did the writes queued before it
+        _wb_complete(b, m, WB_ALL)
 
 
 @jit
 def _fault(b, m, f, page, write):
     """An access to a page that is not mapped."""
-    m[C_FAULTS] += 1
     fl = b[page]
-    if fl & RESIDENT:  # in the swap cache (read ahead): a minor fault, no I/O
+    if fl & ZERO_PAGE and not write:  # a load through the zero-page mapping: a hit
+        m[C_HITS] += 1
+        return
+    m[C_FAULTS] += 1
+    if fl & RESIDENT:  # in the swap cache (read ahead, or unmapped by reclaim): a minor fault, no I/O
         mode = m[P_RA_MODE]
         if fl & READAHEAD:
             fl &= ~READAHEAD
@@ -191,17 +204,24 @@ def _fault(b, m, f, page, write):
                 m[R_RA_HITS] = min(m[R_RA_HITS] + 1, SWAP_RA_HITS_MAX)
             elif mode == RA_CLUSTER:
                 m[R_CRA_HITS] += 1
+        else:  # unmapped by reclaim (written, or clean and not yet freed)
+            m[C_SWAPCACHE_HIT] += 1
         if mode == RA_VMA:
             m[R_RA_PREV] = page
         b[page] = fl | MAPPED
         _policy_hit(b, m, page)
-        if m[m[O_SLOT] + page] >= 0 and (write or _swap_full(m)):
+        # a page under writeback keeps its slot (folio_free_swap refuses it); the store only dirties it
+        if m[m[O_SLOT] + page] >= 0 and not (fl & WRITEBACK) and (write or _swap_full(m)):
             _free_slot(m, page)
             m[C_SLOT_FREES] += 1
         if write:
             b[page] |= DIRTY
         return
     if not (fl & TOUCHED):  # first touch: zero-filled page, no read
+        if not write and m[P_ZERO_PAGE]:  # do_anonymous_page maps the shared zero page: no frame
+            b[page] = fl | ZERO_PAGE
+            m[C_ZERO_PAGE] += 1
+            return
         m[C_ZERO_FILL] += 1
         _make_room(b, m, f, 1)
         if m[R_ERROR] != 0:

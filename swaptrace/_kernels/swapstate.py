@@ -2,13 +2,13 @@
 
 Every kernel function takes ``(b, m, f)``:
 
-* ``b`` (uint8, one per footprint page): the page flags below;
+* ``b`` (uint16, one per footprint page): the page flags below;
 * ``m`` (int64): a header of registers (``R_*``, ``C_*``), parameters
   (``P_*``) and offsets (``O_*``) followed by the int64 arrays it points at:
   slot of each page, list links (``next``/``prev``, with two sentinel heads),
   owner of each slot, per-cluster counters and links, accesses per step, a
   scratch area, the integer output columns and (``linux``) each evicted page's
-  shadow entry;
+  shadow entry and the queue of writes in flight;
 * ``f`` (float64): step duration, current time, and the ``t_us`` output column.
 
 Why not a namedtuple of twenty arrays: every numba call passing such a tuple
@@ -32,6 +32,8 @@ READAHEAD = 16  #: brought in by readahead and not accessed since (PG_readahead)
 REFERENCED = 32  #: PG_referenced (linux) / reference bit (clock)
 YOUNG = 64  #: PTE accessed bit (linux)
 ACTIVE = 128  #: on the active list (linux)
+WRITEBACK = 256  #: written by reclaim, the write not yet complete (PG_writeback; linux)
+ZERO_PAGE = 512  #: never written, read through the shared zero page: no frame, not on a list (linux)
 
 POLICY_LRU, POLICY_CLOCK, POLICY_LINUX = 0, 1, 2
 RA_NONE, RA_VMA, RA_CLUSTER = 0, 1, 2
@@ -41,6 +43,7 @@ CAUSE_FAULT, CAUSE_READAHEAD, CAUSE_RECLAIM = 0, 1, 2  # traceio.CAUSE_*
 ERR_SWAP_FULL = 1
 ERR_BAD_PAGE = 2  # a page number outside the footprint
 ERR_BAD_STEP = 3  # a step outside the trace's steps
+ERR_OUT_FULL = 4  # the output columns overflowed (a bug: max_rows_per_access too small)
 
 # ---- registers (m[0:48]) ---------------------------------------------------
 R_RESIDENT = 0
@@ -62,6 +65,7 @@ R_PEND_CAUSE = 15
 R_OUT_N = 16  # rows in the output columns
 R_STEP = 17  # step of the access being processed
 R_ERROR = 18
+C_ZERO_PAGE = 19  # reads of never-written pages that mapped the shared zero page (linux)
 C_ACCESSES = 20
 C_HITS = 21
 C_FAULTS = 22
@@ -85,6 +89,11 @@ C_SCANNED = 39
 R_NONRES_AGE = 40  # linux: lruvec->nonresident_age (evictions + activations, mm/workingset.c)
 C_REFAULT_ACTIVATIONS = 41  # linux: swap-ins put straight on the active list (WORKINGSET_ACTIVATE_ANON)
 R_REFAULT_SNAP = 42  # linux: C_REFAULT_ACTIVATIONS at the end of the last reclaim call (lruvec->refaults)
+R_WB_CLOCK = 43  # linux: pages isolated by reclaim so far (+ the lag at each read wait): the writeback clock
+R_WB_HEAD = 44  # linux: index of the oldest write in flight in the O_WBQ ring
+R_WB_N = 45  # linux: writes in flight
+C_SWAPCACHE_HIT = 46  # minor faults on pages unmapped by reclaim and still in the swap cache
+C_WB_WAITS = 47  # linux: reclaim met a page still under writeback and waited (cgroup v1 memcg reclaim)
 
 # ---- parameters (m[48:64]) -------------------------------------------------
 P_POLICY = 48
@@ -124,6 +133,10 @@ O_OUT_CAUSE = 79
 O_CL_HINT = 80  # [C] no free slot of the cluster lies below this slot
 P_NSTEPS = 81
 O_SHADOW = 82  # [F] linux: nonresident_age at the page's eviction (its shadow entry), -1 if none
+P_WB_LAG = 83  # linux: a write completes once reclaim has isolated this many more pages; 0: at once
+O_WBQ = 84  # [F] linux: ring of pages under writeback, oldest first
+O_WBT = 85  # [F] linux: R_WB_CLOCK when each of them was written
+P_ZERO_PAGE = 86  # linux: a read of a never-written page maps the zero page (do_anonymous_page)
 HEADER = 96
 TMP_CANDIDATES = 64
 
@@ -220,7 +233,7 @@ def new_state(
         (O_SLOT, F), (O_NEXT, 2 * (F + 2)), (O_PREV, 0), (O_SLOT_PAGE, S), (O_CL_USED, C), (O_CL_WHERE, C),
         (O_CL_NEXT, 2 * (C + 2)), (O_CL_PREV, 0), (O_STEP_N, nsteps), (O_STEP_SEEN, nsteps), (O_TMP, tmp),
         (O_OUT_STEP, out_rows), (O_OUT_OP, out_rows), (O_OUT_OFF, out_rows), (O_OUT_LEN, out_rows),
-        (O_OUT_CAUSE, out_rows), (O_CL_HINT, C), (O_SHADOW, F),
+        (O_OUT_CAUSE, out_rows), (O_CL_HINT, C), (O_SHADOW, F), (O_WBQ, F), (O_WBT, F),
     ]
     m = np.zeros(HEADER + sum(n for _, n in sizes), np.int64)
     o = HEADER
@@ -229,7 +242,7 @@ def new_state(
         o += n
     m[O_PREV] = m[O_NEXT] + 1
     m[O_CL_PREV] = m[O_CL_NEXT] + 1
-    st = EmuState(b=np.zeros(F, np.uint8), m=m, f=np.zeros(F_OUT_T + out_rows, np.float64))
+    st = EmuState(b=np.zeros(F, np.uint16), m=m, f=np.zeros(F_OUT_T + out_rows, np.float64))
     m[P_POLICY] = params["policy"]
     m[P_BUDGET] = params["budget_pages"]
     m[P_BATCH] = params["batch_pages"]
@@ -247,6 +260,8 @@ def new_state(
     m[P_NCLUSTERS] = C
     m[P_OUT_CAP] = out_rows
     m[P_NSTEPS] = nsteps
+    m[P_WB_LAG] = params.get("writeback_lag", 0)
+    m[P_ZERO_PAGE] = params.get("zero_page", 0)
     st.f[F_STEP_US] = step_us
     m[R_CUR_CLUSTER] = -1
     m[R_PEND_OP] = -1

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from swaptrace.commands._common import echo_summary, force_option, json_option, progressbar
-from swaptrace.pagecache import DEFAULT_STEP_US, INITIAL_STATES, POLICIES, READAHEAD_MODES, emulate
+from swaptrace.pagecache import DEFAULT_STEP_US, DEFAULT_WRITEBACK_LAG, INITIAL_STATES, POLICIES, READAHEAD_MODES, emulate
 from swaptrace.traceio import open_trace
 from swaptrace.units import format_bytes, parse_bytes
 
@@ -17,7 +17,7 @@ def _render(s: dict[str, Any]) -> str:
     lines = [
         f"accesses        {s['accesses']:>14,}",
         f"faults          {s['faults']:>14,}  (zero-fill {s['zero_fill']:,}, major {s['major_faults']:,}, "
-        f"readahead hits {s['readahead_hit']:,})",
+        f"readahead hits {s['readahead_hit']:,}, swap-cache hits {s['swapcache_hit']:,})",
         f"pages in / out  {s['pages_in']:>14,} / {s['pages_out']:,}  (readahead issued {s['readahead_issued']:,})",
         f"bytes read      {format_bytes(s['bytes_read']):>14}   written {format_bytes(s['bytes_written'])}",
         f"requests        {s['requests']['read']:>14,} reads, {s['requests']['write']:,} writes",
@@ -45,10 +45,13 @@ def _render(s: dict[str, Any]) -> str:
 @click.option("--initial-state", type=click.Choice(INITIAL_STATES), default="untouched", show_default=True,
               help="'swapped': table pages start on swap (model loaded, then pushed out).")
 @click.option("--reclaim-batch", type=int, default=None, help="Pages per reclaim call [default: 32 for linux, 1 for lru/clock].")
+@click.option("--writeback-lag", type=int, default=None,
+              help=f"linux: pages reclaim isolates while a write is in flight; 0 = synchronous device "
+                   f"[default: {DEFAULT_WRITEBACK_LAG}].")
 @force_option
 @json_option
 def command(trace, out, memory, memory_fraction, policy, readahead, page_cluster, cluster_slots, swap_bytes,
-            max_request, step_us, initial_state, reclaim_batch, force, as_json):
+            max_request, step_us, initial_state, reclaim_batch, writeback_lag, force, as_json):
     """Emulate Linux swapping of TRACE under a DRAM budget; write the swap I/O stream.
 
     Each access of the trace goes through a page cache of the given size; the
@@ -69,7 +72,7 @@ def command(trace, out, memory, memory_fraction, policy, readahead, page_cluster
             trace, out, memory_bytes=memory_bytes, memory_fraction=memory_fraction, policy=policy,
             readahead=readahead, page_cluster=page_cluster, cluster_slots=cluster_slots, swap_bytes=swap,
             max_request_bytes=max_request_bytes, step_us=step_us, initial_state=initial_state, force=force,
-            progress=bar.update, reclaim_batch=reclaim_batch,
+            progress=bar.update, reclaim_batch=reclaim_batch, writeback_lag=writeback_lag,
         )
     summary = dict(result.summary, output=str(result.path))
     echo_summary(summary, as_json, render=lambda s: _render(s) + f"\nwrote           {s['output']}")
