@@ -34,6 +34,12 @@ from swaptrace.units import format_bytes
 POLICIES = ("lru", "clock", "linux")
 READAHEADS = ("vma", "cluster", "none")
 DEFAULT = ("linux", "vma")
+#: ablations of the default (linux, vma): each of its two newest rules off, and both (the model before them)
+ABLATIONS = (
+    ("linux, lag 0", {"writeback_lag": 0}),
+    ("linux, no zero page", {"zero_page": False}),
+    ("linux, lag 0, no zero page", {"writeback_lag": 0, "zero_page": False}),
+)
 DEFAULT_STEPS = {"tiny": 50, "demo": 20}
 #: budgets as fractions of the footprint; demo's 20 steps touch only ~29% of its footprint, so its budgets are lower
 DEFAULT_FRACTIONS = {"tiny": (0.2, 0.4, 0.6), "demo": (0.1, 0.15, 0.2)}
@@ -61,18 +67,31 @@ def _capture(trace: Path, memory_bytes: int, out: Path, again: bool, compute: st
             "device_bytes": int(meta["device_bytes"])}
 
 
-def _emulate(trace: Path, memory_bytes: int, policy: str, readahead: str, out: Path, swap_bytes: int) -> Path:
+def _emulate(trace: Path, memory_bytes: int, policy: str, readahead: str, out: Path, swap_bytes: int,
+             **options) -> Path:
     from swaptrace.pagecache import emulate
 
     # the capture's swap device size, not emulate's default (footprint + 1 page): vm_swap_full() (swap more than
     # half used) frees slots on swap-in, so a device twice as small changes which evictions need a write
     emulate(trace, out, memory_bytes=memory_bytes, policy=policy, readahead=readahead, swap_bytes=swap_bytes,
-            force=True)
+            force=True, **options)
     return out
+
+
+def _minor_faults(path: Path) -> int | None:
+    """Minor faults: the kernel's count (the child's getrusage), or the emulator's sum of its minor kinds."""
+    from swaptrace.traceio import open_trace
+
+    meta = open_trace(path, kind="swapio").meta
+    if "kernel" in meta:
+        return meta["kernel"].get("minor_faults")
+    s = meta["summary"]
+    return s["faults"] - s["major_faults"] if "zero_page" in s else None
 
 
 def _row(preset, fraction, memory_bytes, policy, readahead, kernel_path, other_path) -> dict:
     c = compare_streams(kernel_path, other_path)
+    k_minor, minor = _minor_faults(kernel_path), _minor_faults(other_path)
     return {
         "preset": preset, "fraction": fraction, "memory_bytes": memory_bytes, "policy": policy,
         "readahead": readahead,
@@ -81,6 +100,7 @@ def _row(preset, fraction, memory_bytes, policy, readahead, kernel_path, other_p
         "err_pages_in": c.rel_error["pages_in"], "err_pages_out": c.rel_error["pages_out"],
         "err_read_requests": c.rel_error["read_requests"], "err_write_requests": c.rel_error["write_requests"],
         "ks_read": c.ks["read"], "ks_write": c.ks["write"], "match": c.ok,
+        "err_minor_faults": (minor - k_minor) / k_minor if k_minor and minor is not None else None,
     }
 
 
@@ -90,15 +110,16 @@ def _pct(x: float) -> str:
 
 def markdown(rows: list[dict], meta: dict) -> str:
     lines = ["| preset | budget | policy | readahead | kernel in/out (pages) | emulator in/out | err in | err out "
-             "| err read req | err write req | KS read | KS write |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| err read req | err write req | KS read | KS write | err minor faults |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         name = f"**{r['policy']}**" if (r["policy"], r["readahead"]) == DEFAULT else r["policy"]
+        minor = _pct(r["err_minor_faults"]) if r.get("err_minor_faults") is not None else "-"
         lines.append(
             f"| {r['preset']} | {format_bytes(r['memory_bytes'])} ({r['fraction']:.0%}) | {name} | {r['readahead']} "
             f"| {r['kernel_pages_in']} / {r['kernel_pages_out']} | {r['pages_in']} / {r['pages_out']} "
             f"| {_pct(r['err_pages_in'])} | {_pct(r['err_pages_out'])} | {_pct(r['err_read_requests'])} "
-            f"| {_pct(r['err_write_requests'])} | {r['ks_read']:.3f} | {r['ks_write']:.3f} |")
+            f"| {_pct(r['err_write_requests'])} | {r['ks_read']:.3f} | {r['ks_write']:.3f} | {minor} |")
     lines += ["", "Ranking of settings by mean |error| on pages in/out over every preset and budget "
               "(kernel rerun = the kernel against itself: its run-to-run spread):", "",
               "| policy | readahead | worst \\|err\\| | mean \\|err\\| | mean KS read | mean KS write | within ±15% everywhere |",
@@ -138,6 +159,8 @@ def main(argv=None) -> int:
     ap.add_argument("--compute", choices=["none", "mlp"], default="none")
     ap.add_argument("--recapture", action="store_true", help="ignore cached kernel captures")
     ap.add_argument("--quick", action="store_true", help="tiny only, budgets 0.2 and 0.5")
+    ap.add_argument("--lags", nargs="*", type=int, default=[256, 512, 2048],
+                    help="extra linux/vma rows with these --writeback-lag values (the default's neighbours)")
     ap.add_argument("-o", "--out", type=Path, default=Path("analysis/results"), help="tables go here")
     ap.add_argument("--work", type=Path, default=Path("/var/tmp/swaptrace-calibration"),
                     help="traces and streams (cached between runs)")
@@ -167,14 +190,17 @@ def main(argv=None) -> int:
                 again = work / f"{tag}.kernel2.swapio.parquet"
                 _capture(trace, memory, again, args.recapture, None if args.compute == "none" else args.compute)
                 rows.append(_row(preset, fraction, memory, "kernel rerun", "-", kernel, again))
-            for policy in POLICIES:
-                for readahead in READAHEADS:
-                    emu = _emulate(trace, memory, policy, readahead, work / f"{tag}.{policy}.{readahead}.swapio.parquet",
-                                   info["device_bytes"])
-                    rows.append(_row(preset, fraction, memory, policy, readahead, kernel, emu))
-                    r = rows[-1]
-                    print(f"  {tag} {policy:5} {readahead:7} in {_pct(r['err_pages_in']):>8} out "
-                          f"{_pct(r['err_pages_out']):>8} KS {r['ks_read']:.2f}/{r['ks_write']:.2f}", file=sys.stderr)
+            settings = [(p, ra, p, {}) for p in POLICIES for ra in READAHEADS]
+            settings += [("linux", "vma", label, options) for label, options in ABLATIONS]
+            settings += [("linux", "vma", f"linux, lag {lag}", {"writeback_lag": lag}) for lag in args.lags]
+            for policy, readahead, label, options in settings:
+                name = label.replace(", ", ".").replace(" ", "-")
+                emu = _emulate(trace, memory, policy, readahead, work / f"{tag}.{name}.{readahead}.swapio.parquet",
+                               info["device_bytes"], **options)
+                rows.append(_row(preset, fraction, memory, label, readahead, kernel, emu))
+                r = rows[-1]
+                print(f"  {tag} {label:28} {readahead:7} in {_pct(r['err_pages_in']):>8} out "
+                      f"{_pct(r['err_pages_out']):>8} KS {r['ks_read']:.2f}/{r['ks_write']:.2f}", file=sys.stderr)
     meta = kernel_facts()
     with open(args.out / "calibration.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))

@@ -6,7 +6,10 @@ would issue (``kind: swapio``, one row per request, in issue order). What it
 mimics (REFERENCE.md section 4; mm/memory.c ``do_swap_page``, mm/swap_state.c,
 mm/swapfile.c, mm/vmscan.c of Linux 6.x):
 
-* **Swap semantics.** The first touch of a page is a zero-fill (no read). A
+* **Swap semantics.** The first store to a page is a zero-fill (no read); with
+  ``zero_page`` (``linux``) a load before it maps the kernel's shared zero
+  page (``do_anonymous_page``): no frame, no list, and the later store
+  allocates the page -- as a real process's untouched memory behaves. A
   page evicted dirty, or without a valid slot, is written; a clean page whose
   slot is still valid is dropped without I/O. A swap-in keeps the page's slot
   (swap cache) unless the faulting access is a write or swap is more than half
@@ -55,7 +58,9 @@ not depend on it, only its rate (pass the measured step time to match a real
 run, e.g. one from ``swaptrace capture``).
 
 Summary (metadata ``summary`` and :class:`EmulationResult`): ``accesses``,
-``hits`` (access to a mapped page), ``faults`` (all others: ``zero_fill`` +
+``hits`` (access to a mapped page, or a load through the zero page),
+``faults`` (all others: ``zero_fill`` + ``zero_page`` (first loads of
+never-written pages) +
 ``major_faults`` (swap-ins that read) + ``readahead_hit`` (minor faults on a
 read-ahead page) + ``swapcache_hit`` (minor faults on a page reclaim had
 unmapped but not yet freed)), ``pages_in``, ``pages_out``, ``readahead_issued``,
@@ -367,6 +372,9 @@ def emulate(
         ``linux`` only: pages reclaim isolates while a write is in flight
         (default :data:`DEFAULT_WRITEBACK_LAG`); 0 frees a page as it is
         written (a synchronous device).
+    zero_page : bool, optional
+        ``linux`` only (default on): a load of a never-written page maps the
+        shared zero page instead of a frame.
 
     Returns
     -------

@@ -18,9 +18,8 @@ emulator's ``initial_state="untouched"``). After ``GO`` it replays each step's a
 tracefs marker file so requests can be attributed to steps.
 
 A load of a never-written page maps the kernel's shared zero page (no memory
-is charged); that is how a real program behaves, and the emulator's
-``untouched`` state differs only for pages that are read long before their
-first write.
+is charged); that is how a real program behaves, and the emulator's ``linux``
+policy does the same (``zero_page``).
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ def _render(s: dict[str, Any]) -> str:
     hist = s["request_size_hist"]
     lines = [
         f"accesses        {s['accesses']:>14,}",
-        f"faults          {s['faults']:>14,}  (zero-fill {s['zero_fill']:,}, major {s['major_faults']:,}, "
-        f"readahead hits {s['readahead_hit']:,}, swap-cache hits {s['swapcache_hit']:,})",
+        f"faults          {s['faults']:>14,}  (zero-fill {s['zero_fill']:,}, zero page {s['zero_page']:,}, "
+        f"major {s['major_faults']:,}, readahead hits {s['readahead_hit']:,}, swap-cache hits {s['swapcache_hit']:,})",
         f"pages in / out  {s['pages_in']:>14,} / {s['pages_out']:,}  (readahead issued {s['readahead_issued']:,})",
         f"bytes read      {format_bytes(s['bytes_read']):>14}   written {format_bytes(s['bytes_written'])}",
         f"requests        {s['requests']['read']:>14,} reads, {s['requests']['write']:,} writes",
@@ -48,10 +48,12 @@ def _render(s: dict[str, Any]) -> str:
 @click.option("--writeback-lag", type=int, default=None,
               help=f"linux: pages reclaim isolates while a write is in flight; 0 = synchronous device "
                    f"[default: {DEFAULT_WRITEBACK_LAG}].")
+@click.option("--zero-page/--no-zero-page", default=None,
+              help="linux: a load of a never-written page maps the shared zero page (no frame) [default: on].")
 @force_option
 @json_option
 def command(trace, out, memory, memory_fraction, policy, readahead, page_cluster, cluster_slots, swap_bytes,
-            max_request, step_us, initial_state, reclaim_batch, writeback_lag, force, as_json):
+            max_request, step_us, initial_state, reclaim_batch, writeback_lag, zero_page, force, as_json):
     """Emulate Linux swapping of TRACE under a DRAM budget; write the swap I/O stream.
 
     Each access of the trace goes through a page cache of the given size; the
@@ -72,7 +74,7 @@ def command(trace, out, memory, memory_fraction, policy, readahead, page_cluster
             trace, out, memory_bytes=memory_bytes, memory_fraction=memory_fraction, policy=policy,
             readahead=readahead, page_cluster=page_cluster, cluster_slots=cluster_slots, swap_bytes=swap,
             max_request_bytes=max_request_bytes, step_us=step_us, initial_state=initial_state, force=force,
-            progress=bar.update, reclaim_batch=reclaim_batch, writeback_lag=writeback_lag,
+            progress=bar.update, reclaim_batch=reclaim_batch, writeback_lag=writeback_lag, zero_page=zero_page,
         )
     summary = dict(result.summary, output=str(result.path))
     echo_summary(summary, as_json, render=lambda s: _render(s) + f"\nwrote           {s['output']}")
