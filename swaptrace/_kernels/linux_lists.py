@@ -47,17 +47,16 @@ from __future__ import annotations
 
 from swaptrace._kernels._jit import jit, jit_inline
 from swaptrace._kernels.dlist import _push_head, _push_tail, _unlink
-from swaptrace._kernels.slots import _free_slot, _swap_full
 from swaptrace._kernels.merge import _submit
-from swaptrace._kernels.slots import _alloc_slot
+from swaptrace._kernels.slots import _alloc_slot, _free_slot, _swap_full
 from swaptrace._kernels.swapout import _evict
 from swaptrace._kernels.swapstate import (
     ACTIVE,
     C_ACTIVATIONS,
     C_DEACTIVATIONS,
+    C_PAGES_OUT,
     C_REFAULT_ACTIVATIONS,
     C_SCANNED,
-    C_PAGES_OUT,
     C_SLOT_FREES,
     C_WB_WAITS,
     CAUSE_RECLAIM,

@@ -7,7 +7,14 @@ from typing import Any
 import click
 
 from swaptrace.commands._common import echo_summary, force_option, json_option, progressbar
-from swaptrace.pagecache import DEFAULT_STEP_US, DEFAULT_WRITEBACK_LAG, INITIAL_STATES, POLICIES, READAHEAD_MODES, emulate
+from swaptrace.pagecache import (
+    DEFAULT_STEP_US,
+    DEFAULT_WRITEBACK_LAG,
+    INITIAL_STATES,
+    POLICIES,
+    READAHEAD_MODES,
+    emulate,
+)
 from swaptrace.traceio import open_trace
 from swaptrace.units import format_bytes, parse_bytes
 
