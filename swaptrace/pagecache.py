@@ -161,13 +161,19 @@ class EmulatorConfig:
     initial_state: str
     writeback_lag: int = 0
     zero_page: bool = False
+    #: pages a reclaim call may write beyond the lag before it waits for all of them (a safety bound on
+    #: the requests of one access; never reached in the calibration runs -- tests lower it to reach it)
+    writeback_throttle: int = 2 * ks.SWAP_CLUSTER_MAX
 
     @property
     def max_rows_per_access(self) -> int:
         window = 1 << self.page_cluster if self.readahead == "cluster" else 1 << min(self.page_cluster, 5)
-        # reads <= window; writes <= max(batch, window) + one isolation round of 32, plus the writes
-        # in flight: a write completes lag pages of isolation after it was issued (+ a round)
-        return 2 * window + self.batch_pages + 2 * ks.SWAP_CLUSTER_MAX + 8 + self.writeback_lag + ks.SWAP_CLUSTER_MAX
+        # reads <= window; writes <= max(batch, window) + one isolation round of 32; with writeback, a
+        # call writes at most lag + throttle (+ a round) pages before it waits, then frees what it
+        # wrote, and one access makes at most two calls
+        lag = self.writeback_lag
+        wb = 2 * (lag + self.writeback_throttle + ks.SWAP_CLUSTER_MAX) if lag else 0
+        return 2 * window + self.batch_pages + 2 * ks.SWAP_CLUSTER_MAX + 8 + wb
 
 
 def resolve_config(
@@ -499,6 +505,7 @@ class Emulator:
                 "max_rows_per_access": cfg.max_rows_per_access,
                 "writeback_lag": cfg.writeback_lag,
                 "zero_page": int(cfg.zero_page),
+                "writeback_throttle": cfg.writeback_throttle,
             },
             step_us=cfg.step_us,
             out_rows=max(OUT_ROWS, 4 * cfg.max_rows_per_access),

@@ -130,6 +130,7 @@ class NaiveLinux:
     def reclaim(self, n, emu):
         done = 0
         lag = emu.writeback_lag
+        written = 0  # since this call last waited
         refaulted = self.refault_activations != self.refault_snap
         while done < n and (self.active or self.inactive) and not emu.error:
             if self.inactive_is_low() or not self.inactive:
@@ -137,7 +138,11 @@ class NaiveLinux:
             elif refaulted:
                 self.deactivate(min(SWAP_CLUSTER_MAX, SWAP_CLUSTER_MAX * len(self.active) // len(self.inactive)))
             take = min(SWAP_CLUSTER_MAX, len(self.inactive))
-            if lag > 0:  # writes issued at least lag isolated pages ago are complete
+            if lag > 0 and written >= lag + emu.writeback_throttle:  # throttled: waits for all its writes
+                emu.complete_writes(None)
+                emu.c["writeback_waits"] += 1
+                written = 0
+            elif lag > 0:  # writes issued at least lag isolated pages ago are complete
                 emu.complete_writes(emu.wb_clock + take - lag)
             emu.wb_clock += take
             batch = self.inactive[:take]
@@ -170,6 +175,7 @@ class NaiveLinux:
                     self.inactive.append(page)
                     emu.writes_in_flight.append((page, emu.wb_clock))
                     emu.wb_pages.add(page)
+                    written += 1
                 else:
                     self.referenced[page] = False
                     del self.young[page]
@@ -204,6 +210,7 @@ class NaiveEmulator:
         first_step=0,
         writeback_lag=None,
         zero_page=None,
+        writeback_throttle=2 * SWAP_CLUSTER_MAX,
     ):
         self.F = footprint_pages
         self.budget = budget_pages
@@ -223,6 +230,7 @@ class NaiveEmulator:
         # linux only: writes in flight (page, writeback clock at issue), oldest first; zero-page mappings
         self.writeback_lag = (DEFAULT_WRITEBACK_LAG if policy == "linux" else 0) if writeback_lag is None else writeback_lag
         self.zero_page = (policy == "linux") if zero_page is None else zero_page
+        self.writeback_throttle = writeback_throttle
         self.writes_in_flight = deque()
         self.wb_pages = set()
         self.wb_clock = 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -42,6 +43,8 @@ def run_both(pages, writes, steps, footprint, budget, **kw):
         writeback_lag=kw.get("writeback_lag"),
         zero_page=kw.get("zero_page"),
     )
+    if "writeback_throttle" in kw:
+        cfg = dataclasses.replace(cfg, writeback_throttle=kw["writeback_throttle"])
     counts = np.bincount(steps, minlength=int(steps.max()) + 1 if steps.size else 0)
     regions = [{"name": "t", "kind": "table", "first_page": 0, "pages": footprint // 2}]
     emu = Emulator(cfg, footprint, counts, regions=regions)
@@ -93,7 +96,8 @@ def assert_same(emu, rows, naive, nrows, ncounts):
 CASES = list(itertools.product(["lru", "clock", "linux"], ["none", "vma", "cluster"]))
 #: linux variants: defaults (writeback lag longer than this small footprint: writes complete at reads and
 #: reclaim's waits), a short lag (writes also complete as reclaim goes on), and the synchronous device
-LINUX_VARIANTS = [{}, {"writeback_lag": 24}, {"writeback_lag": 0, "zero_page": False}]
+LINUX_VARIANTS = [{}, {"writeback_lag": 24}, {"writeback_lag": 0, "zero_page": False},
+                  {"writeback_lag": 6, "writeback_throttle": 0}]  # the last waits whenever a call wrote 6
 
 
 @pytest.mark.parametrize(("policy", "readahead"), CASES)

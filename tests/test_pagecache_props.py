@@ -57,6 +57,10 @@ def test_invariants(trace, frac, policy, readahead, lag, zero_page):
     assert s["zero_fill"] == (len(first_write) if cfg.zero_page else len(np.unique(pages)))
     _, first = np.unique(pages, return_index=True)
     assert s["zero_page"] == (int(np.count_nonzero(~writes[first])) if cfg.zero_page else 0)
+    # the output buffer's bound: no access issues more requests than max_rows_per_access
+    if rows["step"].size:
+        _, per_access = np.unique(np.stack([rows["step"], rows["t_us"]]), axis=1, return_counts=True)
+        assert per_access.max() <= cfg.max_rows_per_access
     if cfg.writeback_lag:  # written pages are freed later, clean: every eviction is a clean drop
         assert s["evictions"] == s["clean_drops"]
         in_flight = int(np.count_nonzero(emu.state.flags & ks.WRITEBACK))

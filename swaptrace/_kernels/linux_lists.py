@@ -36,10 +36,12 @@
   major fault: the device works in order, the writes queued before the read
   are done when it is), or when reclaim meets a page still under writeback:
   memcg reclaim on cgroup v1 (``!writeback_throttling_sane``) then waits for
-  it (``folio_wait_writeback``). So a reclaim call whose inactive tail is
-  dirty writes well past its target before the first pages come free -- the
-  bursts of the kernel's streams -- and a page touched meanwhile is a minor
-  fault with no read. A lag of 0 is a synchronous device (``pageout``'s
+  it (``folio_wait_writeback``), as it does once one call has written
+  ``P_WB_THROTTLE`` (64) pages more than the lag: throttled on writeback,
+  which also bounds the requests one access can issue. So a
+  reclaim call whose inactive tail is dirty writes well past its target
+  before the first pages come free -- the bursts of the kernel's streams --
+  and a page touched meanwhile is a minor fault with no read. A lag of 0 is a synchronous device (``pageout``'s
   "probably a ramdisk" case): the page is freed as it is written.
 """
 
@@ -73,6 +75,7 @@ from swaptrace._kernels.swapstate import (
     P_FOOTPRINT,
     P_PAGE_BYTES,
     P_WB_LAG,
+    P_WB_THROTTLE,
     R_ERROR,
     R_N_ACTIVE,
     R_N_INACTIVE,
@@ -210,6 +213,7 @@ def _linux_reclaim(b, m, f, n):
     nx, pv, tmp, so = m[O_NEXT], m[O_PREV], m[O_TMP], m[O_SLOT]
     lag = m[P_WB_LAG]
     done = 0
+    written = 0  # by this call since it last waited
     refaulted = m[C_REFAULT_ACTIVATIONS] != m[R_REFAULT_SNAP]
     while done < n and m[R_RESIDENT] > 0 and m[R_ERROR] == 0:
         if _inactive_is_low(m) or m[R_N_INACTIVE] == 0:
@@ -217,7 +221,11 @@ def _linux_reclaim(b, m, f, n):
         elif refaulted:  # may_deactivate: both lists scanned in proportion to their sizes
             _deactivate(b, m, min(SWAP_CLUSTER_MAX, SWAP_CLUSTER_MAX * m[R_N_ACTIVE] // m[R_N_INACTIVE]))
         take = min(SWAP_CLUSTER_MAX, m[R_N_INACTIVE])
-        if lag > 0:  # the writes that completed while the previous batch was processed
+        if lag > 0 and written >= lag + m[P_WB_THROTTLE]:  # throttled on writeback: wait for it all
+            _wb_complete(b, m, WB_ALL)
+            m[C_WB_WAITS] += 1
+            written = 0
+        elif lag > 0:  # the writes that completed while the previous batch was processed
             _wb_complete(b, m, m[R_WB_CLOCK] + take - lag)
         m[R_WB_CLOCK] += take
         page = m[pv + 2 * (F + 1)]
@@ -250,6 +258,7 @@ def _linux_reclaim(b, m, f, n):
             elif lag > 0 and ((fl & DIRTY) or m[so + page] < 0):
                 if not _writeout(b, m, f, page):
                     break
+                written += 1
             else:
                 b[page] = fl & ~REFERENCED
                 _evict(b, m, f, page)

@@ -137,6 +137,7 @@ P_WB_LAG = 83  # linux: a write completes once reclaim has isolated this many mo
 O_WBQ = 84  # [F] linux: ring of pages under writeback, oldest first
 O_WBT = 85  # [F] linux: R_WB_CLOCK when each of them was written
 P_ZERO_PAGE = 86  # linux: a read of a never-written page maps the zero page (do_anonymous_page)
+P_WB_THROTTLE = 87  # linux: pages a reclaim call may write beyond the lag before it waits for them all
 HEADER = 96
 TMP_CANDIDATES = 64
 
@@ -262,6 +263,7 @@ def new_state(
     m[P_NSTEPS] = nsteps
     m[P_WB_LAG] = params.get("writeback_lag", 0)
     m[P_ZERO_PAGE] = params.get("zero_page", 0)
+    m[P_WB_THROTTLE] = params.get("writeback_throttle", 2 * SWAP_CLUSTER_MAX)
     st.f[F_STEP_US] = step_us
     m[R_CUR_CLUSTER] = -1
     m[R_PEND_OP] = -1
