@@ -551,8 +551,21 @@ def capture(
             loop_before.update(swap.stat())
             trace_rec.start()
 
+        step_lists: dict[str, list[int]] = {"step": [], "active_anon_pages": [], "inactive_anon_pages": []}
+
         def on_step(line: str):
-            if progress is not None and line.startswith("STEP"):
+            if not line.startswith("STEP"):
+                return
+            # the LRU list sizes as the step ends (read while the child starts the next one): what the
+            # emulator's per-step list sizes are compared with
+            try:
+                st = g.stat()
+                step_lists["step"].append(int(line.split()[1]))
+                step_lists["active_anon_pages"].append(int(st.get("active_anon", 0)) // page_bytes)
+                step_lists["inactive_anon_pages"].append(int(st.get("inactive_anon", 0)) // page_bytes)
+            except (OSError, ValueError, IndexError):
+                pass
+            if progress is not None:
                 progress(1)
 
         overhead = page_table_bytes(footprint_bytes)
@@ -604,6 +617,7 @@ def capture(
                                      "unevictable", "swapcached", "active_anon", "inactive_anon", "active_file",
                                      "inactive_file", "mapped_file", "kernel", "pagetables")},
             "minor_faults": int(child["minor_faults"]),
+            "step_lists": step_lists,
             "step_wall_us": child["step_wall_us"],
             "replay_us": child["replay_us"],
             "compute_us": child["compute_us"],
