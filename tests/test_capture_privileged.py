@@ -85,11 +85,12 @@ def test_small_capture_matches_counters_and_cleans_up(tmp_path):
     assert np.all(cols["offset"] + cols["length"] <= tf.meta["device_bytes"])
     k = tf.meta["kernel"]
     assert len(k["step_wall_us"]) == 20 and k["unlimited"] is not None and res.slowdown > 0
-    # LRU list sizes at each step's end: under the limit they never hold more than the budget (+ a batch)
+    # LRU list sizes at each step's end: the model's pages fill the budget, within the cgroup's limit (the
+    # budget sits on top of a baseline that may shrink a little, e.g. page cache, so it is no exact bound)
     lists = k["step_lists"]
     assert lists["step"] == list(range(20))
     resident = np.add(lists["active_anon_pages"], lists["inactive_anon_pages"])
-    assert resident.max() > 0 and resident.max() <= (16 << 20) // 4096 + 64
+    assert (16 << 20) // 4096 // 2 < resident.max() <= k["limit_bytes"] // 4096
     assert k["baseline_locked"] is True
     assert k["requests_missing_vs_device"] <= 0  # every request the loop device served is in the stream
     assert tf.meta["summary"]["pswpout"] == res.pswpout
