@@ -1,18 +1,22 @@
-"""Calibrate the emulator against the real kernel: which policy/readahead matches best?
+"""Calibrate the emulator against the real kernel: which settings match best, and how well?
 
 For each preset and memory budget (a fraction of the trace's footprint) this
 captures the trace under the real kernel (``swaptrace.capture``, root only),
 optionally twice to show the kernel's own run-to-run spread, then emulates
-it with every policy x readahead mode and compares each stream with the
-kernel's (``swaptrace.compare``): relative error on pages in and pages out,
-KS distance of read and write request sizes.
+it with every policy x readahead mode, with ablations of the default (no
+writeback lag, no zero page, neither) and with neighbouring writeback lags
+(``--lags``), and compares each stream with the kernel's
+(``swaptrace.compare``): relative error on pages in and pages out and on
+minor faults, KS distance of read and write request sizes. ``--band`` also
+runs the default at budgets within a few percent of each point, to show how
+much the emulator itself moves with the budget.
 
-Writes ``calibration.csv`` (one row per preset/budget/policy/readahead),
-``calibration.md`` (the same as a table plus a ranking of the settings by
-their worst error over all budgets) and ``calibration.json`` into the output
-folder. Regenerate the README table with::
+Writes ``calibration.csv`` (one row per preset/budget/setting),
+``calibration.md`` (the same as a table, a ranking of the settings by their
+mean and worst error over all budgets, and the band table) and
+``calibration.json`` into the output folder. Regenerate the README tables with::
 
-    sudo .venv/bin/python analysis/calibrate.py -o analysis/results
+    sudo .venv/bin/python analysis/calibrate.py --repeat -o analysis/results   # cached captures: ~1 min
     sudo .venv/bin/python analysis/calibrate.py --quick      # tiny only, 2 budgets, ~3 min
 
 Traces and captures are cached in ``--work`` (``*.kernel.swapio.parquet``)
