@@ -1,26 +1,38 @@
 """Calibrate the emulator against the real kernel: which settings match best, and how well?
 
 For each preset and memory budget (a fraction of the trace's footprint) this
-captures the trace under the real kernel (``swaptrace.capture``, root only),
-optionally twice to show the kernel's own run-to-run spread, then emulates
-it with every policy x readahead mode, with ablations of the default (no
-writeback lag, no zero page, neither) and with neighbouring writeback lags
-(``--lags``), and compares each stream with the kernel's
-(``swaptrace.compare``): relative error on pages in and pages out and on
-minor faults, KS distance of read and write request sizes. ``--band`` also
-runs the default at budgets within a few percent of each point, to show how
-much the emulator itself moves with the budget.
+captures the trace ``--runs`` times under the real kernel
+(``swaptrace.capture``, root only): the kernel is not deterministic -- its
+page counts at one budget differ by up to ~12 % between runs -- so the
+reference is the run with the median pages in, and the other runs appear as
+``kernel rerun`` rows (the kernel's own spread, the floor for any model).
+Then it emulates the trace with every policy x readahead mode, with
+ablations of the default (no writeback lag, no zero page, neither), with
+memcg statistics flushed every step (``--stats-flush-steps 1``) and with
+neighbouring writeback lags (``--lags``), and compares each stream with the
+reference (``swaptrace.compare``): relative error on pages in and pages out
+and on minor faults, KS distance of read and write request sizes. ``--band``
+also runs the default at budgets within a few percent of each point, to show
+how much the emulator itself moves with the budget. ``--trace-reclaim`` makes
+one more capture per point with the kernel's reclaim tracepoints
+(:mod:`swaptrace.capture.reclaim`) and sets its reclaim counters (calls, pages
+scanned, freed, activated, deactivated) beside the default emulator's, in
+total and per step (``reclaim.md``, ``calibration.json``).
 
 Writes ``calibration.csv`` (one row per preset/budget/setting),
 ``calibration.md`` (the same as a table, a ranking of the settings by their
 mean and worst error over all budgets, and the band table) and
 ``calibration.json`` into the output folder. Regenerate the README tables with::
 
-    sudo .venv/bin/python analysis/calibrate.py --repeat -o analysis/results   # cached captures: ~1 min
-    sudo .venv/bin/python analysis/calibrate.py --quick      # tiny only, 2 budgets, ~3 min
+    sudo .venv/bin/python analysis/calibrate.py -o analysis/results   # 5 runs per budget: ~10 min; cached: ~1 min
+    sudo .venv/bin/python analysis/calibrate.py --quick --runs 3      # tiny only, 2 budgets, ~3 min
 
-Traces and captures are cached in ``--work`` (``*.kernel.swapio.parquet``)
-and reused unless ``--recapture`` is given.
+Traces and captures are cached in ``--work`` (``*.kernel.swapio.parquet``,
+``*.kernel2.swapio.parquet``, ...) and reused unless ``--recapture`` is given.
+Every capture reads the cgroup's ``memory.stat`` as each step ends (its list
+sizes are recorded), which also flushes the memcg statistics reclaim reads:
+the kernel's reclaim then sees them refreshed once per step, on any machine,
+rather than every 2 s of wall time.
 """
 
 from __future__ import annotations
@@ -43,6 +55,8 @@ ABLATIONS = (
     ("linux, lag 0", {"writeback_lag": 0}),
     ("linux, no zero page", {"zero_page": False}),
     ("linux, lag 0, no zero page", {"writeback_lag": 0, "zero_page": False}),
+    # a rule seen in the kernel (vmscan and memcg tracepoints), not yet in the default: see README
+    ("linux, stats flush 1", {"stats_flush_steps": 1}),
 )
 DEFAULT_STEPS = {"tiny": 50, "demo": 20}
 #: budgets as fractions of the footprint; demo's 20 steps touch only ~29% of its footprint, so its budgets are lower
@@ -58,17 +72,35 @@ def _trace(preset: str, steps: int, folder: Path) -> Path:
     return path
 
 
-def _capture(trace: Path, memory_bytes: int, out: Path, again: bool, compute: str | None) -> dict:
+def _capture(trace: Path, memory_bytes: int, out: Path, again: bool, compute: str | None,
+             unlimited_run: bool = True, trace_reclaim: bool = False) -> dict:
     from swaptrace.capture import capture
     from swaptrace.traceio import open_trace
 
     if again or not out.exists():
         t0 = time.monotonic()
-        capture(trace, out, memory_bytes=memory_bytes, compute=compute, force=True)
+        capture(trace, out, memory_bytes=memory_bytes, compute=compute, unlimited_run=unlimited_run,
+                trace_reclaim=trace_reclaim, force=True)
         print(f"  captured {out.name} in {time.monotonic() - t0:.0f} s", file=sys.stderr)
     meta = open_trace(out, kind="swapio").meta
-    return {"slowdown": meta["kernel"].get("slowdown"), "lost_events": meta["kernel"].get("lost_events", 0),
-            "device_bytes": int(meta["device_bytes"])}
+    return {"path": str(out), "slowdown": meta["kernel"].get("slowdown"),
+            "lost_events": meta["kernel"].get("lost_events", 0), "device_bytes": int(meta["device_bytes"]),
+            "pages_in": int(meta["summary"]["pages_in"]), "pages_out": int(meta["summary"]["pages_out"])}
+
+
+def _captures(trace: Path, memory_bytes: int, work: Path, tag: str, runs: int, again: bool,
+              compute: str | None) -> tuple[Path, list[dict]]:
+    """``runs`` captures of one budget (the first also replays without a limit); the median one is the reference.
+
+    The median is taken over pages in, the quantity with the widest run-to-run spread; with an even number
+    of runs the lower middle run is taken.
+    """
+    infos = []
+    for i in range(1, runs + 1):
+        path = work / (f"{tag}.kernel.swapio.parquet" if i == 1 else f"{tag}.kernel{i}.swapio.parquet")
+        infos.append(_capture(trace, memory_bytes, path, again, compute, unlimited_run=i == 1))
+    ranked = sorted(infos, key=lambda c: c["pages_in"])
+    return Path(ranked[(len(ranked) - 1) // 2]["path"]), infos
 
 
 def _emulate(trace: Path, memory_bytes: int, policy: str, readahead: str, out: Path, swap_bytes: int,
@@ -80,6 +112,59 @@ def _emulate(trace: Path, memory_bytes: int, policy: str, readahead: str, out: P
     emulate(trace, out, memory_bytes=memory_bytes, policy=policy, readahead=readahead, swap_bytes=swap_bytes,
             force=True, **options)
     return out
+
+
+#: emulator registers that count what the kernel's reclaim tracepoints count (capture/reclaim.py)
+RECLAIM_REGISTERS = {"calls": "C_RECLAIM_CALLS", "scanned": "C_SCANNED", "reclaimed": "C_EVICTIONS",
+                     "activated": "C_ACTIVATIONS", "deactivated": "C_DEACTIVATIONS"}
+
+
+def _emulator_reclaim_steps(trace: Path, memory_bytes: int, swap_bytes: int, **options) -> dict[str, list[int]]:
+    """The default emulator's reclaim counters per step (it is fed one step at a time and read in between)."""
+    import numpy as np
+
+    from swaptrace._kernels import swapstate as ks
+    from swaptrace.pagecache import Emulator, resolve_config
+    from swaptrace.traceio import open_trace
+
+    tf = open_trace(trace, kind="access")
+    cfg = resolve_config(tf.meta, memory_bytes=memory_bytes, swap_bytes=swap_bytes, policy=DEFAULT[0],
+                         readahead=DEFAULT[1], **options)
+    cols = tf.read_all(["step", "page", "write"])
+    step = cols["step"].astype(np.int64)
+    first = int(tf.meta.get("first_step", 0))
+    counts = np.bincount(step - first)
+    emu = Emulator(cfg, int(tf.meta["footprint_pages"]), counts, nsteps=len(counts), first_step=first)
+    out: dict[str, list[int]] = {"steps": list(range(first, first + len(counts))), **{k: [] for k in RECLAIM_REGISTERS}}
+    bounds = np.concatenate([[0], np.cumsum(counts)])
+    prev = np.zeros(len(RECLAIM_REGISTERS), np.int64)
+    for i in range(len(counts)):
+        sl = slice(int(bounds[i]), int(bounds[i + 1]))
+        for _ in emu.feed(cols["page"][sl], cols["write"][sl], step[sl]):
+            pass
+        now = np.array([emu.state.reg[getattr(ks, r)] for r in RECLAIM_REGISTERS.values()], np.int64)
+        for k, v in zip(RECLAIM_REGISTERS, now - prev, strict=True):
+            out[k].append(int(v))
+        prev = now
+    out["stats_flush_steps"] = cfg.stats_flush_steps
+    return out
+
+
+def reclaim_markdown(rows: list[dict]) -> str:
+    """Kernel (tracepoints) vs default emulator: reclaim totals per point."""
+    if not rows:
+        return ""
+    names = list(RECLAIM_REGISTERS)
+    lines = ["Reclaim as the kernel's tracepoints count it (one extra capture per point, `--trace-reclaim`) and as "
+             "the default emulator counts it (kernel / emulator; `reclaimed` = pages freed):", "",
+             "| preset | budget | " + " | ".join(names) + " | stats flushes (kernel) |",
+             "|---|---|" + "---|" * (len(names) + 1)]
+    for r in rows:
+        k, e = r["kernel"]["totals"], r["emulator"]
+        cells = [f"{k[n]} / {sum(e[n])}" for n in names]
+        lines.append(f"| {r['preset']} | {format_bytes(r['memory_bytes'])} ({r['fraction']:.0%}) | "
+                     + " | ".join(cells) + f" | {k['flushes']} |")
+    return "\n".join(lines) + "\n"
 
 
 def _minor_faults(path: Path) -> int | None:
@@ -194,15 +279,18 @@ def main(argv=None) -> int:
     ap.add_argument("--fractions", nargs="+", type=float,
                     help="memory budgets as fractions of the footprint (default: per preset, see DEFAULT_FRACTIONS)")
     ap.add_argument("--steps", nargs="*", default=[], help="per preset, e.g. tiny=50 demo=20")
-    ap.add_argument("--repeat", action="store_true", help="capture every budget twice (kernel run-to-run spread)")
+    ap.add_argument("--runs", type=int, default=5,
+                    help="kernel captures per budget; the one with the median pages in is the reference")
     ap.add_argument("--compute", choices=["none", "mlp"], default="none")
     ap.add_argument("--recapture", action="store_true", help="ignore cached kernel captures")
     ap.add_argument("--quick", action="store_true", help="tiny only, budgets 0.2 and 0.5")
     ap.add_argument("--band", type=float, default=0.02,
                     help="also emulate the default at budgets within this fraction (x1-b, x1-b/2, x1+b/2, x1+b): "
                          "how much the emulator itself moves with the budget; 0 to skip")
-    ap.add_argument("--lags", nargs="*", type=int, default=[256, 512, 2048],
+    ap.add_argument("--lags", nargs="*", type=int, default=[320, 1280],
                     help="extra linux/vma rows with these --writeback-lag values (the default's neighbours)")
+    ap.add_argument("--trace-reclaim", action="store_true",
+                    help="one more capture per budget with the reclaim tracepoints, compared with the emulator's counters")
     ap.add_argument("-o", "--out", type=Path, default=Path("analysis/results"), help="tables go here")
     ap.add_argument("--work", type=Path, default=Path("/var/tmp/swaptrace-calibration"),
                     help="traces and streams (cached between runs)")
@@ -218,20 +306,20 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     work = args.work
     work.mkdir(parents=True, exist_ok=True)
-    rows, extras, bands = [], [], []
+    rows, extras, bands, reclaims = [], [], [], []
     for preset in args.presets:
         trace = _trace(preset, steps.get(preset, 20), work)
         footprint = int(open_trace(trace).meta["footprint_bytes"])
         for fraction in args.fractions or DEFAULT_FRACTIONS.get(preset, (0.2, 0.4, 0.6)):
             memory = int(footprint * fraction) // 4096 * 4096
             tag = f"{preset}-{steps.get(preset, 20)}-{fraction:g}"
-            kernel = work / f"{tag}.kernel.swapio.parquet"
-            info = _capture(trace, memory, kernel, args.recapture, None if args.compute == "none" else args.compute)
-            extras.append({"preset": preset, "fraction": fraction, **info})
-            if args.repeat:
-                again = work / f"{tag}.kernel2.swapio.parquet"
-                _capture(trace, memory, again, args.recapture, None if args.compute == "none" else args.compute)
-                rows.append(_row(preset, fraction, memory, "kernel rerun", "-", kernel, again))
+            kernel, infos = _captures(trace, memory, work, tag, max(1, args.runs), args.recapture,
+                                      None if args.compute == "none" else args.compute)
+            info = infos[0]
+            extras.append({"preset": preset, "fraction": fraction, "reference": kernel.name, "runs": infos})
+            for other in infos:
+                if other["path"] != str(kernel):
+                    rows.append(_row(preset, fraction, memory, "kernel rerun", "-", kernel, Path(other["path"])))
             settings = [(p, ra, p, {}) for p in POLICIES for ra in READAHEADS]
             settings += [("linux", "vma", label, options) for label, options in ABLATIONS]
             settings += [("linux", "vma", f"linux, lag {lag}", {"writeback_lag": lag}) for lag in args.lags]
@@ -243,6 +331,15 @@ def main(argv=None) -> int:
                 r = rows[-1]
                 print(f"  {tag} {label:28} {readahead:7} in {_pct(r['err_pages_in']):>8} out "
                       f"{_pct(r['err_pages_out']):>8} KS {r['ks_read']:.2f}/{r['ks_write']:.2f}", file=sys.stderr)
+            if args.trace_reclaim:
+                traced = work / f"{tag}.kernel-reclaim.swapio.parquet"
+                _capture(trace, memory, traced, args.recapture, None if args.compute == "none" else args.compute,
+                         unlimited_run=False, trace_reclaim=True)
+                kmeta = open_trace(traced, kind="swapio").meta
+                reclaims.append({"preset": preset, "fraction": fraction, "memory_bytes": memory,
+                                 "kernel": kmeta["kernel"]["reclaim"],
+                                 "kernel_pages_in_out": [kmeta["summary"]["pages_in"], kmeta["summary"]["pages_out"]],
+                                 "emulator": _emulator_reclaim_steps(trace, memory, info["device_bytes"])})
             if args.band:
                 bands.append(_band(preset, fraction, trace, memory, kernel, info["device_bytes"], args.band, work / tag))
     meta = kernel_facts()
@@ -251,11 +348,13 @@ def main(argv=None) -> int:
         w.writeheader()
         w.writerows(rows)
     (args.out / "calibration.md").write_text(markdown(rows, meta) + "\n" + band_markdown(bands, args.band))
+    if reclaims:
+        (args.out / "reclaim.md").write_text(reclaim_markdown(reclaims))
     emu_rows = [r for r in rows if r["policy"] != "kernel rerun"]
     best = ranking(emu_rows)[0]
     (args.out / "calibration.json").write_text(json.dumps(
         {"rows": rows, "captures": extras, "kernel": meta, "ranking": ranking(emu_rows), "best": best,
-         "band": bands}, indent=2))
+         "band": bands, "reclaim": reclaims}, indent=2))
     print(markdown(rows, meta))
     print(f"\nbest: policy={best['policy']} readahead={best['readahead']} "
           f"(mean |err| {best['mean']:.1%}, worst {best['worst']:.1%})")

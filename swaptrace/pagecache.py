@@ -43,6 +43,19 @@ mm/swapfile.c, mm/vmscan.c of Linux 6.x):
   :data:`DEFAULT_WRITEBACK_LAG` comes from the calibration against the
   kernel (README); 0 is a synchronous device, freeing a page as it is
   written (``lru`` and ``clock`` always work so).
+* **Flushed statistics** (``linux``): reclaim does not read the list sizes
+  and the refault counter themselves but the memory cgroup's statistics,
+  which the kernel folds together only when they are flushed (rstat: every
+  2 s by a worker, and whenever ``memory.stat`` is read, as ``swaptrace
+  capture`` does after each step; ``mem_cgroup_flush_stats_ratelimited`` in
+  ``prepare_scan_control`` and ``workingset_test_recent`` does not flush
+  sooner). So ``inactive_is_low``, the refault test and ``may_deactivate``
+  see the lists as they were at the last flush, every
+  ``stats_flush_steps`` steps (default :data:`DEFAULT_STATS_FLUSH_STEPS`;
+  0 reads them exact). Between flushes reclaim seldom deactivates and the
+  active list grows; a flush that shows it larger than the inactive one
+  makes every call until the next flush deactivate -- the saw-tooth the
+  kernel's own list sizes show (``vmscan`` tracepoints in README).
 * **Merging**: the writes of one reclaim call, and the reads of one fault with
   its readahead, back-merge when their slots are contiguous, up to
   ``max_request_bytes``.
@@ -89,7 +102,9 @@ from swaptrace.units import format_bytes
 DEFAULT_STEP_US = 100_000.0
 DEFAULT_MAX_REQUEST_BYTES = 512 * 1024
 #: pages reclaim isolates while a write is in flight (``linux``); chosen by ``analysis/calibrate.py``
-DEFAULT_WRITEBACK_LAG = 1024
+DEFAULT_WRITEBACK_LAG = 640
+#: steps between flushes of the memory cgroup statistics reclaim reads (``linux``); 0: exact statistics
+DEFAULT_STATS_FLUSH_STEPS = 0
 CHUNK_ROWS = 1 << 20
 OUT_ROWS = 1 << 18
 
@@ -161,6 +176,7 @@ class EmulatorConfig:
     initial_state: str
     writeback_lag: int = 0
     zero_page: bool = False
+    stats_flush_steps: int = 0
     #: pages a reclaim call may write beyond the lag before it waits for all of them (a safety bound on
     #: the requests of one access; never reached in the calibration runs -- tests lower it to reach it)
     writeback_throttle: int = 2 * ks.SWAP_CLUSTER_MAX
@@ -192,6 +208,7 @@ def resolve_config(
     reclaim_batch: int | None = None,
     writeback_lag: int | None = None,
     zero_page: bool | None = None,
+    stats_flush_steps: int | None = None,
     source: str = "trace",
 ) -> EmulatorConfig:
     """Check every parameter against the trace's metadata; raise :class:`ConfigError` naming the bad one."""
@@ -243,6 +260,12 @@ def resolve_config(
         zero_page = policy == "linux"
     if zero_page and policy != "linux":
         raise ConfigError(f"--zero-page applies to the linux policy only; {policy} gives every touched page a frame")
+    if stats_flush_steps is None:
+        stats_flush_steps = DEFAULT_STATS_FLUSH_STEPS if policy == "linux" else 0
+    if stats_flush_steps < 0:
+        raise ConfigError(f"--stats-flush-steps must not be negative, got {stats_flush_steps}")
+    if stats_flush_steps and policy != "linux":
+        raise ConfigError(f"--stats-flush-steps applies to the linux policy only; {policy} reads no statistics")
     if step_us is None:
         step_us = DEFAULT_STEP_US
     if not step_us > 0 or math.isinf(step_us):
@@ -269,6 +292,7 @@ def resolve_config(
         initial_state=initial_state,
         writeback_lag=int(writeback_lag),
         zero_page=bool(zero_page),
+        stats_flush_steps=int(stats_flush_steps),
     )
 
 
@@ -336,6 +360,7 @@ def emulate(
     reclaim_batch: int | None = None,
     writeback_lag: int | None = None,
     zero_page: bool | None = None,
+    stats_flush_steps: int | None = None,
     chunk_rows: int = CHUNK_ROWS,
 ) -> EmulationResult:
     """Replay an access trace against a DRAM budget; write the swap I/O stream.
@@ -381,6 +406,10 @@ def emulate(
     zero_page : bool, optional
         ``linux`` only (default on): a load of a never-written page maps the
         shared zero page instead of a frame.
+    stats_flush_steps : int, optional
+        ``linux`` only: steps between flushes of the memory cgroup statistics
+        reclaim reads (default :data:`DEFAULT_STATS_FLUSH_STEPS`); 0 reads
+        exact list sizes.
 
     Returns
     -------
@@ -403,6 +432,7 @@ def emulate(
         reclaim_batch=reclaim_batch,
         writeback_lag=writeback_lag,
         zero_page=zero_page,
+        stats_flush_steps=stats_flush_steps,
         source=str(tf.path),
     )
     check_output_path(out, force)
@@ -433,6 +463,7 @@ def emulate(
         "reclaim_batch": cfg.batch_pages,
         "writeback_lag": cfg.writeback_lag,
         "zero_page": cfg.zero_page,
+        "stats_flush_steps": cfg.stats_flush_steps,
     }
     out_meta = {
         "source": "emulator",
@@ -506,6 +537,7 @@ class Emulator:
                 "writeback_lag": cfg.writeback_lag,
                 "zero_page": int(cfg.zero_page),
                 "writeback_throttle": cfg.writeback_throttle,
+                "stats_flush_steps": cfg.stats_flush_steps,
             },
             step_us=cfg.step_us,
             out_rows=max(OUT_ROWS, 4 * cfg.max_rows_per_access),

@@ -14,7 +14,7 @@ from collections import OrderedDict, deque
 
 import numpy as np
 
-from swaptrace.pagecache import DEFAULT_WRITEBACK_LAG
+from swaptrace.pagecache import DEFAULT_STATS_FLUSH_STEPS, DEFAULT_WRITEBACK_LAG
 
 SWAP_CLUSTER_MAX = 32
 
@@ -93,6 +93,21 @@ class NaiveLinux:
         self.age = 0  # nonresident_age: evictions + activations
         self.refault_activations = 0
         self.refault_snap = 0
+        self.flush_steps = 0  # 0: reclaim reads exact list sizes and counters
+        self.stat_step = 0  # step of the last statistics flush
+        self.stat = (0, 0, 0)  # active, inactive, refault activations as of that flush
+
+    def stats_tick(self, step):
+        """Flush the memcg statistics when ``flush_steps`` steps have passed since the last flush."""
+        if self.flush_steps and step >= self.stat_step + self.flush_steps:
+            self.stat_step = step
+            self.stat = (len(self.active), len(self.inactive), self.refault_activations)
+
+    def stat_active(self):
+        return self.stat[0] if self.flush_steps else len(self.active)
+
+    def stat_refaults(self):
+        return self.stat[2] if self.flush_steps else self.refault_activations
 
     def hit(self, page, flags):
         self.young[page] = True
@@ -101,7 +116,7 @@ class NaiveLinux:
         self.young[page] = bool(target)
         self.referenced[page] = False
         shadow = self.shadow.pop(page, None)
-        if shadow is not None and self.age - shadow <= len(self.active):  # refault activation
+        if shadow is not None and self.age - shadow <= self.stat_active():  # refault activation
             self.active.append(page)
             self.age += 1
             self.refault_activations += 1
@@ -109,9 +124,11 @@ class NaiveLinux:
             self.inactive.append(page)
 
     def inactive_is_low(self):
-        gb = (len(self.active) + len(self.inactive)) * self.page_bytes // (1 << 30)
+        active = self.stat_active()
+        inactive = self.stat[1] if self.flush_steps else len(self.inactive)
+        gb = (active + inactive) * self.page_bytes // (1 << 30)
         ratio = math.isqrt(10 * gb) if gb else 1
-        return len(self.inactive) * ratio < len(self.active)
+        return inactive * ratio < active
 
     def deactivate(self, n):
         for _ in range(n):
@@ -131,7 +148,7 @@ class NaiveLinux:
         done = 0
         lag = emu.writeback_lag
         written = 0  # since this call last waited
-        refaulted = self.refault_activations != self.refault_snap
+        refaulted = self.stat_refaults() != self.refault_snap
         while done < n and (self.active or self.inactive) and not emu.error:
             if self.inactive_is_low() or not self.inactive:
                 self.deactivate(SWAP_CLUSTER_MAX)
@@ -184,7 +201,7 @@ class NaiveLinux:
                     self.shadow[page] = self.age
                     self.age += 1
                     done += 1
-        self.refault_snap = self.refault_activations
+        self.refault_snap = self.stat_refaults()
 
     def resident_order(self):
         return self.active[::-1] + self.inactive[::-1]
@@ -211,12 +228,16 @@ class NaiveEmulator:
         writeback_lag=None,
         zero_page=None,
         writeback_throttle=2 * SWAP_CLUSTER_MAX,
+        stats_flush_steps=None,
     ):
         self.F = footprint_pages
         self.budget = budget_pages
         self.policy_name = policy
         self.policy = {"lru": NaiveLRU, "clock": NaiveClock}.get(policy, None)
         self.policy = self.policy() if self.policy else NaiveLinux(page_bytes)
+        if policy == "linux":
+            self.policy.flush_steps = DEFAULT_STATS_FLUSH_STEPS if stats_flush_steps is None else stats_flush_steps
+            self.policy.stat_step = first_step
         self.batch = batch_pages or (SWAP_CLUSTER_MAX if policy == "linux" else 1)
         self.readahead = readahead
         self.page_cluster = page_cluster
@@ -421,6 +442,8 @@ class NaiveEmulator:
                 self.dirty.add(page)
             return
         self.c["faults"] += 1
+        if self.policy_name == "linux":
+            self.policy.stats_tick(self.now[1])
         if page in self.resident:  # swap-cache page: read ahead, or unmapped by reclaim and not yet freed
             if page in self.ra_pages:
                 self.ra_pages.discard(page)

@@ -94,6 +94,35 @@ def test_small_capture_matches_counters_and_cleans_up(tmp_path):
     assert k["baseline_locked"] is True
     assert k["requests_missing_vs_device"] <= 0  # every request the loop device served is in the stream
     assert tf.meta["summary"]["pswpout"] == res.pswpout
+    assert k["reclaim"] is None  # not asked for
+
+
+def test_capture_with_reclaim_tracepoints_counts_each_step(tmp_path):
+    require_capture()
+    from swaptrace.capture import capture
+    from swaptrace.capture.reclaim import COUNTERS
+
+    trace = zipf_trace(tmp_path / "r.access.parquet", steps=6)
+    res = capture(trace, tmp_path / "r.kernel.swapio.parquet", memory_bytes=16 << 20, unlimited_run=False,
+                  trace_reclaim=True, timeout_s=60)
+    assert ours_left() == []  # the extra events went with the tracefs instance
+    k = open_trace(res.path, kind="swapio").meta["kernel"]
+    rc = k["reclaim"]
+    if rc["missing_events"]:
+        pytest.skip(f"this kernel lacks {rc['missing_events']}")
+    assert rc["steps"] == list(range(6))
+    assert all(len(rc[c]) == 6 for c in COUNTERS)
+    t = rc["totals"]
+    assert t == {c: sum(rc[c]) for c in COUNTERS}
+    assert t["calls"] > 0 and rc["malformed"] == 0 and rc["unfinished_calls"] == 0
+    # each isolated page has one outcome: freed, kept (referenced), activated, or written and put back
+    assert t["scanned"] >= t["reclaimed"] + t["kept"] + t["activated"]
+    # a call stops once it freed 32 pages, so calls free at least 32 on average when memory is full
+    assert t["reclaimed"] >= 16 * t["calls"]
+    assert sum(rc["priority_calls"]) == t["calls"]
+    assert t["flushes"] >= 5  # memory.stat is read after every step (step_lists), which flushes
+    # memory fills within the first steps (16 MiB budget, ~10k stores per step over 150 MiB): reclaim after
+    assert all(c > 0 for c in rc["calls"][3:])
 
 
 def test_cli_capture_requires_budget_and_refuses_existing(tmp_path):

@@ -42,6 +42,7 @@ def run_both(pages, writes, steps, footprint, budget, **kw):
         initial_state=kw.get("initial_state", "untouched"),
         writeback_lag=kw.get("writeback_lag"),
         zero_page=kw.get("zero_page"),
+        stats_flush_steps=kw.get("stats_flush_steps"),
     )
     if "writeback_throttle" in kw:
         cfg = dataclasses.replace(cfg, writeback_throttle=kw["writeback_throttle"])
@@ -95,9 +96,11 @@ def assert_same(emu, rows, naive, nrows, ncounts):
 
 CASES = list(itertools.product(["lru", "clock", "linux"], ["none", "vma", "cluster"]))
 #: linux variants: defaults (writeback lag longer than this small footprint: writes complete at reads and
-#: reclaim's waits), a short lag (writes also complete as reclaim goes on), and the synchronous device
+#: reclaim's waits), a short lag (writes also complete as reclaim goes on), the synchronous device, a call
+#: that waits whenever it wrote 6, and memcg statistics flushed every step or every other step
 LINUX_VARIANTS = [{}, {"writeback_lag": 24}, {"writeback_lag": 0, "zero_page": False},
-                  {"writeback_lag": 6, "writeback_throttle": 0}]  # the last waits whenever a call wrote 6
+                  {"writeback_lag": 6, "writeback_throttle": 0}, {"stats_flush_steps": 1},
+                  {"stats_flush_steps": 2, "writeback_lag": 24}]
 
 
 @pytest.mark.parametrize(("policy", "readahead"), CASES)

@@ -43,6 +43,13 @@
   before the first pages come free -- the bursts of the kernel's streams --
   and a page touched meanwhile is a minor fault with no read. A lag of 0 is a synchronous device (``pageout``'s
   "probably a ramdisk" case): the page is freed as it is written.
+* Flushed statistics (``P_STATS_FLUSH`` > 0). ``inactive_is_low``, the refault
+  test and ``may_deactivate`` read ``lruvec_page_state``: the memory cgroup's
+  rstat counters, folded together only at a flush (``memcg_flush_stats``:
+  every 2 s by a worker, at every ``memory.stat`` read; the reclaim-side
+  ``mem_cgroup_flush_stats_ratelimited`` waits for the worker). The emulator
+  flushes every ``P_STATS_FLUSH`` steps (:func:`_linux_stats_tick`, at the
+  first fault of a step); scan targets (``lruvec_lru_size``) stay exact.
 """
 
 from __future__ import annotations
@@ -74,6 +81,7 @@ from swaptrace._kernels.swapstate import (
     OP_WRITE,
     P_FOOTPRINT,
     P_PAGE_BYTES,
+    P_STATS_FLUSH,
     P_WB_LAG,
     P_WB_THROTTLE,
     R_ERROR,
@@ -82,6 +90,11 @@ from swaptrace._kernels.swapstate import (
     R_NONRES_AGE,
     R_REFAULT_SNAP,
     R_RESIDENT,
+    R_STAT_ACTIVE,
+    R_STAT_INACTIVE,
+    R_STAT_REFAULTS,
+    R_STAT_STEP,
+    R_STEP,
     R_WB_CLOCK,
     R_WB_HEAD,
     R_WB_N,
@@ -105,10 +118,36 @@ def _int_sqrt(x):
 
 
 @jit_inline
+def _linux_stats_tick(m):
+    """Flush the memcg statistics once ``P_STATS_FLUSH`` steps have passed since the last flush.
+
+    Called before each fault (the statistics are read only by faults and the
+    reclaim they cause); a step without faults moves the flush to the next one.
+    """
+    if m[P_STATS_FLUSH] > 0 and m[R_STEP] >= m[R_STAT_STEP] + m[P_STATS_FLUSH]:
+        m[R_STAT_STEP] = m[R_STEP]
+        m[R_STAT_ACTIVE] = m[R_N_ACTIVE]
+        m[R_STAT_INACTIVE] = m[R_N_INACTIVE]
+        m[R_STAT_REFAULTS] = m[C_REFAULT_ACTIVATIONS]
+
+
+@jit_inline
+def _stat_active(m):
+    """The active list's size as reclaim reads it: as of the last flush, or exact without flushing."""
+    return m[R_STAT_ACTIVE] if m[P_STATS_FLUSH] > 0 else m[R_N_ACTIVE]
+
+
+@jit_inline
+def _stat_refaults(m):
+    """WORKINGSET_ACTIVATE_ANON as reclaim reads it (see :func:`_stat_active`)."""
+    return m[R_STAT_REFAULTS] if m[P_STATS_FLUSH] > 0 else m[C_REFAULT_ACTIVATIONS]
+
+
+@jit_inline
 def _inactive_is_low(m):
-    """``inactive_is_low``: inactive * int_sqrt(10 * GB) < active (ratio 1 below 1 GB)."""
-    inactive = m[R_N_INACTIVE]
-    active = m[R_N_ACTIVE]
+    """``inactive_is_low``: inactive * int_sqrt(10 * GB) < active (ratio 1 below 1 GB), from the statistics."""
+    inactive = m[R_STAT_INACTIVE] if m[P_STATS_FLUSH] > 0 else m[R_N_INACTIVE]
+    active = _stat_active(m)
     gb = ((inactive + active) * m[P_PAGE_BYTES]) >> 30
     ratio = _int_sqrt(10 * gb) if gb > 0 else 1
     return inactive * ratio < active
@@ -146,7 +185,7 @@ def _linux_insert(b, m, page, target):
     sh = m[O_SHADOW] + page
     shadow = m[sh]
     m[sh] = -1
-    if shadow >= 0 and m[R_NONRES_AGE] - shadow <= m[R_N_ACTIVE]:  # workingset_refault
+    if shadow >= 0 and m[R_NONRES_AGE] - shadow <= _stat_active(m):  # workingset_refault
         b[page] = fl | ACTIVE
         _push_head(m, m[O_NEXT], m[O_PREV], m[P_FOOTPRINT], page)
         m[R_N_ACTIVE] += 1
@@ -214,7 +253,7 @@ def _linux_reclaim(b, m, f, n):
     lag = m[P_WB_LAG]
     done = 0
     written = 0  # by this call since it last waited
-    refaulted = m[C_REFAULT_ACTIVATIONS] != m[R_REFAULT_SNAP]
+    refaulted = _stat_refaults(m) != m[R_REFAULT_SNAP]
     while done < n and m[R_RESIDENT] > 0 and m[R_ERROR] == 0:
         if _inactive_is_low(m) or m[R_N_INACTIVE] == 0:
             _deactivate(b, m, SWAP_CLUSTER_MAX)
@@ -265,5 +304,5 @@ def _linux_reclaim(b, m, f, n):
                 m[m[O_SHADOW] + page] = m[R_NONRES_AGE]  # workingset_eviction
                 m[R_NONRES_AGE] += 1
                 done += 1
-    m[R_REFAULT_SNAP] = m[C_REFAULT_ACTIVATIONS]  # snapshot_refaults
+    m[R_REFAULT_SNAP] = _stat_refaults(m)  # snapshot_refaults
     return done

@@ -24,7 +24,14 @@ import numpy as np
 from swaptrace._kernels._jit import jit, jit_inline
 from swaptrace._kernels.clock import _clock_hit, _clock_insert, _clock_reclaim
 from swaptrace._kernels.dlist import _move_head
-from swaptrace._kernels.linux_lists import WB_ALL, _linux_hit, _linux_insert, _linux_reclaim, _wb_complete
+from swaptrace._kernels.linux_lists import (
+    WB_ALL,
+    _linux_hit,
+    _linux_insert,
+    _linux_reclaim,
+    _linux_stats_tick,
+    _wb_complete,
+)
 from swaptrace._kernels.lru import _lru_hit, _lru_insert, _lru_reclaim
 from swaptrace._kernels.merge import _flush, _submit
 from swaptrace._kernels.readahead import _cluster_window, _vma_window
@@ -195,6 +202,8 @@ def _fault(b, m, f, page, write):
         m[C_HITS] += 1
         return
     m[C_FAULTS] += 1
+    if m[P_POLICY] == POLICY_LINUX:
+        _linux_stats_tick(m)
     if fl & RESIDENT:  # in the swap cache (read ahead, or unmapped by reclaim): a minor fault, no I/O
         mode = m[P_RA_MODE]
         if fl & READAHEAD:

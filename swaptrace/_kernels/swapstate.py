@@ -138,6 +138,11 @@ O_WBQ = 84  # [F] linux: ring of pages under writeback, oldest first
 O_WBT = 85  # [F] linux: R_WB_CLOCK when each of them was written
 P_ZERO_PAGE = 86  # linux: a read of a never-written page maps the zero page (do_anonymous_page)
 P_WB_THROTTLE = 87  # linux: pages a reclaim call may write beyond the lag before it waits for them all
+P_STATS_FLUSH = 88  # linux: the memcg statistics reclaim reads are flushed every this many steps; 0: always exact
+R_STAT_STEP = 89  # linux: step of the last statistics flush
+R_STAT_ACTIVE = 90  # linux: R_N_ACTIVE as of the last flush (lruvec_page_state(NR_ACTIVE_ANON))
+R_STAT_INACTIVE = 91  # linux: R_N_INACTIVE as of the last flush
+R_STAT_REFAULTS = 92  # linux: C_REFAULT_ACTIVATIONS as of the last flush (WORKINGSET_ACTIVATE_ANON)
 HEADER = 96
 TMP_CANDIDATES = 64
 
@@ -264,6 +269,8 @@ def new_state(
     m[P_WB_LAG] = params.get("writeback_lag", 0)
     m[P_ZERO_PAGE] = params.get("zero_page", 0)
     m[P_WB_THROTTLE] = params.get("writeback_throttle", 2 * SWAP_CLUSTER_MAX)
+    m[P_STATS_FLUSH] = params.get("stats_flush_steps", 0)
+    m[R_STAT_STEP] = params["first_step"]  # flushed as the run starts: every list empty
     st.f[F_STEP_US] = step_us
     m[R_CUR_CLUSTER] = -1
     m[R_PEND_OP] = -1

@@ -39,6 +39,7 @@ import numpy as np
 from swaptrace.capture import cgroup as cg
 from swaptrace.capture import tracing
 from swaptrace.capture.convert import parse_lines, to_stream
+from swaptrace.capture.reclaim import RECLAIM_EVENTS, parse_reclaim
 from swaptrace.capture.swapdev import SwapDevice, active_swaps, loop_devices, remove_swap_leftovers
 from swaptrace.compare import summarize_requests
 from swaptrace.errors import ConfigError, PrivilegeError, SwaptraceError, ToolError, TraceFileError
@@ -434,6 +435,7 @@ def capture(
     timeout_s: float | None = None,
     lock_baseline: bool = True,
     raw_trace_out: str | os.PathLike | None = None,
+    trace_reclaim: bool = False,
     force: bool = False,
     progress=None,
 ) -> CaptureResult:
@@ -472,6 +474,11 @@ def capture(
         kernel cannot swap the interpreter out to make room for the model.
     raw_trace_out : path, optional
         Also keep the raw ftrace text here (for debugging and test data).
+    trace_reclaim : bool
+        Also record the vmscan and memcg tracepoints of the limited run
+        (:mod:`swaptrace.capture.reclaim`) and store reclaim counters per
+        step under ``kernel.reclaim``. Off by default: the extra events are
+        not free, and the stream is the ground truth.
     progress : callable, optional
         Called with 1 after each replayed step of the traced run.
     """
@@ -541,7 +548,8 @@ def capture(
                           rotational=rotational)
         swap.setup()
         raw_path = workdir / "trace.txt"
-        trace_rec = tracing.BlockTrace(name, swap.device, raw_path, buffer_kb=buffer_kb)
+        trace_rec = tracing.BlockTrace(name, swap.device, raw_path, buffer_kb=buffer_kb,
+                                       extra_events=RECLAIM_EVENTS if trace_reclaim else ())
         trace_rec.setup()
         g = cg.MemoryCgroup(name)
         groups.append(g)
@@ -580,6 +588,12 @@ def capture(
         if raw_trace_out is not None:
             shutil.copyfile(raw_path, raw_trace_out)
         stream = to_stream(parsed, first_step=prep["first_step"])
+        reclaim = None
+        if trace_reclaim:
+            with open(raw_path, errors="replace") as fh:
+                reclaim = parse_reclaim(fh, parsed.markers, first_step=prep["first_step"],
+                                        last_step=prep["first_step"] + prep["steps"] - 1).to_meta()
+            reclaim["missing_events"] = list(trace_rec.missing_events)
         loop_delta = {k: loop_after[k] - loop_before.get(k, 0) for k in loop_after}
         # cross-check with the device's own counters: every request the loop device completed must be in the trace
         missing = (loop_delta["read_ios"] + loop_delta["write_ios"]) - int(np.count_nonzero(stream.op != OP_DISCARD))
@@ -618,6 +632,7 @@ def capture(
                                      "inactive_file", "mapped_file", "kernel", "pagetables")},
             "minor_faults": int(child["minor_faults"]),
             "step_lists": step_lists,
+            "reclaim": reclaim,
             "step_wall_us": child["step_wall_us"],
             "replay_us": child["replay_us"],
             "compute_us": child["compute_us"],

@@ -69,8 +69,13 @@ class BlockTrace:
         stalls.
     """
 
-    def __init__(self, name: str, device: tuple[int, int], out_path: Path, buffer_kb: int = 32 * 1024):
+    def __init__(self, name: str, device: tuple[int, int], out_path: Path, buffer_kb: int = 32 * 1024,
+                 extra_events: tuple[str, ...] = ()):
         self.root = tracefs_root()
+        #: ``system/event`` names recorded besides the block requests (e.g. the reclaim tracepoints)
+        self.extra_events = tuple(extra_events)
+        #: those of them this kernel does not have (found by :meth:`setup`; not recorded)
+        self.missing_events: list[str] = []
         self.dir = self.root / "instances" / name
         self.device = device
         self.out_path = Path(out_path)
@@ -92,15 +97,21 @@ class BlockTrace:
         _write(self.dir / "trace_clock", "mono")
         _write(self.dir / "buffer_size_kb", str(self.buffer_kb))
         _write(self.dir / EVENT / "filter", f"dev == {dev_t(*self.device)}")
+        self.missing_events = [e for e in self.extra_events if not (self.dir / "events" / e / "enable").exists()]
         _write(self.dir / "trace", "")  # clear
+
+    def _extra_knobs(self) -> list[Path]:
+        return [self.dir / "events" / e / "enable" for e in self.extra_events if e not in self.missing_events]
 
     def marker_path(self) -> Path:
         """Where the child writes its ``swaptrace step N`` markers."""
         return self.dir / "trace_marker"
 
     def start(self) -> None:
-        """Enable the event and start streaming ``trace_pipe`` to the file."""
+        """Enable the events and start streaming ``trace_pipe`` to the file."""
         _write(self.dir / EVENT / "enable", "1")
+        for knob in self._extra_knobs():
+            _write(knob, "1")
         _write(self.dir / "tracing_on", "1")
         self._thread = threading.Thread(target=self._pump, name="swaptrace-trace-pipe", daemon=True)
         self._thread.start()
@@ -148,7 +159,8 @@ class BlockTrace:
             ``dropped`` (events the buffer refused), summed over CPUs.
         """
         try:
-            _write(self.dir / EVENT / "enable", "0")
+            for knob in (self.dir / EVENT / "enable", *self._extra_knobs()):
+                _write(knob, "0")
             _write(self.dir / "tracing_on", "0")
         except OSError:
             pass
@@ -189,7 +201,8 @@ def remove_instance(path: Path) -> None:
     """Disable everything in a tracefs instance and delete it."""
     if not path.exists():
         return
-    for knob in (path / EVENT / "enable", path / "tracing_on"):
+    # every event of the instance (block requests, reclaim tracepoints): the global switch, then tracing
+    for knob in (path / EVENT / "enable", path / "events" / "enable", path / "tracing_on"):
         try:
             _write(knob, "0")
         except OSError:

@@ -23,6 +23,13 @@ def _render(result) -> str:
         f"major faults  {s['major_faults']}",
         f"replay time   {k['total_us'] / 1e6:.2f} s",
     ]
+    rc = k.get("reclaim")
+    if rc:
+        t = rc["totals"]
+        lines.append(f"reclaim       {t['calls']} calls: scanned {t['scanned']}, reclaimed {t['reclaimed']}, "
+                     f"activated {t['activated']}, deactivated {t['deactivated']}; {t['flushes']} stats flushes")
+        if rc.get("missing_events"):
+            lines.append("note: this kernel lacks " + ", ".join(rc["missing_events"]) + "; their counters are 0")
     if result.slowdown is not None:
         lines.append(f"slowdown      {result.slowdown:.2f}x vs. the same replay without a memory limit"
                      f" ({k['unlimited']['total_us'] / 1e6:.2f} s)")
@@ -53,11 +60,13 @@ def _render(result) -> str:
 @click.option("--buffer-size", default="32MiB", show_default=True, help="tracefs ring buffer per CPU.")
 @click.option("--timeout", "timeout_s", type=float, help="Give up if a replay takes longer (seconds).")
 @click.option("--raw-trace", type=click.Path(dir_okay=False), help="Also keep the raw ftrace text in this file.")
+@click.option("--trace-reclaim", is_flag=True,
+              help="Also record the vmscan/memcg reclaim tracepoints; counters per step go to the metadata.")
 @click.option("--cleanup", is_flag=True, help="Only remove what killed captures left behind, then exit.")
 @force_option
 @json_option
 def command(trace, out, memory, memory_fraction, compute, unlimited_run, lock_baseline, swap_size, rotational, work_dir, buffer_size,
-            timeout_s, raw_trace, cleanup, force, as_json):
+            timeout_s, raw_trace, trace_reclaim, cleanup, force, as_json):
     """Replay TRACE under the real kernel and record its swap I/O (root only).
 
     Makes a swap file on a loop device, runs a child that replays every access
@@ -88,7 +97,8 @@ def command(trace, out, memory, memory_fraction, compute, unlimited_run, lock_ba
             trace, out, memory_bytes=memory_bytes, memory_fraction=memory_fraction, compute=compute,
             unlimited_run=unlimited_run, swap_bytes=parse_bytes(swap_size, "--swap-size") if swap_size else None,
             rotational=rotational, work_base=work_dir, buffer_kb=parse_bytes(buffer_size, "--buffer-size") // 1024,
-            timeout_s=timeout_s, lock_baseline=lock_baseline, raw_trace_out=raw_trace, force=force, progress=bar.update,
+            timeout_s=timeout_s, lock_baseline=lock_baseline, raw_trace_out=raw_trace, trace_reclaim=trace_reclaim, force=force,
+            progress=bar.update,
         )
     if as_json:
         echo_summary({"path": str(result.path), "memory_bytes": result.memory_bytes,
