@@ -95,6 +95,10 @@ def test_small_capture_matches_counters_and_cleans_up(tmp_path):
     assert k["requests_missing_vs_device"] <= 0  # every request the loop device served is in the stream
     assert tf.meta["summary"]["pswpout"] == res.pswpout
     assert k["reclaim"] is None  # not asked for
+    # faults per step (getrusage deltas around each step) add up to the run's; nothing major happens between steps
+    assert len(k["step_major_faults"]) == len(k["step_minor_faults"]) == 20
+    assert 0.9 * k["minor_faults"] <= sum(k["step_minor_faults"]) <= k["minor_faults"]
+    assert sum(k["step_major_faults"]) == res.summary["major_faults"] > 0
 
 
 def test_capture_with_reclaim_tracepoints_counts_each_step(tmp_path):

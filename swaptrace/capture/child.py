@@ -157,6 +157,8 @@ def main(config_path: str) -> int:
 
     before = resource.getrusage(resource.RUSAGE_SELF)
     replay_us, compute_us, wall_us = [], [], []
+    step_minor, step_major = [], []  # faults per step (getrusage deltas: the replay and the MLP)
+    last = before
     checksum = 0
     mark("start")
     t_run = time.perf_counter_ns()
@@ -174,6 +176,10 @@ def main(config_path: str) -> int:
         replay_us.append((t1 - t0) / 1e3)
         compute_us.append((t2 - t1) / 1e3)
         wall_us.append((t2 - t0) / 1e3)
+        now = resource.getrusage(resource.RUSAGE_SELF)
+        step_minor.append(now.ru_minflt - last.ru_minflt)
+        step_major.append(now.ru_majflt - last.ru_majflt)
+        last = now
         print(f"STEP {int(steps[k])}", flush=True)
     total_us = (time.perf_counter_ns() - t_run) / 1e3
     mark("end")
@@ -182,6 +188,8 @@ def main(config_path: str) -> int:
         "step_wall_us": wall_us,
         "replay_us": replay_us,
         "compute_us": compute_us,
+        "step_minor_faults": step_minor,
+        "step_major_faults": step_major,
         "total_us": total_us,
         "major_faults": after.ru_majflt - before.ru_majflt,
         "minor_faults": after.ru_minflt - before.ru_minflt,

@@ -634,6 +634,8 @@ def capture(
             "step_lists": step_lists,
             "reclaim": reclaim,
             "step_wall_us": child["step_wall_us"],
+            "step_minor_faults": child.get("step_minor_faults"),
+            "step_major_faults": child.get("step_major_faults"),
             "replay_us": child["replay_us"],
             "compute_us": child["compute_us"],
             "total_us": child["total_us"],
