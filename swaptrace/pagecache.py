@@ -192,6 +192,17 @@ class EmulatorConfig:
         return 2 * window + self.batch_pages + 2 * ks.SWAP_CLUSTER_MAX + 8 + wb
 
 
+def _linux_count(flag: str, value: int | None, default: int, policy: str, elsewhere: str) -> int:
+    """A non-negative count only the ``linux`` policy uses: ``default`` there when not given, 0 elsewhere."""
+    if value is None:
+        return default if policy == "linux" else 0
+    if value < 0:
+        raise ConfigError(f"{flag} must not be negative, got {value}")
+    if value and policy != "linux":
+        raise ConfigError(f"{flag} applies to the linux policy only; {policy} {elsewhere}")
+    return int(value)
+
+
 def resolve_config(
     meta: dict[str, Any],
     *,
@@ -250,22 +261,14 @@ def resolve_config(
         raise ConfigError(f"--max-request must be at least one page ({page_bytes} bytes), got {max_request_bytes}")
     if reclaim_batch is not None and reclaim_batch < 1:
         raise ConfigError(f"--reclaim-batch must be at least 1, got {reclaim_batch}")
-    if writeback_lag is None:
-        writeback_lag = DEFAULT_WRITEBACK_LAG if policy == "linux" else 0
-    if writeback_lag < 0:
-        raise ConfigError(f"--writeback-lag must not be negative, got {writeback_lag}")
-    if writeback_lag and policy != "linux":
-        raise ConfigError(f"--writeback-lag applies to the linux policy only; {policy} frees pages as it writes them")
+    writeback_lag = _linux_count("--writeback-lag", writeback_lag, DEFAULT_WRITEBACK_LAG, policy,
+                                 "frees pages as it writes them")
     if zero_page is None:
         zero_page = policy == "linux"
     if zero_page and policy != "linux":
         raise ConfigError(f"--zero-page applies to the linux policy only; {policy} gives every touched page a frame")
-    if stats_flush_steps is None:
-        stats_flush_steps = DEFAULT_STATS_FLUSH_STEPS if policy == "linux" else 0
-    if stats_flush_steps < 0:
-        raise ConfigError(f"--stats-flush-steps must not be negative, got {stats_flush_steps}")
-    if stats_flush_steps and policy != "linux":
-        raise ConfigError(f"--stats-flush-steps applies to the linux policy only; {policy} reads no statistics")
+    stats_flush_steps = _linux_count("--stats-flush-steps", stats_flush_steps, DEFAULT_STATS_FLUSH_STEPS, policy,
+                                     "reads no statistics")
     if step_us is None:
         step_us = DEFAULT_STEP_US
     if not step_us > 0 or math.isinf(step_us):
