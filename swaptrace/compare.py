@@ -65,6 +65,28 @@ class StreamProfile:
     writes_per_step: np.ndarray
     pages_in_per_step: np.ndarray
     pages_out_per_step: np.ndarray
+    #: faults per step from the producer's metadata (a capture's getrusage deltas, the emulator's counters),
+    #: aligned with ``reads_per_step``; None when the file does not have them
+    major_faults_per_step: np.ndarray | None = None
+    minor_faults_per_step: np.ndarray | None = None
+
+
+def _step_faults(meta: dict[str, Any], first: int, n_steps: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Major and minor faults per step from a swapio file's metadata, on the steps ``first ..``."""
+    k = meta.get("kernel") or {}
+    if k.get("step_major_faults") is not None and k.get("step_minor_faults") is not None:
+        start, major, minor = int(meta.get("first_step", first)), k["step_major_faults"], k["step_minor_faults"]
+    elif meta.get("step_faults"):
+        sf = meta["step_faults"]
+        start, major, minor = int(sf.get("first_step", first)), sf["major"], sf["minor"]
+    else:
+        return None, None
+    out = []
+    for values in (major, minor):
+        v = np.zeros(max(n_steps, start - first + len(values)), dtype=np.int64)
+        v[start - first : start - first + len(values)] = values
+        out.append(v)
+    return out[0], out[1]
 
 
 def stream_profile(path: str | os.PathLike, batch_rows: int = 1 << 20) -> StreamProfile:
@@ -120,6 +142,8 @@ def stream_profile(path: str | os.PathLike, batch_rows: int = 1 << 20) -> Stream
         v = per_step[key]
         return np.concatenate([v, np.zeros(n_steps - len(v), dtype=np.int64)])
 
+    major, minor = _step_faults(tf.meta, first, n_steps)
+
     return StreamProfile(
         path=str(path),
         source=str(tf.meta.get("source", "unknown")),
@@ -129,6 +153,8 @@ def stream_profile(path: str | os.PathLike, batch_rows: int = 1 << 20) -> Stream
         writes_per_step=padded("w"),
         pages_in_per_step=padded("pi"),
         pages_out_per_step=padded("po"),
+        major_faults_per_step=major,
+        minor_faults_per_step=minor,
     )
 
 
@@ -198,7 +224,26 @@ class StreamComparison:
             "verdict": self.verdict, "ok": self.ok,
             "table": [{"quantity": q, "a": va, "b": vb, "rel_error": e} for q, va, vb, e in self.rows],
             "request_size_hist": {"a": self.a.summary["request_size_hist"], "b": self.b.summary["request_size_hist"]},
+            "faults_per_step": self.faults_per_step(),
         }
+
+    def faults_per_step(self) -> dict[str, Any] | None:
+        """Major and minor faults per step of both streams (steps from ``a``'s first), or None without them."""
+        fa, fb = (self.a.major_faults_per_step, self.a.minor_faults_per_step), (self.b.major_faults_per_step,
+                                                                               self.b.minor_faults_per_step)
+        if fa[0] is None or fb[0] is None:
+            return None
+        shift = self.b.first_step - self.a.first_step
+        n = max(len(fa[0]), len(fb[0]) + shift)
+
+        def aligned(v: np.ndarray, offset: int) -> np.ndarray:
+            out = np.zeros(n, dtype=np.int64)
+            out[offset : offset + len(v)] = v
+            return out
+
+        return {"first_step": self.a.first_step,
+                "major": {"a": aligned(fa[0], 0).tolist(), "b": aligned(fb[0], shift).tolist()},
+                "minor": {"a": aligned(fa[1], 0).tolist(), "b": aligned(fb[1], shift).tolist()}}
 
 
 def compare_streams(
@@ -230,6 +275,9 @@ def compare_streams(
         ("write_requests", sa["requests"]["write"], sb["requests"]["write"]),
         ("discard_requests", sa["requests"]["discard"], sb["requests"]["discard"]),
     ]
+    if pa_.major_faults_per_step is not None and pb_.major_faults_per_step is not None:
+        quantities += [("major_faults", int(pa_.major_faults_per_step.sum()), int(pb_.major_faults_per_step.sum())),
+                       ("minor_faults", int(pa_.minor_faults_per_step.sum()), int(pb_.minor_faults_per_step.sum()))]
     for name, hist_name in (("mean_read_kib", "read"), ("mean_write_kib", "write")):
         means = []
         for s in (sa, sb):
@@ -274,6 +322,15 @@ def render_comparison(c: StreamComparison) -> str:
         cells = ", ".join(f"{s // 1024}: {ha.get(str(s), 0)}/{hb.get(str(s), 0)}" for s in shown)
         more = f", ... ({len(sizes) - len(shown)} more sizes)" if len(sizes) > len(shown) else ""
         lines.append(f"  {op:<5} KS {c.ks[op]:.3f}  {cells}{more}")
+    steps = c.faults_per_step()
+    if steps is not None:
+        lines.append("")
+        lines.append("faults per step (A / B): the steps where they differ most")
+        for kind in ("major", "minor"):
+            a, b = np.asarray(steps[kind]["a"]), np.asarray(steps[kind]["b"])
+            worst = np.argsort(-np.abs(b - a), kind="stable")[:3]
+            cells = ", ".join(f"step {steps['first_step'] + int(i)}: {a[i]}/{b[i]}" for i in sorted(worst) if a[i] != b[i])
+            lines.append(f"  {kind:<5} {cells or 'equal in every step'}")
     lines.append("")
     lines.append(c.verdict)
     return "\n".join(lines)

@@ -491,6 +491,7 @@ def emulate(
             pending.result()
         summary = emu.summary()
         writer.metadata["summary"] = summary
+        writer.metadata["step_faults"] = emu.step_faults()
     return _result(writer.path, summary, cfg, params)
 
 
@@ -606,6 +607,11 @@ class Emulator:
     def summary(self) -> dict[str, Any]:
         """Counters so far, in the swapio ``summary`` layout."""
         return _summary(self.state, self.hist, self.cfg)
+
+    def step_faults(self) -> dict[str, Any]:
+        """Major and minor faults per step so far (metadata ``step_faults``; a capture's are under ``kernel``)."""
+        st = self.state
+        return {"first_step": int(self.first_step), "major": st.step_major.tolist(), "minor": st.step_minor.tolist()}
 
 
 def _preload(st: ks.EmuState, regions: list[dict[str, Any]], cfg: EmulatorConfig) -> None:

@@ -281,6 +281,7 @@ class NaiveEmulator:
         self.dirty_evictions = 0
         self.pending = None  # [op, first_slot, npages, cause]
         self.rows = []
+        self.step_faults = {"major": {}, "minor": {}}  # step -> count
         self.now = (0.0, 0)
         self.error = False
         self.c = dict.fromkeys(
@@ -442,6 +443,8 @@ class NaiveEmulator:
                 self.dirty.add(page)
             return
         self.c["faults"] += 1
+        kind = "major" if page in self.touched and page not in self.resident else "minor"
+        self.step_faults[kind][self.now[1]] = self.step_faults[kind].get(self.now[1], 0) + 1
         if self.policy_name == "linux":
             self.policy.stats_tick(self.now[1])
         if page in self.resident:  # swap-cache page: read ahead, or unmapped by reclaim and not yet freed

@@ -36,6 +36,9 @@ def test_emulate_writes_a_valid_stream(trace, tmp_path, policy):
     tf = open_trace(out, kind="swapio")
     assert tf.meta["summary"]["faults"] == summary["faults"]
     assert tf.meta["source"] == "emulator" and tf.meta["params"]["policy"] == policy
+    per_step = tf.meta["step_faults"]  # faults per step, for `compare` against a capture's
+    assert per_step["first_step"] == tf.meta["first_step"] and len(per_step["major"]) == tf.meta["steps"]
+    assert sum(per_step["major"]) + sum(per_step["minor"]) == summary["faults"]
     rows = tf.read_all()
     assert rows["op"].size == sum(summary["requests"].values())
     hist = summary["request_size_hist"]

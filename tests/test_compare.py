@@ -13,7 +13,14 @@ from hypothesis import strategies as st
 from naive_capture import naive_ks
 
 from swaptrace.cli import cli
-from swaptrace.compare import compare_streams, ks_distance, relative_error, stream_profile, stream_summary
+from swaptrace.compare import (
+    compare_streams,
+    ks_distance,
+    relative_error,
+    render_comparison,
+    stream_profile,
+    stream_summary,
+)
 from swaptrace.traceio import OP_READ, OP_WRITE, TraceWriter
 
 matplotlib.use("Agg")
@@ -47,9 +54,10 @@ def test_relative_error():
     assert relative_error(0, 0) == 0.0 and relative_error(0, 1) == float("inf")
 
 
-def _write_stream(path, steps, ops, lengths, source="emulator", n_steps=None):
+def _write_stream(path, steps, ops, lengths, source="emulator", n_steps=None, extra_meta=None):
     n = len(ops)
-    meta = {"source": source, "page_bytes": 4096, "first_step": 0, "steps": n_steps or (max(steps, default=0) + 1)}
+    meta = {"source": source, "page_bytes": 4096, "first_step": 0, "steps": n_steps or (max(steps, default=0) + 1),
+            **(extra_meta or {})}
     with TraceWriter(path, "swapio", meta) as w:
         w.write(t_us=np.arange(n, dtype=np.float64), step=np.asarray(steps, np.uint32), op=np.asarray(ops, np.int8),
                 offset=np.arange(n, dtype=np.uint64) * 4096, length=np.asarray(lengths, np.uint32),
@@ -97,6 +105,31 @@ def test_profile_per_step(pair):
     s = stream_summary(a)
     assert s["requests"]["read"] == int((ops == OP_READ).sum())
     assert sum(int(k) * v for k, v in s["request_size_hist"]["write"].items()) == s["bytes_written"]
+
+
+def test_faults_per_step_from_either_producer(tmp_path, pair):
+    _, _, steps, ops, lengths = pair
+    # a capture keeps them under "kernel" from its first step; the emulator under "step_faults", here from step 2
+    kmeta = {"kernel": {"step_major_faults": [5, 0, 7, 1, 0, 0, 0, 0, 0, 9],
+                        "step_minor_faults": [50, 40, 30, 20, 10, 0, 0, 0, 0, 1]}}
+    emeta = {"step_faults": {"first_step": 2, "major": [7, 4, 0, 0, 0, 0, 0, 9], "minor": [30, 20, 10, 0, 0, 0, 0, 1]}}
+    a = _write_stream(tmp_path / "k.swapio.parquet", steps, ops, lengths, "kernel", extra_meta=kmeta)
+    b = _write_stream(tmp_path / "e.swapio.parquet", steps, ops, lengths, "emulator", extra_meta=emeta)
+    c = compare_streams(a, b)
+    assert c.a.major_faults_per_step.tolist() == kmeta["kernel"]["step_major_faults"]
+    assert c.b.major_faults_per_step.tolist() == [0, 0, 7, 4, 0, 0, 0, 0, 0, 9]
+    assert c.rel_error["major_faults"] == pytest.approx((20 - 22) / 22)
+    assert c.rel_error["minor_faults"] == pytest.approx((61 - 151) / 151)
+    per = c.faults_per_step()
+    assert per["major"]["a"][3] == 1 and per["major"]["b"][3] == 4
+    text = render_comparison(c)
+    assert "major step 0: 5/0, step 3: 1/4" in text  # the largest differences, in step order
+    assert c.to_dict()["faults_per_step"] == per
+    # without them in either file: no fault rows, no per-step section
+    plain = _write_stream(tmp_path / "p.swapio.parquet", steps, ops, lengths)
+    c = compare_streams(a, plain)
+    assert "major_faults" not in c.rel_error and c.faults_per_step() is None
+    assert "faults per step" not in render_comparison(c)
 
 
 def test_empty_stream(tmp_path, pair):

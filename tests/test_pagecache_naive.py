@@ -88,6 +88,10 @@ def assert_same(emu, rows, naive, nrows, ncounts):
     assert order == naive.policy.resident_order()
     assert set(np.flatnonzero(st.flags & ks.WRITEBACK).tolist()) == naive.wb_pages
     assert set(np.flatnonzero(st.flags & ks.ZERO_PAGE).tolist()) == naive.zero_mapped
+    faults = emu.step_faults()
+    for kind in ("major", "minor"):
+        got = {faults["first_step"] + i: n for i, n in enumerate(faults[kind]) if n}
+        assert got == naive.step_faults[kind], kind
     # invariants: budget respected, no slot owned twice
     assert len(resident) <= emu.cfg.budget_pages
     owners = st.slot_page[st.slot_page >= 0]

@@ -52,6 +52,9 @@ def test_invariants(trace, frac, policy, readahead, lag, zero_page, flush):
     assert s["faults"] + s["hits"] == s["accesses"] == pages.size
     assert s["faults"] == (s["zero_fill"] + s["zero_page"] + s["major_faults"] + s["readahead_hit"]
                            + s["swapcache_hit"])
+    per_step = emu.step_faults()  # per step, they add up to the totals
+    assert sum(per_step["major"]) == s["major_faults"] and sum(per_step["minor"]) == s["faults"] - s["major_faults"]
+    assert len(per_step["major"]) == int(steps.max()) + 1
     # first touch: a store zero-fills; with the zero page a load maps it and only a later store fills
     first_write = {int(p) for p, w in zip(pages, writes, strict=True) if w}
     assert s["zero_fill"] == (len(first_write) if cfg.zero_page else len(np.unique(pages)))

@@ -60,6 +60,8 @@ from swaptrace._kernels.swapstate import (
     O_PREV,
     O_SLOT,
     O_SLOT_PAGE,
+    O_STEP_MAJOR,
+    O_STEP_MINOR,
     O_STEP_SEEN,
     O_TMP,
     OP_READ,
@@ -202,6 +204,11 @@ def _fault(b, m, f, page, write):
         m[C_HITS] += 1
         return
     m[C_FAULTS] += 1
+    si = m[R_STEP] - m[P_FIRST_STEP]
+    if fl & RESIDENT or not (fl & TOUCHED):  # swap cache, zero fill or zero page: no read
+        m[m[O_STEP_MINOR] + si] += 1
+    else:
+        m[m[O_STEP_MAJOR] + si] += 1
     if m[P_POLICY] == POLICY_LINUX:
         _linux_stats_tick(m)
     if fl & RESIDENT:  # in the swap cache (read ahead, or unmapped by reclaim): a minor fault, no I/O

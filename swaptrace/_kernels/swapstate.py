@@ -143,6 +143,8 @@ R_STAT_STEP = 89  # linux: step of the last statistics flush
 R_STAT_ACTIVE = 90  # linux: R_N_ACTIVE as of the last flush (lruvec_page_state(NR_ACTIVE_ANON))
 R_STAT_INACTIVE = 91  # linux: R_N_INACTIVE as of the last flush
 R_STAT_REFAULTS = 92  # linux: C_REFAULT_ACTIVATIONS as of the last flush (WORKINGSET_ACTIVATE_ANON)
+O_STEP_MAJOR = 93  # [steps] major faults per step (swap-ins that read)
+O_STEP_MINOR = 94  # [steps] minor faults per step (every other fault)
 HEADER = 96
 TMP_CANDIDATES = 64
 
@@ -200,6 +202,16 @@ class EmuState:
         return self._part(O_PREV, 2 * (self.F + 2) - 1)[::2]
 
     @property
+    def step_major(self) -> np.ndarray:
+        """Major faults per step (index = step - first_step)."""
+        return self._part(O_STEP_MAJOR, int(self.m[P_NSTEPS]))
+
+    @property
+    def step_minor(self) -> np.ndarray:
+        """Minor faults per step: zero-fill, zero-page, read-ahead and swap-cache hits."""
+        return self._part(O_STEP_MINOR, int(self.m[P_NSTEPS]))
+
+    @property
     def slot_page(self) -> np.ndarray:
         return self._part(O_SLOT_PAGE, self.C * int(self.m[P_CLUSTER_SLOTS]))
 
@@ -237,7 +249,8 @@ def new_state(
     tmp = TMP_CANDIDATES + (2 << min(int(params["page_cluster"]), 20)) + 64
     sizes = [
         (O_SLOT, F), (O_NEXT, 2 * (F + 2)), (O_PREV, 0), (O_SLOT_PAGE, S), (O_CL_USED, C), (O_CL_WHERE, C),
-        (O_CL_NEXT, 2 * (C + 2)), (O_CL_PREV, 0), (O_STEP_N, nsteps), (O_STEP_SEEN, nsteps), (O_TMP, tmp),
+        (O_CL_NEXT, 2 * (C + 2)), (O_CL_PREV, 0), (O_STEP_N, nsteps), (O_STEP_SEEN, nsteps), (O_STEP_MAJOR, nsteps), (O_STEP_MINOR, nsteps),
+        (O_TMP, tmp),
         (O_OUT_STEP, out_rows), (O_OUT_OP, out_rows), (O_OUT_OFF, out_rows), (O_OUT_LEN, out_rows),
         (O_OUT_CAUSE, out_rows), (O_CL_HINT, C), (O_SHADOW, F), (O_WBQ, F), (O_WBT, F),
     ]
