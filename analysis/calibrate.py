@@ -7,8 +7,9 @@ page counts at one budget differ by up to ~12 % between runs -- so the
 reference is the run with the median pages in, and the other runs appear as
 ``kernel rerun`` rows (the kernel's own spread, the floor for any model).
 Then it emulates the trace with every policy x readahead mode, with
-ablations of the default (no writeback lag, no zero page, neither), with
-memcg statistics flushed every step (``--stats-flush-steps 1``) and with
+ablations of the default (no writeback lag, no zero page, neither, the
+previous release's lag), with the kernel rules not in the default (memcg
+statistics flushed every step, reclaim by priority levels, both) and with
 neighbouring writeback lags (``--lags``), and compares each stream with the
 reference (``swaptrace.compare``): relative error on pages in and pages out
 and on minor faults, KS distance of read and write request sizes. ``--band``
@@ -55,9 +56,17 @@ ABLATIONS = (
     ("linux, lag 0", {"writeback_lag": 0}),
     ("linux, no zero page", {"zero_page": False}),
     ("linux, lag 0, no zero page", {"writeback_lag": 0, "zero_page": False}),
-    # a rule seen in the kernel (vmscan and memcg tracepoints), not yet in the default: see README
+    ("linux, lag 1024 (the 0.2.0 default)", {"writeback_lag": 1024}),
+    # rules seen in the kernel (vmscan and memcg tracepoints), not in the default: see README
     ("linux, stats flush 1", {"stats_flush_steps": 1}),
+    ("linux, priority levels", {"scan_priorities": True}),
+    ("linux, priority levels, stats flush 1", {"scan_priorities": True, "stats_flush_steps": 1}),
+    ("linux, priority levels, stats flush 1, lag 320",
+     {"scan_priorities": True, "stats_flush_steps": 1, "writeback_lag": 320}),
 )
+#: settings also run at the neighbouring budgets of ``--band`` (the default always is)
+BAND_SETTINGS = (("linux, priority levels, stats flush 1, lag 320",
+                  {"scan_priorities": True, "stats_flush_steps": 1, "writeback_lag": 320}),)
 DEFAULT_STEPS = {"tiny": 50, "demo": 20}
 #: budgets as fractions of the footprint; demo's 20 steps touch only ~29% of its footprint, so its budgets are lower
 DEFAULT_FRACTIONS = {"tiny": (0.2, 0.4, 0.6), "demo": (0.1, 0.15, 0.2)}
@@ -155,13 +164,14 @@ def reclaim_markdown(rows: list[dict]) -> str:
     if not rows:
         return ""
     names = list(RECLAIM_REGISTERS)
-    lines = ["Reclaim as the kernel's tracepoints count it (one extra capture per point, `--trace-reclaim`) and as "
-             "the default emulator counts it (kernel / emulator; `reclaimed` = pages freed):", "",
+    lines = ["Reclaim as the kernel's tracepoints count it (one extra capture per point, `--trace-reclaim`), as the "
+             "default emulator counts it, and with priority levels, statistics flushed every step and lag 320 "
+             "(kernel / default / levels+flush; `reclaimed` = pages freed):", "",
              "| preset | budget | " + " | ".join(names) + " | stats flushes (kernel) |",
              "|---|---|" + "---|" * (len(names) + 1)]
     for r in rows:
-        k, e = r["kernel"]["totals"], r["emulator"]
-        cells = [f"{k[n]} / {sum(e[n])}" for n in names]
+        k, e, lv = r["kernel"]["totals"], r["emulator"], r["emulator_levels_flush"]
+        cells = [f"{k[n]} / {sum(e[n])} / {sum(lv[n])}" for n in names]
         lines.append(f"| {r['preset']} | {format_bytes(r['memory_bytes'])} ({r['fraction']:.0%}) | "
                      + " | ".join(cells) + f" | {k['flushes']} |")
     return "\n".join(lines) + "\n"
@@ -193,8 +203,8 @@ def _row(preset, fraction, memory_bytes, policy, readahead, kernel_path, other_p
     }
 
 
-def _band(preset, fraction, trace, memory, kernel, device_bytes, band, stem) -> dict:
-    """The default setting at five budgets around ``memory``: its errors against the one kernel capture.
+def _band(preset, fraction, trace, memory, kernel, device_bytes, band, stem, label="default", **options) -> dict:
+    """A setting (the default, or ``options``) at five budgets around ``memory``: errors against the reference.
 
     Near the knee of a cyclic workload's miss curve the emulator, being deterministic, can jump by tens
     of percent between budgets a few pages apart, where the kernel's timing noise averages such jumps
@@ -206,11 +216,11 @@ def _band(preset, fraction, trace, memory, kernel, device_bytes, band, stem) -> 
     errs_in, errs_out = [], []
     for scale in (1 - band, 1 - band / 2, 1.0, 1 + band / 2, 1 + band):
         out = _emulate(trace, int(memory * scale) // 4096 * 4096, *DEFAULT, stem.with_suffix(".band.swapio.parquet"),
-                       device_bytes)
+                       device_bytes, **options)
         s = open_trace(out, kind="swapio").meta["summary"]
         errs_in.append(s["pages_in"] / k["pages_in"] - 1)
         errs_out.append(s["pages_out"] / k["pages_out"] - 1)
-    return {"preset": preset, "fraction": fraction, "memory_bytes": memory, "band": band,
+    return {"setting": label, "preset": preset, "fraction": fraction, "memory_bytes": memory, "band": band,
             "err_pages_in": errs_in, "err_pages_out": errs_out,
             "mean_err_pages_in": sum(errs_in) / len(errs_in), "mean_err_pages_out": sum(errs_out) / len(errs_out)}
 
@@ -218,11 +228,12 @@ def _band(preset, fraction, trace, memory, kernel, device_bytes, band, stem) -> 
 def band_markdown(bands: list[dict], band: float) -> str:
     if not bands:
         return ""
-    lines = ["", f"Default setting at five budgets within ±{band:.0%} of each point (errors against the same kernel "
+    lines = ["", f"Settings at five budgets within ±{band:.0%} of each point (errors against the same kernel "
              "capture; the emulator's own sensitivity to the budget):", "",
-             "| preset | budget | err in: min … max (mean) | err out: min … max (mean) |", "|---|---|---|---|"]
+             "| setting | preset | budget | err in: min … max (mean) | err out: min … max (mean) |",
+             "|---|---|---|---|---|"]
     for b in bands:
-        lines.append(f"| {b['preset']} | {format_bytes(b['memory_bytes'])} ({b['fraction']:.0%}) "
+        lines.append(f"| {b['setting']} | {b['preset']} | {format_bytes(b['memory_bytes'])} ({b['fraction']:.0%}) "
                      f"| {_pct(min(b['err_pages_in']))} … {_pct(max(b['err_pages_in']))} ({_pct(b['mean_err_pages_in'])}) "
                      f"| {_pct(min(b['err_pages_out']))} … {_pct(max(b['err_pages_out']))} ({_pct(b['mean_err_pages_out'])}) |")
     return "\n".join(lines) + "\n"
@@ -339,9 +350,14 @@ def main(argv=None) -> int:
                 reclaims.append({"preset": preset, "fraction": fraction, "memory_bytes": memory,
                                  "kernel": kmeta["kernel"]["reclaim"],
                                  "kernel_pages_in_out": [kmeta["summary"]["pages_in"], kmeta["summary"]["pages_out"]],
-                                 "emulator": _emulator_reclaim_steps(trace, memory, info["device_bytes"])})
+                                 "emulator": _emulator_reclaim_steps(trace, memory, info["device_bytes"]),
+                                 "emulator_levels_flush": _emulator_reclaim_steps(
+                                     trace, memory, info["device_bytes"], scan_priorities=True, stats_flush_steps=1,
+                                     writeback_lag=320)})
             if args.band:
                 bands.append(_band(preset, fraction, trace, memory, kernel, info["device_bytes"], args.band, work / tag))
+                bands += [_band(preset, fraction, trace, memory, kernel, info["device_bytes"], args.band, work / tag,
+                                label, **options) for label, options in BAND_SETTINGS]
     meta = kernel_facts()
     with open(args.out / "calibration.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))

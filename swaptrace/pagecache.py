@@ -103,8 +103,12 @@ DEFAULT_STEP_US = 100_000.0
 DEFAULT_MAX_REQUEST_BYTES = 512 * 1024
 #: pages reclaim isolates while a write is in flight (``linux``); chosen by ``analysis/calibrate.py``
 DEFAULT_WRITEBACK_LAG = 640
-#: steps between flushes of the memory cgroup statistics reclaim reads (``linux``); 0: exact statistics
+#: steps between flushes of the memory cgroup statistics reclaim reads (``linux``); 0: exact statistics.
+#: One step is what ``swaptrace capture`` does (it reads ``memory.stat`` as each step ends); off by default:
+#: see README, Calibration (better reclaim dynamics, but far more sensitive to the budget)
 DEFAULT_STATS_FLUSH_STEPS = 0
+#: ``linux`` reclaim walks the kernel's priority levels (False: 32-page rounds until done); off by default
+DEFAULT_SCAN_PRIORITIES = False
 CHUNK_ROWS = 1 << 20
 OUT_ROWS = 1 << 18
 
@@ -177,6 +181,7 @@ class EmulatorConfig:
     writeback_lag: int = 0
     zero_page: bool = False
     stats_flush_steps: int = 0
+    scan_priorities: bool = False
     #: pages a reclaim call may write beyond the lag before it waits for all of them (a safety bound on
     #: the requests of one access; never reached in the calibration runs -- tests lower it to reach it)
     writeback_throttle: int = 2 * ks.SWAP_CLUSTER_MAX
@@ -220,6 +225,7 @@ def resolve_config(
     writeback_lag: int | None = None,
     zero_page: bool | None = None,
     stats_flush_steps: int | None = None,
+    scan_priorities: bool | None = None,
     source: str = "trace",
 ) -> EmulatorConfig:
     """Check every parameter against the trace's metadata; raise :class:`ConfigError` naming the bad one."""
@@ -269,6 +275,10 @@ def resolve_config(
         raise ConfigError(f"--zero-page applies to the linux policy only; {policy} gives every touched page a frame")
     stats_flush_steps = _linux_count("--stats-flush-steps", stats_flush_steps, DEFAULT_STATS_FLUSH_STEPS, policy,
                                      "reads no statistics")
+    if scan_priorities is None:
+        scan_priorities = DEFAULT_SCAN_PRIORITIES and policy == "linux"
+    if scan_priorities and policy != "linux":
+        raise ConfigError(f"--scan-priorities applies to the linux policy only; {policy} evicts one page at a time")
     if step_us is None:
         step_us = DEFAULT_STEP_US
     if not step_us > 0 or math.isinf(step_us):
@@ -296,6 +306,7 @@ def resolve_config(
         writeback_lag=int(writeback_lag),
         zero_page=bool(zero_page),
         stats_flush_steps=int(stats_flush_steps),
+        scan_priorities=bool(scan_priorities),
     )
 
 
@@ -364,6 +375,7 @@ def emulate(
     writeback_lag: int | None = None,
     zero_page: bool | None = None,
     stats_flush_steps: int | None = None,
+    scan_priorities: bool | None = None,
     chunk_rows: int = CHUNK_ROWS,
 ) -> EmulationResult:
     """Replay an access trace against a DRAM budget; write the swap I/O stream.
@@ -413,6 +425,12 @@ def emulate(
         ``linux`` only: steps between flushes of the memory cgroup statistics
         reclaim reads (default :data:`DEFAULT_STATS_FLUSH_STEPS`); 0 reads
         exact list sizes.
+    scan_priorities : bool, optional
+        ``linux`` only (default :data:`DEFAULT_SCAN_PRIORITIES`): each reclaim
+        call walks the kernel's priority levels (scan shares
+        ``(size >> priority) * 90 / 510`` of both lists, 32 deactivations at
+        the end of each level while the inactive list is low); False: 32-page
+        rounds until done.
 
     Returns
     -------
@@ -436,6 +454,7 @@ def emulate(
         writeback_lag=writeback_lag,
         zero_page=zero_page,
         stats_flush_steps=stats_flush_steps,
+        scan_priorities=scan_priorities,
         source=str(tf.path),
     )
     check_output_path(out, force)
@@ -467,6 +486,7 @@ def emulate(
         "writeback_lag": cfg.writeback_lag,
         "zero_page": cfg.zero_page,
         "stats_flush_steps": cfg.stats_flush_steps,
+        "scan_priorities": cfg.scan_priorities,
     }
     out_meta = {
         "source": "emulator",
@@ -542,6 +562,7 @@ class Emulator:
                 "zero_page": int(cfg.zero_page),
                 "writeback_throttle": cfg.writeback_throttle,
                 "stats_flush_steps": cfg.stats_flush_steps,
+                "scan_priorities": int(cfg.scan_priorities),
             },
             step_us=cfg.step_us,
             out_rows=max(OUT_ROWS, 4 * cfg.max_rows_per_access),

@@ -14,7 +14,7 @@ from collections import OrderedDict, deque
 
 import numpy as np
 
-from swaptrace.pagecache import DEFAULT_STATS_FLUSH_STEPS, DEFAULT_WRITEBACK_LAG
+from swaptrace.pagecache import DEFAULT_SCAN_PRIORITIES, DEFAULT_STATS_FLUSH_STEPS, DEFAULT_WRITEBACK_LAG
 
 SWAP_CLUSTER_MAX = 32
 
@@ -94,6 +94,7 @@ class NaiveLinux:
         self.refault_activations = 0
         self.refault_snap = 0
         self.flush_steps = 0  # 0: reclaim reads exact list sizes and counters
+        self.scan_priorities = False  # True: reclaim walks priority levels (reclaim_levels)
         self.stat_step = 0  # step of the last statistics flush
         self.stat = (0, 0, 0)  # active, inactive, refault activations as of that flush
 
@@ -144,9 +145,62 @@ class NaiveLinux:
             self.inactive.remove(page)
             self.inactive.insert(0, page)
 
-    def reclaim(self, n, emu):
-        done = 0
+    def shrink_batch(self, take, emu, written):
+        """``take`` pages from the inactive tail; returns (pages freed, pages written by the call so far)."""
         lag = emu.writeback_lag
+        freed = 0
+        if lag > 0 and written >= lag + emu.writeback_throttle:  # throttled: waits for all its writes
+            emu.complete_writes(None)
+            emu.c["writeback_waits"] += 1
+            written = 0
+        elif lag > 0:  # writes issued at least lag isolated pages ago are complete
+            emu.complete_writes(emu.wb_clock + take - lag)
+        emu.wb_clock += take
+        batch = self.inactive[:take]
+        del self.inactive[:take]
+        for page in batch:
+            if page in emu.wb_pages:  # memcg reclaim (cgroup v1) waits; writes complete in order
+                emu.complete_writes(None)
+                emu.c["writeback_waits"] += 1
+            if self.young[page]:
+                self.young[page] = False
+                if self.referenced[page]:
+                    self.active.append(page)
+                    self.age += 1
+                    if emu.slot_of.get(page) is not None and emu.swap_full():
+                        emu.free_slot(page)
+                        emu.c["slot_frees"] += 1
+                else:
+                    self.referenced[page] = True
+                    self.inactive.append(page)
+            elif lag > 0 and (page in emu.dirty or page not in emu.slot_of):
+                # pageout: unmapped, written, back at the inactive head until the write completes
+                if page not in emu.slot_of and emu.alloc_slot(page) is None:
+                    break
+                emu.submit(1, emu.slot_of[page], 2)
+                emu.c["pages_out"] += 1
+                emu.mapped.discard(page)
+                emu.dirty.discard(page)
+                self.young[page] = False
+                self.referenced[page] = False
+                self.inactive.append(page)
+                emu.writes_in_flight.append((page, emu.wb_clock))
+                emu.wb_pages.add(page)
+                written += 1
+            else:
+                self.referenced[page] = False
+                del self.young[page]
+                del self.referenced[page]
+                emu.evict(page)
+                self.shadow[page] = self.age
+                self.age += 1
+                freed += 1
+        return freed, written
+
+    def reclaim(self, n, emu):
+        if self.scan_priorities:
+            return self.reclaim_levels(n, emu)
+        done = 0
         written = 0  # since this call last waited
         refaulted = self.stat_refaults() != self.refault_snap
         while done < n and (self.active or self.inactive) and not emu.error:
@@ -154,54 +208,39 @@ class NaiveLinux:
                 self.deactivate(SWAP_CLUSTER_MAX)
             elif refaulted:
                 self.deactivate(min(SWAP_CLUSTER_MAX, SWAP_CLUSTER_MAX * len(self.active) // len(self.inactive)))
-            take = min(SWAP_CLUSTER_MAX, len(self.inactive))
-            if lag > 0 and written >= lag + emu.writeback_throttle:  # throttled: waits for all its writes
-                emu.complete_writes(None)
-                emu.c["writeback_waits"] += 1
-                written = 0
-            elif lag > 0:  # writes issued at least lag isolated pages ago are complete
-                emu.complete_writes(emu.wb_clock + take - lag)
-            emu.wb_clock += take
-            batch = self.inactive[:take]
-            del self.inactive[:take]
-            for page in batch:
-                if page in emu.wb_pages:  # memcg reclaim (cgroup v1) waits; writes complete in order
-                    emu.complete_writes(None)
-                    emu.c["writeback_waits"] += 1
-                if self.young[page]:
-                    self.young[page] = False
-                    if self.referenced[page]:
-                        self.active.append(page)
-                        self.age += 1
-                        if emu.slot_of.get(page) is not None and emu.swap_full():
-                            emu.free_slot(page)
-                            emu.c["slot_frees"] += 1
-                    else:
-                        self.referenced[page] = True
-                        self.inactive.append(page)
-                elif lag > 0 and (page in emu.dirty or page not in emu.slot_of):
-                    # pageout: unmapped, written, back at the inactive head until the write completes
-                    if page not in emu.slot_of and emu.alloc_slot(page) is None:
-                        break
-                    emu.submit(1, emu.slot_of[page], 2)
-                    emu.c["pages_out"] += 1
-                    emu.mapped.discard(page)
-                    emu.dirty.discard(page)
-                    self.young[page] = False
-                    self.referenced[page] = False
-                    self.inactive.append(page)
-                    emu.writes_in_flight.append((page, emu.wb_clock))
-                    emu.wb_pages.add(page)
-                    written += 1
-                else:
-                    self.referenced[page] = False
-                    del self.young[page]
-                    del self.referenced[page]
-                    emu.evict(page)
-                    self.shadow[page] = self.age
-                    self.age += 1
-                    done += 1
+            freed, written = self.shrink_batch(min(SWAP_CLUSTER_MAX, len(self.inactive)), emu, written)
+            done += freed
         self.refault_snap = self.stat_refaults()
+        return done
+
+    def reclaim_levels(self, n, emu):
+        """Priority levels 12 .. 0, each scanning (size >> priority) * 90 // 510 of both lists."""
+        done = 0
+        written = 0
+        refaulted = self.stat_refaults() != self.refault_snap
+        prio = 12
+        while prio >= 0 and done < n and (self.active or self.inactive) and not emu.error:
+            deactivate = refaulted or self.inactive_is_low()
+            nr_in = (len(self.inactive) >> prio) * 90 // 510
+            nr_act = (len(self.active) >> prio) * 90 // 510 if deactivate else 0
+            if prio == 0 and nr_in == 0:
+                nr_in = min(SWAP_CLUSTER_MAX, len(self.inactive))
+            while nr_in > 0 and self.inactive and not emu.error:
+                take = min(SWAP_CLUSTER_MAX, nr_in, len(self.inactive))
+                nr_in -= take
+                freed, written = self.shrink_batch(take, emu, written)
+                done += freed
+                if nr_act > 0:
+                    d = min(SWAP_CLUSTER_MAX, nr_act)
+                    nr_act -= d
+                    self.deactivate(d)
+                if done >= n:
+                    break
+            if self.inactive_is_low() or not self.inactive:
+                self.deactivate(SWAP_CLUSTER_MAX)
+            prio -= 1
+        self.refault_snap = self.stat_refaults()
+        return done
 
     def resident_order(self):
         return self.active[::-1] + self.inactive[::-1]
@@ -229,6 +268,7 @@ class NaiveEmulator:
         zero_page=None,
         writeback_throttle=2 * SWAP_CLUSTER_MAX,
         stats_flush_steps=None,
+        scan_priorities=None,
     ):
         self.F = footprint_pages
         self.budget = budget_pages
@@ -238,6 +278,7 @@ class NaiveEmulator:
         if policy == "linux":
             self.policy.flush_steps = DEFAULT_STATS_FLUSH_STEPS if stats_flush_steps is None else stats_flush_steps
             self.policy.stat_step = first_step
+            self.policy.scan_priorities = DEFAULT_SCAN_PRIORITIES if scan_priorities is None else scan_priorities
         self.batch = batch_pages or (SWAP_CLUSTER_MAX if policy == "linux" else 1)
         self.readahead = readahead
         self.page_cluster = page_cluster

@@ -43,6 +43,7 @@ def run_both(pages, writes, steps, footprint, budget, **kw):
         writeback_lag=kw.get("writeback_lag"),
         zero_page=kw.get("zero_page"),
         stats_flush_steps=kw.get("stats_flush_steps"),
+        scan_priorities=kw.get("scan_priorities"),
     )
     if "writeback_throttle" in kw:
         cfg = dataclasses.replace(cfg, writeback_throttle=kw["writeback_throttle"])
@@ -101,10 +102,12 @@ def assert_same(emu, rows, naive, nrows, ncounts):
 CASES = list(itertools.product(["lru", "clock", "linux"], ["none", "vma", "cluster"]))
 #: linux variants: defaults (writeback lag longer than this small footprint: writes complete at reads and
 #: reclaim's waits), a short lag (writes also complete as reclaim goes on), the synchronous device, a call
-#: that waits whenever it wrote 6, and memcg statistics flushed every step or every other step
+#: that waits whenever it wrote 6, memcg statistics flushed every step or every other step, and reclaim by
+#: priority levels
 LINUX_VARIANTS = [{}, {"writeback_lag": 24}, {"writeback_lag": 0, "zero_page": False},
                   {"writeback_lag": 6, "writeback_throttle": 0}, {"stats_flush_steps": 1},
-                  {"stats_flush_steps": 2, "writeback_lag": 24}]
+                  {"stats_flush_steps": 2, "writeback_lag": 24}, {"scan_priorities": True},
+                  {"scan_priorities": True, "stats_flush_steps": 1, "writeback_lag": 24}]
 
 
 @pytest.mark.parametrize(("policy", "readahead"), CASES)

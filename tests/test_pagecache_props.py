@@ -37,8 +37,8 @@ traces = hst.integers(2, 40).flatmap(
 @SETTINGS
 @given(trace=traces, frac=hst.floats(0.05, 1.0), policy=hst.sampled_from(list(POLICIES)),
        readahead=hst.sampled_from(["none", "vma", "cluster"]), lag=hst.sampled_from([None, 0, 3, 40]),
-       zero_page=hst.booleans(), flush=hst.sampled_from([0, 1, 2]))
-def test_invariants(trace, frac, policy, readahead, lag, zero_page, flush):
+       zero_page=hst.booleans(), flush=hst.sampled_from([0, 1, 2]), levels=hst.booleans())
+def test_invariants(trace, frac, policy, readahead, lag, zero_page, flush, levels):
     footprint, accesses = trace
     pages = np.array([a[0] for a in accesses], np.int64)
     writes = np.array([a[1] for a in accesses], bool)
@@ -47,7 +47,8 @@ def test_invariants(trace, frac, policy, readahead, lag, zero_page, flush):
     linux = policy == "linux"
     emu, rows = run_arrays(pages, writes, steps, footprint, budget, policy=policy, readahead=readahead,
                            cluster_slots=8, writeback_lag=lag if linux else None,
-                           zero_page=zero_page if linux else None, stats_flush_steps=flush if linux else None)
+                           zero_page=zero_page if linux else None, stats_flush_steps=flush if linux else None,
+                           scan_priorities=levels and linux)
     s, cfg = emu.summary(), emu.cfg
     assert s["faults"] + s["hits"] == s["accesses"] == pages.size
     assert s["faults"] == (s["zero_fill"] + s["zero_page"] + s["major_faults"] + s["readahead_hit"]

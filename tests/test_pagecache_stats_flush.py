@@ -29,7 +29,7 @@ def hot_cold(steps: int, n: int = 6000, seed: int = 3):
 
 def run(pages, writes, steps, flush):
     emu, _ = run_arrays(pages, writes, steps, FOOTPRINT, BUDGET, policy="linux", readahead="none",
-                        writeback_lag=0, stats_flush_steps=flush)
+                        writeback_lag=0, stats_flush_steps=flush, scan_priorities=False)
     return emu.state.reg, emu.summary()
 
 

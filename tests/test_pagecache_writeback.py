@@ -10,13 +10,16 @@ from swaptrace._kernels import swapstate as ks
 from swaptrace.errors import ConfigError
 
 BIG_LAG = 10**6  # no write completes by the clock: only a read or reclaim's wait completes it
+#: these traces are worked out for 32-page reclaim rounds with exact list sizes (``--no-scan-priorities
+#: --stats-flush-steps 0``); the priority levels have their own hand-worked tests (test_pagecache_priorities.py)
+ROUNDS = {"scan_priorities": False, "stats_flush_steps": 0}
 
 
 def fill_then_one_more(lag, budget=64):
     """Store to pages 0..budget-1 (memory full, every page young and dirty), then to one new page."""
     pages = np.arange(budget + 1, dtype=np.int64)
     return run_arrays(pages, np.ones(budget + 1, bool), np.zeros(budget + 1, np.int64), budget + 8, budget,
-                      policy="linux", readahead="none", writeback_lag=lag, swap_bytes=4096 * 1024)
+                      policy="linux", readahead="none", writeback_lag=lag, swap_bytes=4096 * 1024, **ROUNDS)
 
 
 def test_synchronous_device_frees_what_it_writes():
@@ -65,7 +68,7 @@ def test_touching_a_written_page_is_a_minor_fault_without_io():
     pages = np.concatenate([np.arange(budget + 1), [40, 5]]).astype(np.int64)
     writes = np.concatenate([np.ones(budget + 1, bool), [False, False]])
     emu, rows = run_arrays(pages, writes, np.zeros(pages.size, np.int64), budget + 8, budget, policy="linux",
-                           readahead="none", writeback_lag=BIG_LAG, swap_bytes=4096 * 1024)
+                           readahead="none", writeback_lag=BIG_LAG, swap_bytes=4096 * 1024, **ROUNDS)
     s = emu.summary()
     assert s["swapcache_hit"] == 1  # page 40: mapped again, no read
     assert s["major_faults"] == s["pages_in"] == 1  # page 5: freed, read back
@@ -83,7 +86,7 @@ def test_store_to_a_page_under_writeback_keeps_its_slot():
     pages = np.concatenate([np.arange(budget + 1), [40, 41]]).astype(np.int64)
     writes = np.concatenate([np.ones(budget + 1, bool), [True, False]])
     emu, _ = run_arrays(pages, writes, np.zeros(pages.size, np.int64), budget + 8, budget, policy="linux",
-                        readahead="none", writeback_lag=40, swap_bytes=4096 * 1024)
+                        readahead="none", writeback_lag=40, swap_bytes=4096 * 1024, **ROUNDS)
     st, s = emu.state, emu.summary()
     assert s["swapcache_hit"] == 2 and s["pages_in"] == 0
     assert st.flags[40] & ks.MAPPED and st.flags[40] & ks.DIRTY and st.flags[40] & ks.WRITEBACK
@@ -95,13 +98,13 @@ def test_loads_of_never_written_pages_map_the_zero_page():
     pages = np.concatenate([np.arange(100), np.arange(10)]).astype(np.int64)
     writes = np.concatenate([np.zeros(100, bool), np.ones(10, bool)])
     steps = np.zeros(pages.size, np.int64)
-    emu, rows = run_arrays(pages, writes, steps, 100, 10, policy="linux", readahead="none")
+    emu, rows = run_arrays(pages, writes, steps, 100, 10, policy="linux", readahead="none", **ROUNDS)
     s = emu.summary()
     assert s["zero_page"] == 100 and s["zero_fill"] == 10
     assert s["pages_out"] == s["pages_in"] == 0
     assert int(np.count_nonzero(emu.state.flags & ks.RESIDENT)) == 10
     # without it every read page gets a zero-filled frame, and 90 of them are pushed out to swap
-    emu, _ = run_arrays(pages, writes, steps, 100, 10, policy="linux", readahead="none", zero_page=False)
+    emu, _ = run_arrays(pages, writes, steps, 100, 10, policy="linux", readahead="none", zero_page=False, **ROUNDS)
     assert emu.summary()["zero_fill"] == 100
     assert emu.summary()["pages_out"] >= 90
 

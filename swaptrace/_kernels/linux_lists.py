@@ -81,6 +81,7 @@ from swaptrace._kernels.swapstate import (
     OP_WRITE,
     P_FOOTPRINT,
     P_PAGE_BYTES,
+    P_SCAN_PRIO,
     P_STATS_FLUSH,
     P_WB_LAG,
     P_WB_THROTTLE,
@@ -106,6 +107,13 @@ from swaptrace._kernels.swapstate import (
 
 #: a writeback clock no write reaches: complete every write in flight
 WB_ALL = 1 << 62
+#: the first priority level of a reclaim call (DEF_PRIORITY, mm/vmscan.c)
+DEF_PRIORITY = 12
+#: the anon lists' share of the scan at each level, ``fraction[0] / denominator`` of ``get_scan_count`` with
+#: swappiness 60 and no file pages: anon cost ``2c`` against file cost ``c`` gives ap = 60 * 3c / 2c = 90 and
+#: fp = 140 * 3c / c = 420, so 90 / 510 (the kernel's tracepoints show a call scanning about a fifth of
+#: ``size >> priority`` per level)
+SCAN_ANON_SHARE = (90, 510)
 
 
 @jit_inline
@@ -245,12 +253,81 @@ def _writeout(b, m, f, page):
     return True
 
 
-@jit
-def _linux_reclaim(b, m, f, n):
-    """Shrink the lists until at least ``n`` pages are reclaimed (or none is left)."""
+@jit_inline
+def _shrink_batch(b, m, f, take, written):
+    """``shrink_folio_list`` on ``take`` pages isolated from the inactive tail.
+
+    Returns ``(freed, written)``: pages freed, and pages written by the
+    calling reclaim call since it last waited for writeback (it waits here
+    once that passes the lag plus ``P_WB_THROTTLE``). On running out of swap
+    slots it stops with ``R_ERROR`` set.
+    """
     F = m[P_FOOTPRINT]
     nx, pv, tmp, so = m[O_NEXT], m[O_PREV], m[O_TMP], m[O_SLOT]
     lag = m[P_WB_LAG]
+    freed = 0
+    if lag > 0 and written >= lag + m[P_WB_THROTTLE]:  # throttled on writeback: wait for it all
+        _wb_complete(b, m, WB_ALL)
+        m[C_WB_WAITS] += 1
+        written = 0
+    elif lag > 0:  # the writes that completed while the previous batch was processed
+        _wb_complete(b, m, m[R_WB_CLOCK] + take - lag)
+    m[R_WB_CLOCK] += take
+    page = m[pv + 2 * (F + 1)]
+    for i in range(take):  # isolate, oldest first
+        m[tmp + i] = page
+        page = m[pv + 2 * page]
+    for i in range(take):
+        page = m[tmp + i]
+        if b[page] & WRITEBACK:  # cgroup v1 memcg reclaim waits for it; the device works in order
+            _wb_complete(b, m, WB_ALL)  # (before the unlink: completion may move the page)
+            m[C_WB_WAITS] += 1
+        _unlink(m, nx, pv, page)
+        m[R_N_INACTIVE] -= 1
+        m[C_SCANNED] += 1
+        fl = b[page]
+        if fl & YOUNG:
+            if fl & REFERENCED:
+                b[page] = (fl & ~YOUNG) | REFERENCED | ACTIVE
+                _push_head(m, nx, pv, F, page)
+                m[R_N_ACTIVE] += 1
+                m[C_ACTIVATIONS] += 1
+                m[R_NONRES_AGE] += 1
+                if m[so + page] >= 0 and _swap_full(m):
+                    _free_slot(m, page)
+                    m[C_SLOT_FREES] += 1
+            else:
+                b[page] = (fl & ~YOUNG) | REFERENCED
+                _push_head(m, nx, pv, F + 1, page)
+                m[R_N_INACTIVE] += 1
+        elif lag > 0 and ((fl & DIRTY) or m[so + page] < 0):
+            if not _writeout(b, m, f, page):
+                break
+            written += 1
+        else:
+            b[page] = fl & ~REFERENCED
+            _evict(b, m, f, page)
+            m[m[O_SHADOW] + page] = m[R_NONRES_AGE]  # workingset_eviction
+            m[R_NONRES_AGE] += 1
+            freed += 1
+    return freed, written
+
+
+@jit_inline
+def _scan_share(size, prio):
+    """Pages ``get_scan_count`` gives an anon list at ``prio``: ``(size >> prio)`` times the anon share."""
+    return ((size >> prio) * SCAN_ANON_SHARE[0]) // SCAN_ANON_SHARE[1]
+
+
+@jit
+def _linux_reclaim(b, m, f, n):
+    """Shrink the lists until at least ``n`` pages are reclaimed (or none is left).
+
+    Two ways (``P_SCAN_PRIO``): 32 pages per round until done (the default),
+    or the kernel's priority levels (``do_try_to_free_pages``).
+    """
+    if m[P_SCAN_PRIO]:
+        return _linux_reclaim_levels(b, m, f, n)
     done = 0
     written = 0  # by this call since it last waited
     refaulted = _stat_refaults(m) != m[R_REFAULT_SNAP]
@@ -260,49 +337,49 @@ def _linux_reclaim(b, m, f, n):
         elif refaulted:  # may_deactivate: both lists scanned in proportion to their sizes
             _deactivate(b, m, min(SWAP_CLUSTER_MAX, SWAP_CLUSTER_MAX * m[R_N_ACTIVE] // m[R_N_INACTIVE]))
         take = min(SWAP_CLUSTER_MAX, m[R_N_INACTIVE])
-        if lag > 0 and written >= lag + m[P_WB_THROTTLE]:  # throttled on writeback: wait for it all
-            _wb_complete(b, m, WB_ALL)
-            m[C_WB_WAITS] += 1
-            written = 0
-        elif lag > 0:  # the writes that completed while the previous batch was processed
-            _wb_complete(b, m, m[R_WB_CLOCK] + take - lag)
-        m[R_WB_CLOCK] += take
-        page = m[pv + 2 * (F + 1)]
-        for i in range(take):  # isolate, oldest first
-            m[tmp + i] = page
-            page = m[pv + 2 * page]
-        for i in range(take):
-            page = m[tmp + i]
-            if b[page] & WRITEBACK:  # cgroup v1 memcg reclaim waits for it; the device works in order
-                _wb_complete(b, m, WB_ALL)  # (before the unlink: completion may move the page)
-                m[C_WB_WAITS] += 1
-            _unlink(m, nx, pv, page)
-            m[R_N_INACTIVE] -= 1
-            m[C_SCANNED] += 1
-            fl = b[page]
-            if fl & YOUNG:
-                if fl & REFERENCED:
-                    b[page] = (fl & ~YOUNG) | REFERENCED | ACTIVE
-                    _push_head(m, nx, pv, F, page)
-                    m[R_N_ACTIVE] += 1
-                    m[C_ACTIVATIONS] += 1
-                    m[R_NONRES_AGE] += 1
-                    if m[so + page] >= 0 and _swap_full(m):
-                        _free_slot(m, page)
-                        m[C_SLOT_FREES] += 1
-                else:
-                    b[page] = (fl & ~YOUNG) | REFERENCED
-                    _push_head(m, nx, pv, F + 1, page)
-                    m[R_N_INACTIVE] += 1
-            elif lag > 0 and ((fl & DIRTY) or m[so + page] < 0):
-                if not _writeout(b, m, f, page):
-                    break
-                written += 1
-            else:
-                b[page] = fl & ~REFERENCED
-                _evict(b, m, f, page)
-                m[m[O_SHADOW] + page] = m[R_NONRES_AGE]  # workingset_eviction
-                m[R_NONRES_AGE] += 1
-                done += 1
+        freed, written = _shrink_batch(b, m, f, take, written)
+        done += freed
+    m[R_REFAULT_SNAP] = _stat_refaults(m)  # snapshot_refaults
+    return done
+
+
+@jit
+def _linux_reclaim_levels(b, m, f, n):
+    """``do_try_to_free_pages`` for a memory cgroup: priority levels 12 .. 0 until ``n`` pages are freed.
+
+    At each level (``shrink_lruvec``) the inactive list gets
+    ``(size >> priority) * 90 / 510`` pages to scan and, when deactivation is
+    allowed (``may_deactivate``: refaults seen, or the inactive list low), the
+    active list as many of its own; they go 32 at a time, inactive first, until
+    the inactive share is used up or the call has freed ``n``. A level ends
+    with 32 more deactivations while the inactive list is low. A call that
+    gets through level 0 without freeing ``n`` returns what it freed (the
+    caller calls again, as ``try_charge`` retries). At level 0 a list too short
+    for a share is scanned whole, so every call makes progress.
+    """
+    done = 0
+    written = 0
+    refaulted = _stat_refaults(m) != m[R_REFAULT_SNAP]
+    prio = DEF_PRIORITY
+    while prio >= 0 and done < n and m[R_RESIDENT] > 0 and m[R_ERROR] == 0:
+        deactivate = refaulted or _inactive_is_low(m)
+        nr_in = _scan_share(m[R_N_INACTIVE], prio)
+        nr_act = _scan_share(m[R_N_ACTIVE], prio) if deactivate else 0
+        if prio == 0 and nr_in == 0:
+            nr_in = min(SWAP_CLUSTER_MAX, m[R_N_INACTIVE])
+        while nr_in > 0 and m[R_N_INACTIVE] > 0 and m[R_ERROR] == 0:
+            take = min(SWAP_CLUSTER_MAX, nr_in, m[R_N_INACTIVE])
+            nr_in -= take
+            freed, written = _shrink_batch(b, m, f, take, written)
+            done += freed
+            if nr_act > 0:
+                d = min(SWAP_CLUSTER_MAX, nr_act)
+                nr_act -= d
+                _deactivate(b, m, d)
+            if done >= n:
+                break
+        if _inactive_is_low(m) or m[R_N_INACTIVE] == 0:  # the end of shrink_lruvec: keep the inactive list fed
+            _deactivate(b, m, SWAP_CLUSTER_MAX)
+        prio -= 1
     m[R_REFAULT_SNAP] = _stat_refaults(m)  # snapshot_refaults
     return done

@@ -145,6 +145,7 @@ R_STAT_INACTIVE = 91  # linux: R_N_INACTIVE as of the last flush
 R_STAT_REFAULTS = 92  # linux: C_REFAULT_ACTIVATIONS as of the last flush (WORKINGSET_ACTIVATE_ANON)
 O_STEP_MAJOR = 93  # [steps] major faults per step (swap-ins that read)
 O_STEP_MINOR = 94  # [steps] minor faults per step (every other fault)
+P_SCAN_PRIO = 95  # linux: reclaim walks the kernel's priority levels instead of 32-page rounds
 HEADER = 96
 TMP_CANDIDATES = 64
 
@@ -283,6 +284,7 @@ def new_state(
     m[P_ZERO_PAGE] = params.get("zero_page", 0)
     m[P_WB_THROTTLE] = params.get("writeback_throttle", 2 * SWAP_CLUSTER_MAX)
     m[P_STATS_FLUSH] = params.get("stats_flush_steps", 0)
+    m[P_SCAN_PRIO] = params.get("scan_priorities", 0)
     m[R_STAT_STEP] = params["first_step"]  # flushed as the run starts: every list empty
     st.f[F_STEP_US] = step_us
     m[R_CUR_CLUSTER] = -1

@@ -60,10 +60,14 @@ def _render(s: dict[str, Any]) -> str:
 @click.option("--stats-flush-steps", type=int, default=None,
               help="linux: reclaim reads memcg statistics flushed every N steps, as the kernel does (2 s, "
                    "and at each memory.stat read); 0 = exact [default: 0].")
+@click.option("--scan-priorities/--no-scan-priorities", default=None,
+              help="linux: reclaim walks the kernel's priority levels (scan shares size >> priority), or "
+                   "32-page rounds until done [default: rounds].")
 @force_option
 @json_option
 def command(trace, out, memory, memory_fraction, policy, readahead, page_cluster, cluster_slots, swap_bytes,
-            max_request, step_us, initial_state, reclaim_batch, writeback_lag, zero_page, stats_flush_steps, force, as_json):
+            max_request, step_us, initial_state, reclaim_batch, writeback_lag, zero_page, stats_flush_steps, scan_priorities, force,
+            as_json):
     """Emulate Linux swapping of TRACE under a DRAM budget; write the swap I/O stream.
 
     Each access of the trace goes through a page cache of the given size; the
@@ -85,7 +89,7 @@ def command(trace, out, memory, memory_fraction, policy, readahead, page_cluster
             readahead=readahead, page_cluster=page_cluster, cluster_slots=cluster_slots, swap_bytes=swap,
             max_request_bytes=max_request_bytes, step_us=step_us, initial_state=initial_state, force=force,
             progress=bar.update, reclaim_batch=reclaim_batch, writeback_lag=writeback_lag, zero_page=zero_page,
-            stats_flush_steps=stats_flush_steps,
+            stats_flush_steps=stats_flush_steps, scan_priorities=scan_priorities,
         )
     summary = dict(result.summary, output=str(result.path))
     echo_summary(summary, as_json, render=lambda s: _render(s) + f"\nwrote           {s['output']}")
