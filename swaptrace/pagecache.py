@@ -43,6 +43,11 @@ mm/swapfile.c, mm/vmscan.c of Linux 6.x):
   :data:`DEFAULT_WRITEBACK_LAG` comes from the calibration against the
   kernel (README); 0 is a synchronous device, freeing a page as it is
   written (``lru`` and ``clock`` always work so).
+* **Priority levels** (``linux``, ``scan_priorities``, off by default): a
+  reclaim call walks priorities 12 .. 0 (``do_try_to_free_pages``), each level
+  scanning ``(size >> priority) * 90 / 510`` pages of each list (the anon
+  share of ``get_scan_count`` at swappiness 60 with no file pages) until the
+  call has freed what it needs; the default isolates 32 pages at a time.
 * **Flushed statistics** (``linux``): reclaim does not read the list sizes
   and the refault counter themselves but the memory cgroup's statistics,
   which the kernel folds together only when they are flushed (rstat: every
