@@ -14,7 +14,9 @@ neighbouring writeback lags (``--lags``), and compares each stream with the
 reference (``swaptrace.compare``): relative error on pages in and pages out
 and on minor faults, KS distance of read and write request sizes. ``--band``
 also runs the default at budgets within a few percent of each point, to show
-how much the emulator itself moves with the budget. ``--trace-reclaim`` makes
+how much the emulator itself moves with the budget; ``--band-captures`` also
+captures the kernel once at each of those budgets and compares there (the
+kernel moves with the budget too). ``--trace-reclaim`` makes
 one more capture per point with the kernel's reclaim tracepoints
 (:mod:`swaptrace.capture.reclaim`) and sets its reclaim counters (calls, pages
 scanned, freed, activated, deactivated) beside the default emulator's, in
@@ -203,26 +205,45 @@ def _row(preset, fraction, memory_bytes, policy, readahead, kernel_path, other_p
     }
 
 
-def _band(preset, fraction, trace, memory, kernel, device_bytes, band, stem, label="default", **options) -> dict:
+def band_scales(band: float) -> tuple[float, ...]:
+    return (1 - band, 1 - band / 2, 1.0, 1 + band / 2, 1 + band)
+
+
+def _band(preset, fraction, trace, memory, kernel, device_bytes, band, stem, label="default",
+          kernels: dict[float, Path] | None = None, **options) -> dict:
     """A setting (the default, or ``options``) at five budgets around ``memory``: errors against the reference.
 
     Near the knee of a cyclic workload's miss curve the emulator, being deterministic, can jump by tens
-    of percent between budgets a few pages apart, where the kernel's timing noise averages such jumps
-    out; the band's spread and mean say how much of a point's error is that.
+    of percent between budgets a few pages apart; the band's spread and mean say how much of a point's error
+    is that. With ``kernels`` (a capture at each other budget, ``--band-captures``) each budget is also
+    compared with the kernel at that budget -- the kernel moves with the budget too.
     """
+    import statistics
+
     from swaptrace.traceio import open_trace
 
     k = open_trace(kernel, kind="swapio").meta["summary"]
-    errs_in, errs_out = [], []
-    for scale in (1 - band, 1 - band / 2, 1.0, 1 + band / 2, 1 + band):
+    errs_in, errs_out, matched_in, matched_out, kernel_in = [], [], [], [], []
+    for scale in band_scales(band):
         out = _emulate(trace, int(memory * scale) // 4096 * 4096, *DEFAULT, stem.with_suffix(".band.swapio.parquet"),
                        device_bytes, **options)
         s = open_trace(out, kind="swapio").meta["summary"]
         errs_in.append(s["pages_in"] / k["pages_in"] - 1)
         errs_out.append(s["pages_out"] / k["pages_out"] - 1)
-    return {"setting": label, "preset": preset, "fraction": fraction, "memory_bytes": memory, "band": band,
-            "err_pages_in": errs_in, "err_pages_out": errs_out,
-            "mean_err_pages_in": sum(errs_in) / len(errs_in), "mean_err_pages_out": sum(errs_out) / len(errs_out)}
+        if kernels is not None:
+            ks_ = k if scale == 1.0 else open_trace(kernels[scale], kind="swapio").meta["summary"]
+            matched_in.append(s["pages_in"] / ks_["pages_in"] - 1)
+            matched_out.append(s["pages_out"] / ks_["pages_out"] - 1)
+            kernel_in.append(int(ks_["pages_in"]))
+    out = {"setting": label, "preset": preset, "fraction": fraction, "memory_bytes": memory, "band": band,
+           "err_pages_in": errs_in, "err_pages_out": errs_out,
+           "mean_err_pages_in": sum(errs_in) / len(errs_in), "mean_err_pages_out": sum(errs_out) / len(errs_out)}
+    if kernels is not None:
+        out.update({"kernel_pages_in": kernel_in, "matched_err_pages_in": matched_in,
+                    "matched_err_pages_out": matched_out,
+                    "median_matched_err_pages_in": statistics.median(matched_in),
+                    "median_matched_err_pages_out": statistics.median(matched_out)})
+    return out
 
 
 def band_markdown(bands: list[dict], band: float) -> str:
@@ -236,6 +257,19 @@ def band_markdown(bands: list[dict], band: float) -> str:
         lines.append(f"| {b['setting']} | {b['preset']} | {format_bytes(b['memory_bytes'])} ({b['fraction']:.0%}) "
                      f"| {_pct(min(b['err_pages_in']))} … {_pct(max(b['err_pages_in']))} ({_pct(b['mean_err_pages_in'])}) "
                      f"| {_pct(min(b['err_pages_out']))} … {_pct(max(b['err_pages_out']))} ({_pct(b['mean_err_pages_out'])}) |")
+    matched = [b for b in bands if "matched_err_pages_in" in b]
+    if matched:
+        lines += ["", "The same budgets against a kernel capture at each of them (`--band-captures`; one run per budget, "
+                  "the median run at ×1): the kernel's own pages in over the five budgets, and the emulator's errors "
+                  "(median of five, min … max):", "",
+                  "| setting | preset | budget | kernel pages in | err in: median (min … max) | err out: median (min … max) |",
+                  "|---|---|---|---|---|---|"]
+        for b in matched:
+            mi, mo = b["matched_err_pages_in"], b["matched_err_pages_out"]
+            lines.append(f"| {b['setting']} | {b['preset']} | {format_bytes(b['memory_bytes'])} ({b['fraction']:.0%}) "
+                         f"| {min(b['kernel_pages_in'])} … {max(b['kernel_pages_in'])} "
+                         f"| {_pct(b['median_matched_err_pages_in'])} ({_pct(min(mi))} … {_pct(max(mi))}) "
+                         f"| {_pct(b['median_matched_err_pages_out'])} ({_pct(min(mo))} … {_pct(max(mo))}) |")
     return "\n".join(lines) + "\n"
 
 
@@ -300,6 +334,8 @@ def main(argv=None) -> int:
                          "how much the emulator itself moves with the budget; 0 to skip")
     ap.add_argument("--lags", nargs="*", type=int, default=[320, 1280],
                     help="extra linux/vma rows with these --writeback-lag values (the default's neighbours)")
+    ap.add_argument("--band-captures", action="store_true",
+                    help="also capture the kernel once at each budget of the band and compare there")
     ap.add_argument("--trace-reclaim", action="store_true",
                     help="one more capture per budget with the reclaim tracepoints, compared with the emulator's counters")
     ap.add_argument("-o", "--out", type=Path, default=Path("analysis/results"), help="tables go here")
@@ -355,9 +391,19 @@ def main(argv=None) -> int:
                                      trace, memory, info["device_bytes"], scan_priorities=True, stats_flush_steps=1,
                                      writeback_lag=320)})
             if args.band:
-                bands.append(_band(preset, fraction, trace, memory, kernel, info["device_bytes"], args.band, work / tag))
+                kernels = None
+                if args.band_captures:  # one capture at each other budget of the band (no unlimited run)
+                    kernels = {}
+                    for scale in band_scales(args.band):
+                        if scale != 1.0:
+                            kernels[scale] = work / "band" / f"{tag}-{scale:g}.kernel.swapio.parquet"
+                            kernels[scale].parent.mkdir(exist_ok=True)
+                            _capture(trace, int(memory * scale) // 4096 * 4096, kernels[scale], args.recapture,
+                                     None if args.compute == "none" else args.compute, unlimited_run=False)
+                bands.append(_band(preset, fraction, trace, memory, kernel, info["device_bytes"], args.band, work / tag,
+                                   kernels=kernels))
                 bands += [_band(preset, fraction, trace, memory, kernel, info["device_bytes"], args.band, work / tag,
-                                label, **options) for label, options in BAND_SETTINGS]
+                                label, kernels=kernels, **options) for label, options in BAND_SETTINGS]
     meta = kernel_facts()
     with open(args.out / "calibration.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
