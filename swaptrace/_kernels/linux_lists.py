@@ -146,6 +146,12 @@ def _stat_active(m):
 
 
 @jit_inline
+def _stat_inactive(m):
+    """The inactive list's size as reclaim reads it (see :func:`_stat_active`)."""
+    return m[R_STAT_INACTIVE] if m[P_STATS_FLUSH] > 0 else m[R_N_INACTIVE]
+
+
+@jit_inline
 def _stat_refaults(m):
     """WORKINGSET_ACTIVATE_ANON as reclaim reads it (see :func:`_stat_active`)."""
     return m[R_STAT_REFAULTS] if m[P_STATS_FLUSH] > 0 else m[C_REFAULT_ACTIVATIONS]
@@ -154,7 +160,7 @@ def _stat_refaults(m):
 @jit_inline
 def _inactive_is_low(m):
     """``inactive_is_low``: inactive * int_sqrt(10 * GB) < active (ratio 1 below 1 GB), from the statistics."""
-    inactive = m[R_STAT_INACTIVE] if m[P_STATS_FLUSH] > 0 else m[R_N_INACTIVE]
+    inactive = _stat_inactive(m)
     active = _stat_active(m)
     gb = ((inactive + active) * m[P_PAGE_BYTES]) >> 30
     ratio = _int_sqrt(10 * gb) if gb > 0 else 1

@@ -250,8 +250,8 @@ def new_state(
     tmp = TMP_CANDIDATES + (2 << min(int(params["page_cluster"]), 20)) + 64
     sizes = [
         (O_SLOT, F), (O_NEXT, 2 * (F + 2)), (O_PREV, 0), (O_SLOT_PAGE, S), (O_CL_USED, C), (O_CL_WHERE, C),
-        (O_CL_NEXT, 2 * (C + 2)), (O_CL_PREV, 0), (O_STEP_N, nsteps), (O_STEP_SEEN, nsteps), (O_STEP_MAJOR, nsteps), (O_STEP_MINOR, nsteps),
-        (O_TMP, tmp),
+        (O_CL_NEXT, 2 * (C + 2)), (O_CL_PREV, 0), (O_STEP_N, nsteps), (O_STEP_SEEN, nsteps),
+        (O_STEP_MAJOR, nsteps), (O_STEP_MINOR, nsteps), (O_TMP, tmp),
         (O_OUT_STEP, out_rows), (O_OUT_OP, out_rows), (O_OUT_OFF, out_rows), (O_OUT_LEN, out_rows),
         (O_OUT_CAUSE, out_rows), (O_CL_HINT, C), (O_SHADOW, F), (O_WBQ, F), (O_WBT, F),
     ]

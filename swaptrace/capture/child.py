@@ -127,7 +127,7 @@ def main(config_path: str) -> int:
 
     import numpy as np
 
-    from swaptrace._kernels.replay import _replay
+    from swaptrace._kernels.replay import _replay, warm_up
 
     page_bytes = int(cfg["page_bytes"])
     touch_bytes = min(4096, page_bytes)
@@ -137,10 +137,8 @@ def main(config_path: str) -> int:
     steps = np.load(cfg["step_numbers"])
     footprint = int(cfg["footprint_bytes"])
 
-    # warm-up: compile on arrays of the same types (writable uint8, read-only int64)
+    warm_up(page_bytes, touch_bytes)  # loads what the parent compiled (capture.session)
     scratch = np.zeros(2 * page_bytes, dtype=np.uint8)
-    probe = np.array([0, 3], dtype=np.int64)
-    _replay(scratch, probe, page_bytes, touch_bytes)
     # one buffer for every step's codes, allocated (and locked) before the replay: no
     # per-step allocations that would compete with the model for its budget
     step_len = np.diff(step_starts)

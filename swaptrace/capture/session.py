@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from swaptrace._kernels import replay as replay_kernel
 from swaptrace.capture import cgroup as cg
 from swaptrace.capture import tracing
 from swaptrace.capture.convert import parse_lines, to_stream
@@ -420,19 +421,6 @@ def _run_child(config: dict[str, Any], workdir: Path, tag: str, group: cg.Memory
     )
 
 
-def _warm_replay_kernel() -> None:
-    """Compile the child's replay kernel here, so every child loads it from numba's on-disk cache.
-
-    A child that has to compile it carries the compiler's memory into its measured baseline (5 MiB more
-    here), which the model gets back as extra room whenever that memory is later freed.
-    """
-    import numpy as np
-
-    from swaptrace._kernels.replay import _replay
-
-    _replay(np.zeros(2 * 4096, dtype=np.uint8), np.array([0, 3], dtype=np.int64), 4096, 4096)
-
-
 def capture(
     trace: str | os.PathLike,
     out: str | os.PathLike,
@@ -525,7 +513,9 @@ def capture(
         raise ConfigError("zswap is enabled, so swapped pages are compressed in RAM instead of written to the device; "
                           "disable it for a capture: echo N > /sys/module/zswap/parameters/enabled")
     removed = cleanup_leftovers(work_base)
-    _warm_replay_kernel()
+    # compile the child's replay kernel here: a child that compiles it carries the compiler's memory into its
+    # measured baseline (3-14 MiB), which the model gets back as extra room once that memory is freed
+    replay_kernel.warm_up()
 
     name = f"{PREFIX}{os.getpid()}"
     workdir = work_base / name
