@@ -89,6 +89,24 @@ class MemoryCgroup:
     def usage_bytes(self) -> int:
         return int(self._file("memory.usage_in_bytes", "memory.current").read_text())
 
+    def squeeze(self) -> bool:
+        """Reclaim what the group's tasks do not pin, and return the charges held ahead to the counter.
+
+        The usage counter also holds pages charged ahead into a per-CPU stock (``refill_stock``, up to
+        ``MEMCG_CHARGE_BATCH`` = 64 pages per CPU) that no page uses yet, and the group holds page cache
+        its task read while starting (a few hundred KiB); a baseline measured with either is too high, and
+        the model gets it back as extra room once the stock is drawn down or the cache reclaimed. v1
+        ``memory.force_empty`` drains the stock (``drain_all_stock``) and reclaims all it can -- the
+        replay child has locked its own memory (``mlockall``), so what goes is cache and stray pages; v2
+        ``memory.reclaim`` reclaims the same (its stock stays). Returns False where neither works.
+        """
+        f = self._file("memory.force_empty", "memory.reclaim")
+        try:
+            f.write_text("0" if self.version == 1 else str(max(self.usage_bytes(), 4096)))
+            return True
+        except OSError:  # v2 returns EAGAIN when it could not reclaim all it was asked to: that is expected
+            return self.version == 2
+
     def peak_bytes(self) -> int | None:
         f = self._file("memory.max_usage_in_bytes", "memory.peak")
         try:

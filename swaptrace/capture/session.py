@@ -181,6 +181,9 @@ class RunResult:
     vmstat_delta: dict[str, int]
     cgroup_stat: dict[str, int]
     oom: dict[str, Any] = field(default_factory=dict)
+    #: ``memory.stat`` when the baseline was measured, and the cgroup's usage once the child is done
+    baseline_stat: dict[str, int] = field(default_factory=dict)
+    usage_end_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -384,6 +387,28 @@ def page_table_bytes(footprint_bytes: int) -> int:
     return (pte + pmd + 1) * 4096
 
 
+#: memory.stat fields kept in the metadata
+STAT_KEYS = ("pgmajfault", "pgfault", "pgpgin", "pgpgout", "rss", "cache", "swap", "anon", "file", "unevictable",
+             "swapcached", "active_anon", "inactive_anon", "active_file", "inactive_file", "mapped_file", "kernel",
+             "pagetables")
+
+
+def room_gain_bytes(baseline_bytes: int, overhead_bytes: int, usage_end_bytes: int | None,
+                    model_resident_bytes: int | None) -> int | None:
+    """How much more memory the model had at the end of the run than its budget (negative: less).
+
+    The limit is ``baseline + budget + overhead`` on the assumption that the rest of the process keeps
+    holding ``baseline + overhead`` throughout. At the end, what the rest holds is the cgroup's usage less
+    the model's own charged pages (:class:`swaptrace.capture.child.ResidencyProbe`). If the rest holds less
+    -- memory the baseline counted was freed or reclaimed during the run: allocator caches returned late,
+    page cache read at start-up -- the model had that much extra room, and the capture is of a larger
+    budget than asked: a few hundred KiB shift a cyclic workload near its knee by whole percents.
+    """
+    if usage_end_bytes is None or model_resident_bytes is None:
+        return None
+    return int(baseline_bytes) + int(overhead_bytes) - (int(usage_end_bytes) - int(model_resident_bytes))
+
+
 def _run_child(config: dict[str, Any], workdir: Path, tag: str, group: cg.MemoryCgroup, memory_bytes: int | None,
                on_go=None, on_step=None, timeout_s: float | None = None, overhead_bytes: int = 0) -> RunResult:
     group.create()
@@ -391,8 +416,10 @@ def _run_child(config: dict[str, Any], workdir: Path, tag: str, group: cg.Memory
     child = _Child(config, workdir, tag, group)
     try:
         ready = child.expect("READY", READY_TIMEOUT_S)
+        squeezed = group.squeeze() if memory_bytes is not None else False
         baseline = group.usage_bytes()
-        kmem_start = group.stat().get("kernel")
+        baseline_stat = group.stat()
+        kmem_start = baseline_stat.get("kernel")
         limit = None
         guard = None
         if memory_bytes is not None:
@@ -409,6 +436,7 @@ def _run_child(config: dict[str, Any], workdir: Path, tag: str, group: cg.Memory
         finally:
             oom = guard.stop() if guard is not None else {}
         after = _vmstat()
+        usage_end = group.usage_bytes()  # the child still lives, idle (it waits for us to end it): all still charged
         peak = group.peak_bytes()
         stat = group.stat()
     finally:
@@ -417,7 +445,8 @@ def _run_child(config: dict[str, Any], workdir: Path, tag: str, group: cg.Memory
         baseline_bytes=baseline, rss_bytes=int(ready.get("rss_bytes", 0)), limit_bytes=limit, peak_bytes=peak,
         warmup_s=float(ready.get("warmup_s", 0.0)), locked=bool(ready.get("locked")), child=done,
         vmstat_delta={k: after[k] - before.get(k, 0) for k in after}, cgroup_stat=stat,
-        oom={**oom, "kmem_start_bytes": kmem_start},
+        oom={**oom, "kmem_start_bytes": kmem_start, "baseline_squeezed": squeezed}, baseline_stat=baseline_stat,
+        usage_end_bytes=usage_end,
     )
 
 
@@ -513,6 +542,8 @@ def capture(
         raise ConfigError("zswap is enabled, so swapped pages are compressed in RAM instead of written to the device; "
                           "disable it for a capture: echo N > /sys/module/zswap/parameters/enabled")
     removed = cleanup_leftovers(work_base)
+    # other work on the machine changes the kernel's timing (when writes complete, who runs reclaim): recorded
+    load_start = os.getloadavg()[0]
     # compile the child's replay kernel here: a child that compiles it carries the compiler's memory into its
     # measured baseline (3-14 MiB), which the model gets back as extra room once that memory is freed
     replay_kernel.warm_up()
@@ -630,10 +661,12 @@ def capture(
             "vmstat_delta": run.vmstat_delta,
             "loop_stat_delta": loop_delta,
             "requests_missing_vs_device": missing,
-            "cgroup_stat": {k: v for k, v in run.cgroup_stat.items()
-                            if k in ("pgmajfault", "pgfault", "pgpgin", "pgpgout", "rss", "cache", "swap", "anon", "file",
-                                     "unevictable", "swapcached", "active_anon", "inactive_anon", "active_file",
-                                     "inactive_file", "mapped_file", "kernel", "pagetables")},
+            "cgroup_stat": {k: v for k, v in run.cgroup_stat.items() if k in STAT_KEYS},
+            "baseline_stat": {k: v for k, v in run.baseline_stat.items() if k in STAT_KEYS},
+            "usage_end_bytes": run.usage_end_bytes,
+            "model_resident_end_bytes": child.get("model_resident_bytes"),
+            "room_gain_bytes": room_gain_bytes(run.baseline_bytes, overhead, run.usage_end_bytes,
+                                               child.get("model_resident_bytes")),
             "minor_faults": int(child["minor_faults"]),
             "step_lists": step_lists,
             "reclaim": reclaim,
@@ -655,6 +688,8 @@ def capture(
             "malformed_lines": parsed.malformed,
             "requests_before_start": stream.before_start,
             "removed_leftovers": removed,
+            "loadavg_start": round(load_start, 2),
+            "loadavg_end": round(os.getloadavg()[0], 2),
         }
         params = {"memory_bytes": memory_bytes, "memory_fraction": memory_fraction, "compute": compute or "none",
                   "unlimited_run": unlimited_run, "lock_baseline": lock_baseline, "swap_bytes": swap.facts["device_bytes"], "rotational": rotational,

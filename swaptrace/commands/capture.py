@@ -9,6 +9,9 @@ from swaptrace.errors import ConfigError
 from swaptrace.traceio import open_trace
 from swaptrace.units import format_bytes, parse_bytes
 
+#: above this (or 1 % of the budget) the model had noticeably more room than its budget
+ROOM_GAIN_WARN_BYTES = 1 << 20
+
 
 def _render(result) -> str:
     s = result.summary
@@ -33,6 +36,14 @@ def _render(result) -> str:
     if result.slowdown is not None:
         lines.append(f"slowdown      {result.slowdown:.2f}x vs. the same replay without a memory limit"
                      f" ({k['unlimited']['total_us'] / 1e6:.2f} s)")
+    gain = k.get("room_gain_bytes")
+    if gain is not None and gain > max(ROOM_GAIN_WARN_BYTES, result.memory_bytes // 100):
+        lines.append(f"WARNING: the rest of the process gave back {format_bytes(gain)} during the run and the model"
+                     " used it: this capture is of a larger budget than asked (run it again)")
+    busy = max(k.get("loadavg_start", 0.0), k.get("loadavg_end", 0.0)) - 1.0  # the replay itself is one
+    if busy >= 0.5 * (k.get("cpus") or 1):
+        lines.append(f"WARNING: the machine was busy (load average {k.get('loadavg_end')}); other work changes when "
+                     "the kernel's writes complete and so the stream: capture on an idle machine")
     if result.lost_events:
         lines.append(f"WARNING: the trace buffer lost {result.lost_events} events; the stream is incomplete"
                      " (raise --buffer-size)")
