@@ -53,22 +53,27 @@ from swaptrace.units import format_bytes
 POLICIES = ("lru", "clock", "linux")
 READAHEADS = ("vma", "cluster", "none")
 DEFAULT = ("linux", "vma")
-#: ablations of the default (linux, vma): each of its two newest rules off, and both (the model before them)
+#: the 0.3.0 default: 32-page rounds, writes complete after 640 isolated pages (or at a read)
+PREVIOUS = {"scan_priorities": False, "writeback_completion": "lag", "writeback_lag": 640}
+#: ablations of the default (linux, vma: priority levels, writes complete as their reclaim call returns)
 ABLATIONS = (
-    ("linux, lag 0", {"writeback_lag": 0}),
+    ("linux, 32-page rounds, lag 640 (the 0.3.0 default)", PREVIOUS),
+    ("linux, writes per level", {"writeback_completion": "level"}),
+    ("linux, writes by next level", {"writeback_completion": "next-level"}),
+    ("linux, lag 640", {"writeback_completion": "lag", "writeback_lag": 640}),
+    ("linux, synchronous writes (lag 0)", {"writeback_completion": "lag", "writeback_lag": 0}),
     ("linux, no zero page", {"zero_page": False}),
-    ("linux, lag 0, no zero page", {"writeback_lag": 0, "zero_page": False}),
-    ("linux, lag 1024 (the 0.2.0 default)", {"writeback_lag": 1024}),
-    # rules seen in the kernel (vmscan and memcg tracepoints), not in the default: see README
+    ("linux, 32-page rounds (no levels), lag 640, no zero page", {**PREVIOUS, "zero_page": False}),
+    # the memcg statistics flushed every step, as the capture's memory.stat reads do (see README)
     ("linux, stats flush 1", {"stats_flush_steps": 1}),
-    ("linux, priority levels", {"scan_priorities": True}),
-    ("linux, priority levels, stats flush 1", {"scan_priorities": True, "stats_flush_steps": 1}),
-    ("linux, priority levels, stats flush 1, lag 320",
-     {"scan_priorities": True, "stats_flush_steps": 1, "writeback_lag": 320}),
+    ("linux, stats flush 1, writes per level", {"stats_flush_steps": 1, "writeback_completion": "level"}),
+    ("linux, stats flush 1, lag 320", {"stats_flush_steps": 1, "writeback_completion": "lag", "writeback_lag": 320}),
 )
 #: settings also run at the neighbouring budgets of ``--band`` (the default always is)
-BAND_SETTINGS = (("linux, priority levels, stats flush 1, lag 320",
-                  {"scan_priorities": True, "stats_flush_steps": 1, "writeback_lag": 320}),)
+BAND_SETTINGS = (("linux, 32-page rounds, lag 640 (the 0.3.0 default)", PREVIOUS),
+                 ("linux, writes per level", {"writeback_completion": "level"}),
+                 ("linux, stats flush 1, lag 320",
+                  {"stats_flush_steps": 1, "writeback_completion": "lag", "writeback_lag": 320}))
 DEFAULT_STEPS = {"tiny": 50, "demo": 20}
 #: budgets as fractions of the footprint; demo's 20 steps touch only ~29% of its footprint, so its budgets are lower
 DEFAULT_FRACTIONS = {"tiny": (0.2, 0.4, 0.6), "demo": (0.1, 0.15, 0.2)}
@@ -182,12 +187,12 @@ def reclaim_markdown(rows: list[dict]) -> str:
         return ""
     names = list(RECLAIM_REGISTERS)
     lines = ["Reclaim as the kernel's tracepoints count it (one extra capture per point, `--trace-reclaim`), as the "
-             "default emulator counts it, and with priority levels, statistics flushed every step and lag 320 "
-             "(kernel / default / levels+flush; `reclaimed` = pages freed):", "",
+             "default emulator counts it, and as the 0.3.0 default did (32-page rounds, lag 640) "
+             "(kernel / default / 0.3.0; `reclaimed` = pages freed):", "",
              "| preset | budget | " + " | ".join(names) + " | stats flushes (kernel) |",
              "|---|---|" + "---|" * (len(names) + 1)]
     for r in rows:
-        k, e, lv = r["kernel"]["totals"], r["emulator"], r["emulator_levels_flush"]
+        k, e, lv = r["kernel"]["totals"], r["emulator"], r["emulator_previous"]
         cells = [f"{k[n]} / {sum(e[n])} / {sum(lv[n])}" for n in names]
         lines.append(f"| {r['preset']} | {format_bytes(r['memory_bytes'])} ({r['fraction']:.0%}) | "
                      + " | ".join(cells) + f" | {k['flushes']} |")
@@ -348,7 +353,7 @@ def main(argv=None) -> int:
                     help="also emulate the default at budgets within this fraction (x1-b, x1-b/2, x1+b/2, x1+b): "
                          "how much the emulator itself moves with the budget; 0 to skip")
     ap.add_argument("--lags", nargs="*", type=int, default=[320, 1280],
-                    help="extra linux/vma rows with these --writeback-lag values (the default's neighbours)")
+                    help="extra linux/vma rows with writes completing after these --writeback-lag values")
     ap.add_argument("--band-captures", action="store_true",
                     help="also capture the kernel once at each budget of the band and compare there")
     ap.add_argument("--trace-reclaim", action="store_true",
@@ -384,7 +389,8 @@ def main(argv=None) -> int:
                     rows.append(_row(preset, fraction, memory, "kernel rerun", "-", kernel, Path(other["path"])))
             settings = [(p, ra, p, {}) for p in POLICIES for ra in READAHEADS]
             settings += [("linux", "vma", label, options) for label, options in ABLATIONS]
-            settings += [("linux", "vma", f"linux, lag {lag}", {"writeback_lag": lag}) for lag in args.lags]
+            settings += [("linux", "vma", f"linux, lag {lag}", {"writeback_completion": "lag", "writeback_lag": lag})
+                         for lag in args.lags]
             for policy, readahead, label, options in settings:
                 name = label.replace(", ", ".").replace(" ", "-")
                 emu = _emulate(trace, memory, policy, readahead, work / f"{tag}.{name}.{readahead}.swapio.parquet",
@@ -402,9 +408,7 @@ def main(argv=None) -> int:
                                  "kernel": kmeta["kernel"]["reclaim"],
                                  "kernel_pages_in_out": [kmeta["summary"]["pages_in"], kmeta["summary"]["pages_out"]],
                                  "emulator": _emulator_reclaim_steps(trace, memory, info["device_bytes"]),
-                                 "emulator_levels_flush": _emulator_reclaim_steps(
-                                     trace, memory, info["device_bytes"], scan_priorities=True, stats_flush_steps=1,
-                                     writeback_lag=320)})
+                                 "emulator_previous": _emulator_reclaim_steps(trace, memory, info["device_bytes"], **PREVIOUS)})
             if args.band:
                 kernels = None
                 if args.band_captures:  # one capture at each other budget of the band (no unlimited run)

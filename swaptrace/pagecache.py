@@ -42,12 +42,21 @@ mm/swapfile.c, mm/vmscan.c of Linux 6.x):
   is dirty writes past its target, as the kernel's streams show in bursts.
   :data:`DEFAULT_WRITEBACK_LAG` comes from the calibration against the
   kernel (README); 0 is a synchronous device, freeing a page as it is
-  written (``lru`` and ``clock`` always work so).
+  written (``lru`` and ``clock`` always work so). With
+  ``writeback_completion="level"`` (priority levels only) the lag is off:
+  the writes of one priority level complete as the level ends, before the
+  next one scans -- ``shrink_lruvec`` holds a block plug (``blk_start_plug``
+  .. ``blk_finish_plug``, block/blk-core.c) around a level's scanning, so its
+  writes reach the device together (the kernel's streams show bursts of up
+  to ~4000 pages issued within 20 us), and the device is far slower than
+  scanning, so none completes while the level still scans.
 * **Priority levels** (``linux``, ``scan_priorities``, off by default): a
   reclaim call walks priorities 12 .. 0 (``do_try_to_free_pages``), each level
   scanning ``(size >> priority) * 90 / 510`` pages of each list (the anon
   share of ``get_scan_count`` at swappiness 60 with no file pages) until the
   call has freed what it needs; the default isolates 32 pages at a time.
+  Only with them can writes complete by level
+  (``writeback_completion="level"``, see Writeback).
 * **Flushed statistics** (``linux``): reclaim does not read the list sizes
   and the refault counter themselves but the memory cgroup's statistics,
   which the kernel folds together only when they are flushed (rstat: every
@@ -112,8 +121,23 @@ DEFAULT_WRITEBACK_LAG = 640
 #: One step is what ``swaptrace capture`` does (it reads ``memory.stat`` as each step ends); off by default:
 #: see README, Calibration (better reclaim dynamics, but far more sensitive to the budget)
 DEFAULT_STATS_FLUSH_STEPS = 0
-#: ``linux`` reclaim walks the kernel's priority levels (False: 32-page rounds until done); off by default
-DEFAULT_SCAN_PRIORITIES = False
+#: ``linux`` reclaim walks the kernel's priority levels (False: 32-page rounds until done); chosen by
+#: ``analysis/calibrate.py`` with :data:`DEFAULT_WRITEBACK_COMPLETION` (README, Calibration)
+DEFAULT_SCAN_PRIORITIES = True
+#: when a write started by ``linux`` reclaim completes (:data:`WRITEBACK_COMPLETIONS`): as its reclaim call
+#: returns -- the device is slower than a whole call's scanning (README, Calibration)
+DEFAULT_WRITEBACK_COMPLETION = "call"
+#: writeback completion rules by name (``--writeback-completes``); each write also completes at the next
+#: major fault and when reclaim meets it again
+WRITEBACK_COMPLETIONS: dict[str, str] = {
+    "lag": "once reclaim has isolated writeback_lag more pages, or a call has written lag + throttle",
+    "level": "as the priority level of the reclaim call that wrote it ends (blk_finish_plug; needs scan_priorities)",
+    "next-level": "as the priority level after the one that wrote it ends, in the same call or the next "
+                  "(needs scan_priorities)",
+    "call": "as the reclaim call that wrote it returns (needs scan_priorities)",
+}
+#: WRITEBACK_COMPLETIONS that complete by priority level, and their kernel codes (P_WB_LEVEL)
+BY_LEVEL = {"level": ks.WB_BY_LEVEL, "next-level": ks.WB_BY_NEXT_LEVEL, "call": ks.WB_BY_CALL}
 CHUNK_ROWS = 1 << 20
 OUT_ROWS = 1 << 18
 
@@ -187,6 +211,9 @@ class EmulatorConfig:
     zero_page: bool = False
     stats_flush_steps: int = 0
     scan_priorities: bool = False
+    #: "lag" or "level" (:data:`WRITEBACK_COMPLETIONS`); with "level", ``writeback_lag`` is
+    #: :data:`~swaptrace._kernels.swapstate.WB_ALL` (no write completes by the clock) and the throttle is off
+    writeback_completion: str = "lag"
     #: pages a reclaim call may write beyond the lag before it waits for all of them (a safety bound on
     #: the requests of one access; never reached in the calibration runs -- tests lower it to reach it)
     writeback_throttle: int = 2 * ks.SWAP_CLUSTER_MAX
@@ -194,12 +221,21 @@ class EmulatorConfig:
     @property
     def max_rows_per_access(self) -> int:
         window = 1 << self.page_cluster if self.readahead == "cluster" else 1 << min(self.page_cluster, 5)
-        # reads <= window; writes <= max(batch, window) + one isolation round of 32; with writeback, a
-        # call writes at most lag + throttle (+ a round) pages before it waits, then frees what it
-        # wrote, and one access makes at most two calls
+        # reads <= window; writes <= max(batch, window) + one isolation round of 32
+        base = 2 * window + self.batch_pages + 2 * ks.SWAP_CLUSTER_MAX + 8
+        if self.writeback_completion in BY_LEVEL:
+            # No throttle, and an access may make any number of calls (one that writes only at level 0
+            # frees nothing; the next frees those pages and may go on writing), so bound the pages instead:
+            # each request holds at least one page, and one access writes a page at most once -- a write
+            # leaves it clean, not young and with a slot, and until the access's reclaim is over nothing
+            # dirties a page, makes it young (activation is what frees a slot) or brings one in -- so its
+            # writes are at most the pages resident when it began, at most the budget.
+            return base + self.budget_pages
+        # with writeback, a call writes at most lag + throttle (+ a round) pages before it waits, then
+        # frees what it wrote, and one access makes at most two calls
         lag = self.writeback_lag
         wb = 2 * (lag + self.writeback_throttle + ks.SWAP_CLUSTER_MAX) if lag else 0
-        return 2 * window + self.batch_pages + 2 * ks.SWAP_CLUSTER_MAX + 8 + wb
+        return base + wb
 
 
 def _linux_count(flag: str, value: int | None, default: int, policy: str, elsewhere: str) -> int:
@@ -231,6 +267,7 @@ def resolve_config(
     zero_page: bool | None = None,
     stats_flush_steps: int | None = None,
     scan_priorities: bool | None = None,
+    writeback_completion: str | None = None,
     source: str = "trace",
 ) -> EmulatorConfig:
     """Check every parameter against the trace's metadata; raise :class:`ConfigError` naming the bad one."""
@@ -240,6 +277,9 @@ def resolve_config(
         raise ConfigError(f"unknown readahead {readahead!r}; choose one of {', '.join(READAHEAD_MODES)}")
     if initial_state not in INITIAL_STATES:
         raise ConfigError(f"unknown initial state {initial_state!r}; choose one of {', '.join(INITIAL_STATES)}")
+    if writeback_completion is not None and writeback_completion not in WRITEBACK_COMPLETIONS:
+        raise ConfigError(f"unknown --writeback-completes {writeback_completion!r}; "
+                          f"choose one of {', '.join(WRITEBACK_COMPLETIONS)}")
     page_bytes = int(meta.get("page_bytes", 4096))
     footprint_pages = int(meta.get("footprint_pages", 0))
     if footprint_pages <= 0:
@@ -272,6 +312,7 @@ def resolve_config(
         raise ConfigError(f"--max-request must be at least one page ({page_bytes} bytes), got {max_request_bytes}")
     if reclaim_batch is not None and reclaim_batch < 1:
         raise ConfigError(f"--reclaim-batch must be at least 1, got {reclaim_batch}")
+    writeback_lag_given = writeback_lag is not None
     writeback_lag = _linux_count("--writeback-lag", writeback_lag, DEFAULT_WRITEBACK_LAG, policy,
                                  "frees pages as it writes them")
     if zero_page is None:
@@ -284,6 +325,21 @@ def resolve_config(
         scan_priorities = DEFAULT_SCAN_PRIORITIES and policy == "linux"
     if scan_priorities and policy != "linux":
         raise ConfigError(f"--scan-priorities applies to the linux policy only; {policy} evicts one page at a time")
+    if writeback_completion is None:  # a lag given, or 32-page rounds (no levels to complete by): the lag rule
+        by_level = policy == "linux" and scan_priorities and not writeback_lag_given
+        writeback_completion = DEFAULT_WRITEBACK_COMPLETION if by_level else "lag"
+    if writeback_completion in BY_LEVEL:
+        w = writeback_completion
+        if policy != "linux":
+            raise ConfigError(f"--writeback-completes {w} applies to the linux policy only; "
+                              f"{policy} frees pages as it writes them")
+        if not scan_priorities:
+            raise ConfigError(f"--writeback-completes {w} needs --scan-priorities (it completes writes by "
+                              "priority level)")
+        if writeback_lag_given:
+            raise ConfigError(f"--writeback-lag applies to --writeback-completes lag; {w} completes writes "
+                              "by priority level")
+        writeback_lag = ks.WB_ALL  # no write completes by the clock (also keeps lag > 0: writes stay asynchronous)
     if step_us is None:
         step_us = DEFAULT_STEP_US
     if not step_us > 0 or math.isinf(step_us):
@@ -312,6 +368,7 @@ def resolve_config(
         zero_page=bool(zero_page),
         stats_flush_steps=int(stats_flush_steps),
         scan_priorities=bool(scan_priorities),
+        writeback_completion=writeback_completion,
     )
 
 
@@ -381,6 +438,7 @@ def emulate(
     zero_page: bool | None = None,
     stats_flush_steps: int | None = None,
     scan_priorities: bool | None = None,
+    writeback_completion: str | None = None,
     chunk_rows: int = CHUNK_ROWS,
 ) -> EmulationResult:
     """Replay an access trace against a DRAM budget; write the swap I/O stream.
@@ -436,6 +494,16 @@ def emulate(
         ``(size >> priority) * 90 / 510`` of both lists, 32 deactivations at
         the end of each level while the inactive list is low); False: 32-page
         rounds until done.
+    writeback_completion : {"lag", "level"}, optional
+        ``linux`` only (default :data:`DEFAULT_WRITEBACK_COMPLETION`): when a
+        write started by reclaim completes, besides at the next major fault
+        and when reclaim meets the page again (:data:`WRITEBACK_COMPLETIONS`).
+        "lag": once reclaim has isolated ``writeback_lag`` more pages (or the
+        call has written the lag plus 64 and waits for all). "level" (needs
+        ``scan_priorities``; ``writeback_lag`` must not be given): as the
+        priority level that wrote it ends -- ``shrink_lruvec``'s block plug
+        (``blk_finish_plug``) submits a level's writes together and the device
+        finishes them before the next level scans.
 
     Returns
     -------
@@ -460,6 +528,7 @@ def emulate(
         zero_page=zero_page,
         stats_flush_steps=stats_flush_steps,
         scan_priorities=scan_priorities,
+        writeback_completion=writeback_completion,
         source=str(tf.path),
     )
     check_output_path(out, force)
@@ -488,10 +557,12 @@ def emulate(
         "step_us": cfg.step_us,
         "initial_state": cfg.initial_state,
         "reclaim_batch": cfg.batch_pages,
-        "writeback_lag": cfg.writeback_lag,
+        # None with "level": its lag is a sentinel no write reaches, not a device latency
+        "writeback_lag": None if cfg.writeback_completion in BY_LEVEL else cfg.writeback_lag,
         "zero_page": cfg.zero_page,
         "stats_flush_steps": cfg.stats_flush_steps,
         "scan_priorities": cfg.scan_priorities,
+        "writeback_completion": cfg.writeback_completion,
     }
     out_meta = {
         "source": "emulator",
@@ -548,6 +619,8 @@ class Emulator:
         self._counts = step_counts
         self.cfg = cfg
         self.footprint_pages = int(footprint_pages)
+        level = cfg.writeback_completion in BY_LEVEL
+        max_rows = cfg.max_rows_per_access
         self.state = ks.new_state(
             footprint_pages=footprint_pages,
             nslots=cfg.nslots,
@@ -562,15 +635,18 @@ class Emulator:
                 "max_request_pages": cfg.max_request_pages,
                 "page_bytes": cfg.page_bytes,
                 "first_step": first_step,
-                "max_rows_per_access": cfg.max_rows_per_access,
+                "max_rows_per_access": max_rows,
                 "writeback_lag": cfg.writeback_lag,
                 "zero_page": int(cfg.zero_page),
-                "writeback_throttle": cfg.writeback_throttle,
+                # off with "level" (its lag is WB_ALL, and lag + throttle must stay in int64)
+                "writeback_throttle": 0 if level else cfg.writeback_throttle,
                 "stats_flush_steps": cfg.stats_flush_steps,
                 "scan_priorities": int(cfg.scan_priorities),
+                "writeback_level": BY_LEVEL.get(cfg.writeback_completion, 0),
             },
             step_us=cfg.step_us,
-            out_rows=max(OUT_ROWS, 4 * cfg.max_rows_per_access),
+            # "level" bounds an access's rows by the budget: room for OUT_ROWS more, not four times it
+            out_rows=OUT_ROWS + max_rows if level else max(OUT_ROWS, 4 * max_rows),
         )
         self.hist = _new_hist()
         self.first_step = first_step

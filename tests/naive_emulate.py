@@ -14,7 +14,12 @@ from collections import OrderedDict, deque
 
 import numpy as np
 
-from swaptrace.pagecache import DEFAULT_SCAN_PRIORITIES, DEFAULT_STATS_FLUSH_STEPS, DEFAULT_WRITEBACK_LAG
+from swaptrace.pagecache import (
+    DEFAULT_SCAN_PRIORITIES,
+    DEFAULT_STATS_FLUSH_STEPS,
+    DEFAULT_WRITEBACK_COMPLETION,
+    DEFAULT_WRITEBACK_LAG,
+)
 
 SWAP_CLUSTER_MAX = 32
 
@@ -238,7 +243,14 @@ class NaiveLinux:
                     break
             if self.inactive_is_low() or not self.inactive:
                 self.deactivate(SWAP_CLUSTER_MAX)
+            if emu.writeback_completion == "level":  # the level's plug is finished: its writes are done
+                emu.complete_writes(None)
+            elif emu.writeback_completion == "next-level":  # done while the next level scans
+                emu.complete_writes(emu.wb_mark)
+                emu.wb_mark = emu.wb_clock
             prio -= 1
+        if emu.writeback_completion == "call":
+            emu.complete_writes(None)
         self.refault_snap = self.stat_refaults()
         return done
 
@@ -269,6 +281,7 @@ class NaiveEmulator:
         writeback_throttle=2 * SWAP_CLUSTER_MAX,
         stats_flush_steps=None,
         scan_priorities=None,
+        writeback_completion=None,
     ):
         self.F = footprint_pages
         self.budget = budget_pages
@@ -293,6 +306,15 @@ class NaiveEmulator:
         self.writeback_lag = (DEFAULT_WRITEBACK_LAG if policy == "linux" else 0) if writeback_lag is None else writeback_lag
         self.zero_page = (policy == "linux") if zero_page is None else zero_page
         self.writeback_throttle = writeback_throttle
+        # "level": a priority level's writes complete as it ends (NaiveLinux.reclaim_levels), never by the
+        # clock: an infinite lag, which also makes the throttle (lag + throttle) unreachable
+        if writeback_completion is None:  # a lag given, or 32-page rounds: the lag rule
+            by_level = policy == "linux" and self.policy.scan_priorities and writeback_lag is None
+            writeback_completion = DEFAULT_WRITEBACK_COMPLETION if by_level else "lag"
+        self.writeback_completion = writeback_completion
+        if self.writeback_completion in ("level", "next-level", "call"):
+            self.writeback_lag = math.inf
+        self.wb_mark = -1  # "next-level": the writeback clock as the last level ended
         self.writes_in_flight = deque()
         self.wb_pages = set()
         self.wb_clock = 0

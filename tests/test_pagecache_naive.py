@@ -44,6 +44,7 @@ def run_both(pages, writes, steps, footprint, budget, **kw):
         zero_page=kw.get("zero_page"),
         stats_flush_steps=kw.get("stats_flush_steps"),
         scan_priorities=kw.get("scan_priorities"),
+        writeback_completion=kw.get("writeback_completion"),
     )
     if "writeback_throttle" in kw:
         cfg = dataclasses.replace(cfg, writeback_throttle=kw["writeback_throttle"])
@@ -102,12 +103,18 @@ def assert_same(emu, rows, naive, nrows, ncounts):
 CASES = list(itertools.product(["lru", "clock", "linux"], ["none", "vma", "cluster"]))
 #: linux variants: defaults (writeback lag longer than this small footprint: writes complete at reads and
 #: reclaim's waits), a short lag (writes also complete as reclaim goes on), the synchronous device, a call
-#: that waits whenever it wrote 6, memcg statistics flushed every step or every other step, and reclaim by
-#: priority levels
+#: that waits whenever it wrote 6, memcg statistics flushed every step or every other step, reclaim by
+#: priority levels, and priority levels whose writes complete as each level ends
 LINUX_VARIANTS = [{}, {"writeback_lag": 24}, {"writeback_lag": 0, "zero_page": False},
                   {"writeback_lag": 6, "writeback_throttle": 0}, {"stats_flush_steps": 1},
                   {"stats_flush_steps": 2, "writeback_lag": 24}, {"scan_priorities": True},
-                  {"scan_priorities": True, "stats_flush_steps": 1, "writeback_lag": 24}]
+                  {"scan_priorities": True, "stats_flush_steps": 1, "writeback_lag": 24},
+                  {"scan_priorities": True, "writeback_completion": "level"},
+                  {"scan_priorities": True, "writeback_completion": "level", "stats_flush_steps": 1},
+                  {"scan_priorities": True, "writeback_completion": "next-level"},
+                  {"scan_priorities": True, "writeback_completion": "next-level", "stats_flush_steps": 1},
+                  {"scan_priorities": True, "writeback_completion": "call"},
+                  {"scan_priorities": True, "writeback_completion": "call", "stats_flush_steps": 1}]
 
 
 @pytest.mark.parametrize(("policy", "readahead"), CASES)

@@ -43,6 +43,25 @@
   before the first pages come free -- the bursts of the kernel's streams --
   and a page touched meanwhile is a minor fault with no read. A lag of 0 is a synchronous device (``pageout``'s
   "probably a ramdisk" case): the page is freed as it is written.
+* Writeback completing by priority level (``P_WB_LEVEL``, with
+  ``P_SCAN_PRIO``): the writes issued during one priority level of a
+  reclaim call complete as that level ends, before the next one starts.
+  ``shrink_lruvec`` holds a block plug (``blk_start_plug`` ..
+  ``blk_finish_plug``, block/blk-core.c) around one level's scanning, so
+  the level's writes reach the device together when it ends -- the
+  kernel's streams show writes in bursts of up to ~4000 pages issued within
+  20 us -- and the device is far slower than scanning, so none completes
+  while the level still scans; with no clock of its own the emulator
+  completes them all as the level ends. ``P_WB_LAG`` is then ``WB_ALL``
+  and ``P_WB_THROTTLE`` 0: no write completes by the lag clock and the
+  throttle never fires (a level's writes are bounded by its scan share).
+  The read wait and the cgroup v1 wait stay, but find nothing to complete:
+  every call ends with a level's end, and a level isolates, from the tail,
+  at most the pages its list held when it began, so it never meets its own
+  writes at the head. Writes are still asynchronous: a written page goes
+  back to the inactive head under writeback, and the next level (or call)
+  frees it from the tail, where its completion put it; touched in between,
+  it is a minor fault with no read.
 * Flushed statistics (``P_STATS_FLUSH`` > 0). ``inactive_is_low``, the refault
   test and ``may_deactivate`` read ``lruvec_page_state``: the memory cgroup's
   rstat counters, folded together only at a flush (``memcg_flush_stats``:
@@ -84,6 +103,7 @@ from swaptrace._kernels.swapstate import (
     P_SCAN_PRIO,
     P_STATS_FLUSH,
     P_WB_LAG,
+    P_WB_LEVEL,
     P_WB_THROTTLE,
     R_ERROR,
     R_N_ACTIVE,
@@ -98,15 +118,18 @@ from swaptrace._kernels.swapstate import (
     R_STEP,
     R_WB_CLOCK,
     R_WB_HEAD,
+    R_WB_MARK,
     R_WB_N,
     REFERENCED,
     SWAP_CLUSTER_MAX,
+    WB_ALL,
+    WB_BY_CALL,
+    WB_BY_LEVEL,
+    WB_BY_NEXT_LEVEL,
     WRITEBACK,
     YOUNG,
 )
 
-#: a writeback clock no write reaches: complete every write in flight
-WB_ALL = 1 << 62
 #: the first priority level of a reclaim call (DEF_PRIORITY, mm/vmscan.c)
 DEF_PRIORITY = 12
 #: the anon lists' share of the scan at each level, ``fraction[0] / denominator`` of ``get_scan_count`` with
@@ -265,8 +288,9 @@ def _shrink_batch(b, m, f, take, written):
 
     Returns ``(freed, written)``: pages freed, and pages written by the
     calling reclaim call since it last waited for writeback (it waits here
-    once that passes the lag plus ``P_WB_THROTTLE``). On running out of swap
-    slots it stops with ``R_ERROR`` set.
+    once that passes the lag plus ``P_WB_THROTTLE``; never with
+    ``P_WB_LEVEL``, whose lag is ``WB_ALL``). On running out of swap slots it
+    stops with ``R_ERROR`` set.
     """
     F = m[P_FOOTPRINT]
     nx, pv, tmp, so = m[O_NEXT], m[O_PREV], m[O_TMP], m[O_SLOT]
@@ -361,7 +385,12 @@ def _linux_reclaim_levels(b, m, f, n):
     with 32 more deactivations while the inactive list is low. A call that
     gets through level 0 without freeing ``n`` returns what it freed (the
     caller calls again, as ``try_charge`` retries). At level 0 a list too short
-    for a share is scanned whole, so every call makes progress.
+    for a share is scanned whole, so every call makes progress. With
+    ``P_WB_LEVEL`` each level ends by completing every write in flight (only
+    its own are left: each earlier level completed its own), the level where
+    the call stops because it has freed ``n`` included: ``shrink_lruvec``'s
+    ``blk_finish_plug`` submits them together, and the device finishes them
+    before the next level's scan meets them.
     """
     done = 0
     written = 0
@@ -386,6 +415,13 @@ def _linux_reclaim_levels(b, m, f, n):
                 break
         if _inactive_is_low(m) or m[R_N_INACTIVE] == 0:  # the end of shrink_lruvec: keep the inactive list fed
             _deactivate(b, m, SWAP_CLUSTER_MAX)
+        if m[P_WB_LEVEL] == WB_BY_LEVEL:  # blk_finish_plug: the level's writes go out and are done before it rescans
+            _wb_complete(b, m, WB_ALL)
+        elif m[P_WB_LEVEL] == WB_BY_NEXT_LEVEL:  # ... or done while the next level scans
+            _wb_complete(b, m, m[R_WB_MARK])
+            m[R_WB_MARK] = m[R_WB_CLOCK]
         prio -= 1
+    if m[P_WB_LEVEL] == WB_BY_CALL:  # done after the call returns, before the next one (or the next read)
+        _wb_complete(b, m, WB_ALL)
     m[R_REFAULT_SNAP] = _stat_refaults(m)  # snapshot_refaults
     return done

@@ -146,7 +146,9 @@ R_STAT_REFAULTS = 92  # linux: C_REFAULT_ACTIVATIONS as of the last flush (WORKI
 O_STEP_MAJOR = 93  # [steps] major faults per step (swap-ins that read)
 O_STEP_MINOR = 94  # [steps] minor faults per step (every other fault)
 P_SCAN_PRIO = 95  # linux: reclaim walks the kernel's priority levels instead of 32-page rounds
-HEADER = 96
+P_WB_LEVEL = 96  # linux, with P_SCAN_PRIO: writes complete by level (WB_BY_*; P_WB_LAG is then WB_ALL)
+R_WB_MARK = 97  # linux, WB_BY_NEXT_LEVEL: R_WB_CLOCK as the last priority level ended
+HEADER = 98
 TMP_CANDIDATES = 64
 
 # ---- f -------------------------------------------------------------------
@@ -154,6 +156,12 @@ F_STEP_US = 0
 F_NOW = 1  # index of the current access within its step
 F_OUT_T = 2  # output time column (index within step; converted to t_us by the caller)
 
+#: a writeback clock no write reaches: as ``upto``, completes every write in flight; as ``P_WB_LAG``
+#: (``P_WB_LEVEL``), no write completes by the clock (2^62: the lag plus a small throttle stays in int64)
+WB_ALL = 1 << 62
+#: P_WB_LEVEL values: a write completes as its own priority level ends, as the level after it ends (in the
+#: same reclaim call or the next), or as its reclaim call returns
+WB_BY_LEVEL, WB_BY_NEXT_LEVEL, WB_BY_CALL = 1, 2, 3
 #: the scan/isolate batch of reclaim (SWAP_CLUSTER_MAX, include/linux/swap.h)
 SWAP_CLUSTER_MAX = 32
 #: VMA readahead window order limit (SWAP_RA_ORDER_CEILING, mm/swap_state.c)
@@ -285,6 +293,8 @@ def new_state(
     m[P_WB_THROTTLE] = params.get("writeback_throttle", 2 * SWAP_CLUSTER_MAX)
     m[P_STATS_FLUSH] = params.get("stats_flush_steps", 0)
     m[P_SCAN_PRIO] = params.get("scan_priorities", 0)
+    m[P_WB_LEVEL] = params.get("writeback_level", 0)
+    m[R_WB_MARK] = -1
     m[R_STAT_STEP] = params["first_step"]  # flushed as the run starts: every list empty
     st.f[F_STEP_US] = step_us
     m[R_CUR_CLUSTER] = -1

@@ -9,10 +9,12 @@ import click
 from swaptrace.commands._common import echo_summary, force_option, json_option, progressbar
 from swaptrace.pagecache import (
     DEFAULT_STEP_US,
+    DEFAULT_WRITEBACK_COMPLETION,
     DEFAULT_WRITEBACK_LAG,
     INITIAL_STATES,
     POLICIES,
     READAHEAD_MODES,
+    WRITEBACK_COMPLETIONS,
     emulate,
 )
 from swaptrace.traceio import open_trace
@@ -53,8 +55,8 @@ def _render(s: dict[str, Any]) -> str:
               help="'swapped': table pages start on swap (model loaded, then pushed out).")
 @click.option("--reclaim-batch", type=int, default=None, help="Pages per reclaim call [default: 32 for linux, 1 for lru/clock].")
 @click.option("--writeback-lag", type=int, default=None,
-              help=f"linux: pages reclaim isolates while a write is in flight; 0 = synchronous device "
-                   f"[default: {DEFAULT_WRITEBACK_LAG}].")
+              help=f"linux: pages reclaim isolates while a write is in flight; 0 = synchronous device; implies "
+                   f"--writeback-completes lag [default for lag: {DEFAULT_WRITEBACK_LAG}].")
 @click.option("--zero-page/--no-zero-page", default=None,
               help="linux: a load of a never-written page maps the shared zero page (no frame) [default: on].")
 @click.option("--stats-flush-steps", type=int, default=None,
@@ -62,12 +64,21 @@ def _render(s: dict[str, Any]) -> str:
                    "and at each memory.stat read); 0 = exact [default: 0].")
 @click.option("--scan-priorities/--no-scan-priorities", default=None,
               help="linux: reclaim walks the kernel's priority levels (scan shares size >> priority), or "
-                   "32-page rounds until done [default: rounds].")
+                   "32-page rounds until done (writes then complete by the lag) [default: levels].")
+@click.option("--writeback-completes", "writeback_completion", type=click.Choice(list(WRITEBACK_COMPLETIONS)),
+              default=None,
+              help="linux: when a write started by reclaim completes (any write also completes at a major fault). "
+                   "call: as the reclaim call that wrote it returns. "
+                   "level: as the priority level that wrote it ends. "
+                   "next-level: as the level after that one ends. "
+                   "lag: once reclaim has isolated --writeback-lag more pages. "
+                   "call, level and next-level need --scan-priorities "
+                   f"[default: {DEFAULT_WRITEBACK_COMPLETION}].")
 @force_option
 @json_option
 def command(trace, out, memory, memory_fraction, policy, readahead, page_cluster, cluster_slots, swap_bytes,
-            max_request, step_us, initial_state, reclaim_batch, writeback_lag, zero_page, stats_flush_steps, scan_priorities, force,
-            as_json):
+            max_request, step_us, initial_state, reclaim_batch, writeback_lag, zero_page, stats_flush_steps, scan_priorities,
+            writeback_completion, force, as_json):
     """Emulate Linux swapping of TRACE under a DRAM budget; write the swap I/O stream.
 
     Each access of the trace goes through a page cache of the given size; the
@@ -90,6 +101,7 @@ def command(trace, out, memory, memory_fraction, policy, readahead, page_cluster
             max_request_bytes=max_request_bytes, step_us=step_us, initial_state=initial_state, force=force,
             progress=bar.update, reclaim_batch=reclaim_batch, writeback_lag=writeback_lag, zero_page=zero_page,
             stats_flush_steps=stats_flush_steps, scan_priorities=scan_priorities,
+            writeback_completion=writeback_completion,
         )
     summary = dict(result.summary, output=str(result.path))
     echo_summary(summary, as_json, render=lambda s: _render(s) + f"\nwrote           {s['output']}")
