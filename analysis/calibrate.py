@@ -55,11 +55,11 @@ READAHEADS = ("vma", "cluster", "none")
 DEFAULT = ("linux", "vma")
 #: the 0.3.0 default: 32-page rounds, writes complete after 640 isolated pages (or at a read)
 PREVIOUS = {"scan_priorities": False, "writeback_completion": "lag", "writeback_lag": 640}
-#: ablations of the default (linux, vma: priority levels, writes complete as their reclaim call returns)
+#: ablations of the default (linux, vma: priority levels, writes complete as the level after theirs ends)
 ABLATIONS = (
     ("linux, 32-page rounds, lag 640 (the 0.3.0 default)", PREVIOUS),
     ("linux, writes per level", {"writeback_completion": "level"}),
-    ("linux, writes by next level", {"writeback_completion": "next-level"}),
+    ("linux, writes per call", {"writeback_completion": "call"}),
     ("linux, lag 640", {"writeback_completion": "lag", "writeback_lag": 640}),
     ("linux, synchronous writes (lag 0)", {"writeback_completion": "lag", "writeback_lag": 0}),
     ("linux, no zero page", {"zero_page": False}),
@@ -67,11 +67,13 @@ ABLATIONS = (
     # the memcg statistics flushed every step, as the capture's memory.stat reads do (see README)
     ("linux, stats flush 1", {"stats_flush_steps": 1}),
     ("linux, stats flush 1, writes per level", {"stats_flush_steps": 1, "writeback_completion": "level"}),
+    ("linux, stats flush 1, writes by next level", {"stats_flush_steps": 1, "writeback_completion": "next-level"}),
     ("linux, stats flush 1, lag 320", {"stats_flush_steps": 1, "writeback_completion": "lag", "writeback_lag": 320}),
 )
 #: settings also run at the neighbouring budgets of ``--band`` (the default always is)
 BAND_SETTINGS = (("linux, 32-page rounds, lag 640 (the 0.3.0 default)", PREVIOUS),
                  ("linux, writes per level", {"writeback_completion": "level"}),
+                 ("linux, writes per call", {"writeback_completion": "call"}),
                  ("linux, stats flush 1, lag 320",
                   {"stats_flush_steps": 1, "writeback_completion": "lag", "writeback_lag": 320}))
 DEFAULT_STEPS = {"tiny": 50, "demo": 20}
@@ -120,7 +122,7 @@ def _capture(trace: Path, memory_bytes: int, out: Path, again: bool, compute: st
 
 
 def _captures(trace: Path, memory_bytes: int, work: Path, tag: str, runs: int, again: bool,
-              compute: str | None) -> tuple[Path, list[dict]]:
+              compute: str | None, unlimited_first: bool = True) -> tuple[Path, list[dict]]:
     """``runs`` captures of one budget (the first also replays without a limit); the median one is the reference.
 
     The median is taken over pages in, the quantity with the widest run-to-run spread; with an even number
@@ -129,7 +131,7 @@ def _captures(trace: Path, memory_bytes: int, work: Path, tag: str, runs: int, a
     infos = []
     for i in range(1, runs + 1):
         path = work / (f"{tag}.kernel.swapio.parquet" if i == 1 else f"{tag}.kernel{i}.swapio.parquet")
-        infos.append(_capture(trace, memory_bytes, path, again, compute, unlimited_run=i == 1))
+        infos.append(_capture(trace, memory_bytes, path, again, compute, unlimited_run=unlimited_first and i == 1))
     ranked = sorted(infos, key=lambda c: c["pages_in"])
     return Path(ranked[(len(ranked) - 1) // 2]["path"]), infos
 
@@ -356,6 +358,8 @@ def main(argv=None) -> int:
                     help="extra linux/vma rows with writes completing after these --writeback-lag values")
     ap.add_argument("--band-captures", action="store_true",
                     help="also capture the kernel once at each budget of the band and compare there")
+    ap.add_argument("--band-runs", type=int, default=3,
+                    help="kernel captures per neighbouring budget with --band-captures; the median one is compared")
     ap.add_argument("--trace-reclaim", action="store_true",
                     help="one more capture per budget with the reclaim tracepoints, compared with the emulator's counters")
     ap.add_argument("-o", "--out", type=Path, default=Path("analysis/results"), help="tables go here")
@@ -413,12 +417,13 @@ def main(argv=None) -> int:
                 kernels = None
                 if args.band_captures:  # one capture at each other budget of the band (no unlimited run)
                     kernels = {}
+                    (work / "band").mkdir(exist_ok=True)
                     for scale in band_scales(args.band):
-                        if scale != 1.0:
-                            kernels[scale] = work / "band" / f"{tag}-{scale:g}.kernel.swapio.parquet"
-                            kernels[scale].parent.mkdir(exist_ok=True)
-                            _capture(trace, int(memory * scale) // 4096 * 4096, kernels[scale], args.recapture,
-                                     None if args.compute == "none" else args.compute, unlimited_run=False)
+                        if scale != 1.0:  # the median of --band-runs captures, as at the point itself
+                            kernels[scale], _ = _captures(
+                                trace, int(memory * scale) // 4096 * 4096, work / "band", f"{tag}-{scale:g}",
+                                max(1, args.band_runs), args.recapture,
+                                None if args.compute == "none" else args.compute, unlimited_first=False)
                 bands.append(_band(preset, fraction, trace, memory, kernel, info["device_bytes"], args.band, work / tag,
                                    kernels=kernels))
                 bands += [_band(preset, fraction, trace, memory, kernel, info["device_bytes"], args.band, work / tag,

@@ -34,29 +34,30 @@ mm/swapfile.c, mm/vmscan.c of Linux 6.x):
   ``none``, with the kernel's window rule; readahead pages sit unmapped in the
   swap cache, and touching one is a minor fault that counts as a readahead hit.
 * **Writeback** (``linux``): reclaim unmaps a dirty page and starts its
-  write, but frees it only after the write completes -- once reclaim has
-  isolated ``writeback_lag`` more pages, at the next major fault (the
-  process waits for its read), or when reclaim meets it again and waits for
-  it (cgroup v1 memcg reclaim). Until then it stays in memory: touching it is
-  a minor fault (``swapcache_hit``), and a reclaim call whose inactive tail
-  is dirty writes past its target, as the kernel's streams show in bursts.
-  :data:`DEFAULT_WRITEBACK_LAG` comes from the calibration against the
-  kernel (README); 0 is a synchronous device, freeing a page as it is
-  written (``lru`` and ``clock`` always work so). With
-  ``writeback_completion="level"`` (priority levels only) the lag is off:
-  the writes of one priority level complete as the level ends, before the
-  next one scans -- ``shrink_lruvec`` holds a block plug (``blk_start_plug``
-  .. ``blk_finish_plug``, block/blk-core.c) around a level's scanning, so its
-  writes reach the device together (the kernel's streams show bursts of up
-  to ~4000 pages issued within 20 us), and the device is far slower than
-  scanning, so none completes while the level still scans.
-* **Priority levels** (``linux``, ``scan_priorities``, off by default): a
+  write, but frees it only after the write completes -- at the next major
+  fault (the process waits for its read), when reclaim meets it again and
+  waits for it (cgroup v1 memcg reclaim), and otherwise by
+  ``writeback_completion`` (:data:`WRITEBACK_COMPLETIONS`). The default,
+  "next-level", completes a priority level's writes as the level after it
+  ends (in the same reclaim call or the next): ``shrink_lruvec`` holds a
+  block plug (``blk_start_plug`` .. ``blk_finish_plug``, block/blk-core.c)
+  around each level's scan, so a level's writes reach the device together
+  (the kernel's streams show bursts of up to 31 requests, ~4000 pages,
+  issued within 20 us), and the device finishes them while reclaim scans on.
+  "level" completes them as their own level ends, "call" as the call returns;
+  "lag" (the 0.3.0 rule, and the only one with 32-page rounds) once reclaim
+  has isolated ``writeback_lag`` more pages (:data:`DEFAULT_WRITEBACK_LAG`;
+  0 is a synchronous device, freeing a page as it is written -- ``lru`` and
+  ``clock`` always work so). Until then a page stays in memory: touching it
+  is a minor fault (``swapcache_hit``), and a reclaim call whose inactive
+  tail is dirty writes past its target. The default was chosen against the
+  kernel (README, Calibration).
+* **Priority levels** (``linux``, ``scan_priorities``, on by default): a
   reclaim call walks priorities 12 .. 0 (``do_try_to_free_pages``), each level
   scanning ``(size >> priority) * 90 / 510`` pages of each list (the anon
   share of ``get_scan_count`` at swappiness 60 with no file pages) until the
-  call has freed what it needs; the default isolates 32 pages at a time.
-  Only with them can writes complete by level
-  (``writeback_completion="level"``, see Writeback).
+  call has freed what it needs; ``scan_priorities=False`` isolates 32 pages at
+  a time until done (the 0.3.0 default; writes then complete by the lag).
 * **Flushed statistics** (``linux``): reclaim does not read the list sizes
   and the refault counter themselves but the memory cgroup's statistics,
   which the kernel folds together only when they are flushed (rstat: every
@@ -124,9 +125,9 @@ DEFAULT_STATS_FLUSH_STEPS = 0
 #: ``linux`` reclaim walks the kernel's priority levels (False: 32-page rounds until done); chosen by
 #: ``analysis/calibrate.py`` with :data:`DEFAULT_WRITEBACK_COMPLETION` (README, Calibration)
 DEFAULT_SCAN_PRIORITIES = True
-#: when a write started by ``linux`` reclaim completes (:data:`WRITEBACK_COMPLETIONS`): as its reclaim call
-#: returns -- the device is slower than a whole call's scanning (README, Calibration)
-DEFAULT_WRITEBACK_COMPLETION = "call"
+#: when a write started by ``linux`` reclaim completes (:data:`WRITEBACK_COMPLETIONS`): as the priority level
+#: after the one that wrote it ends -- the device takes about one more level's scan (README, Calibration)
+DEFAULT_WRITEBACK_COMPLETION = "next-level"
 #: writeback completion rules by name (``--writeback-completes``); each write also completes at the next
 #: major fault and when reclaim meets it again
 WRITEBACK_COMPLETIONS: dict[str, str] = {
@@ -494,16 +495,18 @@ def emulate(
         ``(size >> priority) * 90 / 510`` of both lists, 32 deactivations at
         the end of each level while the inactive list is low); False: 32-page
         rounds until done.
-    writeback_completion : {"lag", "level"}, optional
-        ``linux`` only (default :data:`DEFAULT_WRITEBACK_COMPLETION`): when a
-        write started by reclaim completes, besides at the next major fault
-        and when reclaim meets the page again (:data:`WRITEBACK_COMPLETIONS`).
-        "lag": once reclaim has isolated ``writeback_lag`` more pages (or the
-        call has written the lag plus 64 and waits for all). "level" (needs
-        ``scan_priorities``; ``writeback_lag`` must not be given): as the
-        priority level that wrote it ends -- ``shrink_lruvec``'s block plug
-        (``blk_finish_plug``) submits a level's writes together and the device
-        finishes them before the next level scans.
+    writeback_completion : {"call", "level", "next-level", "lag"}, optional
+        ``linux`` only: when a write started by reclaim completes, besides at
+        the next major fault and when reclaim meets the page again
+        (:data:`WRITEBACK_COMPLETIONS`). Default :data:`DEFAULT_WRITEBACK_COMPLETION`
+        with priority levels; "lag" with 32-page rounds or when
+        ``writeback_lag`` is given. "call": as the reclaim call that wrote it
+        returns; "level": as its priority level ends (``shrink_lruvec``'s block
+        plug, ``blk_finish_plug``, submits a level's writes together);
+        "next-level": as the level after it ends; "lag": once reclaim has
+        isolated ``writeback_lag`` more pages (or the call has written the lag
+        plus 64 and waits for all). All but "lag" need ``scan_priorities`` and
+        no ``writeback_lag``.
 
     Returns
     -------

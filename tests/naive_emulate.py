@@ -652,3 +652,10 @@ def write_access_trace(path, pages, writes, steps, footprint_pages, page_bytes=4
     with TraceWriter(path, "access", meta, force=True, **kw) as w:
         w.write(step=steps, page=pages, write=np.asarray(writes, dtype=bool), region=np.zeros(pages.size, np.uint16))
     return path
+
+
+def zipf_access_trace(path, *, seed, footprint, n, steps, write_p):
+    """A small access trace: Zipf(1.2) pages scattered over ``footprint``, ``n // steps`` accesses a step."""
+    rng = np.random.default_rng(seed)
+    pages = (rng.zipf(1.2, n) * 40503) % footprint
+    return write_access_trace(path, pages, rng.random(n) < write_p, np.repeat(np.arange(steps), n // steps), footprint)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 from click.testing import CliRunner
-from naive_emulate import write_access_trace
+from naive_emulate import zipf_access_trace
 
 from swaptrace.cli import cli
 from swaptrace.traceio import open_trace
@@ -15,12 +14,8 @@ from swaptrace.traceio import open_trace
 
 @pytest.fixture(scope="module")
 def trace(tmp_path_factory):
-    rng = np.random.default_rng(5)
-    footprint, n = 500, 8000
-    pages = (rng.zipf(1.2, n) * 40503) % footprint
-    steps = np.repeat(np.arange(8), n // 8)
-    return write_access_trace(tmp_path_factory.mktemp("cli") / "t.access.parquet", pages, rng.random(n) < 0.3,
-                              steps, footprint)
+    return zipf_access_trace(tmp_path_factory.mktemp("cli") / "t.access.parquet", seed=5, footprint=500, n=8000,
+                             steps=8, write_p=0.3)
 
 
 def run(*args):

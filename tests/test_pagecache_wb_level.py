@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hst
-from naive_emulate import write_access_trace
+from naive_emulate import zipf_access_trace
 from test_pagecache_naive import assert_same, run_both, small_trace
 from test_pagecache_props import run_arrays
 
@@ -225,11 +225,11 @@ META = {"page_bytes": 4096, "footprint_pages": 100}
 
 
 def test_defaults():
-    assert DEFAULT_WRITEBACK_COMPLETION == "call" and pagecache.DEFAULT_SCAN_PRIORITIES is True
+    assert DEFAULT_WRITEBACK_COMPLETION == "next-level" and pagecache.DEFAULT_SCAN_PRIORITIES is True
     cfg = resolve_config(META, memory_bytes=40960)
-    assert cfg.scan_priorities and cfg.writeback_completion == "call"
+    assert cfg.scan_priorities and cfg.writeback_completion == "next-level"
     m = Emulator(cfg, 100, np.array([1])).state.m
-    assert m[ks.P_WB_LEVEL] == ks.WB_BY_CALL and m[ks.P_WB_LAG] == ks.WB_ALL and m[ks.P_WB_THROTTLE] == 0
+    assert m[ks.P_WB_LEVEL] == ks.WB_BY_NEXT_LEVEL and m[ks.P_WB_LAG] == ks.WB_ALL and m[ks.P_WB_THROTTLE] == 0
     # 32-page rounds have no levels, and a lag given asks for the lag: both fall back to it
     for kw in ({"scan_priorities": False}, {"writeback_lag": 300}):
         cfg = resolve_config(META, memory_bytes=40960, **kw)
@@ -240,6 +240,26 @@ def test_defaults():
     cfg = resolve_config(META, memory_bytes=40960, scan_priorities=True, writeback_completion="level")
     m = Emulator(cfg, 100, np.array([1])).state.m
     assert m[ks.P_WB_LEVEL] == ks.WB_BY_LEVEL and m[ks.P_WB_LAG] == ks.WB_ALL and m[ks.P_WB_THROTTLE] == 0
+
+
+def test_next_level_rule_completes_a_levels_writes_as_the_next_one_ends():
+    # 1024 dirty, not young pages; shares (size >> p) * 90 // 510, size = the inactive list at the level.
+    # Levels 12..8 scan nothing. Level 7 (share 1) writes page 0. Level 6 (2) writes 1, 2; as it ends, page 0
+    # (written a level earlier) completes and goes to the tail. Level 5 (5): frees 0, writes 3..6; 1, 2
+    # complete. Level 4 (1023 >> 4 = 63 -> 11): frees 2, 1, writes 7..15; 3..6 complete. Level 3 (1021 >> 3
+    # = 127 -> 22): frees 4, writes 16..33; 7..15 complete. Level 2 (1017 >> 2 = 254 -> 44, in batches of 32
+    # and 12): frees 9 (16 so far), writes 34..56 and 57..68; 16..33 complete. Level 1 (1008 >> 1 = 504 -> 88):
+    # its first batch of 32 frees those 18 (34 >= 32: the call stops) and writes 69..82; as this level ends,
+    # the writes of level 2 (34..68) complete, its own 14 stay in flight.
+    emu, st = dirty_memory(writeback_completion="next-level")
+    assert _linux_reclaim(st.b, st.m, st.f, 32) == 1 + 2 + 4 + 9 + 18
+    assert st.reg[ks.C_SCANNED] == 1 + 2 + 5 + 11 + 22 + 44 + 32
+    assert st.reg[ks.C_PAGES_OUT] == 1 + 2 + 4 + 9 + 18 + 35 + 14
+    assert st.reg[ks.R_WB_N] == 14 and st.reg[ks.R_RESIDENT] == PAGES - 34
+    # the next call: its first level (12, share 0) ends and completes those 14 (written before the last level
+    # end); level 7 (990 >> 7 = 7 -> 1) frees one of them from the tail, and the call is done
+    assert _linux_reclaim(st.b, st.m, st.f, 1) == 1
+    assert st.reg[ks.R_WB_N] == 0 and st.reg[ks.C_PAGES_OUT] == 83 and st.reg[ks.C_SCANNED] == 118
 
 
 def test_call_rule_completes_a_calls_writes_as_it_returns():
@@ -276,12 +296,8 @@ def test_config_errors(kw, match):
 
 @pytest.fixture(scope="module")
 def trace(tmp_path_factory):
-    rng = np.random.default_rng(8)
-    footprint, n = 400, 6000
-    pages = (rng.zipf(1.2, n) * 40503) % footprint
-    steps = np.repeat(np.arange(6), n // 6)
-    return write_access_trace(tmp_path_factory.mktemp("wbl") / "t.access.parquet", pages, rng.random(n) < 0.4,
-                              steps, footprint)
+    return zipf_access_trace(tmp_path_factory.mktemp("wbl") / "t.access.parquet", seed=8, footprint=400, n=6000,
+                             steps=6, write_p=0.4)
 
 
 def run_cli(*args):
@@ -331,7 +347,7 @@ def test_metadata_records_the_rule(trace, tmp_path):
     assert params["writeback_lag"] is None  # no lag applies
     assert meta["summary"]["pages_out"] == json.loads(r.output)["pages_out"] > 0
     res = emulate(trace, tmp_path / "default.swapio.parquet", memory_fraction=0.3)
-    assert res.params["writeback_completion"] == "call" and res.params["writeback_lag"] is None
+    assert res.params["writeback_completion"] == "next-level" and res.params["writeback_lag"] is None
     res = emulate(trace, tmp_path / "lag.swapio.parquet", memory_fraction=0.3, writeback_lag=200)
     assert res.params["writeback_completion"] == "lag" and res.params["writeback_lag"] == 200
     assert open_trace(res.path, kind="swapio").meta["params"]["writeback_completion"] == "lag"

@@ -44,24 +44,20 @@
   and a page touched meanwhile is a minor fault with no read. A lag of 0 is a synchronous device (``pageout``'s
   "probably a ramdisk" case): the page is freed as it is written.
 * Writeback completing by priority level (``P_WB_LEVEL``, with
-  ``P_SCAN_PRIO``): the writes issued during one priority level of a
-  reclaim call complete as that level ends, before the next one starts.
-  ``shrink_lruvec`` holds a block plug (``blk_start_plug`` ..
-  ``blk_finish_plug``, block/blk-core.c) around one level's scanning, so
-  the level's writes reach the device together when it ends -- the
-  kernel's streams show writes in bursts of up to ~4000 pages issued within
-  20 us -- and the device is far slower than scanning, so none completes
-  while the level still scans; with no clock of its own the emulator
-  completes them all as the level ends. ``P_WB_LAG`` is then ``WB_ALL``
-  and ``P_WB_THROTTLE`` 0: no write completes by the lag clock and the
-  throttle never fires (a level's writes are bounded by its scan share).
-  The read wait and the cgroup v1 wait stay, but find nothing to complete:
-  every call ends with a level's end, and a level isolates, from the tail,
-  at most the pages its list held when it began, so it never meets its own
-  writes at the head. Writes are still asynchronous: a written page goes
-  back to the inactive head under writeback, and the next level (or call)
-  frees it from the tail, where its completion put it; touched in between,
-  it is a minor fault with no read.
+  ``P_SCAN_PRIO``). ``shrink_lruvec`` holds a block plug (``blk_start_plug``
+  .. ``blk_finish_plug``, block/blk-core.c) around one level's scanning, so
+  the level's writes reach the device together -- the kernel's streams show
+  writes in bursts of up to 31 requests (~4000 pages) issued within 20 us --
+  and the device is far slower than scanning. With no clock of its own the
+  emulator completes them at a reclaim boundary: ``WB_BY_LEVEL`` as their
+  level ends, ``WB_BY_NEXT_LEVEL`` (the default) as the level after it ends
+  (in the same call or the next; ``R_WB_MARK`` holds the writeback clock as
+  the last level ended), ``WB_BY_CALL`` as their reclaim call returns.
+  ``P_WB_LAG`` is then ``WB_ALL`` and ``P_WB_THROTTLE`` 0: no write
+  completes by the lag clock and the throttle never fires; the read wait and
+  the cgroup v1 wait stay. Writes are still asynchronous: a written page goes
+  back to the inactive head under writeback, and a later level (or call)
+  frees it from the tail, where its completion put it.
 * Flushed statistics (``P_STATS_FLUSH`` > 0). ``inactive_is_low``, the refault
   test and ``may_deactivate`` read ``lruvec_page_state``: the memory cgroup's
   rstat counters, folded together only at a flush (``memcg_flush_stats``:
