@@ -100,10 +100,11 @@ def test_small_capture_matches_counters_and_cleans_up(tmp_path):
     assert 0.9 * k["minor_faults"] <= sum(k["step_minor_faults"]) <= k["minor_faults"]
     assert sum(k["step_major_faults"]) == res.summary["major_faults"] > 0
     # the model had its budget, no more: the rest of the process held its baseline to the end (the child's
-    # resident model pages, subtracted from the cgroup's usage; 256 KiB: one CPU's charge stock at the end)
+    # resident model pages, subtracted from the cgroup's usage). Below zero the model had a little less: the
+    # usage counter's per-CPU charge stock at the end (up to 256 KiB a CPU) and slab growing during the run
     assert k["baseline_squeezed"] is True
     assert 0 < k["model_resident_end_bytes"] <= k["limit_bytes"] - k["baseline_bytes"]
-    assert abs(k["room_gain_bytes"]) <= 256 << 10
+    assert -(2 << 20) <= k["room_gain_bytes"] <= 256 << 10
 
 
 def test_capture_with_reclaim_tracepoints_counts_each_step(tmp_path):
