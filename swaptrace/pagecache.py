@@ -560,7 +560,7 @@ def emulate(
         "step_us": cfg.step_us,
         "initial_state": cfg.initial_state,
         "reclaim_batch": cfg.batch_pages,
-        # None with "level": its lag is a sentinel no write reaches, not a device latency
+        # None with the by-level rules: their lag is a sentinel no write reaches, not a device latency
         "writeback_lag": None if cfg.writeback_completion in BY_LEVEL else cfg.writeback_lag,
         "zero_page": cfg.zero_page,
         "stats_flush_steps": cfg.stats_flush_steps,
@@ -641,14 +641,14 @@ class Emulator:
                 "max_rows_per_access": max_rows,
                 "writeback_lag": cfg.writeback_lag,
                 "zero_page": int(cfg.zero_page),
-                # off with "level" (its lag is WB_ALL, and lag + throttle must stay in int64)
+                # off with the by-level rules (their lag is WB_ALL, and lag + throttle must stay in int64)
                 "writeback_throttle": 0 if level else cfg.writeback_throttle,
                 "stats_flush_steps": cfg.stats_flush_steps,
                 "scan_priorities": int(cfg.scan_priorities),
                 "writeback_level": BY_LEVEL.get(cfg.writeback_completion, 0),
             },
             step_us=cfg.step_us,
-            # "level" bounds an access's rows by the budget: room for OUT_ROWS more, not four times it
+            # the by-level rules bound an access's rows by the budget: room for OUT_ROWS more, not four times it
             out_rows=OUT_ROWS + max_rows if level else max(OUT_ROWS, 4 * max_rows),
         )
         self.hist = _new_hist()

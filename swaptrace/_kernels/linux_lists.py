@@ -382,11 +382,9 @@ def _linux_reclaim_levels(b, m, f, n):
     gets through level 0 without freeing ``n`` returns what it freed (the
     caller calls again, as ``try_charge`` retries). At level 0 a list too short
     for a share is scanned whole, so every call makes progress. With
-    ``P_WB_LEVEL`` each level ends by completing every write in flight (only
-    its own are left: each earlier level completed its own), the level where
-    the call stops because it has freed ``n`` included: ``shrink_lruvec``'s
-    ``blk_finish_plug`` submits them together, and the device finishes them
-    before the next level's scan meets them.
+    ``P_WB_LEVEL`` the writes complete at level ends or as the call returns
+    (``WB_BY_*``, module docstring) -- the level where the call stops because
+    it has freed ``n`` included.
     """
     done = 0
     written = 0

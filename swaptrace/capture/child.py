@@ -6,7 +6,10 @@ cgroup. Protocol on its pipes (one line each)::
 
     child  -> parent   READY {"rss_bytes": ..., "warmup_s": ...}
     parent -> child    GO
-    child  -> parent   DONE {"step_wall_us": [...], "replay_us": [...], ...}
+    child  -> parent   DONE {"step_wall_us": [...], "model_resident_bytes": ..., ...}
+
+and then it waits, its memory still charged, until the parent has read the
+cgroup's usage and ends it.
 
 Before ``READY`` it compiles the numba replay kernel and (with
 ``compute = "mlp"``) runs one MLP step, so that what the parent measures as
@@ -178,14 +181,12 @@ class ResidencyProbe:
                 return None
             vec, res, zero, word = self.vec[:n], self._res[:n], self._zero[:n], self._word[:n]
             np.not_equal(np.bitwise_and(vec, 1, out=vec), 0, out=res)
-            if self.zero_pfn is not None and self._pagemap(addr, n):
-                e = self.entries[:n]
-                np.equal(np.right_shift(e, np.uint64(63), out=word), 1, out=zero)  # present
-                np.logical_and(res, zero, out=res)  # (resident and present) ...
-                np.equal(np.bitwise_and(e, np.uint64((1 << 55) - 1), out=word), self.zero_pfn, out=zero)
-                total -= int(np.count_nonzero(np.logical_and(res, zero, out=zero)))  # ... on the zero page
-                np.not_equal(vec, 0, out=res)
             total += int(np.count_nonzero(res))
+            if self.zero_pfn is not None and self._pagemap(addr, n):  # less those mapping the zero page
+                e = self.entries[:n]
+                np.logical_and(res, np.equal(np.right_shift(e, np.uint64(63), out=word), 1, out=zero), out=res)
+                np.equal(np.bitwise_and(e, np.uint64((1 << 55) - 1), out=word), self.zero_pfn, out=zero)
+                total -= int(np.count_nonzero(np.logical_and(res, zero, out=zero)))
         return total * self.page_bytes
 
 
