@@ -53,29 +53,37 @@ from swaptrace.units import format_bytes
 POLICIES = ("lru", "clock", "linux")
 READAHEADS = ("vma", "cluster", "none")
 DEFAULT = ("linux", "vma")
+#: the 0.4.0 default: writes complete as the priority level after theirs ends, exact memcg statistics
+PREVIOUS = {"writeback_completion": "next-level", "stats_flush_steps": 0}
 #: the 0.3.0 default: 32-page rounds, writes complete after 640 isolated pages (or at a read)
-PREVIOUS = {"scan_priorities": False, "writeback_completion": "lag", "writeback_lag": 640}
-#: ablations of the default (linux, vma: priority levels, writes complete as the level after theirs ends)
+ROUNDS_030 = {"scan_priorities": False, "writeback_completion": "lag", "writeback_lag": 640, "stats_flush_steps": 0}
+#: ablations of the default (linux, vma: priority levels, writes on a device of write cost 4, statistics
+#: flushed every step)
 ABLATIONS = (
-    ("linux, 32-page rounds, lag 640 (the 0.3.0 default)", PREVIOUS),
+    ("linux, the 0.4.0 default (writes by next level, exact statistics)", PREVIOUS),
+    ("linux, 32-page rounds, lag 640 (the 0.3.0 default)", ROUNDS_030),
+    ("linux, exact statistics", {"stats_flush_steps": 0}),
+    ("linux, write cost 3", {"write_cost": 3}),
+    ("linux, write cost 5", {"write_cost": 5}),
+    ("linux, write cost 6", {"write_cost": 6}),
+    ("linux, write cost 8", {"write_cost": 8}),
+    ("linux, write cost 12", {"write_cost": 12}),
+    ("linux, write cost 16", {"write_cost": 16}),
+    ("linux, exact statistics, write cost 12", {"stats_flush_steps": 0, "write_cost": 12}),
     ("linux, writes per level", {"writeback_completion": "level"}),
+    ("linux, writes by next level", {"writeback_completion": "next-level"}),
     ("linux, writes per call", {"writeback_completion": "call"}),
-    ("linux, lag 640", {"writeback_completion": "lag", "writeback_lag": 640}),
+    ("linux, lag 320", {"writeback_completion": "lag", "writeback_lag": 320}),
     ("linux, synchronous writes (lag 0)", {"writeback_completion": "lag", "writeback_lag": 0}),
     ("linux, no zero page", {"zero_page": False}),
-    ("linux, 32-page rounds (no levels), lag 640, no zero page", {**PREVIOUS, "zero_page": False}),
-    # the memcg statistics flushed every step, as the capture's memory.stat reads do (see README)
-    ("linux, stats flush 1", {"stats_flush_steps": 1}),
-    ("linux, stats flush 1, writes per level", {"stats_flush_steps": 1, "writeback_completion": "level"}),
-    ("linux, stats flush 1, writes by next level", {"stats_flush_steps": 1, "writeback_completion": "next-level"}),
-    ("linux, stats flush 1, lag 320", {"stats_flush_steps": 1, "writeback_completion": "lag", "writeback_lag": 320}),
 )
 #: settings also run at the neighbouring budgets of ``--band`` (the default always is)
-BAND_SETTINGS = (("linux, 32-page rounds, lag 640 (the 0.3.0 default)", PREVIOUS),
-                 ("linux, writes per level", {"writeback_completion": "level"}),
-                 ("linux, writes per call", {"writeback_completion": "call"}),
-                 ("linux, stats flush 1, lag 320",
-                  {"stats_flush_steps": 1, "writeback_completion": "lag", "writeback_lag": 320}))
+BAND_SETTINGS = (("linux, the 0.4.0 default (writes by next level, exact statistics)", PREVIOUS),
+                 ("linux, exact statistics", {"stats_flush_steps": 0}),
+                 ("linux, write cost 3", {"write_cost": 3}),
+                 ("linux, write cost 6", {"write_cost": 6}),
+                 ("linux, write cost 8", {"write_cost": 8}),
+                 ("linux, writes per call", {"writeback_completion": "call"}))
 DEFAULT_STEPS = {"tiny": 50, "demo": 20}
 #: budgets as fractions of the footprint; demo's 20 steps touch only ~29% of its footprint, so its budgets are lower
 DEFAULT_FRACTIONS = {"tiny": (0.2, 0.4, 0.6), "demo": (0.1, 0.15, 0.2)}
@@ -189,8 +197,8 @@ def reclaim_markdown(rows: list[dict]) -> str:
         return ""
     names = list(RECLAIM_REGISTERS)
     lines = ["Reclaim as the kernel's tracepoints count it (one extra capture per point, `--trace-reclaim`), as the "
-             "default emulator counts it, and as the 0.3.0 default did (32-page rounds, lag 640) "
-             "(kernel / default / 0.3.0; `reclaimed` = pages freed):", "",
+             "default emulator counts it, and as the 0.4.0 default did (writes by next level, exact statistics) "
+             "(kernel / default / 0.4.0; `reclaimed` = pages freed):", "",
              "| preset | budget | " + " | ".join(names) + " | stats flushes (kernel) |",
              "|---|---|" + "---|" * (len(names) + 1)]
     for r in rows:
@@ -354,7 +362,7 @@ def main(argv=None) -> int:
     ap.add_argument("--band", type=float, default=0.02,
                     help="also emulate the default at budgets within this fraction (x1-b, x1-b/2, x1+b/2, x1+b): "
                          "how much the emulator itself moves with the budget; 0 to skip")
-    ap.add_argument("--lags", nargs="*", type=int, default=[320, 1280],
+    ap.add_argument("--lags", nargs="*", type=int, default=[],
                     help="extra linux/vma rows with writes completing after these --writeback-lag values")
     ap.add_argument("--band-captures", action="store_true",
                     help="also capture the kernel once at each budget of the band and compare there")

@@ -38,13 +38,18 @@ mm/swapfile.c, mm/vmscan.c of Linux 6.x):
   fault (the process waits for its read), when reclaim meets it again and
   waits for it (cgroup v1 memcg reclaim), and otherwise by
   ``writeback_completion`` (:data:`WRITEBACK_COMPLETIONS`). The default,
-  "next-level", completes a priority level's writes as the level after it
-  ends (in the same reclaim call or the next): ``shrink_lruvec`` holds a
-  block plug (``blk_start_plug`` .. ``blk_finish_plug``, block/blk-core.c)
-  around each level's scan, so a level's writes reach the device together
-  (the kernel's streams show bursts of up to 31 requests, ~4000 pages,
-  issued within 20 us), and the device finishes them while reclaim scans on.
-  "level" completes them as their own level ends, "call" as the call returns;
+  "device", gives the device a speed of its own: it writes one page in the
+  time reclaim isolates ``write_cost`` pages (:data:`DEFAULT_WRITE_COST`),
+  first in first out. ``shrink_lruvec`` holds a block plug
+  (``blk_start_plug`` .. ``blk_finish_plug``, block/blk-core.c) around each
+  level's scan, so a level's writes reach the device together as the level
+  ends (the kernel's streams show bursts of up to 31 requests, ~4000 pages,
+  issued within 20 us). A few writes are done while the call scans on; a
+  level that writes thousands -- a dirty inactive tail, as when memory first
+  fills -- keeps the device busy past the call's end, and the call writes on
+  at lower levels before anything is freed: the kernel's first bursts.
+  "next-level" (the 0.4.0 default) completes a level's writes as the level
+  after it ends, "level" as their own level ends, "call" as the call returns;
   "lag" (the 0.3.0 rule, and the only one with 32-page rounds) once reclaim
   has isolated ``writeback_lag`` more pages (:data:`DEFAULT_WRITEBACK_LAG`;
   0 is a synchronous device, freeing a page as it is written -- ``lru`` and
@@ -119,15 +124,16 @@ DEFAULT_MAX_REQUEST_BYTES = 512 * 1024
 #: pages reclaim isolates while a write is in flight (``linux``); chosen by ``analysis/calibrate.py``
 DEFAULT_WRITEBACK_LAG = 640
 #: steps between flushes of the memory cgroup statistics reclaim reads (``linux``); 0: exact statistics.
-#: One step is what ``swaptrace capture`` does (it reads ``memory.stat`` as each step ends); off by default:
-#: see README, Calibration (better reclaim dynamics, but far more sensitive to the budget)
-DEFAULT_STATS_FLUSH_STEPS = 0
+#: One step is what ``swaptrace capture`` does (it reads ``memory.stat`` as each step ends, and the read
+#: flushes them); with it the emulator deactivates as the kernel does there -- a few pages in the first call
+#: after a flush, then bursts while the stale sizes say the inactive list is low (README, Calibration)
+DEFAULT_STATS_FLUSH_STEPS = 1
 #: ``linux`` reclaim walks the kernel's priority levels (False: 32-page rounds until done); chosen by
 #: ``analysis/calibrate.py`` with :data:`DEFAULT_WRITEBACK_COMPLETION` (README, Calibration)
 DEFAULT_SCAN_PRIORITIES = True
-#: when a write started by ``linux`` reclaim completes (:data:`WRITEBACK_COMPLETIONS`): as the priority level
-#: after the one that wrote it ends -- the device takes about one more level's scan (README, Calibration)
-DEFAULT_WRITEBACK_COMPLETION = "next-level"
+#: when a write started by ``linux`` reclaim completes (:data:`WRITEBACK_COMPLETIONS`): as a first-in
+#: first-out device of :data:`DEFAULT_WRITE_COST` gets to it (README, Calibration)
+DEFAULT_WRITEBACK_COMPLETION = "device"
 #: writeback completion rules by name (``--writeback-completes``); each write also completes at the next
 #: major fault and when reclaim meets it again
 WRITEBACK_COMPLETIONS: dict[str, str] = {
@@ -136,9 +142,15 @@ WRITEBACK_COMPLETIONS: dict[str, str] = {
     "next-level": "as the priority level after the one that wrote it ends, in the same call or the next "
                   "(needs scan_priorities)",
     "call": "as the reclaim call that wrote it returns (needs scan_priorities)",
+    "device": "as a first-in first-out device gets to it: one page in the time reclaim isolates write_cost pages, "
+              "a level's writes handed over as the level ends (needs scan_priorities)",
 }
-#: WRITEBACK_COMPLETIONS that complete by priority level, and their kernel codes (P_WB_LEVEL)
-BY_LEVEL = {"level": ks.WB_BY_LEVEL, "next-level": ks.WB_BY_NEXT_LEVEL, "call": ks.WB_BY_CALL}
+#: WRITEBACK_COMPLETIONS that work by priority level (the level's plug), and their kernel codes (P_WB_LEVEL)
+BY_LEVEL = {"level": ks.WB_BY_LEVEL, "next-level": ks.WB_BY_NEXT_LEVEL, "call": ks.WB_BY_CALL,
+            "device": ks.WB_BY_DEVICE}
+#: ``writeback_completion="device"``: pages reclaim isolates in the time the device writes one page
+#: (its speed against the scan's); chosen by ``analysis/calibrate.py`` (README, Calibration)
+DEFAULT_WRITE_COST = 4
 CHUNK_ROWS = 1 << 20
 OUT_ROWS = 1 << 18
 
@@ -215,6 +227,8 @@ class EmulatorConfig:
     #: "lag" or "level" (:data:`WRITEBACK_COMPLETIONS`); with "level", ``writeback_lag`` is
     #: :data:`~swaptrace._kernels.swapstate.WB_ALL` (no write completes by the clock) and the throttle is off
     writeback_completion: str = "lag"
+    #: "device" only (0 otherwise): pages reclaim isolates in the time the device writes one page
+    write_cost: int = 0
     #: pages a reclaim call may write beyond the lag before it waits for all of them (a safety bound on
     #: the requests of one access; never reached in the calibration runs -- tests lower it to reach it)
     writeback_throttle: int = 2 * ks.SWAP_CLUSTER_MAX
@@ -269,6 +283,7 @@ def resolve_config(
     stats_flush_steps: int | None = None,
     scan_priorities: bool | None = None,
     writeback_completion: str | None = None,
+    write_cost: int | None = None,
     source: str = "trace",
 ) -> EmulatorConfig:
     """Check every parameter against the trace's metadata; raise :class:`ConfigError` naming the bad one."""
@@ -341,6 +356,15 @@ def resolve_config(
             raise ConfigError(f"--writeback-lag applies to --writeback-completes lag; {w} completes writes "
                               "by priority level")
         writeback_lag = ks.WB_ALL  # no write completes by the clock (also keeps lag > 0: writes stay asynchronous)
+    if writeback_completion == "device":
+        write_cost = DEFAULT_WRITE_COST if write_cost is None else write_cost
+        if write_cost < 1:
+            raise ConfigError(f"--write-cost must be at least 1 (pages scanned per page written), got {write_cost}")
+    elif write_cost is not None:
+        raise ConfigError(f"--write-cost applies to --writeback-completes device; {writeback_completion} does not "
+                          "model the device's speed")
+    else:
+        write_cost = 0
     if step_us is None:
         step_us = DEFAULT_STEP_US
     if not step_us > 0 or math.isinf(step_us):
@@ -370,6 +394,7 @@ def resolve_config(
         stats_flush_steps=int(stats_flush_steps),
         scan_priorities=bool(scan_priorities),
         writeback_completion=writeback_completion,
+        write_cost=int(write_cost),
     )
 
 
@@ -440,6 +465,7 @@ def emulate(
     stats_flush_steps: int | None = None,
     scan_priorities: bool | None = None,
     writeback_completion: str | None = None,
+    write_cost: int | None = None,
     chunk_rows: int = CHUNK_ROWS,
 ) -> EmulationResult:
     """Replay an access trace against a DRAM budget; write the swap I/O stream.
@@ -495,18 +521,24 @@ def emulate(
         ``(size >> priority) * 90 / 510`` of both lists, 32 deactivations at
         the end of each level while the inactive list is low); False: 32-page
         rounds until done.
-    writeback_completion : {"call", "level", "next-level", "lag"}, optional
+    writeback_completion : {"device", "call", "level", "next-level", "lag"}, optional
         ``linux`` only: when a write started by reclaim completes, besides at
         the next major fault and when reclaim meets the page again
         (:data:`WRITEBACK_COMPLETIONS`). Default :data:`DEFAULT_WRITEBACK_COMPLETION`
         with priority levels; "lag" with 32-page rounds or when
-        ``writeback_lag`` is given. "call": as the reclaim call that wrote it
+        ``writeback_lag`` is given. "device": as a first-in first-out device
+        writing one page per ``write_cost`` pages isolated gets to it, a
+        level's writes handed over as the level ends. "call": as the reclaim call that wrote it
         returns; "level": as its priority level ends (``shrink_lruvec``'s block
         plug, ``blk_finish_plug``, submits a level's writes together);
         "next-level": as the level after it ends; "lag": once reclaim has
         isolated ``writeback_lag`` more pages (or the call has written the lag
         plus 64 and waits for all). All but "lag" need ``scan_priorities`` and
         no ``writeback_lag``.
+    write_cost : int, optional
+        ``writeback_completion="device"`` only: pages reclaim isolates in the
+        time the device writes one page (default :data:`DEFAULT_WRITE_COST`,
+        chosen against the kernel; at least 1).
 
     Returns
     -------
@@ -532,6 +564,7 @@ def emulate(
         stats_flush_steps=stats_flush_steps,
         scan_priorities=scan_priorities,
         writeback_completion=writeback_completion,
+        write_cost=write_cost,
         source=str(tf.path),
     )
     check_output_path(out, force)
@@ -566,6 +599,7 @@ def emulate(
         "stats_flush_steps": cfg.stats_flush_steps,
         "scan_priorities": cfg.scan_priorities,
         "writeback_completion": cfg.writeback_completion,
+        "write_cost": cfg.write_cost or None,
     }
     out_meta = {
         "source": "emulator",
@@ -646,6 +680,7 @@ class Emulator:
                 "stats_flush_steps": cfg.stats_flush_steps,
                 "scan_priorities": int(cfg.scan_priorities),
                 "writeback_level": BY_LEVEL.get(cfg.writeback_completion, 0),
+                "write_cost": cfg.write_cost,
             },
             step_us=cfg.step_us,
             # the by-level rules bound an access's rows by the budget: room for OUT_ROWS more, not four times it

@@ -17,6 +17,7 @@ import numpy as np
 from swaptrace.pagecache import (
     DEFAULT_SCAN_PRIORITIES,
     DEFAULT_STATS_FLUSH_STEPS,
+    DEFAULT_WRITE_COST,
     DEFAULT_WRITEBACK_COMPLETION,
     DEFAULT_WRITEBACK_LAG,
 )
@@ -158,6 +159,8 @@ class NaiveLinux:
             emu.complete_writes(None)
             emu.c["writeback_waits"] += 1
             written = 0
+        elif emu.writeback_completion == "device":  # what the device has written by the end of this isolation
+            emu.complete_writes(emu.wb_clock + take)
         elif lag > 0:  # writes issued at least lag isolated pages ago are complete
             emu.complete_writes(emu.wb_clock + take - lag)
         emu.wb_clock += take
@@ -189,7 +192,11 @@ class NaiveLinux:
                 self.young[page] = False
                 self.referenced[page] = False
                 self.inactive.append(page)
-                emu.writes_in_flight.append((page, emu.wb_clock))
+                if emu.writeback_completion == "device":  # in the level's plug: no completion time yet
+                    emu.writes_in_flight.append([page, math.inf])
+                    emu.plugged += 1
+                else:
+                    emu.writes_in_flight.append([page, emu.wb_clock])
                 emu.wb_pages.add(page)
                 written += 1
             else:
@@ -248,6 +255,8 @@ class NaiveLinux:
             elif emu.writeback_completion == "next-level":  # done while the next level scans
                 emu.complete_writes(emu.wb_mark)
                 emu.wb_mark = emu.wb_clock
+            elif emu.writeback_completion == "device":  # the plug goes to the device
+                emu.unplug()
             prio -= 1
         if emu.writeback_completion == "call":
             emu.complete_writes(None)
@@ -282,6 +291,7 @@ class NaiveEmulator:
         stats_flush_steps=None,
         scan_priorities=None,
         writeback_completion=None,
+        write_cost=None,
     ):
         self.F = footprint_pages
         self.budget = budget_pages
@@ -312,8 +322,14 @@ class NaiveEmulator:
             by_level = policy == "linux" and self.policy.scan_priorities and writeback_lag is None
             writeback_completion = DEFAULT_WRITEBACK_COMPLETION if by_level else "lag"
         self.writeback_completion = writeback_completion
-        if self.writeback_completion in ("level", "next-level", "call"):
+        if self.writeback_completion in ("level", "next-level", "call", "device"):
             self.writeback_lag = math.inf
+        # "device": one page written per write_cost pages isolated, in order; a level's writes join the queue
+        # as the level ends (unplug), and writes_in_flight then holds completion clocks, not issue clocks
+        device = self.writeback_completion == "device"
+        self.write_cost = (DEFAULT_WRITE_COST if write_cost is None else write_cost) if device else 0
+        self.device_done = 0  # clock by which the device has written everything handed to it
+        self.plugged = 0  # the newest writes in flight, not yet handed over
         self.wb_mark = -1  # "next-level": the writeback clock as the last level ended
         self.writes_in_flight = deque()
         self.wb_pages = set()
@@ -428,9 +444,23 @@ class NaiveEmulator:
         self.pending = [op, slot, 1, cause]
 
     # ---- reclaim ---------------------------------------------------------
-    def complete_writes(self, upto):
-        """Complete, oldest first, the writes issued at clock ``upto`` or before (all with None)."""
+    def unplug(self):
+        """The level's plugged writes go to the device, each done write_cost after the one before (or now)."""
         q = self.writes_in_flight
+        for i in range(len(q) - self.plugged, len(q)):
+            self.device_done = max(self.device_done, self.wb_clock) + self.write_cost
+            q[i][1] = self.device_done
+        self.plugged = 0
+
+    def complete_writes(self, upto):
+        """Complete, oldest first, the writes issued at clock ``upto`` or before (all with None).
+
+        "device": the writes done by clock ``upto``; waiting for all of them moves the clock to the device's.
+        """
+        q = self.writes_in_flight
+        if upto is None and q and self.writeback_completion == "device":
+            self.unplug()
+            self.wb_clock = max(self.wb_clock, self.device_done)
         while q and (upto is None or q[0][1] <= upto):
             page, _ = q.popleft()
             self.wb_pages.discard(page)

@@ -45,6 +45,7 @@ def run_both(pages, writes, steps, footprint, budget, **kw):
         stats_flush_steps=kw.get("stats_flush_steps"),
         scan_priorities=kw.get("scan_priorities"),
         writeback_completion=kw.get("writeback_completion"),
+        write_cost=kw.get("write_cost"),
     )
     if "writeback_throttle" in kw:
         cfg = dataclasses.replace(cfg, writeback_throttle=kw["writeback_throttle"])
@@ -101,13 +102,15 @@ def assert_same(emu, rows, naive, nrows, ncounts):
 
 
 CASES = list(itertools.product(["lru", "clock", "linux"], ["none", "vma", "cluster"]))
-#: linux variants: defaults (writeback lag longer than this small footprint: writes complete at reads and
-#: reclaim's waits), a short lag (writes also complete as reclaim goes on), the synchronous device, a call
-#: that waits whenever it wrote 6, memcg statistics flushed every step or every other step, reclaim by
-#: priority levels, and priority levels whose writes complete as each level ends
-LINUX_VARIANTS = [{}, {"writeback_lag": 24}, {"writeback_lag": 0, "zero_page": False},
-                  {"writeback_lag": 6, "writeback_throttle": 0}, {"stats_flush_steps": 1},
-                  {"stats_flush_steps": 2, "writeback_lag": 24}, {"scan_priorities": True},
+#: linux variants: defaults (priority levels, writes on a device of write cost 8, statistics flushed every
+#: step), the device faster and much slower than the scan, with exact statistics; the lag rule (a short lag:
+#: writes also complete as reclaim goes on), the synchronous device, a call that waits whenever it wrote 6,
+#: statistics flushed every other step, 32-page rounds, and priority levels whose writes complete by level
+LINUX_VARIANTS = [{}, {"write_cost": 1}, {"write_cost": 3, "stats_flush_steps": 0}, {"write_cost": 50},
+                  {"writeback_lag": 24}, {"writeback_lag": 0, "zero_page": False},
+                  {"writeback_lag": 6, "writeback_throttle": 0}, {"stats_flush_steps": 0},
+                  {"scan_priorities": False, "stats_flush_steps": 1},
+                  {"stats_flush_steps": 2, "writeback_lag": 24}, {"scan_priorities": False},
                   {"scan_priorities": True, "stats_flush_steps": 1, "writeback_lag": 24},
                   {"scan_priorities": True, "writeback_completion": "level"},
                   {"scan_priorities": True, "writeback_completion": "level", "stats_flush_steps": 1},

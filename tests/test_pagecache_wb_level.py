@@ -225,8 +225,9 @@ META = {"page_bytes": 4096, "footprint_pages": 100}
 
 
 def test_defaults():
-    assert DEFAULT_WRITEBACK_COMPLETION == "next-level" and pagecache.DEFAULT_SCAN_PRIORITIES is True
-    cfg = resolve_config(META, memory_bytes=40960)
+    # the default rule, "device", has its own tests (test_pagecache_wb_device.py); the level rules' settings:
+    assert DEFAULT_WRITEBACK_COMPLETION == "device" and pagecache.DEFAULT_SCAN_PRIORITIES is True
+    cfg = resolve_config(META, memory_bytes=40960, writeback_completion="next-level")
     assert cfg.scan_priorities and cfg.writeback_completion == "next-level"
     m = Emulator(cfg, 100, np.array([1])).state.m
     assert m[ks.P_WB_LEVEL] == ks.WB_BY_NEXT_LEVEL and m[ks.P_WB_LAG] == ks.WB_ALL and m[ks.P_WB_THROTTLE] == 0
@@ -279,7 +280,8 @@ def test_call_rule_completes_a_calls_writes_as_it_returns():
 @pytest.mark.parametrize(
     ("kw", "match"),
     [
-        ({"writeback_completion": "done"}, "unknown --writeback-completes 'done'; choose one of lag, level, next-level, call"),
+        ({"writeback_completion": "done"},
+         "unknown --writeback-completes 'done'; choose one of lag, level, next-level, call, device"),
         ({"writeback_completion": "call", "scan_priorities": False}, "--writeback-completes call needs --scan-priorities"),
         ({"writeback_completion": "level", "scan_priorities": False}, "needs --scan-priorities"),
         ({"writeback_completion": "level", "policy": "lru"}, "applies to the linux policy only"),
@@ -329,10 +331,11 @@ def test_cli_help_states_every_rule():
     r = run_cli("emulate", "--help")
     assert r.exit_code == 0
     text = " ".join(r.output.split())
-    assert "--writeback-completes [lag|level|next-level|call]" in text
+    assert "--writeback-completes [lag|level|next-level|call|device]" in text
     assert "call: as the reclaim call that wrote it returns." in text
     assert "level: as the priority level that wrote it ends." in text
     assert "lag: once reclaim has isolated --writeback-lag more pages." in text
+    assert "device: as a first-in first-out device of --write-cost gets to it." in text
     assert f"[default: {pagecache.DEFAULT_WRITEBACK_COMPLETION}]" in text
 
 
@@ -347,7 +350,7 @@ def test_metadata_records_the_rule(trace, tmp_path):
     assert params["writeback_lag"] is None  # no lag applies
     assert meta["summary"]["pages_out"] == json.loads(r.output)["pages_out"] > 0
     res = emulate(trace, tmp_path / "default.swapio.parquet", memory_fraction=0.3)
-    assert res.params["writeback_completion"] == "next-level" and res.params["writeback_lag"] is None
+    assert res.params["writeback_completion"] == "device" and res.params["writeback_lag"] is None
     res = emulate(trace, tmp_path / "lag.swapio.parquet", memory_fraction=0.3, writeback_lag=200)
     assert res.params["writeback_completion"] == "lag" and res.params["writeback_lag"] == 200
     assert open_trace(res.path, kind="swapio").meta["params"]["writeback_completion"] == "lag"

@@ -50,7 +50,7 @@
   writes in bursts of up to 31 requests (~4000 pages) issued within 20 us --
   and the device is far slower than scanning. With no clock of its own the
   emulator completes them at a reclaim boundary: ``WB_BY_LEVEL`` as their
-  level ends, ``WB_BY_NEXT_LEVEL`` (the default) as the level after it ends
+  level ends, ``WB_BY_NEXT_LEVEL`` as the level after it ends
   (in the same call or the next; ``R_WB_MARK`` holds the writeback clock as
   the last level ended), ``WB_BY_CALL`` as their reclaim call returns.
   ``P_WB_LAG`` is then ``WB_ALL`` and ``P_WB_THROTTLE`` 0: no write
@@ -58,6 +58,19 @@
   the cgroup v1 wait stay. Writes are still asynchronous: a written page goes
   back to the inactive head under writeback, and a later level (or call)
   frees it from the tail, where its completion put it.
+* Writeback on a device of its own speed (``WB_BY_DEVICE``, the default).
+  The device writes one page in the time reclaim isolates ``P_WB_COST``
+  pages, first in first out; a level's writes reach it together as the
+  level ends (the plug), and each completes ``P_WB_COST`` after the one
+  before it (or after it reached an idle device). So a few writes complete
+  within the call that issued them, while a level that writes thousands --
+  a dirty inactive tail, as when memory first fills -- keeps the device busy
+  past the call's end, and the call goes on to lower levels writing more
+  before it frees anything: the kernel's bursts of ~4000 pages, which the
+  fixed-boundary rules above cannot make at one budget without overshooting
+  at another. A wait for all writes (a read, or the cgroup v1 wait) first
+  hands the plug to the device (``schedule`` flushes it) and moves the clock
+  to the device's: the process slept meanwhile.
 * Flushed statistics (``P_STATS_FLUSH`` > 0). ``inactive_is_low``, the refault
   test and ``may_deactivate`` read ``lruvec_page_state``: the memory cgroup's
   rstat counters, folded together only at a flush (``memcg_flush_stats``:
@@ -98,6 +111,7 @@ from swaptrace._kernels.swapstate import (
     P_PAGE_BYTES,
     P_SCAN_PRIO,
     P_STATS_FLUSH,
+    P_WB_COST,
     P_WB_LAG,
     P_WB_LEVEL,
     P_WB_THROTTLE,
@@ -113,13 +127,16 @@ from swaptrace._kernels.swapstate import (
     R_STAT_STEP,
     R_STEP,
     R_WB_CLOCK,
+    R_WB_DEV,
     R_WB_HEAD,
     R_WB_MARK,
     R_WB_N,
+    R_WB_PLUGGED,
     REFERENCED,
     SWAP_CLUSTER_MAX,
     WB_ALL,
     WB_BY_CALL,
+    WB_BY_DEVICE,
     WB_BY_LEVEL,
     WB_BY_NEXT_LEVEL,
     WRITEBACK,
@@ -230,6 +247,24 @@ def _linux_insert(b, m, page, target):
     m[R_N_INACTIVE] += 1
 
 
+@jit_inline
+def _unplug(m):
+    """``blk_finish_plug`` (``WB_BY_DEVICE``): hand the plugged writes to the device, which writes them in order.
+
+    Each completes ``P_WB_COST`` after the write before it, or after now if the device is idle by then.
+    """
+    F = m[P_FOOTPRINT]
+    t = m[O_WBT]
+    k = m[R_WB_PLUGGED]
+    for j in range(m[R_WB_N] - k, m[R_WB_N]):
+        i = m[R_WB_HEAD] + j
+        if i >= F:
+            i -= F
+        m[R_WB_DEV] = max(m[R_WB_DEV], m[R_WB_CLOCK]) + m[P_WB_COST]
+        m[t + i] = m[R_WB_DEV]
+    m[R_WB_PLUGGED] = 0
+
+
 @jit
 def _wb_complete(b, m, upto):
     """Complete, oldest first, the writes issued at writeback clock ``upto`` or before.
@@ -240,6 +275,9 @@ def _wb_complete(b, m, upto):
     F = m[P_FOOTPRINT]
     q, t = m[O_WBQ], m[O_WBT]
     nx, pv = m[O_NEXT], m[O_PREV]
+    if upto == WB_ALL and m[P_WB_LEVEL] == WB_BY_DEVICE and m[R_WB_N] > 0:  # slept until the device was done
+        _unplug(m)
+        m[R_WB_CLOCK] = max(m[R_WB_CLOCK], m[R_WB_DEV])
     while m[R_WB_N] > 0:
         h = m[R_WB_HEAD]
         if m[t + h] > upto:
@@ -273,7 +311,11 @@ def _writeout(b, m, f, page):
     if i >= F:
         i -= F
     m[m[O_WBQ] + i] = page
-    m[m[O_WBT] + i] = m[R_WB_CLOCK]
+    if m[P_WB_LEVEL] == WB_BY_DEVICE:  # in the level's plug: not on the device yet, no completion clock
+        m[m[O_WBT] + i] = WB_ALL
+        m[R_WB_PLUGGED] += 1
+    else:
+        m[m[O_WBT] + i] = m[R_WB_CLOCK]
     m[R_WB_N] += 1
     return True
 
@@ -296,6 +338,8 @@ def _shrink_batch(b, m, f, take, written):
         _wb_complete(b, m, WB_ALL)
         m[C_WB_WAITS] += 1
         written = 0
+    elif m[P_WB_LEVEL] == WB_BY_DEVICE:  # the writes the device finishes by the time this batch is isolated
+        _wb_complete(b, m, m[R_WB_CLOCK] + take)
     elif lag > 0:  # the writes that completed while the previous batch was processed
         _wb_complete(b, m, m[R_WB_CLOCK] + take - lag)
     m[R_WB_CLOCK] += take
@@ -349,8 +393,8 @@ def _scan_share(size, prio):
 def _linux_reclaim(b, m, f, n):
     """Shrink the lists until at least ``n`` pages are reclaimed (or none is left).
 
-    Two ways (``P_SCAN_PRIO``): 32 pages per round until done (the default),
-    or the kernel's priority levels (``do_try_to_free_pages``).
+    Two ways (``P_SCAN_PRIO``): 32 pages per round until done, or the kernel's
+    priority levels (``do_try_to_free_pages``; the default since 0.4.0).
     """
     if m[P_SCAN_PRIO]:
         return _linux_reclaim_levels(b, m, f, n)
@@ -414,6 +458,8 @@ def _linux_reclaim_levels(b, m, f, n):
         elif m[P_WB_LEVEL] == WB_BY_NEXT_LEVEL:  # ... or done while the next level scans
             _wb_complete(b, m, m[R_WB_MARK])
             m[R_WB_MARK] = m[R_WB_CLOCK]
+        elif m[P_WB_LEVEL] == WB_BY_DEVICE:  # ... or reach the device, which takes its time
+            _unplug(m)
         prio -= 1
     if m[P_WB_LEVEL] == WB_BY_CALL:  # done after the call returns, before the next one (or the next read)
         _wb_complete(b, m, WB_ALL)

@@ -135,7 +135,7 @@ P_NSTEPS = 81
 O_SHADOW = 82  # [F] linux: nonresident_age at the page's eviction (its shadow entry), -1 if none
 P_WB_LAG = 83  # linux: a write completes once reclaim has isolated this many more pages; 0: at once
 O_WBQ = 84  # [F] linux: ring of pages under writeback, oldest first
-O_WBT = 85  # [F] linux: R_WB_CLOCK when each of them was written
+O_WBT = 85  # [F] linux: R_WB_CLOCK when each of them was written (WB_BY_DEVICE: when it completes)
 P_ZERO_PAGE = 86  # linux: a read of a never-written page maps the zero page (do_anonymous_page)
 P_WB_THROTTLE = 87  # linux: pages a reclaim call may write beyond the lag before it waits for them all
 P_STATS_FLUSH = 88  # linux: the memcg statistics reclaim reads are flushed every this many steps; 0: always exact
@@ -148,7 +148,10 @@ O_STEP_MINOR = 94  # [steps] minor faults per step (every other fault)
 P_SCAN_PRIO = 95  # linux: reclaim walks the kernel's priority levels instead of 32-page rounds
 P_WB_LEVEL = 96  # linux, with P_SCAN_PRIO: writes complete by level (WB_BY_*; P_WB_LAG is then WB_ALL)
 R_WB_MARK = 97  # linux, WB_BY_NEXT_LEVEL: R_WB_CLOCK as the last priority level ended
-HEADER = 98
+P_WB_COST = 98  # linux, WB_BY_DEVICE: pages reclaim isolates in the time the device writes one page
+R_WB_DEV = 99  # linux, WB_BY_DEVICE: R_WB_CLOCK by which the device has written every write handed to it
+R_WB_PLUGGED = 100  # linux, WB_BY_DEVICE: the newest writes in O_WBQ, still in the level's plug (not on the device)
+HEADER = 101
 TMP_CANDIDATES = 64
 
 # ---- f -------------------------------------------------------------------
@@ -160,8 +163,9 @@ F_OUT_T = 2  # output time column (index within step; converted to t_us by the c
 #: (``P_WB_LEVEL``), no write completes by the clock (2^62: the lag plus a small throttle stays in int64)
 WB_ALL = 1 << 62
 #: P_WB_LEVEL values: a write completes as its own priority level ends, as the level after it ends (in the
-#: same reclaim call or the next), or as its reclaim call returns
-WB_BY_LEVEL, WB_BY_NEXT_LEVEL, WB_BY_CALL = 1, 2, 3
+#: same reclaim call or the next), as its reclaim call returns, or as a first-in first-out device gets to it
+#: (its O_WBT entry is then the clock at which it completes, not the clock at which it was issued)
+WB_BY_LEVEL, WB_BY_NEXT_LEVEL, WB_BY_CALL, WB_BY_DEVICE = 1, 2, 3, 4
 #: the scan/isolate batch of reclaim (SWAP_CLUSTER_MAX, include/linux/swap.h)
 SWAP_CLUSTER_MAX = 32
 #: VMA readahead window order limit (SWAP_RA_ORDER_CEILING, mm/swap_state.c)
@@ -295,6 +299,7 @@ def new_state(
     m[P_SCAN_PRIO] = params.get("scan_priorities", 0)
     m[P_WB_LEVEL] = params.get("writeback_level", 0)
     m[R_WB_MARK] = -1
+    m[P_WB_COST] = params.get("write_cost", 0)
     m[R_STAT_STEP] = params["first_step"]  # flushed as the run starts: every list empty
     st.f[F_STEP_US] = step_us
     m[R_CUR_CLUSTER] = -1

@@ -8,7 +8,9 @@ import click
 
 from swaptrace.commands._common import echo_summary, force_option, json_option, progressbar
 from swaptrace.pagecache import (
+    DEFAULT_STATS_FLUSH_STEPS,
     DEFAULT_STEP_US,
+    DEFAULT_WRITE_COST,
     DEFAULT_WRITEBACK_COMPLETION,
     DEFAULT_WRITEBACK_LAG,
     INITIAL_STATES,
@@ -61,7 +63,8 @@ def _render(s: dict[str, Any]) -> str:
               help="linux: a load of a never-written page maps the shared zero page (no frame) [default: on].")
 @click.option("--stats-flush-steps", type=int, default=None,
               help="linux: reclaim reads memcg statistics flushed every N steps, as the kernel does (2 s, "
-                   "and at each memory.stat read); 0 = exact [default: 0].")
+                   "and at each memory.stat read, as swaptrace capture does every step); 0 = exact "
+                   f"[default: {DEFAULT_STATS_FLUSH_STEPS}].")
 @click.option("--scan-priorities/--no-scan-priorities", default=None,
               help="linux: reclaim walks the kernel's priority levels (scan shares size >> priority), or "
                    "32-page rounds until done (writes then complete by the lag) [default: levels].")
@@ -72,13 +75,17 @@ def _render(s: dict[str, Any]) -> str:
                    "level: as the priority level that wrote it ends. "
                    "next-level: as the level after that one ends. "
                    "lag: once reclaim has isolated --writeback-lag more pages. "
-                   "call, level and next-level need --scan-priorities "
+                   "device: as a first-in first-out device of --write-cost gets to it. "
+                   "all but lag need --scan-priorities "
                    f"[default: {DEFAULT_WRITEBACK_COMPLETION}].")
+@click.option("--write-cost", type=int, default=None,
+              help="linux, --writeback-completes device: pages reclaim scans in the time the device writes one "
+                   f"page [default: {DEFAULT_WRITE_COST}].")
 @force_option
 @json_option
 def command(trace, out, memory, memory_fraction, policy, readahead, page_cluster, cluster_slots, swap_bytes,
             max_request, step_us, initial_state, reclaim_batch, writeback_lag, zero_page, stats_flush_steps, scan_priorities,
-            writeback_completion, force, as_json):
+            writeback_completion, write_cost, force, as_json):
     """Emulate Linux swapping of TRACE under a DRAM budget; write the swap I/O stream.
 
     Each access of the trace goes through a page cache of the given size; the
@@ -101,7 +108,7 @@ def command(trace, out, memory, memory_fraction, policy, readahead, page_cluster
             max_request_bytes=max_request_bytes, step_us=step_us, initial_state=initial_state, force=force,
             progress=bar.update, reclaim_batch=reclaim_batch, writeback_lag=writeback_lag, zero_page=zero_page,
             stats_flush_steps=stats_flush_steps, scan_priorities=scan_priorities,
-            writeback_completion=writeback_completion,
+            writeback_completion=writeback_completion, write_cost=write_cost,
         )
     summary = dict(result.summary, output=str(result.path))
     echo_summary(summary, as_json, render=lambda s: _render(s) + f"\nwrote           {s['output']}")

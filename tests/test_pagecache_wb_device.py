@@ -1,0 +1,178 @@
+"""``linux`` writeback on a device of its own speed (``writeback_completion="device"``, the default).
+
+The device writes one page in the time reclaim isolates ``write_cost`` pages, first in first out; a
+priority level's writes reach it together as the level ends (the plug). Worked out by hand on the dirty
+memory of :func:`test_pagecache_wb_level.dirty_memory` (1024 dirty, not young pages, page 0 at the inactive
+tail, no active list), and against the naive twin request by request.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from naive_emulate import zipf_access_trace
+from test_pagecache_naive import assert_same, run_both, small_trace
+from test_pagecache_wb_level import LEVEL_CASES, META, PAGES, dirty_memory, growing_trace, inactive_tail
+
+import swaptrace.pagecache as pagecache
+from swaptrace._kernels import swapstate as ks
+from swaptrace._kernels.linux_lists import _linux_reclaim, _shrink_batch, _wb_complete
+from swaptrace.cli import cli
+from swaptrace.errors import ConfigError
+from swaptrace.pagecache import Emulator, emulate, resolve_config
+from swaptrace.traceio import open_trace
+
+DEVICE = {"policy": "linux", "scan_priorities": True, "writeback_completion": "device"}
+
+
+# ---- worked out by hand ---------------------------------------------------------------------------------
+
+
+def test_a_fast_device_frees_as_the_level_rule_does_but_leaves_the_last_level_in_flight():
+    # write cost 1: a level's writes go to the device as it ends, one page per page isolated after that.
+    # Shares (size >> p) * 90 // 510 as in the level rule's test; the clock counts pages isolated.
+    #   p 7   share 1: clock 1, writes page 0; unplugged: done at max(0, 1) + 1 = 2
+    #   p 6   share 2: by clock 1 + 2 = 3 page 0 is done -> tail; frees 0, writes 1; done at 4
+    #   p 5   share 5: by 8, page 1 done; frees 1, writes 2..5; done at 9..12
+    #   p 4   share 11: by 19, 2..5 done; frees 4, writes 6..12 (7); done at 20..26
+    #   p 3   share 22: by 41, 6..12 done; frees 7, writes 13..27 (15); done at 42..56
+    #   p 2   share 44: batch 32 (by 73: 13..27 done) frees 15, writes 28..44 (17); batch 12 (by 85: the
+    #         level's own writes are still in its plug) writes 45..56; done at 86..114
+    #   p 1   share 87: batch 32 (by 117: 28..56 done) frees 29 -- 57 >= 32, the call stops -- and writes
+    #         57..59, unplugged as the level ends: done at 118..120
+    # Freed 57, written 60, scanned 117 -- as under "level", whose level ends complete its own writes; here
+    # the stopping level's 3 are still on the device.
+    emu, st = dirty_memory(writeback_completion="device", write_cost=1)
+    assert _linux_reclaim(st.b, st.m, st.f, 32) == 57
+    r = st.reg
+    assert r[ks.C_PAGES_OUT] == 60 and r[ks.C_SCANNED] == 117 and r[ks.R_RESIDENT] == PAGES - 57
+    assert r[ks.R_WB_N] == 3 and r[ks.R_WB_PLUGGED] == 0
+    assert r[ks.R_WB_CLOCK] == 117 and r[ks.R_WB_DEV] == 120
+    assert np.flatnonzero(st.flags & ks.WRITEBACK).tolist() == [57, 58, 59]
+    # the next call: levels 12..8 (967 pages) scan nothing; level 7 (share 1) isolates one page by clock 118,
+    # when page 57 is done: rotated to the tail, freed, and the call is done
+    assert _linux_reclaim(st.b, st.m, st.f, 1) == 1
+    assert r[ks.R_WB_N] == 2 and r[ks.C_PAGES_OUT] == 60 and not st.flags[57] & ks.RESIDENT
+
+
+def test_a_slow_device_lets_a_call_write_its_whole_scan_before_anything_is_freed():
+    # write cost 1000: the first write is done at clock 1001, and the call's whole scan (levels 7..0, 356
+    # pages, the call rule's count) takes the clock to 356 only: it writes all 356 and frees none -- the
+    # kernel's first burst of thousands of pages when a dirty inactive tail meets a busy device
+    emu, st = dirty_memory(writeback_completion="device", write_cost=1000)
+    assert _linux_reclaim(st.b, st.m, st.f, 32) == 0
+    r = st.reg
+    assert r[ks.C_PAGES_OUT] == r[ks.C_SCANNED] == r[ks.R_WB_N] == 356 and r[ks.R_RESIDENT] == PAGES
+    assert r[ks.R_WB_CLOCK] == 356 and r[ks.R_WB_DEV] == 1 + 356 * 1000
+    # a wait (a read, or reclaim meeting one of them) sleeps until the device is done: every write completes,
+    # last written at the tail, and the clock moves to the device's
+    _wb_complete(st.b, st.m, ks.WB_ALL)
+    assert r[ks.R_WB_N] == 0 and r[ks.R_WB_CLOCK] == 1 + 356 * 1000
+    assert inactive_tail(st, 2) == [355, 354]
+    # the next call frees them with no write: levels 7..4 free 1 + 2 + 5 + 11, level 3 its 22 (41 >= 32)
+    assert _linux_reclaim(st.b, st.m, st.f, 32) == 41
+    assert r[ks.C_PAGES_OUT] == 356 and r[ks.R_RESIDENT] == PAGES - 41
+
+
+def test_plugged_writes_wait_for_the_level_end_or_a_wait():
+    # one batch of 5 isolated from the dirty tail: written, in the level's plug, not on the device -- no
+    # clock completes them -- until a wait (reclaim meets one, or a read: schedule() flushes the plug) hands
+    # them over and sleeps until the device is done: 5 pages at cost 10 from clock 5, done at 55
+    emu, st = dirty_memory(writeback_completion="device", write_cost=10)
+    r = st.reg
+    assert _shrink_batch(st.b, st.m, st.f, 5, 0) == (0, 5)
+    assert r[ks.R_WB_PLUGGED] == r[ks.R_WB_N] == 5 and r[ks.R_WB_CLOCK] == 5
+    _wb_complete(st.b, st.m, 10**9)
+    assert r[ks.R_WB_N] == 5
+    _wb_complete(st.b, st.m, ks.WB_ALL)
+    assert r[ks.R_WB_N] == r[ks.R_WB_PLUGGED] == 0 and r[ks.R_WB_DEV] == r[ks.R_WB_CLOCK] == 55
+    assert inactive_tail(st, 5) == [4, 3, 2, 1, 0]
+
+
+# ---- request by request against the naive twin ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("cost", [1, 6, 40])
+@pytest.mark.parametrize("flush", [0, 1])
+@pytest.mark.parametrize(("kind", "footprint", "budget"), LEVEL_CASES)
+def test_device_equals_naive(kind, footprint, budget, flush, cost):
+    seed = LEVEL_CASES.index((kind, footprint, budget))
+    if kind == "growing":
+        pages, writes, steps = growing_trace(seed, footprint, 4000)
+    else:
+        pages, writes, steps = small_trace(seed, footprint, 4000, steps=5, write_p=0.5, runs=kind == "runs")
+    got = run_both(pages, writes, steps, footprint, budget, readahead="vma", cluster_slots=16,
+                   max_request_pages=3 + seed % 3, stats_flush_steps=flush, write_cost=cost, **DEVICE)
+    assert_same(*got)
+    s = got[0].summary()
+    assert s["pages_out"] > 0 and s["evictions"] == s["clean_drops"]  # written asynchronously, freed clean
+
+
+# ---- configuration ----------------------------------------------------------------------------------------
+
+
+def test_defaults():
+    assert pagecache.DEFAULT_WRITEBACK_COMPLETION == "device" and pagecache.DEFAULT_STATS_FLUSH_STEPS == 1
+    cfg = resolve_config(META, memory_bytes=40960)
+    assert cfg.writeback_completion == "device" and cfg.write_cost == pagecache.DEFAULT_WRITE_COST
+    assert cfg.scan_priorities and cfg.stats_flush_steps == 1
+    m = Emulator(cfg, 100, np.array([1])).state.m
+    assert m[ks.P_WB_LEVEL] == ks.WB_BY_DEVICE and m[ks.P_WB_COST] == pagecache.DEFAULT_WRITE_COST
+    assert m[ks.P_WB_LAG] == ks.WB_ALL and m[ks.P_WB_THROTTLE] == 0
+    for kw in ({"writeback_completion": "next-level"}, {"writeback_lag": 300}, {"scan_priorities": False}):
+        cfg = resolve_config(META, memory_bytes=40960, **kw)
+        assert cfg.write_cost == 0 and Emulator(cfg, 100, np.array([1])).state.m[ks.P_WB_COST] == 0
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"write_cost": 0}, "--write-cost must be at least 1"),
+        ({"write_cost": -3}, "--write-cost must be at least 1"),
+        ({"write_cost": 4, "writeback_completion": "call"}, "--write-cost applies to --writeback-completes device"),
+        ({"write_cost": 4, "writeback_lag": 100}, "--write-cost applies to --writeback-completes device"),
+        ({"writeback_completion": "device", "scan_priorities": False}, "device needs --scan-priorities"),
+        ({"writeback_completion": "device", "policy": "lru"}, "applies to the linux policy only"),
+    ],
+)
+def test_config_errors(kw, match):
+    with pytest.raises(ConfigError, match=match):
+        resolve_config(META, memory_bytes=40960, **kw)
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory):
+    return zipf_access_trace(tmp_path_factory.mktemp("wbd") / "t.access.parquet", seed=9, footprint=400, n=6000,
+                             steps=6, write_p=0.4)
+
+
+def run_cli(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--write-cost", "0"], "--write-cost must be at least 1"),
+        (["--write-cost", "4", "--writeback-completes", "next-level"], "--write-cost applies to"),
+        (["--write-cost", "many"], "'many' is not a valid integer"),
+    ],
+)
+def test_cli_rejects(trace, tmp_path, args, message):
+    out = tmp_path / "bad.swapio.parquet"
+    r = run_cli("emulate", trace, "--memory-fraction", 0.3, *args, "-o", out)
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    errors = [line for line in r.output.splitlines() if line.startswith("Error")]
+    assert len(errors) == 1 and message in errors[0]
+    assert not out.exists()
+
+
+def test_metadata_records_the_device(trace, tmp_path):
+    r = run_cli("emulate", trace, "--memory-fraction", 0.3, "--write-cost", 3, "-o", tmp_path / "d.swapio.parquet")
+    assert r.exit_code == 0, r.output
+    params = open_trace(tmp_path / "d.swapio.parquet", kind="swapio").meta["params"]
+    assert params["writeback_completion"] == "device" and params["write_cost"] == 3
+    assert params["writeback_lag"] is None and params["stats_flush_steps"] == 1
+    res = emulate(trace, tmp_path / "n.swapio.parquet", memory_fraction=0.3, writeback_completion="next-level")
+    assert res.params["write_cost"] is None
