@@ -3,23 +3,20 @@
 The device writes one page in the time reclaim isolates ``write_cost`` pages, first in first out; a
 priority level's writes reach it together as the level ends (the plug). Worked out by hand on the dirty
 memory of :func:`test_pagecache_wb_level.dirty_memory` (1024 dirty, not young pages, page 0 at the inactive
-tail, no active list), and against the naive twin request by request.
+tail, no active list); request by request against the naive twin in test_pagecache_wb_level.py.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
+from cli_helpers import run_cli
 from naive_emulate import zipf_access_trace
-from test_pagecache_naive import assert_same, run_both, small_trace
-from test_pagecache_wb_level import LEVEL_CASES, META, PAGES, dirty_memory, growing_trace, inactive_tail
+from test_pagecache_wb_level import META, PAGES, dirty_memory, inactive_tail
 
 import swaptrace.pagecache as pagecache
 from swaptrace._kernels import swapstate as ks
 from swaptrace._kernels.linux_lists import _linux_reclaim, _shrink_batch, _wb_complete
-from swaptrace.cli import cli
-from swaptrace.errors import ConfigError
 from swaptrace.pagecache import Emulator, emulate, resolve_config
 from swaptrace.traceio import open_trace
 
@@ -90,26 +87,7 @@ def test_plugged_writes_wait_for_the_level_end_or_a_wait():
     assert inactive_tail(st, 5) == [4, 3, 2, 1, 0]
 
 
-# ---- request by request against the naive twin ---------------------------------------------------------
-
-
-@pytest.mark.parametrize("cost", [1, 6, 40])
-@pytest.mark.parametrize("flush", [0, 1])
-@pytest.mark.parametrize(("kind", "footprint", "budget"), LEVEL_CASES)
-def test_device_equals_naive(kind, footprint, budget, flush, cost):
-    seed = LEVEL_CASES.index((kind, footprint, budget))
-    if kind == "growing":
-        pages, writes, steps = growing_trace(seed, footprint, 4000)
-    else:
-        pages, writes, steps = small_trace(seed, footprint, 4000, steps=5, write_p=0.5, runs=kind == "runs")
-    got = run_both(pages, writes, steps, footprint, budget, readahead="vma", cluster_slots=16,
-                   max_request_pages=3 + seed % 3, stats_flush_steps=flush, write_cost=cost, **DEVICE)
-    assert_same(*got)
-    s = got[0].summary()
-    assert s["pages_out"] > 0 and s["evictions"] == s["clean_drops"]  # written asynchronously, freed clean
-
-
-# ---- configuration ----------------------------------------------------------------------------------------
+# ---- configuration (its errors: test_pagecache_wb_level.py) ----------------------------------------------------------------------------------------
 
 
 def test_defaults():
@@ -125,47 +103,10 @@ def test_defaults():
         assert cfg.write_cost == 0 and Emulator(cfg, 100, np.array([1])).state.m[ks.P_WB_COST] == 0
 
 
-@pytest.mark.parametrize(
-    ("kw", "match"),
-    [
-        ({"write_cost": 0}, "--write-cost must be at least 1"),
-        ({"write_cost": -3}, "--write-cost must be at least 1"),
-        ({"write_cost": 4, "writeback_completion": "call"}, "--write-cost applies to --writeback-completes device"),
-        ({"write_cost": 4, "writeback_lag": 100}, "--write-cost applies to --writeback-completes device"),
-        ({"writeback_completion": "device", "scan_priorities": False}, "device needs --scan-priorities"),
-        ({"writeback_completion": "device", "policy": "lru"}, "applies to the linux policy only"),
-    ],
-)
-def test_config_errors(kw, match):
-    with pytest.raises(ConfigError, match=match):
-        resolve_config(META, memory_bytes=40960, **kw)
-
-
 @pytest.fixture(scope="module")
 def trace(tmp_path_factory):
-    return zipf_access_trace(tmp_path_factory.mktemp("wbd") / "t.access.parquet", seed=9, footprint=400, n=6000,
-                             steps=6, write_p=0.4)
-
-
-def run_cli(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args])
-
-
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (["--write-cost", "0"], "--write-cost must be at least 1"),
-        (["--write-cost", "4", "--writeback-completes", "next-level"], "--write-cost applies to"),
-        (["--write-cost", "many"], "'many' is not a valid integer"),
-    ],
-)
-def test_cli_rejects(trace, tmp_path, args, message):
-    out = tmp_path / "bad.swapio.parquet"
-    r = run_cli("emulate", trace, "--memory-fraction", 0.3, *args, "-o", out)
-    assert r.exit_code == 2 and "Traceback" not in r.output
-    errors = [line for line in r.output.splitlines() if line.startswith("Error")]
-    assert len(errors) == 1 and message in errors[0]
-    assert not out.exists()
+    return zipf_access_trace(tmp_path_factory.mktemp("wbd") / "t.access.parquet", seed=9, footprint=300, n=5000,
+                             steps=5, write_p=0.5)
 
 
 def test_metadata_records_the_device(trace, tmp_path):

@@ -1,5 +1,8 @@
 """``linux`` writeback completing by priority level (``writeback_completion="level"``, with ``scan_priorities``).
 
+(Also: the level rules' and the device rule's configuration errors, and the device rule against the naive twin;
+its hand-worked cases are in test_pagecache_wb_device.py.)
+
 The writes issued during one priority level of a reclaim call complete as that level ends
 (``shrink_lruvec``'s ``blk_finish_plug`` submits them together; the device is far slower than the scan):
 no lag clock, no throttle. A major fault and reclaim meeting a page under writeback would still complete
@@ -12,7 +15,7 @@ import json
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
+from cli_helpers import run_cli, the_error
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hst
 from naive_emulate import zipf_access_trace
@@ -23,7 +26,6 @@ import swaptrace.pagecache as pagecache
 from swaptrace._kernels import swapstate as ks
 from swaptrace._kernels.linux_lists import _linux_reclaim
 from swaptrace._kernels.merge import _flush
-from swaptrace.cli import cli
 from swaptrace.errors import ConfigError
 from swaptrace.pagecache import DEFAULT_WRITEBACK_COMPLETION, Emulator, emulate, resolve_config
 from swaptrace.traceio import open_trace
@@ -54,22 +56,30 @@ LEVEL_CASES = [("random", 300, 7), ("runs", 300, 40), ("random", 300, 120), ("ra
                ("growing", 2000, 300), ("growing", 2000, 700)]
 
 
+#: the rules compared: a level's writes done as it ends, and the device of write cost 1, 6 and 40 (the level's
+#: writes handed over as it ends, then done at the device's pace)
+RULES = [{"writeback_completion": "level"},
+         *({"writeback_completion": "device", "write_cost": c} for c in (1, 6, 40))]
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: f"{r['writeback_completion']}{r.get('write_cost', '')}")
 @pytest.mark.parametrize("flush", [0, 1])
 @pytest.mark.parametrize("readahead", ["none", "vma"])
 @pytest.mark.parametrize(("kind", "footprint", "budget"), LEVEL_CASES)
-def test_level_equals_naive(kind, footprint, budget, readahead, flush):
+def test_level_equals_naive(kind, footprint, budget, readahead, flush, rule):
     seed = LEVEL_CASES.index((kind, footprint, budget))
     if kind == "growing":
         pages, writes, steps = growing_trace(seed, footprint, 4000)
     else:
         pages, writes, steps = small_trace(seed, footprint, 4000, steps=5, write_p=0.5, runs=kind == "runs")
     got = run_both(pages, writes, steps, footprint, budget, readahead=readahead, cluster_slots=16,
-                   max_request_pages=3 + seed % 3, stats_flush_steps=flush, **LEVEL)
+                   max_request_pages=3 + seed % 3, stats_flush_steps=flush, **{**LEVEL, **rule})
     assert_same(*got)
     emu = got[0]
     s = emu.summary()
     assert s["pages_out"] > 0 and s["evictions"] == s["clean_drops"]  # written asynchronously, freed clean
-    assert emu.state.reg[ks.R_WB_N] == 0  # every level completed its writes
+    if rule["writeback_completion"] == "level":
+        assert emu.state.reg[ks.R_WB_N] == 0  # every level completed its writes
 
 
 # ---- worked out by hand ---------------------------------------------------------------------------------
@@ -289,6 +299,12 @@ def test_call_rule_completes_a_calls_writes_as_it_returns():
         ({"writeback_completion": "level", "scan_priorities": True, "writeback_lag": 100},
          "--writeback-lag applies to --writeback-completes lag"),
         ({"writeback_completion": "level", "scan_priorities": True, "writeback_lag": 0}, "--writeback-lag"),
+        ({"write_cost": 0}, "--write-cost must be at least 1"),
+        ({"write_cost": -3}, "--write-cost must be at least 1"),
+        ({"write_cost": 4, "writeback_completion": "call"}, "--write-cost applies to --writeback-completes device"),
+        ({"write_cost": 4, "writeback_lag": 100}, "--write-cost applies to --writeback-completes device"),
+        ({"writeback_completion": "device", "scan_priorities": False}, "device needs --scan-priorities"),
+        ({"writeback_completion": "device", "policy": "lru"}, "applies to the linux policy only"),
     ],
 )
 def test_config_errors(kw, match):
@@ -302,10 +318,6 @@ def trace(tmp_path_factory):
                              steps=6, write_p=0.4)
 
 
-def run_cli(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args])
-
-
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -315,15 +327,15 @@ def run_cli(*args):
         (["--writeback-completes", "level", "--policy", "lru"], "applies to the linux policy only"),
         (["--writeback-completes", "level", "--scan-priorities", "--writeback-lag", "64"], "--writeback-lag"),
         (["--writeback-completes", "soon", "--scan-priorities"], "'soon' is not one of 'lag', 'level'"),
+        (["--write-cost", "0"], "--write-cost must be at least 1"),
+        (["--write-cost", "4", "--writeback-completes", "next-level"], "--write-cost applies to"),
+        (["--write-cost", "many"], "'many' is not a valid integer"),
     ],
 )
 def test_cli_rejects(trace, tmp_path, args, message):
     out = tmp_path / "bad.swapio.parquet"
     r = run_cli("emulate", trace, "--memory-fraction", 0.3, *args, "-o", out)
-    assert r.exit_code == 2
-    assert "Traceback" not in r.output
-    errors = [line for line in r.output.splitlines() if line.startswith("Error")]
-    assert len(errors) == 1 and message in errors[0]
+    assert message in the_error(r)
     assert not out.exists()
 
 
