@@ -20,9 +20,6 @@ from swaptrace._kernels.linux_lists import _linux_reclaim, _shrink_batch, _wb_co
 from swaptrace.pagecache import Emulator, emulate, resolve_config
 from swaptrace.traceio import open_trace
 
-DEVICE = {"policy": "linux", "scan_priorities": True, "writeback_completion": "device"}
-
-
 # ---- worked out by hand ---------------------------------------------------------------------------------
 
 
