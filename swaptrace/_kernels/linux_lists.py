@@ -269,6 +269,8 @@ def _unplug(m):
 def _wb_complete(b, m, upto):
     """Complete, oldest first, the writes issued at writeback clock ``upto`` or before.
 
+    (``WB_BY_DEVICE``: the writes the device has done by clock ``upto``; ``WB_ALL``
+    waits for all of them, plugged ones included, and the clock moves to the device's.)
     A completed page that is clean and inactive goes to the inactive tail
     (``folio_rotate_reclaimable``), so the last one completed is scanned first.
     """
