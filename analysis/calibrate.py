@@ -3,14 +3,13 @@
 For each preset and memory budget (a fraction of the trace's footprint) this
 captures the trace ``--runs`` times under the real kernel
 (``swaptrace.capture``, root only): the kernel is not deterministic -- its
-page counts at one budget differ by up to ~12 % between runs -- so the
+page counts at one budget differ by up to ~20 % between runs -- so the
 reference is the run with the median pages in, and the other runs appear as
 ``kernel rerun`` rows (the kernel's own spread, the floor for any model).
-Then it emulates the trace with every policy x readahead mode, with
-ablations of the default (no writeback lag, no zero page, neither, the
-previous release's lag), with the kernel rules not in the default (memcg
-statistics flushed every step, reclaim by priority levels, both) and with
-neighbouring writeback lags (``--lags``), and compares each stream with the
+Then it emulates the trace with every policy x readahead mode and with the
+:data:`ABLATIONS` of the default (other write costs and writeback rules,
+exact statistics, no zero page, the 0.4.0 and 0.3.0 defaults; writeback
+lags with ``--lags``), and compares each stream with the
 reference (``swaptrace.compare``): relative error on pages in and pages out
 and on minor faults, KS distance of read and write request sizes. ``--band``
 also runs the default at budgets within a few percent of each point, to show
@@ -27,7 +26,7 @@ Writes ``calibration.csv`` (one row per preset/budget/setting),
 mean and worst error over all budgets, and the band table) and
 ``calibration.json`` into the output folder. Regenerate the README tables with::
 
-    sudo .venv/bin/python analysis/calibrate.py -o analysis/results   # 5 runs per budget: ~10 min; cached: ~1 min
+    sudo .venv/bin/python analysis/calibrate.py -o analysis/results   # 5 runs per budget: ~10 min; cached: ~6 min
     sudo .venv/bin/python analysis/calibrate.py --quick --runs 3      # tiny only, 2 budgets, ~3 min
 
 Traces and captures are cached in ``--work`` (``*.kernel.swapio.parquet``,
