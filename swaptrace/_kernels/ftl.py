@@ -301,8 +301,8 @@ def _pick_victim(st, d):
 
 
 @jit_inline
-def _alloc_nogc(st, d, stream):
-    """Next unit on die d's frontier for ``stream``, opening a free block if needed; -1 if none."""
+def _frontier_next(st, d, stream):
+    """Next unit of the block open on die d for ``stream``; -1 (the full block closed) if it has none."""
     np_ = st.ip[P_NP]
     b = st.open_blk[d, stream]
     if b >= 0 and st.wp[b] < np_:
@@ -312,6 +312,16 @@ def _alloc_nogc(st, d, stream):
     if b >= 0:
         _close(st, d, b)
         st.open_blk[d, stream] = -1
+    return -1
+
+
+@jit_inline
+def _alloc_nogc(st, d, stream):
+    """Next unit on die d's frontier for ``stream``, opening a free block if needed; -1 if none."""
+    slot = _frontier_next(st, d, stream)
+    if slot >= 0:
+        return slot
+    np_ = st.ip[P_NP]
     b = _take_free(st, d)
     if b < 0:
         st.sc[S_ERR] = ERR_NO_FREE_BLOCK
@@ -375,15 +385,9 @@ def _gc_once(st, d, now):
 @jit_inline
 def _alloc(st, d, stream, now):
     """Next unit for a host write on die d; foreground GC first when the die is short of free blocks."""
-    np_ = st.ip[P_NP]
-    b = st.open_blk[d, stream]
-    if b >= 0 and st.wp[b] < np_:
-        slot = b * np_ + st.wp[b]
-        st.wp[b] += 1
+    slot = _frontier_next(st, d, stream)
+    if slot >= 0:
         return slot
-    if b >= 0:
-        _close(st, d, b)
-        st.open_blk[d, stream] = -1
     while st.free_n[d] <= st.ip[P_GC_MIN]:
         st.sc[C_FG_GC] += 1
         if not _gc_once(st, d, now):
