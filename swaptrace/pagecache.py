@@ -224,8 +224,8 @@ class EmulatorConfig:
     zero_page: bool = False
     stats_flush_steps: int = 0
     scan_priorities: bool = False
-    #: "lag" or "level" (:data:`WRITEBACK_COMPLETIONS`); with "level", ``writeback_lag`` is
-    #: :data:`~swaptrace._kernels.swapstate.WB_ALL` (no write completes by the clock) and the throttle is off
+    #: one of :data:`WRITEBACK_COMPLETIONS`; with those of :data:`BY_LEVEL`, ``writeback_lag`` is
+    #: :data:`~swaptrace._kernels.swapstate.WB_ALL` (no write completes by the lag clock) and the throttle is off
     writeback_completion: str = "lag"
     #: "device" only (0 otherwise): pages reclaim isolates in the time the device writes one page
     write_cost: int = 0
@@ -350,11 +350,9 @@ def resolve_config(
             raise ConfigError(f"--writeback-completes {w} applies to the linux policy only; "
                               f"{policy} frees pages as it writes them")
         if not scan_priorities:
-            raise ConfigError(f"--writeback-completes {w} needs --scan-priorities (it completes writes by "
-                              "priority level)")
+            raise ConfigError(f"--writeback-completes {w} needs --scan-priorities (it works by priority level)")
         if writeback_lag_given:
-            raise ConfigError(f"--writeback-lag applies to --writeback-completes lag; {w} completes writes "
-                              "by priority level")
+            raise ConfigError(f"--writeback-lag applies to --writeback-completes lag; {w} has no lag")
         writeback_lag = ks.WB_ALL  # no write completes by the clock (also keeps lag > 0: writes stay asynchronous)
     if writeback_completion == "device":
         write_cost = DEFAULT_WRITE_COST if write_cost is None else write_cost
@@ -528,8 +526,8 @@ def emulate(
         with priority levels; "lag" with 32-page rounds or when
         ``writeback_lag`` is given. "device": as a first-in first-out device
         writing one page per ``write_cost`` pages isolated gets to it, a
-        level's writes handed over as the level ends. "call": as the reclaim call that wrote it
-        returns; "level": as its priority level ends (``shrink_lruvec``'s block
+        level's writes handed over as the level ends; "call": as the reclaim
+        call that wrote it returns; "level": as its priority level ends (``shrink_lruvec``'s block
         plug, ``blk_finish_plug``, submits a level's writes together);
         "next-level": as the level after it ends; "lag": once reclaim has
         isolated ``writeback_lag`` more pages (or the call has written the lag
