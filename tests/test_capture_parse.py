@@ -157,3 +157,18 @@ def test_replay_kernel_matches_naive(accesses, page_bytes):
     got = _replay(mem, codes, page_bytes, 4096)
     want = naive_replay(ref, codes, page_bytes, 4096)
     assert int(got) == want and bytes(mem) == bytes(ref)
+
+
+def test_block_stat_line_gives_counts_and_latencies():
+    from swaptrace.capture.swapdev import parse_block_stat
+
+    # a loop device after a capture (17 fields since Linux 5.5: discard and flush counters added)
+    line = "    6758        0    82232     681     1103        0   237048    4214        0     1900     4895     0 0 0 0 0 0\n"
+    s = parse_block_stat(line)
+    assert (s["read_ios"], s["read_sectors"], s["read_ms"]) == (6758, 82232, 681)
+    assert (s["write_ios"], s["write_sectors"], s["write_ms"]) == (1103, 237048, 4214)
+    assert s["busy_ms"] == 1900 and s["discard_ios"] == 0
+    old = parse_block_stat(" ".join(line.split()[:11]))  # before 4.18: no discard fields
+    assert old["discard_ios"] == 0 and old["write_ms"] == 4214
+    with pytest.raises(ValueError, match="at least 11 fields"):
+        parse_block_stat("1 2 3")

@@ -93,6 +93,8 @@ def test_small_capture_matches_counters_and_cleans_up(tmp_path):
     assert (16 << 20) // 4096 // 2 < resident.max() <= k["limit_bytes"] // 4096
     assert k["baseline_locked"] is True
     assert k["requests_missing_vs_device"] <= 0  # every request the loop device served is in the stream
+    dev = k["loop_stat_delta"]  # the device's own time: writes took some, and no more than the run's wall time
+    assert dev["write_ios"] > 0 and 0 < dev["write_ms"] and 0 < dev["busy_ms"] <= k["total_us"] / 1e3 + 1000
     assert tf.meta["summary"]["pswpout"] == res.pswpout
     assert k["reclaim"] is None  # not asked for
     # faults per step (getrusage deltas around each step) add up to the run's; nothing major happens between steps

@@ -58,6 +58,24 @@ def device_numbers(dev: str) -> tuple[int, int]:
     return os.major(st.st_rdev), os.minor(st.st_rdev)
 
 
+def parse_block_stat(text: str) -> dict[str, int]:
+    """Counters of a ``/sys/block/<dev>/stat`` line (Documentation/block/stat.rst).
+
+    Returns completed requests and 512-byte sectors per direction, and the
+    milliseconds requests spent in flight (``read_ms``, ``write_ms``: summed
+    over requests, so ``write_ms / write_ios`` is the mean write latency) and
+    the device was busy (``busy_ms``). The latencies are recorded because the
+    kernel's reclaim depends on when writes complete: the same replay, run on
+    a slower or busier disk, frees pages later and swaps in a different set
+    (README, *A longer trace*).
+    """
+    f = [int(x) for x in text.split()]
+    if len(f) < 11:
+        raise ValueError(f"a block stat line has at least 11 fields, got {len(f)}: {text.strip()!r}")
+    return {"read_ios": f[0], "read_sectors": f[2], "read_ms": f[3], "write_ios": f[4], "write_sectors": f[6],
+            "write_ms": f[7], "busy_ms": f[9], "discard_ios": f[11] if len(f) > 11 else 0}
+
+
 @dataclass
 class SwapDevice:
     """A swap area on a loop device over ``path``; use :meth:`setup` then :meth:`teardown`."""
@@ -108,10 +126,8 @@ class SwapDevice:
         return device_numbers(self.loop)
 
     def stat(self) -> dict:
-        """``/sys/block/loopN/stat``: completed reads/writes and sectors (Documentation/block/stat.rst)."""
-        fields = (Path("/sys/block") / Path(self.loop).name / "stat").read_text().split()
-        return {"read_ios": int(fields[0]), "read_sectors": int(fields[2]), "write_ios": int(fields[4]),
-                "write_sectors": int(fields[6]), "discard_ios": int(fields[11]) if len(fields) > 11 else 0}
+        """The loop device's counters (:func:`parse_block_stat`)."""
+        return parse_block_stat((Path("/sys/block") / Path(self.loop).name / "stat").read_text())
 
     def teardown(self) -> None:
         """swapoff, detach, delete -- each step attempted even if an earlier one fails."""
