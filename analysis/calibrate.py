@@ -156,18 +156,19 @@ def _emulate(trace: Path, memory_bytes: int, policy: str, readahead: str, out: P
     return out
 
 
-def fill_split(path: Path, fill: int | None = None) -> dict:
+def fill_split(path: Path, fill: int | None = None, profile=None) -> dict:
     """Pages in of a stream at the step after memory fills, and in all other steps.
 
     ``fill`` (an index into the stream's steps) is the first step that writes; given, it is used as is, so
     several streams are cut at the same step. The step after it is where runs of the kernel differ most
     (demo, 20 steps: 2800 to 5500 pages in, run to run and budget to budget; README, "Held out").
+    ``profile``: the stream's :func:`swaptrace.compare.stream_profile`, if the caller has read it already.
     """
     import numpy as np
 
     from swaptrace.compare import stream_profile
 
-    p = stream_profile(path)
+    p = profile if profile is not None else stream_profile(path)
     pin, pout = p.pages_in_per_step, p.pages_out_per_step
     if fill is None:
         fill = int(np.argmax(pout > 0)) if pout.any() else len(pout)

@@ -31,19 +31,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import calibrate  # noqa: E402  (a sibling script, not a package)
 
 
-def shared_steps_pages_in(path: Path, steps: int) -> int:
-    """Pages in over a stream's first ``steps`` steps (the steps every trace length has)."""
-    from swaptrace.compare import stream_profile
+def shared_steps_pages_in(profile, steps: int) -> int:
+    """Pages in over a stream's first ``steps`` steps (the steps every trace length has).
 
-    return int(stream_profile(path).pages_in_per_step[:steps].sum())
+    ``profile``: the stream's :func:`swaptrace.compare.stream_profile`.
+    """
+    return int(profile.pages_in_per_step[:steps].sum())
 
 
 def run_facts(path: Path, steps: int, fill: int | None = None) -> dict:
     """What one stream (kernel or emulator) did over the shared steps and at the step after memory fills."""
+    from swaptrace.compare import stream_profile
     from swaptrace.traceio import open_trace
 
-    split = calibrate.fill_split(path, fill)
-    facts = {"pages_in_shared": shared_steps_pages_in(path, steps), "fill_step": split["fill_step"],
+    profile = stream_profile(path)  # read once, for both counts
+    split = calibrate.fill_split(path, fill, profile=profile)
+    facts = {"pages_in_shared": shared_steps_pages_in(profile, steps), "fill_step": split["fill_step"],
              "after_fill": split["after_fill"]}
     meta = open_trace(path, kind="swapio").meta
     k = meta.get("kernel")

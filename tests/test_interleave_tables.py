@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from swaptrace.compare import stream_profile
 from swaptrace.traceio import OP_READ, OP_WRITE, TraceWriter
 
 _DIR = Path(__file__).parents[1] / "analysis"
@@ -35,7 +36,7 @@ ROWS = [(1, OP_WRITE, 4), (2, OP_READ, 6), (2, OP_WRITE, 2), (3, OP_READ, 5), (5
 
 
 def test_shared_steps_stop_at_the_shorter_trace(tmp_path):
-    p = _stream(tmp_path / "s.swapio.parquet", ROWS, n_steps=6)
+    p = stream_profile(_stream(tmp_path / "s.swapio.parquet", ROWS, n_steps=6))
     assert interleave.shared_steps_pages_in(p, 4) == 11  # steps 0-3: the 100 pages of step 5 are not shared
     assert interleave.shared_steps_pages_in(p, 6) == 111
 

@@ -64,10 +64,10 @@ def parse_block_stat(text: str) -> dict[str, int]:
     Returns completed requests and 512-byte sectors per direction, and the
     milliseconds requests spent in flight (``read_ms``, ``write_ms``: summed
     over requests, so ``write_ms / write_ios`` is the mean write latency) and
-    the device was busy (``busy_ms``). The latencies are recorded because the
-    kernel's reclaim depends on when writes complete: the same replay, run on
-    a slower or busier disk, frees pages later and swaps in a different set
-    (README, *A longer trace*).
+    the device was busy (``busy_ms``). The times are recorded because
+    reclaim can free a written page only once its write completes, so the
+    device's speed is part of the conditions a capture was taken in (README,
+    *Taken in turn*).
     """
     f = [int(x) for x in text.split()]
     if len(f) < 11:
