@@ -226,7 +226,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     label = "default" + (f" + {json.dumps(variant)}" if variant else "")
     if args.ensemble_write_costs:
         label += f", median of write costs {' '.join(map(str, args.ensemble_write_costs))}"
-    rows = score(refs, _emulator(args.work, variant, args.ensemble_write_costs), args.target)
+    from swaptrace.errors import SwaptraceError
+
+    try:
+        rows = score(refs, _emulator(args.work, variant, args.ensemble_write_costs), args.target)
+    except (OSError, SwaptraceError, TypeError, ValueError) as e:  # a trace not made or read; a bad setting value
+        print(f"variants.py: {e}", file=sys.stderr)
+        return 2
     print(markdown(rows, label, args.verbose, args.target))
     return 0
 

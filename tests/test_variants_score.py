@@ -115,3 +115,14 @@ def test_a_file_that_is_not_a_calibration_is_exit_2(tmp_path, capsys):
     bad.write_text("not json")
     assert variants.main(["--results", str(bad)]) == 2
     assert "not a calibration.json" in capsys.readouterr().err
+
+
+def test_a_setting_of_the_wrong_type_or_an_unusable_work_folder_is_exit_2(tmp_path, capsys):
+    ref = tmp_path / "c.json"
+    ref.write_text(json.dumps(_results(preset="tiny", steps=4, fraction=0.3, memory=4 << 20)))
+    assert variants.main(["--results", str(ref), "--work", str(tmp_path), "--variant", '{"write_cost": "x"}']) == 2
+    assert capsys.readouterr().err.startswith("variants.py: ")
+    blocked = tmp_path / "file"
+    blocked.write_text("")  # a file where the traces' folder should be
+    assert variants.main(["--results", str(ref), "--work", str(blocked / "sub")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
