@@ -196,22 +196,50 @@ RECLAIM_REGISTERS = {"calls": "C_RECLAIM_CALLS", "scanned": "C_SCANNED", "reclai
                      "activated": "C_ACTIVATIONS", "deactivated": "C_DEACTIVATIONS"}
 
 
+def read_access(trace: Path) -> tuple[dict, dict, object, object, int]:
+    """An access trace in memory, for feeding an :class:`~swaptrace.pagecache.Emulator` directly.
+
+    Returns ``(meta, cols, step, counts, first)``: the metadata, the ``step``/``page``/``write`` columns,
+    the steps as int64, accesses per step and the first step's number.
+    """
+    import numpy as np
+
+    from swaptrace.traceio import open_trace
+
+    tf = open_trace(trace, kind="access")
+    cols = tf.read_all(["step", "page", "write"])
+    step = cols["step"].astype(np.int64)
+    first = int(tf.meta.get("first_step", 0))
+    return tf.meta, cols, step, np.bincount(step - first), first
+
+
+def default_emulator(access: tuple, memory_bytes: int, swap_bytes: int, variant: dict | None = None, **options):
+    """The default emulator (changed by ``variant``: :class:`EmulatorConfig` fields) for a :func:`read_access` trace.
+
+    ``options`` go to ``resolve_config`` (the keyword options of ``emulate``); ``variant`` replaces fields
+    of the resolved configuration.
+    """
+    import dataclasses
+
+    from swaptrace.pagecache import Emulator, resolve_config
+
+    meta, _, _, counts, first = access
+    cfg = resolve_config(meta, memory_bytes=memory_bytes, swap_bytes=swap_bytes, policy=DEFAULT[0],
+                         readahead=DEFAULT[1], **options)
+    if variant:
+        cfg = dataclasses.replace(cfg, **variant)
+    return Emulator(cfg, int(meta["footprint_pages"]), counts, nsteps=len(counts), first_step=first)
+
+
 def _emulator_reclaim_steps(trace: Path, memory_bytes: int, swap_bytes: int, **options) -> dict[str, list[int]]:
     """The default emulator's reclaim counters per step (it is fed one step at a time and read in between)."""
     import numpy as np
 
     from swaptrace._kernels import swapstate as ks
-    from swaptrace.pagecache import Emulator, resolve_config
-    from swaptrace.traceio import open_trace
 
-    tf = open_trace(trace, kind="access")
-    cfg = resolve_config(tf.meta, memory_bytes=memory_bytes, swap_bytes=swap_bytes, policy=DEFAULT[0],
-                         readahead=DEFAULT[1], **options)
-    cols = tf.read_all(["step", "page", "write"])
-    step = cols["step"].astype(np.int64)
-    first = int(tf.meta.get("first_step", 0))
-    counts = np.bincount(step - first)
-    emu = Emulator(cfg, int(tf.meta["footprint_pages"]), counts, nsteps=len(counts), first_step=first)
+    access = read_access(trace)
+    _, cols, step, counts, first = access
+    emu = default_emulator(access, memory_bytes, swap_bytes, **options)
     out: dict[str, list[int]] = {"steps": list(range(first, first + len(counts))), **{k: [] for k in RECLAIM_REGISTERS}}
     bounds = np.concatenate([[0], np.cumsum(counts)])
     prev = np.zeros(len(RECLAIM_REGISTERS), np.int64)
@@ -223,7 +251,7 @@ def _emulator_reclaim_steps(trace: Path, memory_bytes: int, swap_bytes: int, **o
         for k, v in zip(RECLAIM_REGISTERS, now - prev, strict=True):
             out[k].append(int(v))
         prev = now
-    out["stats_flush_steps"] = cfg.stats_flush_steps
+    out["stats_flush_steps"] = emu.cfg.stats_flush_steps
     return out
 
 

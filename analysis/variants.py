@@ -127,14 +127,17 @@ def totals(rows: Sequence[dict]) -> dict[str, dict]:
     return out
 
 
+def _percents(errors: Sequence[float]) -> str:
+    return ", ".join(f"{e * 100:+.1f}" for e in errors)
+
+
 def markdown(rows: Sequence[dict], label: str, verbose: bool = False, target: float = calibrate.TARGET) -> str:
     lines = []
     if verbose:
         lines += ["| session | preset | budget | err in (×0.98 … ×1.02) | err out | within |", "|---|---|---|---|---|---|"]
         for r in rows:
-            pct = lambda es: ", ".join(f"{e * 100:+.1f}" for e in es)  # noqa: E731
-            lines.append(f"| {r['session']} | {r['preset']} | {r['fraction']:.1%} | {pct(r['err_pages_in'])} "
-                         f"| {pct(r['err_pages_out'])} | {r['within']} of {r['values']} |")
+            lines.append(f"| {r['session']} | {r['preset']} | {r['fraction']:.1%} | {_percents(r['err_pages_in'])} "
+                         f"| {_percents(r['err_pages_out'])} | {r['within']} of {r['values']} |")
         lines.append("")
     for session, t in totals(rows).items():
         lines.append(f"{label}, {session}: {t['within']} of {t['values']} within ±{target:.0%} "
@@ -144,30 +147,17 @@ def markdown(rows: Sequence[dict], label: str, verbose: bool = False, target: fl
 
 def _emulator(work: Path, variant: dict, write_costs: Sequence[int]) -> Callable[[Reference, int], tuple[int, int]]:
     """``emulate(ref, memory_bytes)`` for the default changed by ``variant``, over an ensemble of write costs."""
-    import numpy as np
-
     from swaptrace._kernels import swapstate as ks
-    from swaptrace.pagecache import Emulator, resolve_config
-    from swaptrace.traceio import open_trace
 
-    traces: dict[tuple[str, int], tuple] = {}
-
-    def trace(ref: Reference):
-        key = (ref.preset, ref.steps)
-        if key not in traces:
-            tf = open_trace(calibrate._trace(ref.preset, ref.steps, work), kind="access")
-            cols = tf.read_all(["step", "page", "write"])
-            first = int(tf.meta.get("first_step", 0))
-            step = cols["step"].astype(np.int64)
-            traces[key] = (tf.meta, cols, step, np.bincount(step - first), first)
-        return traces[key]
+    traces: dict[tuple[str, int], tuple] = {}  # each trace read once for all its budgets
 
     def one(ref: Reference, memory: int, **extra) -> tuple[int, int]:
-        meta, cols, step, counts, first = trace(ref)
-        cfg = resolve_config(meta, memory_bytes=memory, swap_bytes=ref.swap_bytes, policy=calibrate.DEFAULT[0],
-                             readahead=calibrate.DEFAULT[1])
-        cfg = dataclasses.replace(cfg, **variant, **extra)
-        emu = Emulator(cfg, int(meta["footprint_pages"]), counts, nsteps=len(counts), first_step=first)
+        key = (ref.preset, ref.steps)
+        if key not in traces:
+            traces[key] = calibrate.read_access(calibrate._trace(ref.preset, ref.steps, work))
+        access = traces[key]
+        _, cols, step, _, _ = access
+        emu = calibrate.default_emulator(access, memory, ref.swap_bytes, {**variant, **extra})
         for _ in emu.feed(cols["page"], cols["write"], step):
             pass
         return int(emu.state.reg[ks.C_PAGES_IN]), int(emu.state.reg[ks.C_PAGES_OUT])
