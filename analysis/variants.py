@@ -19,6 +19,12 @@ pages in is scored: what an emulator that models its uncertainty about the devic
     .venv/bin/python analysis/variants.py                                        # the default, both sessions
     .venv/bin/python analysis/variants.py --variant '{"write_cost": 3}'          # one field changed
     .venv/bin/python analysis/variants.py --ensemble-write-costs 3 4 5 6 8 -v    # every budget's errors
+    .venv/bin/python analysis/variants.py --after-fill                           # the step after memory fills
+
+``--after-fill`` looks at the one step where the default errs systematically (README, "The device's time in
+the filling step"): for each budget whose ``fill`` entry keeps every kernel run's pages in at the step after
+memory fills, it pools the runs of all the given files (both sessions) and sets the variant's pages in at
+that step beside them.
 
 Traces come from ``--work`` (made there with calibrate's seed if missing); budgets, swap sizes and kernel
 values come from the JSON files. Errors are (emulator - kernel) / kernel.
@@ -67,21 +73,95 @@ def references(session: str, results: dict) -> list[Reference]:
 
     The trace length and the swap device's size are those of the point's captures (``captures``).
     """
-    captures = {(c["preset"], c["fraction"]): c for c in results.get("captures", [])}
     out = []
     for b in results.get("band", []):
         if b.get("setting") != "default" or "kernel_pages_in" not in b:
             continue
-        cap = captures.get((b["preset"], b["fraction"]))
-        if cap is None:
-            raise ValueError(f"band {b['preset']} {b['fraction']} has no captures entry")
-        m = re.match(rf"{re.escape(b['preset'])}-(\d+)-", Path(cap["reference"]).name)
-        steps = int(m.group(1)) if m else calibrate.DEFAULT_STEPS[b["preset"]]
-        out.append(Reference(session, b["preset"], steps, float(b["fraction"]), int(b["memory_bytes"]),
-                             int(cap["runs"][0]["device_bytes"]), calibrate.band_scales(float(b["band"])),
+        steps, swap = _trace_and_device(results, b["preset"], b["fraction"], "band")
+        out.append(Reference(session, b["preset"], steps, float(b["fraction"]), int(b["memory_bytes"]), swap,
+                             calibrate.band_scales(float(b["band"])),
                              tuple(int(x) for x in b["kernel_pages_in"]),
                              tuple(int(x) for x in b["kernel_pages_out"])))
     return out
+
+
+def _trace_and_device(results: dict, preset: str, fraction: float, what: str) -> tuple[int, int]:
+    """The trace length and the swap device's size of a point's captures (its ``captures`` entry)."""
+    cap = next((c for c in results.get("captures", []) if (c["preset"], c["fraction"]) == (preset, fraction)), None)
+    if cap is None:
+        raise ValueError(f"{what} {preset} {fraction} has no captures entry")
+    m = re.match(rf"{re.escape(preset)}-(\d+)-", Path(cap["reference"]).name)
+    steps = int(m.group(1)) if m else calibrate.DEFAULT_STEPS[preset]
+    return steps, int(cap["runs"][0]["device_bytes"])
+
+
+@dataclasses.dataclass(frozen=True)
+class AfterFill:
+    """The kernel's runs (all given files pooled) at the step after memory fills, at one budget."""
+
+    preset: str
+    steps: int
+    fraction: float
+    memory_bytes: int
+    swap_bytes: int
+    step: int  # index of the step after the fill, from the trace's first step
+    kernel_pages_in: tuple[int, ...]  # at that step, every run, sorted
+    kernel_totals: tuple[int, ...]  # in the whole trace, every run, sorted
+
+
+def after_fill_references(results: Sequence[dict]) -> list[AfterFill]:
+    """Every run's pages in at the step after the fill, pooled over ``results`` by budget and step.
+
+    A budget whose kernel filled memory at another step in one file keeps a row of its own for it.
+    """
+    pooled: dict[tuple, tuple[list[int], list[int]]] = {}
+    for res in results:
+        for f in res.get("fill", []):
+            steps, swap = _trace_and_device(res, f["preset"], f["fraction"], "fill")
+            key = (f["preset"], steps, float(f["fraction"]), int(f["memory_bytes"]), swap, int(f["fill_step"]) + 1)
+            after, totals = pooled.setdefault(key, ([], []))
+            after.extend(int(x) for x in f["kernel_after_fill"])
+            totals.extend(int(a) + int(r) for a, r in zip(f["kernel_after_fill"], f["kernel_rest"], strict=True))
+    return [AfterFill(*key, tuple(sorted(a)), tuple(sorted(t))) for key, (a, t) in pooled.items()]
+
+
+def pages_in_per_step(access: tuple, memory_bytes: int, swap_bytes: int, variant: dict) -> list[int]:
+    """The default (changed by ``variant``) fed one step at a time: pages read in each step of the trace."""
+    import numpy as np
+
+    from swaptrace._kernels import swapstate as ks
+
+    _, cols, step, counts, _ = access
+    emu = calibrate.default_emulator(access, memory_bytes, swap_bytes, variant)
+    bounds = np.concatenate([[0], np.cumsum(counts)])
+    out, before = [], 0
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        for _ in emu.feed(cols["page"][lo:hi], cols["write"][lo:hi], step[lo:hi]):
+            pass
+        now = int(emu.state.reg[ks.C_PAGES_IN])
+        out.append(now - before)
+        before = now
+    return out
+
+
+def after_fill_markdown(refs: Sequence[AfterFill], work: Path, variant: dict, label: str) -> str:
+    """Pages in at the step after the fill (the kernel's pooled runs: min / median / max) and in the whole trace
+    (the runs' median), and the variant's."""
+    import statistics
+
+    traces: dict[tuple[str, int], tuple] = {}
+    lines = [f"Pages in at the step after memory fills: the kernel's runs of every given file, and {label}.", "",
+             "| preset | budget | step | kernel runs | min / median / max | emulator | whole trace: kernel median "
+             "| emulator | err |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in refs:
+        if (r.preset, r.steps) not in traces:
+            traces[r.preset, r.steps] = calibrate.read_access(calibrate._trace(r.preset, r.steps, work))
+        emu = pages_in_per_step(traces[r.preset, r.steps], r.memory_bytes, r.swap_bytes, variant)
+        k, whole = r.kernel_pages_in, statistics.median(r.kernel_totals)
+        lines.append(f"| {r.preset} | {r.fraction:.1%} | {r.step} | {len(k)} "
+                     f"| {min(k)} / {statistics.median(k):g} / {max(k)} | {emu[r.step]} "
+                     f"| {whole:g} | {sum(emu)} | {sum(emu) / whole - 1:+.1%} |")
+    return "\n".join(lines)
 
 
 def median_member(members: Sequence[tuple[int, int]]) -> tuple[int, int]:
@@ -195,21 +275,32 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="folder of calibrate's traces (made there if missing)")
     ap.add_argument("--target", type=float, default=calibrate.TARGET)
     ap.add_argument("-v", "--verbose", action="store_true", help="every budget's errors, not only the totals")
+    ap.add_argument("--after-fill", action="store_true",
+                    help="pages in at the step after memory fills, against every kernel run, instead of the score")
     args = ap.parse_args(argv)
     try:
         variant = parse_variant(args.variant)
         if any(c <= 0 for c in args.ensemble_write_costs):
             raise ValueError("--ensemble-write-costs: write costs are positive integers")
+        if args.after_fill and args.ensemble_write_costs:
+            raise ValueError("--after-fill emulates one device: leave out --ensemble-write-costs")
         sets = ({str(p): (p,) for p in args.results} if args.results else SESSIONS)
-        refs = []
+        refs, loaded = [], []
         for session, files in sets.items():
             for f in files:
                 try:
-                    refs += references(session, json.loads(Path(f).read_text()))
+                    loaded.append(json.loads(Path(f).read_text()))
+                    refs += references(session, loaded[-1])
                 except (OSError, json.JSONDecodeError, KeyError, ValueError) as e:
                     raise ValueError(f"{f}: not a calibration.json with band captures ({e})") from None
         if not refs:
             raise ValueError("no band references with kernel captures in the given files (calibrate.py --band-captures)")
+        try:
+            fills = after_fill_references(loaded) if args.after_fill else []
+        except KeyError as e:
+            raise ValueError(f"a fill entry without {e}") from None
+        if args.after_fill and not fills:
+            raise ValueError("no fill entries in the given files (calibrate.py keeps them since 0.5.0)")
     except ValueError as e:
         print(f"variants.py: {e}", file=sys.stderr)
         return 2
@@ -219,6 +310,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from swaptrace.errors import SwaptraceError
 
     try:
+        if args.after_fill:
+            print(after_fill_markdown(fills, args.work, variant, label))
+            return 0
         rows = score(refs, _emulator(args.work, variant, args.ensemble_write_costs), args.target)
     except (OSError, SwaptraceError, TypeError, ValueError) as e:  # a trace not made or read; a bad setting value
         print(f"variants.py: {e}", file=sys.stderr)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -126,3 +127,66 @@ def test_a_setting_of_the_wrong_type_or_an_unusable_work_folder_is_exit_2(tmp_pa
     blocked.write_text("")  # a file where the traces' folder should be
     assert variants.main(["--results", str(ref), "--work", str(blocked / "sub")]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def _with_fill(res, fill_step=1, runs=(10, 30, 20), memory=1 << 20, fraction=0.2, preset="demo", rest=100):
+    """``res`` with a ``fill`` entry: every kernel run's pages in at the step after the fill and in the others."""
+    res.setdefault("fill", []).append({"preset": preset, "fraction": fraction, "memory_bytes": memory,
+                                       "fill_step": fill_step, "kernel_after_fill": list(runs),
+                                       "kernel_rest": [rest + i for i in range(len(runs))]})
+    return res
+
+
+def test_after_fill_pools_every_files_runs_by_budget_and_step():
+    a = _with_fill(_results(), runs=(10, 30, 20))
+    b = _with_fill(_results(), runs=(40, 5))
+    c = _with_fill(_results(), fill_step=2, runs=(7,))  # the kernel filled a step later here: a row of its own
+    refs = variants.after_fill_references([a, b, c])
+    assert [(r.step, r.kernel_pages_in) for r in refs] == [(2, (5, 10, 20, 30, 40)), (3, (7,))]
+    # whole trace: each run's own after-fill and other steps, (10+100, 30+101, 20+102) and (40+100, 5+101)
+    assert refs[0].kernel_totals == (106, 110, 122, 131, 140)
+    assert (refs[0].preset, refs[0].steps, refs[0].swap_bytes) == ("demo", 60, 123 << 20)
+    res = _with_fill({"captures": []})
+    with pytest.raises(ValueError, match="fill demo 0.2 has no captures entry"):
+        variants.after_fill_references([res])
+
+
+def test_after_fill_steps_agree_with_emulate(tmp_path):
+    """Pages in per step, fed a step at a time, equal those of the stream pagecache.emulate writes."""
+    from swaptrace.compare import stream_profile
+    from swaptrace.pagecache import emulate
+    from swaptrace.traceio import open_trace
+
+    trace = variants.calibrate._trace("tiny", 4, tmp_path)
+    footprint = int(open_trace(trace, kind="access").meta["footprint_bytes"])
+    memory, swap = int(footprint * 0.3) // 4096 * 4096, 64 << 20
+    out = tmp_path / "s.swapio.parquet"
+    emulate(trace, out, memory_bytes=memory, swap_bytes=swap)
+    expected = [int(x) for x in stream_profile(out).pages_in_per_step]
+    access = variants.calibrate.read_access(trace)
+    assert sum(expected) > 0 and variants.pages_in_per_step(access, memory, swap, {}) == expected
+    fill = int(next(i for i, x in enumerate(expected) if x > 0)) - 1  # the kernel "filled" a step before the reads
+    res = _with_fill(_results(preset="tiny", steps=4, fraction=0.3, memory=memory), fill_step=fill,
+                     runs=(1, 2, 3, 4), memory=memory, fraction=0.3, preset="tiny", rest=sum(expected) - 3)
+    res["captures"][0]["runs"][0]["device_bytes"] = swap
+    text = variants.after_fill_markdown(variants.after_fill_references([res]), tmp_path, {}, "the default")
+    # each run's whole trace is its pages in after the fill plus those of its other steps
+    whole = statistics.median([a + sum(expected) - 3 + i for i, a in enumerate((1, 2, 3, 4))])
+    assert (f"| tiny | 30.0% | {fill + 1} | 4 | 1 / 2.5 / 4 | {expected[fill + 1]} | {whole:g} | {sum(expected)} "
+            f"| {sum(expected) / whole - 1:+.1%} |") in text
+
+
+def test_after_fill_bad_input_is_exit_2(tmp_path, capsys):
+    assert variants.main(["--after-fill", "--ensemble-write-costs", "3", "4"]) == 2
+    assert "leave out --ensemble-write-costs" in capsys.readouterr().err
+    ref = tmp_path / "c.json"
+    ref.write_text(json.dumps(_results()))  # band references but no fill entries
+    assert variants.main(["--results", str(ref), "--after-fill"]) == 2
+    err = capsys.readouterr().err
+    assert "no fill entries" in err and err.count("\n") == 1
+    broken = _with_fill(_results())
+    del broken["fill"][0]["kernel_rest"]
+    ref.write_text(json.dumps(broken))
+    assert variants.main(["--results", str(ref), "--after-fill"]) == 2
+    err = capsys.readouterr().err
+    assert "a fill entry without 'kernel_rest'" in err and err.count("\n") == 1
