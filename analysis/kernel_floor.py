@@ -5,8 +5,9 @@ every budget tried: 100 values per session of captures, each the median of three
 (``variants.py``). The kernel is not deterministic, and the emulator is one run of one model. This script
 puts one kernel run where the emulator stands -- run *i* of the second session's captures at every budget,
 scored against the first session's references, and the other way round -- with the same scoring code
-(:func:`variants.score`). An emulator exactly as good as the kernel would score like these runs; the gap
-between them and 100 is the part of the target that no model of the kernel's mean behaviour can close.
+(:func:`variants.score`). An emulator that reproduces the kernel as well as one run of it does would score
+like these runs. The table's last row scores the other session's median run, which is what a model of the
+kernel's median behaviour would at best predict.
 
 The runs' pages in and out are read once from the captures (``--collect``; their folders are those the
 ``calibration.json`` files name) and kept in ``analysis/results/kernel-runs.json``, so the table is
@@ -93,6 +94,17 @@ def collect(sessions: Mapping[str, Sequence[Path]]) -> dict:
     return {"sessions": out}
 
 
+def dumps(data: dict) -> str:
+    """``kernel-runs.json``'s text: one line per budget, so a diff shows which runs changed."""
+    sessions = data["sessions"]
+    lines = ['{"sessions": {']
+    for i, (session, rows) in enumerate(sessions.items()):
+        lines.append(f" {json.dumps(session)}: [")
+        lines += [f"  {json.dumps(r)}" + ("," if j < len(rows) - 1 else "") for j, r in enumerate(rows)]
+        lines.append(" ]" + ("," if i < len(sessions) - 1 else ""))
+    return "\n".join(lines) + "\n}}\n"
+
+
 def runs_by_budget(data: dict) -> dict[str, dict[Key, list[tuple[int, int]]]]:
     """``kernel-runs.json`` as ``{session: {(preset, steps, memory_bytes): [(pages_in, pages_out), ...]}}``.
 
@@ -134,16 +146,21 @@ def _pick(table: Mapping[Key, Sequence[tuple[int, int]]], ref: variants.Referenc
 
 
 def score_runs(refs: Sequence[variants.Reference], runs: Mapping[str, Mapping[Key, Sequence[tuple[int, int]]]],
-               run: int | None, target: float = calibrate.TARGET) -> list[dict]:
-    """Score the other session's ``run``-th run (0-based; ``None``: every run) against each session's references.
+               run: int | str | None, target: float = calibrate.TARGET) -> list[dict]:
+    """Score the other session's ``run``-th run against each session's references.
 
-    Rows are those of :func:`variants.score`, one per reference; with ``run=None`` each value is scored once
-    per run, so a row holds ``2 x runs`` values per scale.
+    ``run`` is 0-based, ``"median"`` (the run with the median pages in, as calibrate takes its reference) or
+    ``None`` (every run). Rows are those of :func:`variants.score`, one per reference; with ``run=None`` each
+    value is scored once per run, so a row holds ``2 x runs`` values per scale.
     """
     rows = []
     for session in dict.fromkeys(r.session for r in refs):  # each session's references apart: score() caches by budget
         table = runs[_other(list(runs), session)]
         mine = [r for r in refs if r.session == session]
+        if run == "median":
+            rows += variants.score(
+                mine, lambda ref, memory, table=table: variants.median_member(_members(table, ref, memory)), target)
+            continue
         if run is not None:
             rows += variants.score(mine, lambda ref, memory, table=table: _pick(table, ref, memory, run), target)
             continue
@@ -192,6 +209,7 @@ def markdown(refs: Sequence[variants.Reference], runs: Mapping[str, Mapping[Key,
     for i in range(n_runs):
         lines.append(f"| {i + 1} | {cells(score_runs(refs, runs, i, target))} |")
     lines.append(f"| every run | {cells(score_runs(refs, runs, None, target))} |")
+    lines.append(f"| the median run | {cells(score_runs(refs, runs, 'median', target))} |")
     if verbose:
         lines += ["", "| references | preset | budget | scale | pages | run | kernel run | reference | err |",
                   "|---|---|---|---|---|---|---|---|---|"]
@@ -217,7 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.collect:
             data = collect(variants.SESSIONS)
             tmp = args.runs.with_name(args.runs.name + ".part")  # never a half-written file under the final name
-            tmp.write_text(json.dumps(data, indent=1) + "\n")
+            tmp.write_text(dumps(data))
             tmp.replace(args.runs)
             print(f"wrote {args.runs}", file=sys.stderr)
         else:

@@ -67,6 +67,8 @@ def test_collect_reads_every_run_and_checks_their_median_is_the_reference(tmp_pa
     ref = {s: (1100, 2000) for s in SCALES}  # the median run of each scale
     path = _session(tmp_path / "one", runs, ref)
     data = kernel_floor.collect({"one": (path,)})
+    assert json.loads(kernel_floor.dumps({"sessions": {**data["sessions"], "two": []}})) == {
+        "sessions": {**data["sessions"], "two": []}}
     rows = data["sessions"]["one"]
     assert [r["scale"] for r in rows] == list(SCALES)
     assert all(sorted(map(tuple, r["runs"])) == sorted(runs[r["scale"]]) for r in rows)  # reclaim capture left out
@@ -92,7 +94,11 @@ def _naive(refs, runs, run):
         other = runs[next(s for s in runs if s != ref.session)]
         for scale, k_in, k_out in zip(ref.scales, ref.pages_in, ref.pages_out, strict=True):
             members = other[(ref.preset, ref.steps, int(ref.memory_bytes * scale) // 4096 * 4096)]
-            for p_in, p_out in members if run is None else [members[run]]:
+            if run == "median":
+                members = [sorted(members)[(len(members) - 1) // 2]]
+            elif run is not None:
+                members = [members[run]]
+            for p_in, p_out in members:
                 for value, k in ((p_in, k_in), (p_out, k_out)):
                     values += 1
                     within += abs(value / k - 1) <= 0.15
@@ -106,7 +112,7 @@ def test_scores_equal_a_written_out_count_and_the_table_says_them(tmp_path):
     sessions = {"first": (a,), "second": (b,)}
     runs = kernel_floor.runs_by_budget(kernel_floor.collect(sessions))
     refs = [r for s, (f,) in sessions.items() for r in variants.references(s, json.loads(f.read_text()))]
-    for run in (0, 1, 2, None):
+    for run in (0, 1, 2, None, "median"):
         rows = kernel_floor.score_runs(refs, runs, run)
         tot = variants.totals(rows)
         for session in ("first", "second"):
@@ -118,6 +124,8 @@ def test_scores_equal_a_written_out_count_and_the_table_says_them(tmp_path):
     text = kernel_floor.markdown(refs, runs, verbose=True)
     assert "| 1 | 5 of 10 (20.0%) |" in text
     assert "| every run | " in text
+    # the median runs are the references: second's (1320, 2400) against first's (1100, 2000): +20 % both
+    assert "| the median run | 0 of 10 (20.0%) | 0 of 10 (16.7%) |" in text
     assert "| first | demo | 20.0% | ×0.98 | out | 1 | 2400 | 2000 | +20.0% |" in text
 
 
