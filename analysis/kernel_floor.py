@@ -47,13 +47,6 @@ def budget_memory(ref: variants.Reference, scale: float) -> int:
     return int(ref.memory_bytes * scale) // 4096 * 4096
 
 
-def _captures_entry(results: dict, ref: variants.Reference) -> dict:
-    for cap in results.get("captures", []):
-        if (cap["preset"], cap["fraction"]) == (ref.preset, ref.fraction):
-            return cap
-    raise ValueError(f"{ref.preset} {ref.fraction:g} has no captures entry")
-
-
 def _run_values(path: Path) -> list[int]:
     from swaptrace.traceio import read_metadata
 
@@ -74,7 +67,7 @@ def collect(sessions: Mapping[str, Sequence[Path]]) -> dict:
         for f in files:
             results = json.loads(Path(f).read_text())
             for ref in variants.references(session, results):
-                cap = _captures_entry(results, ref)
+                cap = variants.captures_entry(results, ref.preset, ref.fraction, "band")
                 folder = Path(cap["runs"][0]["path"]).parent
                 tag = f"{ref.preset}-{ref.steps}-{ref.fraction:g}"
                 for scale, k_in, k_out in zip(ref.scales, ref.pages_in, ref.pages_out, strict=True):

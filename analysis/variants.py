@@ -85,11 +85,17 @@ def references(session: str, results: dict) -> list[Reference]:
     return out
 
 
-def _trace_and_device(results: dict, preset: str, fraction: float, what: str) -> tuple[int, int]:
-    """The trace length and the swap device's size of a point's captures (its ``captures`` entry)."""
+def captures_entry(results: dict, preset: str, fraction: float, what: str) -> dict:
+    """A point's ``captures`` entry (its kernel runs); ``ValueError`` naming ``what`` needed it if there is none."""
     cap = next((c for c in results.get("captures", []) if (c["preset"], c["fraction"]) == (preset, fraction)), None)
     if cap is None:
         raise ValueError(f"{what} {preset} {fraction} has no captures entry")
+    return cap
+
+
+def _trace_and_device(results: dict, preset: str, fraction: float, what: str) -> tuple[int, int]:
+    """The trace length and the swap device's size of a point's captures (its ``captures`` entry)."""
+    cap = captures_entry(results, preset, fraction, what)
     m = re.match(rf"{re.escape(preset)}-(\d+)-", Path(cap["reference"]).name)
     steps = int(m.group(1)) if m else calibrate.DEFAULT_STEPS[preset]
     return steps, int(cap["runs"][0]["device_bytes"])
