@@ -151,6 +151,8 @@ def test_the_stored_runs_give_the_stored_references():
             for ref in variants.references(session, json.loads(f.read_text())):
                 for scale, k_in, k_out in zip(ref.scales, ref.pages_in, ref.pages_out, strict=True):
                     members = runs[session][(ref.preset, ref.steps, kernel_floor.budget_memory(ref, scale))]
-                    assert variants.median_member(members) == (k_in, k_out)
+                    assert variants.median_member(members) == (k_in, k_out), (
+                        f"{kernel_floor.RUNS.name} does not give {f}'s reference at {ref.preset} {ref.fraction:.1%} "
+                        f"x{scale}: after a new calibration, run analysis/kernel_floor.py --collect")
                     checked += 1
     assert checked == 100

@@ -176,6 +176,32 @@ def test_after_fill_steps_agree_with_emulate(tmp_path):
             f"| {sum(expected) / whole - 1:+.1%} |") in text
 
 
+def test_after_fill_says_when_the_emulator_fills_at_another_step(tmp_path):
+    """A kernel that filled a step later than the emulator: the row and a note name both steps."""
+    from swaptrace.traceio import open_trace
+
+    trace = variants.calibrate._trace("tiny", 4, tmp_path)
+    footprint = int(open_trace(trace, kind="access").meta["footprint_bytes"])
+    memory, swap = int(footprint * 0.3) // 4096 * 4096, 64 << 20
+    access = variants.calibrate.read_access(trace)
+    pages_in, pages_out = variants.pages_per_step(access, memory, swap, {})
+    assert pages_in == variants.pages_in_per_step(access, memory, swap, {})
+    emu_fill = next(i for i, x in enumerate(pages_out) if x > 0)
+    assert emu_fill + 2 < len(pages_in)  # room for a kernel that fills one step later
+    res = _with_fill(_results(preset="tiny", steps=4, fraction=0.3, memory=memory), fill_step=emu_fill + 1,
+                     runs=(1, 2, 3), memory=memory, fraction=0.3, preset="tiny", rest=10)
+    res["captures"][0]["runs"][0]["device_bytes"] = swap
+    text = variants.after_fill_markdown(variants.after_fill_references([res]), tmp_path, {}, "the default")
+    assert f"| {pages_in[emu_fill + 2]} (fills before step {emu_fill + 1}) |" in text
+    assert (f"* tiny 30.0%: the emulator's step after the fill is {emu_fill + 1}, the kernel's {emu_fill + 2}"
+            in text)
+    same = _with_fill(_results(preset="tiny", steps=4, fraction=0.3, memory=memory), fill_step=emu_fill,
+                      runs=(1, 2, 3), memory=memory, fraction=0.3, preset="tiny", rest=10)
+    same["captures"][0]["runs"][0]["device_bytes"] = swap
+    assert "fills before" not in variants.after_fill_markdown(variants.after_fill_references([same]), tmp_path, {},
+                                                              "the default")
+
+
 def test_after_fill_bad_input_is_exit_2(tmp_path, capsys):
     assert variants.main(["--after-fill", "--ensemble-write-costs", "3", "4"]) == 2
     assert "leave out --ensemble-write-costs" in capsys.readouterr().err
