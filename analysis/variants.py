@@ -24,7 +24,7 @@ pages in is scored: what an emulator that models its uncertainty about the devic
 ``--after-fill`` looks at the one step where the default errs systematically (README, "The device's time in
 the filling step"): for each budget whose ``fill`` entry keeps every kernel run's pages in at the step after
 memory fills, it pools the runs of all the given files (both sessions) and sets the variant's pages in at
-that step beside them.
+that step beside them, marking a budget where the variant first writes at another step than the kernel.
 
 Traces come from ``--work`` (made there with calibrate's seed if missing); budgets, swap sizes and kernel
 values come from the JSON files. Errors are (emulator - kernel) / kernel.
