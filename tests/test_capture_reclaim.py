@@ -121,3 +121,31 @@ def test_events_before_the_first_step_marker_count_for_the_first_step():
 
 def test_event_names_are_tracefs_paths():
     assert all(e.count("/") == 1 and e.split("/")[0] in ("vmscan", "memcg") for e in RECLAIM_EVENTS)
+
+
+def test_reclaim_calls_lists_each_call_and_sums_to_the_step_counters():
+    from swaptrace.capture.reclaim import reclaim_calls
+
+    lines = trace_lines()
+    calls, counts = reclaim_calls(lines, parse_lines(lines).markers)
+    got = [(c.step, c.scanned, c.reclaimed, c.kept, c.activated, c.deactivated, c.min_priority) for c in calls]
+    assert got == [(0, 66, 32, 10, 5, 5, 10), (1, 40, 32, 8, 0, 0, 12), (1, 32, 2, 0, 30, 16, 8)]
+    assert (calls[0].begin_ns, calls[0].end_ns, calls[0].pid) == (100_200_000_000, 100_200_006_000, 500)
+    assert counts.events == parse(lines).events
+    per_step = parse(lines).counters
+    for k in ("scanned", "reclaimed", "kept", "activated", "deactivated"):
+        assert [sum(getattr(c, k) for c in calls if c.step == s) for s in (0, 1)] == per_step[k].tolist()
+
+
+def test_reclaim_calls_skip_orphans_and_malformed_lines():
+    from swaptrace.capture.reclaim import reclaim_calls
+
+    lines = [END.format(t="99.000000", n=3),  # a call begun before tracing
+             BEGIN.format(t="100.000000"),
+             "python-500 [001] ..... 100.000001: mm_vmscan_lru_shrink_inactive: nid=0 nr_scanned=oops",
+             INACTIVE.format(t="100.000002", scanned=7, reclaimed=7, act=0, keep=0, prio=12),
+             END.format(t="100.000003", n=7),
+             BEGIN.format(t="100.100000")]  # never ends
+    calls, counts = reclaim_calls(lines, [])
+    assert [(c.step, c.scanned, c.reclaimed) for c in calls] == [(0, 7, 7)]
+    assert (counts.outside_calls, counts.malformed, counts.unfinished_calls) == (1, 1, 1)

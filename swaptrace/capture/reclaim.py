@@ -39,7 +39,7 @@ so ``analysis/calibrate.py --trace-reclaim`` sets them side by side.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,7 +69,18 @@ _NEEDS = {
 
 
 @dataclass
-class _Call:
+class ReclaimCall:
+    """One reclaim call (``try_to_free_mem_cgroup_pages``, one task's ``begin`` .. ``end``) and its passes.
+
+    ``step`` is the training step the call ended in; times are the trace clock's, in nanoseconds.
+    ``scanned`` .. ``deactivated`` sum the call's ``shrink_*`` events (:data:`COUNTERS`);
+    ``min_priority`` is the lowest priority it reached (12 = the first level).
+    """
+
+    pid: int = 0
+    begin_ns: int = 0
+    end_ns: int = 0
+    step: int = 0
     scanned: int = 0
     reclaimed: int = 0
     kept: int = 0
@@ -122,38 +133,26 @@ class ReclaimTrace:
         }
 
 
-def parse_reclaim(lines: Iterable[str], markers: list[tuple[int, str, int]], first_step: int = 0,
-                  last_step: int | None = None) -> ReclaimTrace:
-    """Count the reclaim tracepoints of ftrace text per training step.
-
-    Parameters
-    ----------
-    lines : iterable of str
-        The capture's raw ftrace text (other events are skipped).
-    markers : list of (t_ns, what, n)
-        The step markers (:attr:`swaptrace.capture.convert.ParsedTrace.markers`);
-        an event belongs to the step of the last ``step`` marker before it.
-        Events before the first marker count for ``first_step``.
-    first_step, last_step : int
-        The steps to report (``last_step`` default: the last marker's).
-    """
+def _step_of(markers: list[tuple[int, str, int]], first_step: int):
+    """``t_ns -> step``: the step of the last ``step`` marker before ``t_ns`` (``first_step`` before any)."""
     step_marks = sorted((t, n) for t, what, n in markers if what == "step")
     mark_t = np.array([t for t, _ in step_marks], dtype=np.int64)
     mark_n = np.array([n for _, n in step_marks], dtype=np.int64)
-    if last_step is None:
-        last_step = int(mark_n.max()) if mark_n.size else first_step
-    nsteps = max(0, last_step - first_step + 1)
-    acc = {k: np.zeros(nsteps, np.int64) for k in COUNTERS}
-    prio_sum = np.zeros(nsteps, np.float64)
-    priority_calls = [0] * (DEF_PRIORITY + 1)
-    out = ReclaimTrace(np.arange(first_step, first_step + nsteps, dtype=np.int64), acc, np.zeros(0), priority_calls)
-    open_calls: dict[int, _Call] = {}
 
-    def step_index(t_ns: int) -> int:
+    def step_of(t_ns: int) -> int:
         k = int(np.searchsorted(mark_t, t_ns, side="right")) - 1
-        step = int(mark_n[k]) if k >= 0 else first_step
-        return min(max(step - first_step, 0), nsteps - 1) if nsteps else -1
+        return int(mark_n[k]) if k >= 0 else first_step
 
+    return step_of, (int(mark_n.max()) if mark_n.size else None)
+
+
+def _walk(lines: Iterable[str], out: ReclaimTrace, step_of) -> Iterator[tuple[int, ReclaimCall | None]]:
+    """The reclaim tracepoints of ``lines`` as ``(step, None)`` for a statistics flush and ``(step, call)``.
+
+    A call is yielded when its ``end`` is read. Counts parsed events, malformed lines, events of no open
+    call and calls left open in ``out``.
+    """
+    open_calls: dict[int, ReclaimCall] = {}
     for raw in lines:
         if "mm_vmscan_" not in raw and "memcg_flush_stats" not in raw:
             continue
@@ -169,25 +168,19 @@ def parse_reclaim(lines: Iterable[str], markers: list[tuple[int, str, int]], fir
                 out.malformed_examples.append(raw.rstrip("\n")[:200])
             continue
         t_ns = int(m.group("ts")) * 1_000_000_000 + int((m.group("frac") + "000000000")[:9])
-        si = step_index(t_ns)
-        if si < 0:
-            continue
         if event == "memcg_flush_stats":
-            acc["flushes"][si] += 1
+            yield step_of(t_ns), None
         elif event == "mm_vmscan_memcg_reclaim_begin":
             if pid in open_calls:
                 out.unfinished_calls += 1
-            open_calls[pid] = _Call()
+            open_calls[pid] = ReclaimCall(pid=pid, begin_ns=t_ns)
         elif event == "mm_vmscan_memcg_reclaim_end":
             call = open_calls.pop(pid, None)
             if call is None:
                 out.outside_calls += 1
                 continue
-            acc["calls"][si] += 1
-            for k in ("scanned", "reclaimed", "kept", "activated", "deactivated"):
-                acc[k][si] += getattr(call, k)
-            prio_sum[si] += call.min_priority
-            priority_calls[call.min_priority] += 1
+            call.end_ns, call.step = t_ns, step_of(t_ns)
+            yield call.step, call
         else:
             call = open_calls.get(pid)
             if call is None:
@@ -202,6 +195,57 @@ def parse_reclaim(lines: Iterable[str], markers: list[tuple[int, str, int]], fir
             else:
                 call.deactivated += values["nr_deactivated"]
     out.unfinished_calls += len(open_calls)
+
+
+def parse_reclaim(lines: Iterable[str], markers: list[tuple[int, str, int]], first_step: int = 0,
+                  last_step: int | None = None) -> ReclaimTrace:
+    """Count the reclaim tracepoints of ftrace text per training step.
+
+    Parameters
+    ----------
+    lines : iterable of str
+        The capture's raw ftrace text (other events are skipped).
+    markers : list of (t_ns, what, n)
+        The step markers (:attr:`swaptrace.capture.convert.ParsedTrace.markers`);
+        an event belongs to the step of the last ``step`` marker before it.
+        Events before the first marker count for ``first_step``.
+    first_step, last_step : int
+        The steps to report (``last_step`` default: the last marker's).
+    """
+    step_of, last_marked = _step_of(markers, first_step)
+    if last_step is None:
+        last_step = last_marked if last_marked is not None else first_step
+    nsteps = max(0, last_step - first_step + 1)
+    acc = {k: np.zeros(nsteps, np.int64) for k in COUNTERS}
+    prio_sum = np.zeros(nsteps, np.float64)
+    priority_calls = [0] * (DEF_PRIORITY + 1)
+    out = ReclaimTrace(np.arange(first_step, first_step + nsteps, dtype=np.int64), acc, np.zeros(0), priority_calls)
+    for step, call in _walk(lines, out, step_of):
+        if nsteps == 0:
+            continue
+        si = min(max(step - first_step, 0), nsteps - 1)
+        if call is None:
+            acc["flushes"][si] += 1
+            continue
+        acc["calls"][si] += 1
+        for k in ("scanned", "reclaimed", "kept", "activated", "deactivated"):
+            acc[k][si] += getattr(call, k)
+        prio_sum[si] += call.min_priority
+        priority_calls[call.min_priority] += 1
     with np.errstate(invalid="ignore", divide="ignore"):
         out.min_priority = np.where(acc["calls"] > 0, prio_sum / np.maximum(acc["calls"], 1), np.nan)
     return out
+
+
+def reclaim_calls(lines: Iterable[str], markers: list[tuple[int, str, int]],
+                  first_step: int = 0) -> tuple[list[ReclaimCall], ReclaimTrace]:
+    """Every reclaim call of ftrace text, in the order they ended, with the step each ended in.
+
+    What :func:`parse_reclaim` sums per step, one call at a time: how far each call went down the
+    priority levels, what it scanned, kept, activated and freed, and when (``analysis/reclaim_calls.py``
+    sets the block requests issued during each call beside it). The returned :class:`ReclaimTrace`
+    holds only the line counts (events, malformed, outside and unfinished calls).
+    """
+    step_of, _ = _step_of(markers, first_step)
+    out = ReclaimTrace(np.zeros(0, np.int64), {}, np.zeros(0), [0] * (DEF_PRIORITY + 1))
+    return [call for _, call in _walk(lines, out, step_of) if call is not None], out
