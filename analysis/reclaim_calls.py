@@ -15,6 +15,10 @@ policy must reproduce call by call (README, "Priority 0 scans whole lists").
     .venv/bin/python analysis/reclaim_calls.py /var/tmp/x.txt --steps 7 8     # every call of two steps
     .venv/bin/python analysis/reclaim_calls.py /var/tmp/x.txt --min-scanned 2000   # the long calls
 
+Four such traces are kept, ``xz``-compressed, in ``analysis/results/reclaim-calls/`` (``demo`` 20 steps at
+17.5 % and 20 % of its footprint and at ×0.98 of each; captured 2026-12-01), beside this script's tables of
+their calls of at least 1 000 scanned pages (``--min-scanned 1000``).
+
 Bad input (a missing or empty file, a trace with no reclaim call) is one line on stderr and exit code 2.
 """
 
@@ -26,6 +30,19 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+
+
+def read_lines(path: Path) -> list[str]:
+    """The text of a raw trace, ``xz``-compressed if its name ends in ``.xz`` (as the kept ones are)."""
+    import lzma
+
+    try:
+        if path.suffix == ".xz":
+            with lzma.open(path, "rt", errors="replace") as fh:
+                return fh.read().splitlines()
+        return path.read_text(errors="replace").splitlines()
+    except (OSError, lzma.LZMAError) as e:
+        raise ValueError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from None
 
 
 def call_rows(lines: Sequence[str]) -> list[dict]:
@@ -93,10 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.min_scanned < 0:
             raise ValueError(f"--min-scanned must be at least 0, got {args.min_scanned}")
-        try:
-            lines = args.raw_trace.read_text(errors="replace").splitlines()
-        except OSError as e:
-            raise ValueError(f"cannot read {args.raw_trace}: {e.strerror or e}") from None
+        lines = read_lines(args.raw_trace)
         rows = call_rows(lines)
         if not rows:
             raise ValueError(f"{args.raw_trace} has no memory-cgroup reclaim call (was it captured with "

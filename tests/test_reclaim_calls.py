@@ -56,3 +56,16 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     assert reclaim_calls.main([str(good), "--min-scanned", "-1"]) == 2
     assert reclaim_calls.main([str(good), "--steps", "0"]) == 0
     assert "| 0 | 0 | 200.0 | – | 6 | 10 | 66 | 10 | 5 | 32 | 5 | 32 |" in capsys.readouterr().out
+
+
+def test_compressed_traces_read_as_plain_ones(tmp_path):
+    import lzma
+
+    plain, packed = tmp_path / "t.txt", tmp_path / "t.txt.xz"
+    plain.write_text("\n".join(_lines()) + "\n")
+    with lzma.open(packed, "wt") as fh:
+        fh.write("\n".join(_lines()) + "\n")
+    assert reclaim_calls.read_lines(packed) == reclaim_calls.read_lines(plain) == _lines()
+    bad = tmp_path / "bad.txt.xz"
+    bad.write_bytes(b"not xz")
+    assert reclaim_calls.main([str(bad)]) == 2
