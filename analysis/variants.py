@@ -13,12 +13,21 @@ against every reference before it is built into the default.
 lands on one side or the other of a burst that the kernel's runs take or skip from run to run. With a
 list of write costs (device speeds), each budget is emulated once per cost and the run with the median
 pages in is scored: what an emulator that models its uncertainty about the device would report.
+``--ensemble-room-offsets`` adds the other uncertainty, the room the kernel's run actually had (the stored
+captures' ``room_gain_bytes`` at one budget span up to 0.4 MiB, -0.7 ... -0.27 MiB, i.e. 0.3-0.5 % of the demo
+budgets, and the emulator's pages in can move by 20 % between budgets 0.25 % apart): each member is emulated at the budget times ``1 + offset`` as well, every combination with the write
+costs. ``--ensemble-pick`` says which value of the members is scored: ``median`` (the member with the median
+pages in), ``mean`` (their mean pages in and out), or ``nearest`` (the member nearest that mean, a run that
+could write its stream). The kernel's median run estimates its expected outcome, which the mean over the
+members estimates too, where the median member still lands on one side of a burst.
 
 ::
 
     .venv/bin/python analysis/variants.py                                        # the default, both sessions
     .venv/bin/python analysis/variants.py --variant '{"write_cost": 3}'          # one field changed
     .venv/bin/python analysis/variants.py --ensemble-write-costs 3 4 5 6 8 -v    # every budget's errors
+    .venv/bin/python analysis/variants.py --ensemble-write-costs 3 4 5 6 8 \
+        --ensemble-room-offsets -0.005 0 0.005 --ensemble-pick nearest          # the run nearest 15's mean
     .venv/bin/python analysis/variants.py --after-fill                           # the step after memory fills
 
 ``--after-fill`` looks at the one step where the default errs systematically (README, "The device's time in
@@ -193,6 +202,20 @@ def median_member(members: Sequence[tuple[int, int]]) -> tuple[int, int]:
     return ranked[(len(ranked) - 1) // 2]
 
 
+def mean_member(members: Sequence[tuple[int, int]]) -> tuple[float, float]:
+    """The members' mean ``(pages_in, pages_out)``."""
+    return (sum(m[0] for m in members) / len(members), sum(m[1] for m in members) / len(members))
+
+
+def nearest_member(members: Sequence[tuple[int, int]]) -> tuple[int, int]:
+    """The member nearest the members' mean: least relative distance in pages in plus pages out (first if tied)."""
+    mean_in, mean_out = mean_member(members)
+    return min(members, key=lambda m: abs(m[0] - mean_in) / max(mean_in, 1) + abs(m[1] - mean_out) / max(mean_out, 1))
+
+
+PICKS = {"median": median_member, "mean": mean_member, "nearest": nearest_member}
+
+
 def score(refs: Sequence[Reference], emulate: Callable[[Reference, int], tuple[int, int]],
           target: float = calibrate.TARGET) -> list[dict]:
     """Errors of ``emulate(ref, memory_bytes) -> (pages_in, pages_out)`` at every scale of every reference.
@@ -247,8 +270,14 @@ def markdown(rows: Sequence[dict], label: str, verbose: bool = False, target: fl
     return "\n".join(lines)
 
 
-def _emulator(work: Path, variant: dict, write_costs: Sequence[int]) -> Callable[[Reference, int], tuple[int, int]]:
-    """``emulate(ref, memory_bytes)`` for the default changed by ``variant``, over an ensemble of write costs."""
+def _emulator(work: Path, variant: dict, write_costs: Sequence[int], room_offsets: Sequence[float] = (),
+              pick: str = "median") -> Callable[[Reference, int], tuple[float, float]]:
+    """``emulate(ref, memory_bytes)`` for the default changed by ``variant``.
+
+    With ``write_costs`` and/or ``room_offsets`` (fractions of the budget), an ensemble: one member per
+    combination, at the budget times ``1 + offset`` rounded down to a page, scored as ``pick`` (:data:`PICKS`)
+    chooses.
+    """
     from swaptrace._kernels import swapstate as ks
 
     traces: dict[tuple[str, int], tuple] = {}  # each trace read once for all its budgets
@@ -264,9 +293,16 @@ def _emulator(work: Path, variant: dict, write_costs: Sequence[int]) -> Callable
             pass
         return int(emu.state.reg[ks.C_PAGES_IN]), int(emu.state.reg[ks.C_PAGES_OUT])
 
-    if not write_costs:
+    if not write_costs and not room_offsets:
         return one
-    return lambda ref, memory: median_member([one(ref, memory, write_cost=c) for c in write_costs])
+    costs = [{"write_cost": c} for c in write_costs] or [{}]
+    offsets = list(room_offsets) or [0.0]
+    choose = PICKS[pick]
+
+    def ensemble(ref: Reference, memory: int) -> tuple[float, float]:
+        return choose([one(ref, int(memory * (1 + d)) // 4096 * 4096, **c) for d in offsets for c in costs])
+
+    return ensemble
 
 
 def parse_variant(text: str) -> dict:
@@ -291,6 +327,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--variant", default="{}", help="emulator settings to change, as JSON (default: none)")
     ap.add_argument("--ensemble-write-costs", type=int, nargs="+", default=[], metavar="N",
                     help="emulate each budget once per write cost and score the run with the median pages in")
+    ap.add_argument("--ensemble-room-offsets", type=float, nargs="+", default=[], metavar="F",
+                    help="emulate each budget also at budget x (1 + F) for each F (fractions, |F| < 0.1)")
+    ap.add_argument("--ensemble-pick", choices=sorted(PICKS),
+                    help="score the member with the median pages in (default), the members' mean, or the member "
+                         "nearest it")
     ap.add_argument("--results", type=Path, nargs="+", metavar="JSON",
                     help="calibration.json files to score against (default: both sessions' in analysis/results)")
     ap.add_argument("--work", type=Path, default=Path("/var/tmp/swaptrace-calibration"),
@@ -304,8 +345,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         variant = parse_variant(args.variant)
         if any(c <= 0 for c in args.ensemble_write_costs):
             raise ValueError("--ensemble-write-costs: write costs are positive integers")
-        if args.after_fill and args.ensemble_write_costs:
-            raise ValueError("--after-fill emulates one device: leave out --ensemble-write-costs")
+        if any(not -0.1 < d < 0.1 for d in args.ensemble_room_offsets):
+            raise ValueError("--ensemble-room-offsets: offsets are fractions of the budget between -0.1 and 0.1")
+        ensemble = bool(args.ensemble_write_costs or args.ensemble_room_offsets)
+        if args.after_fill and ensemble:
+            raise ValueError("--after-fill emulates one device: leave out --ensemble-write-costs and "
+                             "--ensemble-room-offsets")
+        if args.ensemble_pick and not ensemble:
+            raise ValueError("--ensemble-pick needs --ensemble-write-costs or --ensemble-room-offsets")
         sets = ({str(p): (p,) for p in args.results} if args.results else SESSIONS)
         refs, loaded = [], []
         for session, files in sets.items():
@@ -327,15 +374,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"variants.py: {e}", file=sys.stderr)
         return 2
     label = "default" + (f" + {json.dumps(variant)}" if variant else "")
-    if args.ensemble_write_costs:
-        label += f", median of write costs {' '.join(map(str, args.ensemble_write_costs))}"
+    if ensemble:
+        over = [f"write costs {' '.join(map(str, args.ensemble_write_costs))}"] if args.ensemble_write_costs else []
+        over += [f"room offsets {' '.join(f'{d:+g}' for d in args.ensemble_room_offsets)}"] \
+            if args.ensemble_room_offsets else []
+        label += f", {args.ensemble_pick or 'median'} of {' x '.join(over)}"
     from swaptrace.errors import SwaptraceError
 
     try:
         if args.after_fill:
             print(after_fill_markdown(fills, args.work, variant, label))
             return 0
-        rows = score(refs, _emulator(args.work, variant, args.ensemble_write_costs), args.target)
+        rows = score(refs, _emulator(args.work, variant, args.ensemble_write_costs, args.ensemble_room_offsets,
+                                     args.ensemble_pick or "median"), args.target)
     except (OSError, SwaptraceError, TypeError, ValueError) as e:  # a trace not made or read; a bad setting value
         print(f"variants.py: {e}", file=sys.stderr)
         return 2

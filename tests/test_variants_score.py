@@ -66,6 +66,12 @@ def test_score_counts_values_within_the_target_and_emulates_a_shared_budget_once
     assert "x, second: 8 of 10 within ±15% (worst |err| 16.0%)" in text
 
 
+def test_nearest_member_is_the_run_nearest_the_mean_in_relative_pages_in_and_out():
+    # mean (20, 200): (18, 200) is 0.1 away, (21, 230) 0.2, (21, 170) 0.2
+    assert variants.nearest_member([(21, 230), (18, 200), (21, 170)]) == (18, 200)
+    assert variants.nearest_member([(0, 0), (0, 0)]) == (0, 0)  # no division by a zero mean
+
+
 def test_median_member_is_ranked_by_pages_in_lower_middle_when_even():
     assert variants.median_member([(30, 1), (10, 2), (20, 3)]) == (20, 3)
     assert variants.median_member([(40, 1), (10, 2), (30, 3), (20, 4)]) == (20, 4)
@@ -216,3 +222,34 @@ def test_after_fill_bad_input_is_exit_2(tmp_path, capsys):
     assert variants.main(["--results", str(ref), "--after-fill"]) == 2
     err = capsys.readouterr().err
     assert "a fill entry without 'kernel_rest'" in err and err.count("\n") == 1
+
+
+def test_an_ensemble_over_room_and_device_is_the_median_or_mean_of_its_members(tmp_path):
+    """Each member is the single emulation at budget x (1 + offset) with that write cost; none is left out."""
+    res = _results(preset="tiny", steps=4, fraction=0.3, memory=3 << 20)
+    (ref,) = variants.references("s", res)
+    memory = 3 << 20
+    members = [variants._emulator(tmp_path, {"write_cost": c}, [])(ref, int(memory * (1 + d)) // 4096 * 4096)
+               for d in (-0.02, 0.02) for c in (2, 8)]
+    assert len(set(members)) > 1  # the members differ, so the statistic below is not trivially any member
+    mean = variants._emulator(tmp_path, {}, [2, 8], [-0.02, 0.02], pick="mean")(ref, memory)
+    assert mean == pytest.approx((statistics.mean(m[0] for m in members), statistics.mean(m[1] for m in members)))
+    median = variants._emulator(tmp_path, {}, [2, 8], [-0.02, 0.02])(ref, memory)
+    assert median == variants.median_member(members)
+    nearest = variants._emulator(tmp_path, {}, [2, 8], [-0.02, 0.02], pick="nearest")(ref, memory)
+    assert nearest == variants.nearest_member(members) and nearest in members
+    room_only = variants._emulator(tmp_path, {}, [], [-0.02, 0.02], pick="mean")(ref, memory)
+    plain = variants._emulator(tmp_path, {}, [])
+    lo, hi = (plain(ref, int(memory * (1 + d)) // 4096 * 4096) for d in (-0.02, 0.02))
+    assert room_only == pytest.approx(((lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2))
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--ensemble-room-offsets", "0.2"], "between -0.1 and 0.1"),
+    (["--ensemble-pick", "mean"], "needs --ensemble-write-costs or --ensemble-room-offsets"),
+    (["--after-fill", "--ensemble-room-offsets", "0.01"], "leave out --ensemble-write-costs and"),
+])
+def test_bad_ensemble_options_are_exit_2(argv, message, capsys):
+    assert variants.main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
