@@ -15,8 +15,8 @@ list of write costs (device speeds), each budget is emulated once per cost and t
 pages in is scored: what an emulator that models its uncertainty about the device would report.
 ``--ensemble-room-offsets`` adds the other uncertainty, the room the kernel's run actually had (the stored
 captures' ``room_gain_bytes`` at one budget span up to 0.4 MiB, -0.7 ... -0.27 MiB, i.e. 0.3-0.5 % of the demo
-budgets, and the emulator's pages in can move by 20 % between budgets 0.25 % apart): each member is emulated at the budget times ``1 + offset`` as well, every combination with the write
-costs. ``--ensemble-pick`` says which value of the members is scored: ``median`` (the member with the median
+budgets, and the emulator's pages in can move by 20 % between budgets 0.25 % apart): members are emulated at
+the budget times ``1 + offset`` too, every combination with the write costs. ``--ensemble-pick`` says which value of the members is scored: ``median`` (the member with the median
 pages in), ``mean`` (their mean pages in and out), or ``nearest`` (the member nearest that mean, a run that
 could write its stream). The kernel's median run estimates its expected outcome, which the mean over the
 members estimates too, where the median member still lands on one side of a burst.
