@@ -5,7 +5,9 @@ the pages in and out of the kernel's median run (``band`` in ``calibration.json`
 set of references; the files of one session of captures (calibration and held-out budgets) together make
 the 100 values the issue's target is judged on. This script emulates the same traces at the same budgets
 with the default settings changed by ``--variant`` (fields of :class:`swaptrace.pagecache.EmulatorConfig`,
-as JSON) and counts, per session, the values within ``--target`` -- what a full recalibration would say of
+as JSON) -- by default what ``emulate`` does, the ensemble of :data:`~swaptrace.pagecache.ENSEMBLE_WRITE_COSTS`
+x :data:`~swaptrace.pagecache.ENSEMBLE_ROOM_OFFSETS` and its run nearest their mean (``--single-run``: one run
+per budget, the default before 0.6.0) -- and counts, per session, the values within ``--target`` -- what a full recalibration would say of
 the variant's pages in and out, in a few seconds instead of ~6 minutes as root, so a rule can be tried
 against every reference before it is built into the default.
 
@@ -141,7 +143,8 @@ def after_fill_references(results: Sequence[dict]) -> list[AfterFill]:
 
 
 def pages_per_step(access: tuple, memory_bytes: int, swap_bytes: int, variant: dict) -> tuple[list[int], list[int]]:
-    """The default (changed by ``variant``) fed one step at a time: pages read and pages written in each step."""
+    """One run of the default (changed by ``variant``; ``emulate --no-ensemble``) fed one step at a time: pages
+    read and pages written in each step."""
     import numpy as np
 
     from swaptrace._kernels import swapstate as ks
@@ -271,22 +274,32 @@ def markdown(rows: Sequence[dict], label: str, verbose: bool = False, target: fl
 
 
 def _emulator(work: Path, variant: dict, write_costs: Sequence[int], room_offsets: Sequence[float] = (),
-              pick: str = "median") -> Callable[[Reference, int], tuple[float, float]]:
+              pick: str | None = None, single: bool = False) -> Callable[[Reference, int], tuple[float, float]]:
     """``emulate(ref, memory_bytes)`` for the default changed by ``variant``.
 
     With ``write_costs`` and/or ``room_offsets`` (fractions of the budget), an ensemble: one member per
-    combination, at the budget times ``1 + offset`` rounded down to a page, scored as ``pick`` (:data:`PICKS`)
-    chooses.
+    combination, at :func:`~swaptrace.pagecache.member_budget_pages`, scored as ``pick`` (:data:`PICKS`,
+    default median) chooses. Without them, what ``emulate`` does: the default ensemble and its nearest member
+    where it applies (a device without a fixed write cost), unless ``single``, else one run.
     """
+    from swaptrace import pagecache
     from swaptrace._kernels import swapstate as ks
+
+    device = variant.get("writeback_completion", pagecache.DEFAULT_WRITEBACK_COMPLETION) == "device"
+    if not (write_costs or room_offsets or single) and device and "write_cost" not in variant:
+        write_costs, room_offsets = pagecache.ENSEMBLE_WRITE_COSTS, pagecache.ENSEMBLE_ROOM_OFFSETS
+        pick = pick or "nearest"
 
     traces: dict[tuple[str, int], tuple] = {}  # each trace read once for all its budgets
 
-    def one(ref: Reference, memory: int, **extra) -> tuple[int, int]:
+    def load(ref: Reference) -> tuple:
         key = (ref.preset, ref.steps)
         if key not in traces:
             traces[key] = calibrate.read_access(calibrate._trace(ref.preset, ref.steps, work))
-        access = traces[key]
+        return traces[key]
+
+    def one(ref: Reference, memory: int, **extra) -> tuple[int, int]:
+        access = load(ref)
         _, cols, step, _, _ = access
         emu = calibrate.default_emulator(access, memory, ref.swap_bytes, {**variant, **extra})
         for _ in emu.feed(cols["page"], cols["write"], step):
@@ -297,10 +310,12 @@ def _emulator(work: Path, variant: dict, write_costs: Sequence[int], room_offset
         return one
     costs = [{"write_cost": c} for c in write_costs] or [{}]
     offsets = list(room_offsets) or [0.0]
-    choose = PICKS[pick]
+    choose = PICKS[pick or "median"]
 
     def ensemble(ref: Reference, memory: int) -> tuple[float, float]:
-        return choose([one(ref, int(memory * (1 + d)) // 4096 * 4096, **c) for d in offsets for c in costs])
+        footprint = int(load(ref)[0]["footprint_pages"])
+        budgets = [pagecache.member_budget_pages(memory // 4096, d, footprint) * 4096 for d in offsets]
+        return choose([one(ref, m, **c) for m in budgets for c in costs])
 
     return ensemble
 
@@ -332,6 +347,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--ensemble-pick", choices=sorted(PICKS),
                     help="score the member with the median pages in (default), the members' mean, or the member "
                          "nearest it")
+    ap.add_argument("--single-run", action="store_true",
+                    help="one run per budget, not emulate's default ensemble (the default before 0.6.0)")
     ap.add_argument("--results", type=Path, nargs="+", metavar="JSON",
                     help="calibration.json files to score against (default: both sessions' in analysis/results)")
     ap.add_argument("--work", type=Path, default=Path("/var/tmp/swaptrace-calibration"),
@@ -350,6 +367,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         ensemble = bool(args.ensemble_write_costs or args.ensemble_room_offsets)
         if args.after_fill and ensemble:
             raise ValueError("--after-fill emulates one device: leave out --ensemble-write-costs and "
+                             "--ensemble-room-offsets")
+        if args.single_run and ensemble:
+            raise ValueError("--single-run is one run per budget: leave out --ensemble-write-costs and "
                              "--ensemble-room-offsets")
         if args.ensemble_pick and not ensemble:
             raise ValueError("--ensemble-pick needs --ensemble-write-costs or --ensemble-room-offsets")
@@ -373,7 +393,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as e:
         print(f"variants.py: {e}", file=sys.stderr)
         return 2
-    label = "default" + (f" + {json.dumps(variant)}" if variant else "")
+    label = "default" + (f" + {json.dumps(variant)}" if variant else "") + (", one run" if args.single_run else "")
     if ensemble:
         over = [f"write costs {' '.join(map(str, args.ensemble_write_costs))}"] if args.ensemble_write_costs else []
         over += [f"room offsets {' '.join(f'{d:+g}' for d in args.ensemble_room_offsets)}"] \
@@ -386,7 +406,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(after_fill_markdown(fills, args.work, variant, label))
             return 0
         rows = score(refs, _emulator(args.work, variant, args.ensemble_write_costs, args.ensemble_room_offsets,
-                                     args.ensemble_pick or "median"), args.target)
+                                     args.ensemble_pick, args.single_run), args.target)
     except (OSError, SwaptraceError, TypeError, ValueError) as e:  # a trace not made or read; a bad setting value
         print(f"variants.py: {e}", file=sys.stderr)
         return 2

@@ -6,4 +6,4 @@ The pipeline (one module per stage, see DESIGN.md)::
          -> ssd (model) / fio (real disk) -> report
 """
 
-__version__ = "0.5.0"
+__version__ = "0.6.0"

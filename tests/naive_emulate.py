@@ -15,6 +15,7 @@ from collections import OrderedDict, deque
 import numpy as np
 
 from swaptrace.pagecache import (
+    DEFAULT_FILL_WRITE_CREDIT,
     DEFAULT_SCAN_PRIORITIES,
     DEFAULT_STATS_FLUSH_STEPS,
     DEFAULT_WRITE_COST,
@@ -229,6 +230,10 @@ class NaiveLinux:
         """Priority levels 12 .. 0, each scanning (size >> priority) * 90 // 510 of both lists."""
         done = 0
         written = 0
+        if emu.fill_write_credit and emu.c["major_faults"] == 0:
+            units = (emu.c["zero_fill"] - emu.fill_seen) * emu.fill_write_credit // 8
+            emu.wb_clock += units
+            emu.fill_seen += units * 8 // emu.fill_write_credit
         refaulted = self.stat_refaults() != self.refault_snap
         prio = 12
         while prio >= 0 and done < n and (self.active or self.inactive) and not emu.error:
@@ -292,6 +297,7 @@ class NaiveEmulator:
         scan_priorities=None,
         writeback_completion=None,
         write_cost=None,
+        fill_write_credit=None,
     ):
         self.F = footprint_pages
         self.budget = budget_pages
@@ -328,6 +334,11 @@ class NaiveEmulator:
         # as the level ends (unplug), and writes_in_flight then holds completion clocks, not issue clocks
         device = self.writeback_completion == "device"
         self.write_cost = (DEFAULT_WRITE_COST if write_cost is None else write_cost) if device else 0
+        # "device": until the first major fault, each reclaim call first gives the device credit / 8 clock units
+        # per page zero-filled since the pages it last paid for (whole units; a remainder's pages wait)
+        credit = DEFAULT_FILL_WRITE_CREDIT if fill_write_credit is None else fill_write_credit
+        self.fill_write_credit = credit if device else 0
+        self.fill_seen = 0  # zero fills paid for
         self.device_done = 0  # clock by which the device has written everything handed to it
         self.plugged = 0  # the newest writes in flight, not yet handed over
         self.wb_mark = -1  # "next-level": the writeback clock as the last level ended

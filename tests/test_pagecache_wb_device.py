@@ -1,7 +1,8 @@
 """``linux`` writeback on a device of its own speed (``writeback_completion="device"``, the default).
 
 The device writes one page in the time reclaim isolates ``write_cost`` pages, first in first out; a
-priority level's writes reach it together as the level ends (the plug). Worked out by hand on the dirty
+priority level's writes reach it together as the level ends (the plug). Until the first swap-in it also gets
+``fill_write_credit`` / 8 clock units per zero-filled page (the hand-worked cases set it to 0 but the last). Worked out by hand on the dirty
 memory of :func:`test_pagecache_wb_level.dirty_memory` (1024 dirty, not young pages, page 0 at the inactive
 tail, no active list); request by request against the naive twin in test_pagecache_wb_level.py.
 """
@@ -37,7 +38,7 @@ def test_a_fast_device_frees_as_the_level_rule_does_but_leaves_the_last_level_in
     #         57..59, unplugged as the level ends: done at 118..120
     # Freed 57, written 60, scanned 117 -- as under "level", whose level ends complete its own writes; here
     # the stopping level's 3 are still on the device.
-    emu, st = dirty_memory(writeback_completion="device", write_cost=1)
+    emu, st = dirty_memory(writeback_completion="device", write_cost=1, fill_write_credit=0)
     assert _linux_reclaim(st.b, st.m, st.f, 32) == 57
     r = st.reg
     assert r[ks.C_PAGES_OUT] == 60 and r[ks.C_SCANNED] == 117 and r[ks.R_RESIDENT] == PAGES - 57
@@ -54,7 +55,7 @@ def test_a_slow_device_lets_a_call_write_its_whole_scan_before_anything_is_freed
     # write cost 1000: the first write is done at clock 1001, and the call's whole scan (levels 7..0, 356
     # pages, the call rule's count) takes the clock to 356 only: it writes all 356 and frees none -- the
     # kernel's first burst of thousands of pages when a dirty inactive tail meets a busy device
-    emu, st = dirty_memory(writeback_completion="device", write_cost=1000)
+    emu, st = dirty_memory(writeback_completion="device", write_cost=1000, fill_write_credit=0)
     assert _linux_reclaim(st.b, st.m, st.f, 32) == 0
     r = st.reg
     assert r[ks.C_PAGES_OUT] == r[ks.C_SCANNED] == r[ks.R_WB_N] == 356 and r[ks.R_RESIDENT] == PAGES
@@ -73,7 +74,7 @@ def test_plugged_writes_wait_for_the_level_end_or_a_wait():
     # one batch of 5 isolated from the dirty tail: written, in the level's plug, not on the device -- no
     # clock completes them -- until a wait (reclaim meets one, or a read: schedule() flushes the plug) hands
     # them over and sleeps until the device is done: 5 pages at cost 10 from clock 5, done at 55
-    emu, st = dirty_memory(writeback_completion="device", write_cost=10)
+    emu, st = dirty_memory(writeback_completion="device", write_cost=10, fill_write_credit=0)
     r = st.reg
     assert _shrink_batch(st.b, st.m, st.f, 5, 0) == (0, 5)
     assert r[ks.R_WB_PLUGGED] == r[ks.R_WB_N] == 5 and r[ks.R_WB_CLOCK] == 5
@@ -82,6 +83,41 @@ def test_plugged_writes_wait_for_the_level_end_or_a_wait():
     _wb_complete(st.b, st.m, ks.WB_ALL)
     assert r[ks.R_WB_N] == r[ks.R_WB_PLUGGED] == 0 and r[ks.R_WB_DEV] == r[ks.R_WB_CLOCK] == 55
     assert inactive_tail(st, 5) == [4, 3, 2, 1, 0]
+
+
+def test_the_fill_credit_gives_the_device_time_until_the_first_swap_in():
+    # 1024 pages zero-filled before the first call: credit 8 adds 1024 units before the scan, credit 6 768
+    # (1024 * 6 // 8), credit 1 128, each paying for all 1024 pages; the device and the scan keep their rule, so the call frees, writes and scans as
+    # with no credit (the fast device's case above) and only the clock is ahead
+    for credit, ahead in ((8, 1024), (6, 768), (1, 128)):
+        emu, st = dirty_memory(writeback_completion="device", write_cost=1, fill_write_credit=credit)
+        assert _linux_reclaim(st.b, st.m, st.f, 32) == 57
+        r = st.reg
+        assert r[ks.C_PAGES_OUT] == 60 and r[ks.C_SCANNED] == 117
+        assert r[ks.R_WB_CLOCK] == 117 + ahead and r[ks.R_WB_DEV] == 120 + ahead and r[ks.R_FILL_SEEN] == 1024
+        # no page zero-filled since: the next call gets nothing more
+        _linux_reclaim(st.b, st.m, st.f, 1)
+        assert r[ks.R_FILL_SEEN] == 1024 and r[ks.R_WB_CLOCK] >= 117 + ahead
+    # after a swap-in the credit stops, however many pages are zero-filled later
+    emu, st = dirty_memory(writeback_completion="device", write_cost=1, fill_write_credit=8)
+    st.reg[ks.C_MAJOR] = 1
+    st.reg[ks.C_ZERO_FILL] += 500
+    _linux_reclaim(st.b, st.m, st.f, 32)
+    assert st.reg[ks.R_FILL_SEEN] == 0 and st.reg[ks.R_WB_CLOCK] == 117
+    # a remainder waits: 3 pages at credit 2 are 6 eighths, no whole unit, so none is paid for yet
+    emu, st = dirty_memory(writeback_completion="device", write_cost=1, fill_write_credit=2)
+    st.reg[ks.C_ZERO_FILL] = 3
+    _linux_reclaim(st.b, st.m, st.f, 32)
+    assert st.reg[ks.R_FILL_SEEN] == 0 and st.reg[ks.R_WB_CLOCK] == 117
+
+
+def test_the_fill_credit_is_a_device_setting():
+    assert resolve_config(META, memory_bytes=40960).fill_write_credit == pagecache.DEFAULT_FILL_WRITE_CREDIT
+    assert resolve_config(META, memory_bytes=40960, writeback_completion="level").fill_write_credit == 0
+    with pytest.raises(pagecache.ConfigError, match="--fill-write-credit applies to --writeback-completes device"):
+        resolve_config(META, memory_bytes=40960, writeback_completion="level", fill_write_credit=3)
+    with pytest.raises(pagecache.ConfigError, match="must not be negative"):
+        resolve_config(META, memory_bytes=40960, fill_write_credit=-1)
 
 
 # ---- configuration (its errors: test_pagecache_wb_level.py) ----------------------------------------------------------------------------------------

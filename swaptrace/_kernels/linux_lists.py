@@ -91,11 +91,13 @@ from swaptrace._kernels.swapstate import (
     ACTIVE,
     C_ACTIVATIONS,
     C_DEACTIVATIONS,
+    C_MAJOR,
     C_PAGES_OUT,
     C_REFAULT_ACTIVATIONS,
     C_SCANNED,
     C_SLOT_FREES,
     C_WB_WAITS,
+    C_ZERO_FILL,
     CAUSE_RECLAIM,
     DIRTY,
     MAPPED,
@@ -107,6 +109,7 @@ from swaptrace._kernels.swapstate import (
     O_WBQ,
     O_WBT,
     OP_WRITE,
+    P_FILL_CREDIT,
     P_FOOTPRINT,
     P_PAGE_BYTES,
     P_SCAN_PRIO,
@@ -116,6 +119,7 @@ from swaptrace._kernels.swapstate import (
     P_WB_LEVEL,
     P_WB_THROTTLE,
     R_ERROR,
+    R_FILL_SEEN,
     R_N_ACTIVE,
     R_N_INACTIVE,
     R_NONRES_AGE,
@@ -434,6 +438,15 @@ def _linux_reclaim_levels(b, m, f, n):
     """
     done = 0
     written = 0
+    if m[P_FILL_CREDIT] > 0 and m[C_MAJOR] == 0:
+        # Until the first swap-in the device's clock gets no read waits, yet the process's own time between
+        # reclaim calls (zero-filling pages) lets the kernel's device finish one call's writes before the next:
+        # P_FILL_CREDIT eighths of a clock unit per page zero-filled since the last call (README, "The device's
+        # time in the filling step"). Whole units for the pages zero-filled since the last call; the pages a
+        # unit's remainder stands for are counted again at the next call (the rule as calibrated and held out)
+        units = ((m[C_ZERO_FILL] - m[R_FILL_SEEN]) * m[P_FILL_CREDIT]) // 8
+        m[R_WB_CLOCK] += units
+        m[R_FILL_SEEN] += (units * 8) // m[P_FILL_CREDIT]
     refaulted = _stat_refaults(m) != m[R_REFAULT_SNAP]
     prio = DEF_PRIORITY
     while prio >= 0 and done < n and m[R_RESIDENT] > 0 and m[R_ERROR] == 0:

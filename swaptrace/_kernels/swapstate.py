@@ -151,7 +151,9 @@ R_WB_MARK = 97  # linux, WB_BY_NEXT_LEVEL: R_WB_CLOCK as the last priority level
 P_WB_COST = 98  # linux, WB_BY_DEVICE: pages reclaim isolates in the time the device writes one page
 R_WB_DEV = 99  # linux, WB_BY_DEVICE: R_WB_CLOCK by which the device has written every write handed to it
 R_WB_PLUGGED = 100  # linux, WB_BY_DEVICE: the newest writes in O_WBQ, still in the level's plug (not on the device)
-HEADER = 101
+P_FILL_CREDIT = 101  # linux, WB_BY_DEVICE: eighths of a writeback-clock unit per zero-filled page, until the first major fault
+R_FILL_SEEN = 102  # linux, WB_BY_DEVICE: the C_ZERO_FILL already turned into device time
+HEADER = 103
 TMP_CANDIDATES = 64
 
 # ---- f -------------------------------------------------------------------
@@ -300,6 +302,7 @@ def new_state(
     m[P_WB_LEVEL] = params.get("writeback_level", 0)
     m[R_WB_MARK] = -1
     m[P_WB_COST] = params.get("write_cost", 0)
+    m[P_FILL_CREDIT] = params.get("fill_write_credit", 0)
     m[R_STAT_STEP] = params["first_step"]  # flushed as the run starts: every list empty
     st.f[F_STEP_US] = step_us
     m[R_CUR_CLUSTER] = -1

@@ -8,11 +8,14 @@ import click
 
 from swaptrace.commands._common import echo_summary, force_option, json_option, progressbar
 from swaptrace.pagecache import (
+    DEFAULT_FILL_WRITE_CREDIT,
     DEFAULT_STATS_FLUSH_STEPS,
     DEFAULT_STEP_US,
     DEFAULT_WRITE_COST,
     DEFAULT_WRITEBACK_COMPLETION,
     DEFAULT_WRITEBACK_LAG,
+    ENSEMBLE_ROOM_OFFSETS,
+    ENSEMBLE_WRITE_COSTS,
     INITIAL_STATES,
     POLICIES,
     READAHEAD_MODES,
@@ -33,6 +36,11 @@ def _render(s: dict[str, Any]) -> str:
         f"bytes read      {format_bytes(s['bytes_read']):>14}   written {format_bytes(s['bytes_written'])}",
         f"requests        {s['requests']['read']:>14,} reads, {s['requests']['write']:,} writes",
     ]
+    if "ensemble" in s:
+        e = s["ensemble"]
+        lines.append(f"ensemble        {e['runs']:>14} runs: pages in {e['pages_in'][0]:,}..{e['pages_in'][1]:,}, "
+                     f"mean {e['mean_pages_in']:,.0f} / {e['mean_pages_out']:,.0f} out; written: write cost "
+                     f"{e['written']['write_cost']}, budget {format_bytes(e['written']['memory_bytes'])}")
     for op in ("read", "write"):
         total = sum(hist[op].values())
         if total:
@@ -81,11 +89,20 @@ def _render(s: dict[str, Any]) -> str:
 @click.option("--write-cost", type=int, default=None,
               help="linux, --writeback-completes device: pages reclaim scans in the time the device writes one "
                    f"page [default: {DEFAULT_WRITE_COST}].")
+@click.option("--fill-write-credit", type=int, default=None,
+              help="linux, --writeback-completes device: eighths of a clock unit the device gets per page the "
+                   f"process zero-fills before the first swap-in [default: {DEFAULT_FILL_WRITE_CREDIT}].")
+@click.option("--ensemble/--no-ensemble", default=None,
+              help="linux, --writeback-completes device, no --write-cost: run once per write cost "
+                   f"({' '.join(map(str, ENSEMBLE_WRITE_COSTS))}) at the budget and "
+                   f"{' and '.join(f'{d:+.1%}' for d in ENSEMBLE_ROOM_OFFSETS if d)} of it, and write the stream "
+                   "of the run nearest their mean pages in and out (15 passes over the trace) "
+                   "[default: on where it applies].")
 @force_option
 @json_option
 def command(trace, out, memory, memory_fraction, policy, readahead, page_cluster, cluster_slots, swap_bytes,
             max_request, step_us, initial_state, reclaim_batch, writeback_lag, zero_page, stats_flush_steps, scan_priorities,
-            writeback_completion, write_cost, force, as_json):
+            writeback_completion, write_cost, fill_write_credit, ensemble, force, as_json):
     """Emulate Linux swapping of TRACE under a DRAM budget; write the swap I/O stream.
 
     Each access of the trace goes through a page cache of the given size; the
@@ -108,7 +125,16 @@ def command(trace, out, memory, memory_fraction, policy, readahead, page_cluster
             max_request_bytes=max_request_bytes, step_us=step_us, initial_state=initial_state, force=force,
             progress=bar.update, reclaim_batch=reclaim_batch, writeback_lag=writeback_lag, zero_page=zero_page,
             stats_flush_steps=stats_flush_steps, scan_priorities=scan_priorities,
-            writeback_completion=writeback_completion, write_cost=write_cost,
+            writeback_completion=writeback_completion, write_cost=write_cost, fill_write_credit=fill_write_credit,
+            ensemble=ensemble,
         )
     summary = dict(result.summary, output=str(result.path))
+    ens = result.params.get("ensemble")
+    if ens:
+        chosen = ens["members"][ens["chosen"]]
+        summary["ensemble"] = {"runs": len(ens["members"]),
+                               "pages_in": [min(m["pages_in"] for m in ens["members"]),
+                                            max(m["pages_in"] for m in ens["members"])],
+                               "mean_pages_in": ens["mean_pages_in"], "mean_pages_out": ens["mean_pages_out"],
+                               "written": {"write_cost": chosen["write_cost"], "memory_bytes": chosen["memory_bytes"]}}
     echo_summary(summary, as_json, render=lambda s: _render(s) + f"\nwrote           {s['output']}")

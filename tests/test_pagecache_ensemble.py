@@ -1,0 +1,113 @@
+"""``emulate``'s default ensemble: 15 runs over device speed and room, the stream of the run nearest their mean.
+
+Each member is checked against a single run (``ensemble=False``) at its own write cost and budget, and the
+run written against :func:`nearest_member` of the members' counts, worked out here independently.
+"""
+
+from __future__ import annotations
+
+import pytest
+from cli_helpers import run_cli, the_error
+from naive_emulate import zipf_access_trace
+
+import swaptrace.pagecache as pagecache
+from swaptrace.pagecache import (
+    ENSEMBLE_ROOM_OFFSETS,
+    ENSEMBLE_WRITE_COSTS,
+    emulate,
+    ensemble_configs,
+    member_budget_pages,
+    nearest_member,
+    resolve_config,
+)
+from swaptrace.traceio import open_trace
+
+FOOTPRINT = 400
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory):
+    return zipf_access_trace(tmp_path_factory.mktemp("ens") / "t.access.parquet", seed=4, footprint=FOOTPRINT,
+                             n=12000, steps=6, write_p=0.5)
+
+
+def test_members_are_every_room_offset_with_every_write_cost_within_the_footprint():
+    meta = {"page_bytes": 4096, "footprint_pages": FOOTPRINT}
+    cfg = resolve_config(meta, memory_bytes=200 * 4096)
+    members = ensemble_configs(cfg, FOOTPRINT)
+    assert len(members) == len(ENSEMBLE_ROOM_OFFSETS) * len(ENSEMBLE_WRITE_COSTS) == 15
+    assert [(m.budget_pages, m.write_cost) for m in members[:6]] == [(199, 3), (199, 4), (199, 5), (199, 6), (199, 8),
+                                                                      (200, 3)]
+    assert {m.budget_pages for m in members} == {199, 200, 201}  # 200 x (1 -+ 0.005), rounded down
+    assert all(m.fill_write_credit == cfg.fill_write_credit and m.policy == cfg.policy for m in members)
+    # a budget at the footprint or at one page stays inside 1 .. footprint
+    assert member_budget_pages(FOOTPRINT, 0.005, FOOTPRINT) == FOOTPRINT
+    assert member_budget_pages(1, -0.005, FOOTPRINT) == 1
+
+
+def test_nearest_member_is_the_run_nearest_the_mean_in_relative_pages_in_and_out():
+    # mean (20, 200): (18, 200) is 0.1 away, the others 0.2
+    assert nearest_member([(21, 230), (18, 200), (21, 170)]) == 1
+    assert nearest_member([(5, 5), (5, 5)]) == 0  # the first of equals
+    assert nearest_member([(0, 0), (0, 0)]) == 0  # no division by a zero mean
+
+
+def test_the_default_writes_the_stream_of_the_member_nearest_the_mean(trace, tmp_path):
+    res = emulate(trace, tmp_path / "e.swapio.parquet", memory_fraction=0.4)
+    ens = res.params["ensemble"]
+    members = ens["members"]
+    assert len(members) == 15 and ens["write_costs"] == list(ENSEMBLE_WRITE_COSTS)
+    counts = [(m["pages_in"], m["pages_out"]) for m in members]
+    assert len(set(counts)) > 1  # the members differ, so choosing one is a real choice
+    assert ens["chosen"] == nearest_member(counts)
+    chosen = members[ens["chosen"]]
+    assert (res.pages_in, res.pages_out) == (chosen["pages_in"], chosen["pages_out"])
+    assert res.params["write_cost"] == chosen["write_cost"]
+    assert ens["mean_pages_in"] == pytest.approx(sum(c[0] for c in counts) / 15)
+    # the budget asked for is what the stream reports; the member's own is in its entry
+    meta = open_trace(res.path, kind="swapio").meta
+    budget = int(FOOTPRINT * 0.4) * 4096
+    assert meta["memory_bytes"] == budget and meta["summary"]["memory_pages"] == budget // 4096
+    assert meta["params"]["ensemble"]["chosen"] == ens["chosen"]
+    # every third member against a single run at its own write cost and budget
+    for m in members[::3]:
+        one = emulate(trace, tmp_path / "one.swapio.parquet", memory_bytes=m["memory_bytes"],
+                      write_cost=m["write_cost"], force=True)
+        assert one.params["ensemble"] is None  # a given write cost: one run
+        assert (one.pages_in, one.pages_out) == (m["pages_in"], m["pages_out"])
+    # and the stream written is that single run's, request for request
+    one = emulate(trace, tmp_path / "c.swapio.parquet", memory_bytes=chosen["memory_bytes"],
+                  write_cost=chosen["write_cost"], ensemble=False)
+    a = open_trace(res.path, kind="swapio").read_all()
+    b = open_trace(one.path, kind="swapio").read_all()
+    assert all((a[c] == b[c]).all() and len(a[c]) == len(b[c]) for c in ("t_us", "op", "offset", "length", "cause"))
+
+
+def test_no_ensemble_is_one_run_at_the_default_write_cost(trace, tmp_path):
+    res = emulate(trace, tmp_path / "s.swapio.parquet", memory_fraction=0.4, ensemble=False)
+    assert res.params["ensemble"] is None and res.params["write_cost"] == pagecache.DEFAULT_WRITE_COST
+    assert res.params["fill_write_credit"] == pagecache.DEFAULT_FILL_WRITE_CREDIT
+    lag = emulate(trace, tmp_path / "l.swapio.parquet", memory_fraction=0.4, writeback_completion="level")
+    assert lag.params["ensemble"] is None and lag.params["fill_write_credit"] is None
+
+
+def test_progress_counts_the_trace_once_over_all_passes(trace, tmp_path):
+    seen = []
+    res = emulate(trace, tmp_path / "p.swapio.parquet", memory_fraction=0.4, progress=seen.append)
+    assert res.params["ensemble"] is not None
+    assert sum(seen) == res.accesses == 12000 and all(n > 0 for n in seen)
+
+
+def test_cli_summarises_the_ensemble_and_rejects_what_it_cannot_vary(trace, tmp_path):
+    r = run_cli("emulate", trace, "--memory-fraction", 0.4, "-o", tmp_path / "c.swapio.parquet")
+    assert r.exit_code == 0, r.output
+    assert "ensemble" in r.output and "15 runs" in r.output
+    assert "--ensemble varies the write cost" in the_error(
+        run_cli("emulate", trace, "--memory-fraction", 0.4, "--ensemble", "--write-cost", 3, "-o", tmp_path / "x.swapio.parquet"))
+    assert "needs --writeback-completes device" in the_error(
+        run_cli("emulate", trace, "--memory-fraction", 0.4, "--ensemble", "--writeback-completes", "level",
+                "-o", tmp_path / "y.swapio.parquet"))
+    assert "--fill-write-credit applies to --writeback-completes device" in the_error(
+        run_cli("emulate", trace, "--memory-fraction", 0.4, "--policy", "lru", "--fill-write-credit", 2,
+                "-o", tmp_path / "z.swapio.parquet"))
+    assert not any((tmp_path / n).exists() for n in ("x.swapio.parquet", "y.swapio.parquet", "z.swapio.parquet"))
