@@ -211,9 +211,11 @@ def mean_member(members: Sequence[tuple[int, int]]) -> tuple[float, float]:
 
 
 def nearest_member(members: Sequence[tuple[int, int]]) -> tuple[int, int]:
-    """The member nearest the members' mean: least relative distance in pages in plus pages out (first if tied)."""
-    mean_in, mean_out = mean_member(members)
-    return min(members, key=lambda m: abs(m[0] - mean_in) / max(mean_in, 1) + abs(m[1] - mean_out) / max(mean_out, 1))
+    """The member nearest the members' mean, as ``emulate`` chooses the run it writes
+    (:func:`swaptrace.pagecache.nearest_member`)."""
+    from swaptrace.pagecache import nearest_member as nearest_index
+
+    return members[nearest_index(members)]
 
 
 PICKS = {"median": median_member, "mean": mean_member, "nearest": nearest_member}
