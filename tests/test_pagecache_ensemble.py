@@ -1,7 +1,9 @@
-"""``emulate``'s default ensemble: 15 runs over device speed and room, the stream of the run nearest their mean.
+"""``emulate``'s default ensemble: the profile's runs over device speed and room, the stream of the run nearest
+their mean.
 
 Each member is checked against a single run (``ensemble=False``) at its own write cost and budget, and the
-run written against :func:`nearest_member` of the members' counts, worked out here independently.
+run written against :func:`nearest_member` of the members' counts, worked out here independently. The members
+share one run until the smallest budget could reclaim, then fork: checked against members run from the start.
 """
 
 from __future__ import annotations
@@ -12,17 +14,19 @@ from naive_emulate import zipf_access_trace
 
 import swaptrace.pagecache as pagecache
 from swaptrace.pagecache import (
-    ENSEMBLE_ROOM_OFFSETS,
-    ENSEMBLE_WRITE_COSTS,
+    Emulator,
+    EmulatorConfig,
     emulate,
     ensemble_configs,
+    load_profile,
     member_budget_pages,
     nearest_member,
-    resolve_config,
+    run_members,
 )
 from swaptrace.traceio import open_trace
 
 FOOTPRINT = 400
+ENSEMBLE = load_profile().ensemble
 
 
 @pytest.fixture(scope="module")
@@ -33,9 +37,9 @@ def trace(tmp_path_factory):
 
 def test_members_are_every_room_offset_with_every_write_cost_within_the_footprint():
     meta = {"page_bytes": 4096, "footprint_pages": FOOTPRINT}
-    cfg = resolve_config(meta, memory_bytes=200 * 4096)
-    members = ensemble_configs(cfg, FOOTPRINT)
-    assert len(members) == len(ENSEMBLE_ROOM_OFFSETS) * len(ENSEMBLE_WRITE_COSTS) == 15
+    cfg = EmulatorConfig.resolve(meta, memory_bytes=200 * 4096)
+    members = ensemble_configs(cfg, FOOTPRINT, ENSEMBLE)
+    assert len(members) == len(ENSEMBLE.room_offsets) * len(ENSEMBLE.write_costs) == ENSEMBLE.size == 15
     assert [(m.budget_pages, m.write_cost) for m in members[:6]] == [(199, 3), (199, 4), (199, 5), (199, 6), (199, 8),
                                                                       (200, 3)]
     assert {m.budget_pages for m in members} == {199, 200, 201}  # 200 x (1 -+ 0.005), rounded down
@@ -56,7 +60,7 @@ def test_the_default_writes_the_stream_of_the_member_nearest_the_mean(trace, tmp
     res = emulate(trace, tmp_path / "e.swapio.parquet", memory_fraction=0.4)
     ens = res.params["ensemble"]
     members = ens["members"]
-    assert len(members) == 15 and ens["write_costs"] == list(ENSEMBLE_WRITE_COSTS)
+    assert len(members) == 15 and ens["write_costs"] == list(ENSEMBLE.write_costs)
     counts = [(m["pages_in"], m["pages_out"]) for m in members]
     assert len(set(counts)) > 1  # the members differ, so choosing one is a real choice
     assert ens["chosen"] == nearest_member(counts)
@@ -64,10 +68,13 @@ def test_the_default_writes_the_stream_of_the_member_nearest_the_mean(trace, tmp
     assert (res.pages_in, res.pages_out) == (chosen["pages_in"], chosen["pages_out"])
     assert res.params["write_cost"] == chosen["write_cost"]
     assert ens["mean_pages_in"] == pytest.approx(sum(c[0] for c in counts) / 15)
-    # the budget asked for is what the stream reports; the member's own is in its entry
+    # the stream reports the budget of the run written; the one asked for is beside it
     meta = open_trace(res.path, kind="swapio").meta
     budget = int(FOOTPRINT * 0.4) * 4096
-    assert meta["memory_bytes"] == budget and meta["summary"]["memory_pages"] == budget // 4096
+    assert meta["memory_bytes"] == chosen["memory_bytes"] == meta["params"]["memory_bytes"]
+    assert meta["summary"]["memory_pages"] == chosen["memory_bytes"] // 4096 == res.memory_pages
+    assert meta["params"]["requested_memory_bytes"] == budget
+    assert meta["params"]["profile"]["name"] == "linux-6.x-cgroup1"
     assert meta["params"]["ensemble"]["chosen"] == ens["chosen"]
     # every third member against a single run at its own write cost and budget
     for m in members[::3]:
@@ -111,3 +118,32 @@ def test_cli_summarises_the_ensemble_and_rejects_what_it_cannot_vary(trace, tmp_
         run_cli("emulate", trace, "--memory-fraction", 0.4, "--policy", "lru", "--fill-write-credit", 2,
                 "-o", tmp_path / "z.swapio.parquet"))
     assert not any((tmp_path / n).exists() for n in ("x.swapio.parquet", "y.swapio.parquet", "z.swapio.parquet"))
+
+
+@pytest.mark.parametrize("fraction", [0.1, 0.4, 0.9])
+def test_members_forked_from_the_shared_prefix_count_as_runs_from_the_start(trace, fraction):
+    tf = open_trace(trace, kind="access")
+    cfg = EmulatorConfig.resolve(tf.meta, memory_fraction=fraction)
+    members = ensemble_configs(cfg, FOOTPRINT, ENSEMBLE)
+    for workers in (1, 2):
+        runs = run_members(tf, members, nsteps=6, first_step=0, chunk_rows=1000, workers=workers)
+        assert runs.prefix.counters().reclaim_calls == 0  # the prefix never reclaimed
+        assert 0 < runs.prefix_accesses <= 12000
+        for m, found in zip(members, runs.counters, strict=True):
+            alone = Emulator(m, FOOTPRINT, None, nsteps=6)
+            for batch in tf.iter_batches(columns=["step", "page", "write"], batch_rows=777):
+                alone.count(batch["page"], batch["write"], batch["step"])
+            assert alone.counters() == found
+
+
+def test_a_fork_may_change_only_budget_and_write_cost_and_only_before_reclaim(trace):
+    tf = open_trace(trace, kind="access")
+    cfg = EmulatorConfig.resolve(tf.meta, memory_fraction=0.4)
+    emu = Emulator(cfg, FOOTPRINT, None, nsteps=6)
+    with pytest.raises(ValueError, match="only the budget and the write cost"):
+        emu.fork(EmulatorConfig.resolve(tf.meta, memory_fraction=0.4, readahead="none"))
+    batch = next(tf.iter_batches(columns=["step", "page", "write"], batch_rows=12000))
+    emu.count(batch["page"], batch["write"], batch["step"])
+    assert emu.counters().reclaim_calls > 0
+    with pytest.raises(ValueError, match="before its first reclaim call"):
+        emu.fork(cfg)

@@ -11,7 +11,7 @@ from naive_emulate import NaiveEmulator, naive_swapin_nr_pages
 
 from swaptrace._kernels import swapstate as ks
 from swaptrace._kernels.readahead import _swapin_nr_pages
-from swaptrace.pagecache import Emulator, resolve_config
+from swaptrace.pagecache import Emulator, EmulatorConfig
 
 
 def small_trace(seed, footprint, n, steps=4, skew=1.1, write_p=0.3, runs=False):
@@ -29,7 +29,7 @@ def small_trace(seed, footprint, n, steps=4, skew=1.1, write_p=0.3, runs=False):
 def run_both(pages, writes, steps, footprint, budget, **kw):
     meta = {"page_bytes": kw.get("page_bytes", 4096), "footprint_pages": footprint}
     nslots = kw.pop("nslots", None)
-    cfg = resolve_config(
+    cfg = EmulatorConfig.resolve(
         meta,
         memory_bytes=budget * meta["page_bytes"],
         policy=kw.get("policy", "lru"),
@@ -168,7 +168,7 @@ def test_swapin_nr_pages_matches_kernel_rule():
 
 
 def _state_for_windows(footprint, page_cluster=3, nslots=4096):
-    cfg = resolve_config({"page_bytes": 4096, "footprint_pages": footprint}, memory_bytes=4096 * 8,
+    cfg = EmulatorConfig.resolve({"page_bytes": 4096, "footprint_pages": footprint}, memory_bytes=4096 * 8,
                          page_cluster=page_cluster, swap_bytes=nslots * 4096)
     return Emulator(cfg, footprint, np.array([1])).state
 

@@ -10,14 +10,14 @@ from naive_emulate import naive_lru_misses, write_access_trace
 
 from swaptrace._kernels import swapstate as ks
 from swaptrace.errors import ConfigError
-from swaptrace.pagecache import POLICIES, Emulator, emulate, resolve_config
+from swaptrace.pagecache import POLICIES, Emulator, EmulatorConfig, emulate
 from swaptrace.traceio import open_trace
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 def run_arrays(pages, writes, steps, footprint, budget, **kw):
-    cfg = resolve_config({"page_bytes": 4096, "footprint_pages": footprint}, memory_bytes=budget * 4096, **kw)
+    cfg = EmulatorConfig.resolve({"page_bytes": 4096, "footprint_pages": footprint}, memory_bytes=budget * 4096, **kw)
     counts = np.bincount(steps, minlength=1)
     emu = Emulator(cfg, footprint, counts)
     parts = list(emu.feed(pages, writes, steps))

@@ -18,7 +18,8 @@ from test_pagecache_wb_level import META, PAGES, dirty_memory, inactive_tail
 import swaptrace.pagecache as pagecache
 from swaptrace._kernels import swapstate as ks
 from swaptrace._kernels.linux_lists import _linux_reclaim, _shrink_batch, _wb_complete
-from swaptrace.pagecache import Emulator, emulate, resolve_config
+from swaptrace.errors import ConfigError
+from swaptrace.pagecache import Emulator, EmulatorConfig, emulate
 from swaptrace.traceio import open_trace
 
 # ---- worked out by hand ---------------------------------------------------------------------------------
@@ -112,12 +113,12 @@ def test_the_fill_credit_gives_the_device_time_until_the_first_swap_in():
 
 
 def test_the_fill_credit_is_a_device_setting():
-    assert resolve_config(META, memory_bytes=40960).fill_write_credit == pagecache.DEFAULT_FILL_WRITE_CREDIT
-    assert resolve_config(META, memory_bytes=40960, writeback_completion="level").fill_write_credit == 0
-    with pytest.raises(pagecache.ConfigError, match="--fill-write-credit applies to --writeback-completes device"):
-        resolve_config(META, memory_bytes=40960, writeback_completion="level", fill_write_credit=3)
-    with pytest.raises(pagecache.ConfigError, match="must not be negative"):
-        resolve_config(META, memory_bytes=40960, fill_write_credit=-1)
+    assert EmulatorConfig.resolve(META, memory_bytes=40960).fill_write_credit == pagecache.DEFAULT_FILL_WRITE_CREDIT
+    assert EmulatorConfig.resolve(META, memory_bytes=40960, writeback_completion="level").fill_write_credit == 0
+    with pytest.raises(ConfigError, match="--fill-write-credit applies to --writeback-completes device"):
+        EmulatorConfig.resolve(META, memory_bytes=40960, writeback_completion="level", fill_write_credit=3)
+    with pytest.raises(ConfigError, match="must not be negative"):
+        EmulatorConfig.resolve(META, memory_bytes=40960, fill_write_credit=-1)
 
 
 # ---- configuration (its errors: test_pagecache_wb_level.py) ----------------------------------------------------------------------------------------
@@ -125,14 +126,14 @@ def test_the_fill_credit_is_a_device_setting():
 
 def test_defaults():
     assert pagecache.DEFAULT_WRITEBACK_COMPLETION == "device" and pagecache.DEFAULT_STATS_FLUSH_STEPS == 1
-    cfg = resolve_config(META, memory_bytes=40960)
+    cfg = EmulatorConfig.resolve(META, memory_bytes=40960)
     assert cfg.writeback_completion == "device" and cfg.write_cost == pagecache.DEFAULT_WRITE_COST
     assert cfg.scan_priorities and cfg.stats_flush_steps == 1
     m = Emulator(cfg, 100, np.array([1])).state.m
     assert m[ks.P_WB_LEVEL] == ks.WB_BY_DEVICE and m[ks.P_WB_COST] == pagecache.DEFAULT_WRITE_COST
     assert m[ks.P_WB_LAG] == ks.WB_ALL and m[ks.P_WB_THROTTLE] == 0
     for kw in ({"writeback_completion": "next-level"}, {"writeback_lag": 300}, {"scan_priorities": False}):
-        cfg = resolve_config(META, memory_bytes=40960, **kw)
+        cfg = EmulatorConfig.resolve(META, memory_bytes=40960, **kw)
         assert cfg.write_cost == 0 and Emulator(cfg, 100, np.array([1])).state.m[ks.P_WB_COST] == 0
 
 

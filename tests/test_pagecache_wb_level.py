@@ -27,7 +27,7 @@ from swaptrace._kernels import swapstate as ks
 from swaptrace._kernels.linux_lists import _linux_reclaim
 from swaptrace._kernels.merge import _flush
 from swaptrace.errors import ConfigError
-from swaptrace.pagecache import DEFAULT_WRITEBACK_COMPLETION, Emulator, emulate, resolve_config
+from swaptrace.pagecache import DEFAULT_WRITEBACK_COMPLETION, Emulator, EmulatorConfig, emulate
 from swaptrace.traceio import open_trace
 
 LEVEL = {"policy": "linux", "scan_priorities": True, "writeback_completion": "level"}
@@ -172,7 +172,7 @@ def test_the_lag_rule_writes_the_whole_scan_before_freeing():
 
 def bursts(monkeypatch, out_rows):
     """Fill 8192 pages, store to 8192 new ones, then re-store the first: every page write its own request."""
-    monkeypatch.setattr(pagecache, "OUT_ROWS", out_rows)
+    monkeypatch.setattr(pagecache.engine, "OUT_ROWS", out_rows)
     b = 8192
     pages = np.concatenate([np.arange(2 * b), np.arange(b)]).astype(np.int64)
     return run_arrays(pages, np.ones(pages.size, bool), np.zeros(pages.size, np.int64), 3 * b, b,
@@ -237,18 +237,18 @@ META = {"page_bytes": 4096, "footprint_pages": 100}
 def test_defaults():
     # the default rule, "device", has its own tests (test_pagecache_wb_device.py); the level rules' settings:
     assert DEFAULT_WRITEBACK_COMPLETION == "device" and pagecache.DEFAULT_SCAN_PRIORITIES is True
-    cfg = resolve_config(META, memory_bytes=40960, writeback_completion="next-level")
+    cfg = EmulatorConfig.resolve(META, memory_bytes=40960, writeback_completion="next-level")
     assert cfg.scan_priorities and cfg.writeback_completion == "next-level"
     m = Emulator(cfg, 100, np.array([1])).state.m
     assert m[ks.P_WB_LEVEL] == ks.WB_BY_NEXT_LEVEL and m[ks.P_WB_LAG] == ks.WB_ALL and m[ks.P_WB_THROTTLE] == 0
     # 32-page rounds have no levels, and a lag given asks for the lag: both fall back to it
     for kw in ({"scan_priorities": False}, {"writeback_lag": 300}):
-        cfg = resolve_config(META, memory_bytes=40960, **kw)
+        cfg = EmulatorConfig.resolve(META, memory_bytes=40960, **kw)
         assert cfg.writeback_completion == "lag"
         m = Emulator(cfg, 100, np.array([1])).state.m
         assert m[ks.P_WB_LEVEL] == 0 and m[ks.P_WB_LAG] == cfg.writeback_lag and m[ks.P_WB_THROTTLE] == 64
-    assert resolve_config(META, memory_bytes=40960, scan_priorities=False).writeback_lag == pagecache.DEFAULT_WRITEBACK_LAG
-    cfg = resolve_config(META, memory_bytes=40960, scan_priorities=True, writeback_completion="level")
+    assert EmulatorConfig.resolve(META, memory_bytes=40960, scan_priorities=False).writeback_lag == pagecache.DEFAULT_WRITEBACK_LAG
+    cfg = EmulatorConfig.resolve(META, memory_bytes=40960, scan_priorities=True, writeback_completion="level")
     m = Emulator(cfg, 100, np.array([1])).state.m
     assert m[ks.P_WB_LEVEL] == ks.WB_BY_LEVEL and m[ks.P_WB_LAG] == ks.WB_ALL and m[ks.P_WB_THROTTLE] == 0
 
@@ -309,7 +309,7 @@ def test_call_rule_completes_a_calls_writes_as_it_returns():
 )
 def test_config_errors(kw, match):
     with pytest.raises(ConfigError, match=match):
-        resolve_config(META, memory_bytes=40960, **kw)
+        EmulatorConfig.resolve(META, memory_bytes=40960, **kw)
 
 
 @pytest.fixture(scope="module")

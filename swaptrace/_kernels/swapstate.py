@@ -45,7 +45,7 @@ ERR_BAD_PAGE = 2  # a page number outside the footprint
 ERR_BAD_STEP = 3  # a step outside the trace's steps
 ERR_OUT_FULL = 4  # the output columns overflowed (a bug: max_rows_per_access too small)
 
-# ---- registers (m[0:48]) ---------------------------------------------------
+# ---- state registers (m[0:32]): allocator, readahead, writeback clock, flushed statistics
 R_RESIDENT = 0
 R_N_ACTIVE = 1  # linux: pages on the active list (list 0)
 R_N_INACTIVE = 2  # linux: pages on the inactive list (list 1)
@@ -65,94 +65,97 @@ R_PEND_CAUSE = 15
 R_OUT_N = 16  # rows in the output columns
 R_STEP = 17  # step of the access being processed
 R_ERROR = 18
-C_ZERO_PAGE = 19  # reads of never-written pages that mapped the shared zero page (linux)
-C_ACCESSES = 20
-C_HITS = 21
-C_FAULTS = 22
-C_ZERO_FILL = 23
-C_MAJOR = 24
-C_PAGES_IN = 25
-C_PAGES_OUT = 26
-C_RA_ISSUED = 27
-C_RA_HIT = 28
-C_EVICTIONS = 29
-C_CLEAN_DROPS = 30
-C_SLOT_FREES = 31
-C_REQ_READ = 32
-C_REQ_WRITE = 33
-C_BYTES_READ = 34
-C_BYTES_WRITTEN = 35
-C_RECLAIM_CALLS = 36
-C_ACTIVATIONS = 37
-C_DEACTIVATIONS = 38
-C_SCANNED = 39
-R_NONRES_AGE = 40  # linux: lruvec->nonresident_age (evictions + activations, mm/workingset.c)
-C_REFAULT_ACTIVATIONS = 41  # linux: swap-ins put straight on the active list (WORKINGSET_ACTIVATE_ANON)
-R_REFAULT_SNAP = 42  # linux: C_REFAULT_ACTIVATIONS at the end of the last reclaim call (lruvec->refaults)
-R_WB_CLOCK = 43  # linux: pages isolated by reclaim so far (+ the lag at each read wait): the writeback clock
-R_WB_HEAD = 44  # linux: index of the oldest write in flight in the O_WBQ ring
-R_WB_N = 45  # linux: writes in flight
-C_SWAPCACHE_HIT = 46  # minor faults on pages unmapped by reclaim and still in the swap cache
-C_WB_WAITS = 47  # linux: reclaim met a page still under writeback and waited (cgroup v1 memcg reclaim)
+R_NONRES_AGE = 19  # linux: lruvec->nonresident_age (evictions + activations, mm/workingset.c)
+R_REFAULT_SNAP = 20  # linux: C_REFAULT_ACTIVATIONS at the end of the last reclaim call (lruvec->refaults)
+R_WB_CLOCK = 21  # linux: pages isolated by reclaim so far (+ the lag at each read wait): the writeback clock
+R_WB_HEAD = 22  # linux: index of the oldest write in flight in the O_WBQ ring
+R_WB_N = 23  # linux: writes in flight
+R_STAT_STEP = 24  # linux: step of the last statistics flush
+R_STAT_ACTIVE = 25  # linux: R_N_ACTIVE as of the last flush (lruvec_page_state(NR_ACTIVE_ANON))
+R_STAT_INACTIVE = 26  # linux: R_N_INACTIVE as of the last flush
+R_STAT_REFAULTS = 27  # linux: C_REFAULT_ACTIVATIONS as of the last flush (WORKINGSET_ACTIVATE_ANON)
+R_WB_MARK = 28  # linux, WB_BY_NEXT_LEVEL: R_WB_CLOCK as the last priority level ended
+R_WB_DEV = 29  # linux, WB_BY_DEVICE: R_WB_CLOCK by which the device has written every write handed to it
+R_WB_PLUGGED = 30  # linux, WB_BY_DEVICE: the newest writes in O_WBQ, still in the level's plug (not on the device)
+R_FILL_SEEN = 31  # linux, WB_BY_DEVICE: the C_ZERO_FILL already turned into device time
 
-# ---- parameters (m[48:64]) -------------------------------------------------
-P_POLICY = 48
-P_BUDGET = 49  # resident pages allowed
-P_BATCH = 50  # pages reclaimed per reclaim call (at least)
-P_RA_MODE = 51
-P_PAGE_CLUSTER = 52
-P_MAX_REQ_PAGES = 53
-P_PAGE_BYTES = 54
-P_PMD_PAGES = 55  # pages per 2 MiB region (VMA readahead clamp)
-P_CLUSTER_SLOTS = 56
-P_NSLOTS = 57  # slots on the device, header slot 0 included
-P_USABLE_SLOTS = 58  # total_swap_pages (vm_swap_full() denominator)
-P_FIRST_STEP = 59
-P_FOOTPRINT = 60  # F; list heads are F (lru/clock/active) and F + 1 (inactive)
-P_MAX_ROWS_PER_ACCESS = 61
-P_NCLUSTERS = 62  # C; cluster list heads are C (free) and C + 1 (non-full)
-P_OUT_CAP = 63
+# ---- counters (m[32:56]): what happened so far; callers read them through EmuState.counters()
+C_ZERO_PAGE = 32  # reads of never-written pages that mapped the shared zero page (linux)
+C_ACCESSES = 33
+C_HITS = 34
+C_FAULTS = 35
+C_ZERO_FILL = 36
+C_MAJOR = 37
+C_PAGES_IN = 38
+C_PAGES_OUT = 39
+C_RA_ISSUED = 40
+C_RA_HIT = 41
+C_EVICTIONS = 42
+C_CLEAN_DROPS = 43
+C_SLOT_FREES = 44
+C_REQ_READ = 45
+C_REQ_WRITE = 46
+C_BYTES_READ = 47
+C_BYTES_WRITTEN = 48
+C_RECLAIM_CALLS = 49
+C_ACTIVATIONS = 50
+C_DEACTIVATIONS = 51
+C_SCANNED = 52
+C_REFAULT_ACTIVATIONS = 53  # linux: swap-ins put straight on the active list (WORKINGSET_ACTIVATE_ANON)
+C_SWAPCACHE_HIT = 54  # minor faults on pages unmapped by reclaim and still in the swap cache
+C_WB_WAITS = 55  # linux: reclaim met a page still under writeback and waited (cgroup v1 memcg reclaim)
 
-# ---- offsets of the arrays inside m (m[64:96]) -----------------------------
-O_SLOT = 64  # [F] slot of each page, -1 if none
-O_NEXT = 65  # [2 (F + 2)] list links, next and prev interleaved (O_PREV = O_NEXT + 1)
-O_PREV = 66
-O_SLOT_PAGE = 67  # [S] page in each slot, -1 free, -2 never usable
-O_CL_USED = 68  # [C] slots used (or unusable) per cluster
-O_CL_WHERE = 69  # [C] CL_FREE / CL_NONFULL / CL_OTHER
-O_CL_NEXT = 70  # [2 (C + 2)] cluster list links, interleaved like the page lists
-O_CL_PREV = 71
-O_STEP_N = 72  # [steps] accesses per step (unused by the kernels; kept for callers)
-O_STEP_SEEN = 73  # [steps] accesses processed per step
-O_TMP = 74  # [scratch] reclaim isolation (first 32) and readahead candidates (from 64)
-O_OUT_STEP = 75  # [cap] output columns
-O_OUT_OP = 76
-O_OUT_OFF = 77
-O_OUT_LEN = 78
-O_OUT_CAUSE = 79
-O_CL_HINT = 80  # [C] no free slot of the cluster lies below this slot
-P_NSTEPS = 81
-O_SHADOW = 82  # [F] linux: nonresident_age at the page's eviction (its shadow entry), -1 if none
-P_WB_LAG = 83  # linux: a write completes once reclaim has isolated this many more pages; 0: at once
-O_WBQ = 84  # [F] linux: ring of pages under writeback, oldest first
-O_WBT = 85  # [F] linux: R_WB_CLOCK when each of them was written (WB_BY_DEVICE: when it completes)
-P_ZERO_PAGE = 86  # linux: a read of a never-written page maps the zero page (do_anonymous_page)
-P_WB_THROTTLE = 87  # linux: pages a reclaim call may write beyond the lag before it waits for them all
-P_STATS_FLUSH = 88  # linux: the memcg statistics reclaim reads are flushed every this many steps; 0: always exact
-R_STAT_STEP = 89  # linux: step of the last statistics flush
-R_STAT_ACTIVE = 90  # linux: R_N_ACTIVE as of the last flush (lruvec_page_state(NR_ACTIVE_ANON))
-R_STAT_INACTIVE = 91  # linux: R_N_INACTIVE as of the last flush
-R_STAT_REFAULTS = 92  # linux: C_REFAULT_ACTIVATIONS as of the last flush (WORKINGSET_ACTIVATE_ANON)
-O_STEP_MAJOR = 93  # [steps] major faults per step (swap-ins that read)
-O_STEP_MINOR = 94  # [steps] minor faults per step (every other fault)
-P_SCAN_PRIO = 95  # linux: reclaim walks the kernel's priority levels instead of 32-page rounds
-P_WB_LEVEL = 96  # linux, with P_SCAN_PRIO: writes complete by level (WB_BY_*; P_WB_LAG is then WB_ALL)
-R_WB_MARK = 97  # linux, WB_BY_NEXT_LEVEL: R_WB_CLOCK as the last priority level ended
-P_WB_COST = 98  # linux, WB_BY_DEVICE: pages reclaim isolates in the time the device writes one page
-R_WB_DEV = 99  # linux, WB_BY_DEVICE: R_WB_CLOCK by which the device has written every write handed to it
-R_WB_PLUGGED = 100  # linux, WB_BY_DEVICE: the newest writes in O_WBQ, still in the level's plug (not on the device)
-P_FILL_CREDIT = 101  # linux, WB_BY_DEVICE: eighths of a writeback-clock unit per zero-filled page, until the first major fault
-R_FILL_SEEN = 102  # linux, WB_BY_DEVICE: the C_ZERO_FILL already turned into device time
+# ---- parameters (m[56:81]): set once by new_state
+P_POLICY = 56
+P_BUDGET = 57  # resident pages allowed
+P_BATCH = 58  # pages reclaimed per reclaim call (at least)
+P_RA_MODE = 59
+P_PAGE_CLUSTER = 60
+P_MAX_REQ_PAGES = 61
+P_PAGE_BYTES = 62
+P_PMD_PAGES = 63  # pages per 2 MiB region (VMA readahead clamp)
+P_CLUSTER_SLOTS = 64
+P_NSLOTS = 65  # slots on the device, header slot 0 included
+P_USABLE_SLOTS = 66  # total_swap_pages (vm_swap_full() denominator)
+P_FIRST_STEP = 67
+P_FOOTPRINT = 68  # F; list heads are F (lru/clock/active) and F + 1 (inactive)
+P_MAX_ROWS_PER_ACCESS = 69
+P_NCLUSTERS = 70  # C; cluster list heads are C (free) and C + 1 (non-full)
+P_OUT_CAP = 71
+P_NSTEPS = 72
+P_WB_LAG = 73  # linux: a write completes once reclaim has isolated this many more pages; 0: at once
+P_ZERO_PAGE = 74  # linux: a read of a never-written page maps the zero page (do_anonymous_page)
+P_WB_THROTTLE = 75  # linux: pages a reclaim call may write beyond the lag before it waits for them all
+P_STATS_FLUSH = 76  # linux: the memcg statistics reclaim reads are flushed every this many steps; 0: always exact
+P_SCAN_PRIO = 77  # linux: reclaim walks the kernel's priority levels instead of 32-page rounds
+P_WB_LEVEL = 78  # linux, with P_SCAN_PRIO: writes complete by level (WB_BY_*; P_WB_LAG is then WB_ALL)
+P_WB_COST = 79  # linux, WB_BY_DEVICE: pages reclaim isolates in the time the device writes one page
+P_FILL_CREDIT = 80  # linux, WB_BY_DEVICE: eighths of a writeback-clock unit per zero-filled page, until the first major fault
+
+# ---- offsets (m[81:103]) of the arrays that follow the header inside m
+O_SLOT = 81  # [F] slot of each page, -1 if none
+O_NEXT = 82  # [2 (F + 2)] list links, next and prev interleaved (O_PREV = O_NEXT + 1)
+O_PREV = 83
+O_SLOT_PAGE = 84  # [S] page in each slot, -1 free, -2 never usable
+O_CL_USED = 85  # [C] slots used (or unusable) per cluster
+O_CL_WHERE = 86  # [C] CL_FREE / CL_NONFULL / CL_OTHER
+O_CL_NEXT = 87  # [2 (C + 2)] cluster list links, interleaved like the page lists
+O_CL_PREV = 88
+O_STEP_N = 89  # [steps] accesses per step (unused by the kernels; kept for callers)
+O_STEP_SEEN = 90  # [steps] accesses processed per step
+O_TMP = 91  # [scratch] reclaim isolation (first 32) and readahead candidates (from 64)
+O_OUT_STEP = 92  # [cap] output columns
+O_OUT_OP = 93
+O_OUT_OFF = 94
+O_OUT_LEN = 95
+O_OUT_CAUSE = 96
+O_CL_HINT = 97  # [C] no free slot of the cluster lies below this slot
+O_SHADOW = 98  # [F] linux: nonresident_age at the page's eviction (its shadow entry), -1 if none
+O_WBQ = 99  # [F] linux: ring of pages under writeback, oldest first
+O_WBT = 100  # [F] linux: R_WB_CLOCK when each of them was written (WB_BY_DEVICE: when it completes)
+O_STEP_MAJOR = 101  # [steps] major faults per step (swap-ins that read)
+O_STEP_MINOR = 102  # [steps] minor faults per step (every other fault)
+
 HEADER = 103
 TMP_CANDIDATES = 64
 
@@ -176,6 +179,48 @@ SWAP_RA_ORDER_CEILING = 5
 SWAP_RA_HITS_MAX = 63
 
 
+@dataclass(frozen=True)
+class Counters:
+    """The emulator's counters at one moment (what the ``C_*`` registers hold), for callers outside the kernels."""
+
+    accesses: int
+    hits: int
+    faults: int
+    zero_fill: int
+    zero_page: int
+    major_faults: int
+    pages_in: int
+    pages_out: int
+    readahead_issued: int
+    readahead_hit: int
+    swapcache_hit: int
+    writeback_waits: int
+    evictions: int
+    clean_drops: int
+    slot_frees: int
+    reclaim_calls: int
+    activations: int
+    deactivations: int
+    scanned: int
+    refault_activations: int
+    bytes_read: int
+    bytes_written: int
+    read_requests: int
+    write_requests: int
+
+
+#: each Counters field's register
+COUNTER_REGISTERS = {
+    "accesses": C_ACCESSES, "hits": C_HITS, "faults": C_FAULTS, "zero_fill": C_ZERO_FILL, "zero_page": C_ZERO_PAGE,
+    "major_faults": C_MAJOR, "pages_in": C_PAGES_IN, "pages_out": C_PAGES_OUT, "readahead_issued": C_RA_ISSUED,
+    "readahead_hit": C_RA_HIT, "swapcache_hit": C_SWAPCACHE_HIT, "writeback_waits": C_WB_WAITS,
+    "evictions": C_EVICTIONS, "clean_drops": C_CLEAN_DROPS, "slot_frees": C_SLOT_FREES,
+    "reclaim_calls": C_RECLAIM_CALLS, "activations": C_ACTIVATIONS, "deactivations": C_DEACTIVATIONS,
+    "scanned": C_SCANNED, "refault_activations": C_REFAULT_ACTIVATIONS, "bytes_read": C_BYTES_READ,
+    "bytes_written": C_BYTES_WRITTEN, "read_requests": C_REQ_READ, "write_requests": C_REQ_WRITE,
+}
+
+
 @dataclass
 class EmuState:
     """The three kernel arrays, with numpy views of the parts for Python callers and tests."""
@@ -187,6 +232,43 @@ class EmuState:
     def _part(self, offset_index: int, size: int) -> np.ndarray:
         o = int(self.m[offset_index])
         return self.m[o : o + size]
+
+    def counters(self) -> Counters:
+        """A snapshot of the counters."""
+        m = self.m
+        return Counters(**{name: int(m[index]) for name, index in COUNTER_REGISTERS.items()})
+
+    @property
+    def resident_pages(self) -> int:
+        """Pages with a frame now."""
+        return int(self.m[R_RESIDENT])
+
+    def fork(self, *, budget_pages: int, write_cost: int, max_rows_per_access: int) -> EmuState:
+        """A copy of this state that goes on under another budget and device speed.
+
+        The two are used only by reclaim (``_make_room``; the device clock), so a
+        fork made before the first reclaim call continues exactly as a run started
+        with those parameters would. The caller checks that no reclaim happened;
+        ``max_rows_per_access`` must fit the output buffer this state was made with.
+        """
+        if self.m[C_RECLAIM_CALLS] != 0:
+            raise ValueError("a state can be forked only before its first reclaim call")
+        if max_rows_per_access > self.m[P_MAX_ROWS_PER_ACCESS]:
+            raise ValueError("the fork's rows per access do not fit this state's output buffer")
+        st = EmuState(b=self.b.copy(), m=self.m.copy(), f=self.f.copy())
+        st.m[P_BUDGET] = budget_pages
+        st.m[P_WB_COST] = write_cost
+        st.m[P_MAX_ROWS_PER_ACCESS] = max_rows_per_access
+        return st
+
+    @property
+    def error(self) -> int:
+        """The error code the last kernel call stopped with (``ERR_*``), 0 if none."""
+        return int(self.m[R_ERROR])
+
+    def drop_rows(self) -> None:
+        """Forget the output rows (a run that only counts)."""
+        self.m[R_OUT_N] = 0
 
     @property
     def F(self) -> int:

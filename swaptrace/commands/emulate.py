@@ -7,20 +7,23 @@ from typing import Any
 import click
 
 from swaptrace.commands._common import echo_summary, force_option, json_option, progressbar
+from swaptrace.errors import ConfigError
 from swaptrace.pagecache import (
     DEFAULT_FILL_WRITE_CREDIT,
+    DEFAULT_PROFILE,
     DEFAULT_STATS_FLUSH_STEPS,
     DEFAULT_STEP_US,
     DEFAULT_WRITE_COST,
     DEFAULT_WRITEBACK_COMPLETION,
     DEFAULT_WRITEBACK_LAG,
-    ENSEMBLE_ROOM_OFFSETS,
-    ENSEMBLE_WRITE_COSTS,
     INITIAL_STATES,
     POLICIES,
     READAHEAD_MODES,
     WRITEBACK_COMPLETIONS,
+    EmulatorConfig,
     emulate,
+    load_profile,
+    profile_names,
 )
 from swaptrace.traceio import open_trace
 from swaptrace.units import format_bytes, parse_bytes
@@ -92,17 +95,18 @@ def _render(s: dict[str, Any]) -> str:
 @click.option("--fill-write-credit", type=int, default=None,
               help="linux, --writeback-completes device: eighths of a clock unit the device gets per page the "
                    f"process zero-fills before the first swap-in [default: {DEFAULT_FILL_WRITE_CREDIT}].")
+@click.option("--profile", default=DEFAULT_PROFILE, show_default=True,
+              help=f"Kernel profile: the linux policy's kernel-matching defaults and ensemble "
+                   f"({', '.join(profile_names())}, or a .toml file).")
 @click.option("--ensemble/--no-ensemble", default=None,
-              help="linux, --writeback-completes device, no --write-cost: run once per write cost "
-                   f"({' '.join(map(str, ENSEMBLE_WRITE_COSTS))}) at the budget and "
-                   f"{' and '.join(f'{d:+.1%}' for d in ENSEMBLE_ROOM_OFFSETS if d)} of it, and write the stream "
-                   "of the run nearest their mean pages in and out (15 passes over the trace) "
-                   "[default: on where it applies].")
+              help="linux, --writeback-completes device, no --write-cost: run the profile's ensemble (one counting "
+                   "run per device speed and room offset, side by side) and write the stream of the run nearest "
+                   "their mean pages in and out [default: on where it applies].")
 @force_option
 @json_option
 def command(trace, out, memory, memory_fraction, policy, readahead, page_cluster, cluster_slots, swap_bytes,
             max_request, step_us, initial_state, reclaim_batch, writeback_lag, zero_page, stats_flush_steps, scan_priorities,
-            writeback_completion, write_cost, fill_write_credit, ensemble, force, as_json):
+            writeback_completion, write_cost, fill_write_credit, profile, ensemble, force, as_json):
     """Emulate Linux swapping of TRACE under a DRAM budget; write the swap I/O stream.
 
     Each access of the trace goes through a page cache of the given size; the
@@ -115,19 +119,21 @@ def command(trace, out, memory, memory_fraction, policy, readahead, page_cluster
           --policy linux -o traces/demo.swapio.parquet
     """
     tf = open_trace(trace, kind="access")
-    memory_bytes = parse_bytes(memory, "--memory") if memory is not None else None
-    swap = parse_bytes(swap_bytes, "--swap-bytes") if swap_bytes is not None else None
-    max_request_bytes = parse_bytes(max_request, "--max-request")
+    prof = load_profile(profile)
+    config = EmulatorConfig.resolve(
+        tf.meta, profile=prof, source=str(tf.path), policy=policy, readahead=readahead, page_cluster=page_cluster,
+        memory_bytes=parse_bytes(memory, "--memory") if memory is not None else None, memory_fraction=memory_fraction,
+        cluster_slots=cluster_slots, swap_bytes=parse_bytes(swap_bytes, "--swap-bytes") if swap_bytes else None,
+        max_request_bytes=parse_bytes(max_request, "--max-request"), step_us=step_us, initial_state=initial_state,
+        reclaim_batch=reclaim_batch, writeback_lag=writeback_lag, zero_page=zero_page,
+        stats_flush_steps=stats_flush_steps, scan_priorities=scan_priorities,
+        writeback_completion=writeback_completion, write_cost=write_cost, fill_write_credit=fill_write_credit)
+    if ensemble is None and write_cost is not None:
+        ensemble = False  # a device speed given: one run at it
+    elif ensemble and write_cost is not None:
+        raise ConfigError("--ensemble varies the write cost: leave out --write-cost (or give --no-ensemble)")
     with progressbar(tf.num_rows, "emulating") as bar:
-        result = emulate(
-            trace, out, memory_bytes=memory_bytes, memory_fraction=memory_fraction, policy=policy,
-            readahead=readahead, page_cluster=page_cluster, cluster_slots=cluster_slots, swap_bytes=swap,
-            max_request_bytes=max_request_bytes, step_us=step_us, initial_state=initial_state, force=force,
-            progress=bar.update, reclaim_batch=reclaim_batch, writeback_lag=writeback_lag, zero_page=zero_page,
-            stats_flush_steps=stats_flush_steps, scan_priorities=scan_priorities,
-            writeback_completion=writeback_completion, write_cost=write_cost, fill_write_credit=fill_write_credit,
-            ensemble=ensemble,
-        )
+        result = emulate(trace, out, config, profile=prof, ensemble=ensemble, force=force, progress=bar.update)
     summary = dict(result.summary, output=str(result.path))
     ens = result.params.get("ensemble")
     if ens:
