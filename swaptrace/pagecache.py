@@ -56,7 +56,7 @@ mm/swapfile.c, mm/vmscan.c of Linux 6.x):
   ``clock`` always work so). Until then a page stays in memory: touching it
   is a minor fault (``swapcache_hit``), and a reclaim call whose inactive
   tail is dirty writes past its target. The default was chosen against the
-  kernel (README, Calibration).
+  kernel (docs/calibration.md).
 * **Priority levels** (``linux``, ``scan_priorities``, on by default): a
   reclaim call walks priorities 12 .. 0 (``do_try_to_free_pages``), each level
   scanning ``(size >> priority) * 90 / 510`` pages of each list (the anon
@@ -75,7 +75,7 @@ mm/swapfile.c, mm/vmscan.c of Linux 6.x):
   0 reads them exact). Between flushes reclaim seldom deactivates and the
   active list grows; a flush that shows it larger than the inactive one
   makes every call until the next flush deactivate -- the saw-tooth the
-  kernel's own list sizes show (``vmscan`` tracepoints in README).
+  kernel's own list sizes show (``vmscan`` tracepoints in research/notes/calibration.md).
 * **Merging**: the writes of one reclaim call, and the reads of one fault with
   its readahead, back-merge when their slots are contiguous, up to
   ``max_request_bytes``.
@@ -126,13 +126,13 @@ DEFAULT_WRITEBACK_LAG = 640
 #: steps between flushes of the memory cgroup statistics reclaim reads (``linux``); 0: exact statistics.
 #: One step is what ``swaptrace capture`` does (it reads ``memory.stat`` as each step ends, and the read
 #: flushes them); with it the emulator deactivates as the kernel does there -- a few pages in the first call
-#: after a flush, then bursts while the stale sizes say the inactive list is low (README, Calibration)
+#: after a flush, then bursts while the stale sizes say the inactive list is low (docs/calibration.md)
 DEFAULT_STATS_FLUSH_STEPS = 1
 #: ``linux`` reclaim walks the kernel's priority levels (False: 32-page rounds until done); chosen by
-#: ``analysis/calibrate.py`` with :data:`DEFAULT_WRITEBACK_COMPLETION` (README, Calibration)
+#: ``analysis/calibrate.py`` with :data:`DEFAULT_WRITEBACK_COMPLETION` (docs/calibration.md)
 DEFAULT_SCAN_PRIORITIES = True
 #: when a write started by ``linux`` reclaim completes (:data:`WRITEBACK_COMPLETIONS`): as a first-in
-#: first-out device of :data:`DEFAULT_WRITE_COST` gets to it (README, Calibration)
+#: first-out device of :data:`DEFAULT_WRITE_COST` gets to it (docs/calibration.md)
 DEFAULT_WRITEBACK_COMPLETION = "device"
 #: writeback completion rules by name (``--writeback-completes``); each write also completes at the next
 #: major fault and when reclaim meets it again
@@ -149,16 +149,16 @@ WRITEBACK_COMPLETIONS: dict[str, str] = {
 BY_LEVEL = {"level": ks.WB_BY_LEVEL, "next-level": ks.WB_BY_NEXT_LEVEL, "call": ks.WB_BY_CALL,
             "device": ks.WB_BY_DEVICE}
 #: ``writeback_completion="device"``: pages reclaim isolates in the time the device writes one page
-#: (its speed against the scan's); chosen by ``analysis/calibrate.py`` (README, Calibration)
+#: (its speed against the scan's); chosen by ``analysis/calibrate.py`` (docs/calibration.md)
 DEFAULT_WRITE_COST = 4
 #: ``writeback_completion="device"``: eighths of a clock unit the device gets per page the process zero-fills
-#: before the first swap-in (its own time between reclaim calls); chosen with the ensemble below (README,
+#: before the first swap-in (its own time between reclaim calls); chosen with the ensemble below (research/notes/calibration.md,
 #: "The mean of an ensemble")
 DEFAULT_FILL_WRITE_CREDIT = 6
 #: the default ensemble of ``emulate`` (``writeback_completion="device"``, no ``write_cost`` given): one run per
 #: device speed and per room offset (a fraction of the budget), and the stream of the run nearest their mean
 #: pages in and out is written. The kernel's run-to-run spread is in both: its device's speed and the room its
-#: run really had (``room_gain_bytes`` spans up to 0.4 MiB at one budget); README, "The mean of an ensemble"
+#: run really had (``room_gain_bytes`` spans up to 0.4 MiB at one budget); research/notes/calibration.md, "The mean of an ensemble"
 ENSEMBLE_WRITE_COSTS = (3, 4, 5, 6, 8)
 ENSEMBLE_ROOM_OFFSETS = (-0.005, 0.0, 0.005)
 CHUNK_ROWS = 1 << 20
@@ -597,7 +597,7 @@ def emulate(
         applies. False: one run at the budget with :data:`DEFAULT_WRITE_COST`.
         The kernel's runs spread over the device's speed and the room they
         really had, and its median run is what the emulator is calibrated
-        against (README, "The mean of an ensemble").
+        against (research/notes/calibration.md, "The mean of an ensemble").
 
     Returns
     -------

@@ -66,7 +66,7 @@ def parse_block_stat(text: str) -> dict[str, int]:
     over requests, so ``write_ms / write_ios`` is the mean write latency) and
     the device was busy (``busy_ms``). The times are recorded because
     reclaim can free a written page only once its write completes, so the
-    device's speed is part of the conditions a capture was taken in (README,
+    device's speed is part of the conditions a capture was taken in (research/notes/calibration.md,
     *Taken in turn*).
     """
     f = [int(x) for x in text.split()]
