@@ -3,7 +3,7 @@
 The emulator replays a ``kind: access`` trace page by page against a memory
 budget and writes the block requests the Linux anonymous-memory swap path
 would issue (``kind: swapio``, one row per request, in issue order). What it
-mimics (REFERENCE.md section 4; mm/memory.c ``do_swap_page``, mm/swap_state.c,
+mimics (docs/emulate.md; mm/memory.c ``do_swap_page``, mm/swap_state.c,
 mm/swapfile.c, mm/vmscan.c of Linux 6.x):
 
 * **Swap semantics.** The first store to a page is a zero-fill (no read); with

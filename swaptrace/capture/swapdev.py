@@ -7,7 +7,7 @@ workers charge that cache to the issuing memory cgroup, which would feed
 back into the very reclaim being measured. The device is marked
 non-rotational (``queue/rotational = 0``) by default so the kernel treats it
 as an SSD: per-CPU cluster slot allocation and VMA-based readahead
-(REFERENCE.md §4, §8; mm/swapfile.c ``swapon``, mm/swap_state.c
+(docs/capture.md; mm/swapfile.c ``swapon``, mm/swap_state.c
 ``swap_use_vma_readahead``).
 """
 
