@@ -84,7 +84,7 @@ bench: setup
 	$(PY) benchmarks/run_all.py
 
 lint: setup
-	$(VENV)/bin/ruff check swaptrace tests benchmarks analysis
+	$(VENV)/bin/ruff check swaptrace tests benchmarks analysis research
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis

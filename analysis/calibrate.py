@@ -24,9 +24,9 @@ total and per step (``reclaim.md``, ``calibration.json``).
 Writes ``calibration.csv`` (one row per preset/budget/setting),
 ``calibration.md`` (the same as a table, a ranking of the settings by their
 mean and worst error over all budgets, and the band table) and
-``calibration.json`` into the output folder. Regenerate the README tables with::
+``calibration.json`` into the output folder. Regenerate the tables of research/notes/calibration.md with::
 
-    sudo .venv/bin/python analysis/calibrate.py -o analysis/results   # 5 runs per budget: ~10 min; cached: ~6 min
+    sudo .venv/bin/python analysis/calibrate.py -o research/results   # 5 runs per budget: ~10 min; cached: ~6 min
     sudo .venv/bin/python analysis/calibrate.py --quick --runs 3      # tiny only, 2 budgets, ~3 min
 
 Traces and captures are cached in ``--work`` (``*.kernel.swapio.parquet``,
@@ -161,7 +161,7 @@ def fill_split(path: Path, fill: int | None = None, profile=None) -> dict:
 
     ``fill`` (an index into the stream's steps) is the first step that writes; given, it is used as is, so
     several streams are cut at the same step. The step after it is where runs of the kernel differ most
-    (demo, 20 steps: 2800 to 5500 pages in, run to run and budget to budget; README, "Held out").
+    (demo, 20 steps: 2800 to 5500 pages in, run to run and budget to budget; research/notes/calibration.md, "Held out").
     ``profile``: the stream's :func:`swaptrace.compare.stream_profile`, if the caller has read it already.
     """
     import numpy as np
@@ -464,7 +464,7 @@ def main(argv=None) -> int:
                     help="kernel captures per neighbouring budget with --band-captures; the median one is compared")
     ap.add_argument("--trace-reclaim", action="store_true",
                     help="one more capture per budget with the reclaim tracepoints, compared with the emulator's counters")
-    ap.add_argument("-o", "--out", type=Path, default=Path("analysis/results"), help="tables go here")
+    ap.add_argument("-o", "--out", type=Path, default=Path("research/results"), help="tables go here")
     ap.add_argument("--work", type=Path, default=Path("/var/tmp/swaptrace-calibration"),
                     help="traces and streams (cached between runs)")
     args = ap.parse_args(argv)

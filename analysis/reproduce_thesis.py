@@ -1,6 +1,6 @@
 """Reproduce the thesis's findings with swaptrace and print them side by side (``make reproduce``).
 
-The thesis (REFERENCE.md section 1) found, for DLRM training with swap on an SSD:
+The thesis (README.md, "The thesis reproduced") found, for DLRM training with swap on an SSD:
 
 1. training with swap took 2-5x longer;
 2. most swap requests are smaller than 32 KiB;

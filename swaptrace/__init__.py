@@ -1,6 +1,6 @@
 """swaptrace: what swapping DLRM embedding tables to an SSD costs, why, and what would make it cheaper.
 
-The pipeline (one module per stage, see DESIGN.md)::
+The pipeline (one module per stage, see docs/architecture.md)::
 
     spec -> generate -> access trace -> emulate / capture -> swap I/O stream
          -> ssd (model) / fio (real disk) -> report

@@ -1,7 +1,7 @@
 """Export an access trace for other cache simulators (libCacheSim and anything that reads CSV).
 
 ``libcachesim`` format: libCacheSim's ``oracleGeneral`` binary trace, one
-packed little-endian 24-byte record per access (REFERENCE.md section 5;
+packed little-endian 24-byte record per access (docs/formats.md;
 libCacheSim ``traceReader/customizedReader/oracle/oracleGeneralBin.h``):
 
 ========= ====== ==========================================================

@@ -17,7 +17,7 @@ built, activations during the first step):
 
 Row ``r`` of a table starts at byte ``first_page * page_bytes + r * row_bytes``
 and touches every page from that byte to its last byte, so a row straddles
-two pages when ``row_bytes`` does not divide the page size (REFERENCE.md §3).
+two pages when ``row_bytes`` does not divide the page size (docs/generate.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Miss-ratio curves: the LRU miss ratio of an access trace at every memory size.
 
 * :func:`exact_mrc` -- one pass with stack distances in a Fenwick tree
-  (Mattson et al., IBM Systems Journal 1970; REFERENCE.md section 5). Memory
+  (Mattson et al., IBM Systems Journal 1970; docs/mrc.md). Memory
   O(footprint pages); a trace of any length streams through in chunks. The
   curve at ``c`` pages equals the miss count of an exact LRU cache of ``c``
   pages (``swaptrace emulate --policy lru --readahead none``: its ``faults``).

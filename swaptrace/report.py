@@ -37,7 +37,7 @@ from swaptrace.errors import TraceFileError
 from swaptrace.traceio import AtomicPath, open_trace
 from swaptrace.units import format_bytes
 
-#: the thesis's findings, for the side-by-side table (REFERENCE.md section 1)
+#: the thesis's findings, for the side-by-side table (README.md, "The thesis reproduced")
 THESIS = {"slowdown": "2-5x", "small_requests": "most < 32 KiB", "request_size_gain": 1.75,
           "sequential_write_gain": 4.37}
 KERNEL_STREAM = "kernel.swapio.parquet"

@@ -33,7 +33,7 @@ probabilities (probabilities are positive and sum to 1 within 1e-6); the
 generator draws one bag size per sample and table. ``count`` expands into
 ``count`` tables named ``<name>_0 .. <name>_<count-1>``.
 
-Memory model (REFERENCE.md §2, "Training-step footprint")
+Memory model (docs/generate.md, "Your own model (TOML)")
 ---------------------------------------------------------
 * Embedding table: ``rows x dim`` elements of ``dtype``.
 * Optimizer state per table, always float32: ``sgd`` none, ``rowwise-adagrad``

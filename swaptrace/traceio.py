@@ -8,7 +8,7 @@ in its Parquet key-value metadata, with at least ``kind``,
 ``schema_version``, ``swaptrace_version`` and ``page_bytes``; it is written
 when the file is closed, so it can hold summaries computed while writing.
 
-Kinds and their columns (see DESIGN.md, "Data contracts"):
+Kinds and their columns (see docs/formats.md):
 
 ``access`` -- one row per page touched, in program order
 

@@ -12,7 +12,7 @@ Hot ranks are mapped to rows by the bijection ``row = (a (k-1) + b) mod n``
 with ``gcd(a, n) = 1`` (so it is a permutation of ``[0, n)``), ``a`` and
 ``b`` derived from the seed and the table index -- FBGEMM permutes ranks for
 the same reason: small ranks must not all be the lowest row ids
-(REFERENCE.md §3).
+(FBGEMM's embedding benchmarks; docs/generate.md).
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ def require_capture() -> None:
 
 
 def zipf_trace(path: Path, pages: int = 38400, steps: int = 20, per_step: int = 20000, seed: int = 0) -> Path:
-    """A 150 MiB footprint updated at Zipf(1.2) pages, half loads, half stores (REFERENCE.md §4)."""
+    """A 150 MiB footprint updated at Zipf(1.2) pages, half loads, half stores."""
     rng = np.random.default_rng(seed)
     perm = rng.permutation(pages)
     meta = {"page_bytes": 4096, "footprint_pages": pages, "footprint_bytes": pages * 4096, "first_step": 0,

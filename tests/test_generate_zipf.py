@@ -39,7 +39,7 @@ def test_small_n_frequencies_match_pmf():
 
 
 def test_top_share_matches_reference():
-    """REFERENCE.md §3: at s = 1.05 the top 1% of 4M rows (one row per page, unscrambled) gets 78%."""
+    """The bounded Zipf pmf: at s = 1.05 the top 1% of 4M rows (one row per page, unscrambled) gets 78%."""
     assert top_share(4_000_000, 1.05, 0.01) == pytest.approx(0.78, abs=0.01)
 
 

@@ -49,7 +49,7 @@ def test_lambert_w0_against_scipy_if_installed():
 
 
 def test_reference_md_examples():
-    # REFERENCE.md §6: OP 0.28, Np 64 greedy -> 2.40; OP 0.07 FIFO -> 7.82
+    # Desnoyers (SYSTOR 2012) Eq. 12 and Eq. 4: OP 0.28, Np 64 greedy -> 2.40; OP 0.07 FIFO -> 7.82
     assert A.wa_greedy(A.alpha_from_op(0.28), 64) == pytest.approx(2.40, abs=0.005)
     assert A.wa_fifo(A.alpha_from_op(0.07)) == pytest.approx(7.82, abs=0.005)
 

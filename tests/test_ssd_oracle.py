@@ -85,7 +85,7 @@ def test_hot_cold_80_20_matches_eq14():
 
 @pytest.mark.slow
 def test_host_separated_hot_cold_is_well_below_uniform():
-    # REFERENCE.md §6: separating hot and cold streams lowers WA well below the uniform case.
+    # Desnoyers (SYSTOR 2012): separating hot and cold streams lowers WA well below the uniform case.
     # Greedy hardly profits from the separation (it ignores age); cost-benefit does. 2^18 units,
     # because cost-benefit scans every closed block at each GC.
     mixed = oracle_config(0.28, 64, "greedy", user_units=1 << 18)

@@ -1,4 +1,4 @@
-"""numba options in one place (STYLE.md rule 4).
+"""numba options in one place (docs/architecture.md, "Layers").
 
 ``jit`` is for the integer state machines (cache policies, FTL, generator):
 cached on disk, no fastmath. ``jit_stats`` may use fastmath, and only for

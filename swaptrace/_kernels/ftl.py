@@ -21,7 +21,7 @@ GC decisions (the slow twin in ``tests/naive_ssd.py`` makes the same ones):
 * a victim's valid units are rewritten in slot order, then it is erased and
   appended to the die's free queue (blocks are taken from its head).
 
-Timing follows REFERENCE.md §6: each die and channel has a next-free time. A
+Timing follows MQSim (Tavakkol et al., FAST 2018): each die and channel has a next-free time. A
 read occupies its die for tR and then the channel for the transfer; host writes
 go to a write-back buffer and are programmed per die in full program units
 (channel transfer, then tPROG); GC occupies the die for its reads, programs and

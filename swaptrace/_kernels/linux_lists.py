@@ -441,7 +441,7 @@ def _linux_reclaim_levels(b, m, f, n):
     if m[P_FILL_CREDIT] > 0 and m[C_MAJOR] == 0:
         # Until the first swap-in the device's clock gets no read waits, yet the process's own time between
         # reclaim calls (zero-filling pages) lets the kernel's device finish one call's writes before the next:
-        # P_FILL_CREDIT eighths of a clock unit per page zero-filled since the last call (README, "The device's
+        # P_FILL_CREDIT eighths of a clock unit per page zero-filled since the last call (research/notes/calibration.md, "The device's
         # time in the filling step"). Whole units for the pages zero-filled since the last call; the pages a
         # unit's remainder stands for are counted again at the next call (the rule as calibrated and held out)
         units = ((m[C_ZERO_FILL] - m[R_FILL_SEEN]) * m[P_FILL_CREDIT]) // 8

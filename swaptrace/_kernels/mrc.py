@@ -1,4 +1,4 @@
-"""One-pass LRU stack distances with a Fenwick tree (Mattson et al. 1970; REFERENCE.md section 5).
+"""One-pass LRU stack distances with a Fenwick tree (Mattson et al. 1970; docs/mrc.md).
 
 Each page's last access time holds a 1 in a Fenwick (binary indexed) tree;
 the stack distance of a reuse is the number of 1s after its previous access

@@ -242,7 +242,7 @@ def reclaim_calls(lines: Iterable[str], markers: list[tuple[int, str, int]],
     """Every reclaim call of ftrace text, in the order they ended, with the step each ended in.
 
     What :func:`parse_reclaim` sums per step, one call at a time: how far each call went down the
-    priority levels, what it scanned, kept, activated and freed, and when (``analysis/reclaim_calls.py``
+    priority levels, what it scanned, kept, activated and freed, and when (``research/reclaim_calls.py``
     sets the block requests issued during each call beside it). The returned :class:`ReclaimTrace`
     holds only the line counts (events, malformed, outside and unfinished calls).
     """

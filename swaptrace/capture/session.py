@@ -1,6 +1,6 @@
 """Orchestration of one capture: set up, run the child twice, record, undo.
 
-Order (REFERENCE.md §8)::
+Order (docs/capture.md, "What it does")::
 
     leftovers of dead captures removed
     trace -> codes file (page << 1 | write, int64) in the work folder
@@ -143,7 +143,7 @@ def _fs_type(path: Path) -> str | None:
 
 
 def kernel_facts() -> dict[str, Any]:
-    """Kernel settings that shape swap behaviour (REFERENCE.md §8.4)."""
+    """Kernel settings that shape swap behaviour (kernel Documentation/admin-guide/sysctl/vm.rst)."""
     return {
         "kernel": platform.release(),
         "page_cluster": _read_sys("/proc/sys/vm/page-cluster"),

@@ -7,7 +7,7 @@ workers charge that cache to the issuing memory cgroup, which would feed
 back into the very reclaim being measured. The device is marked
 non-rotational (``queue/rotational = 0``) by default so the kernel treats it
 as an SSD: per-CPU cluster slot allocation and VMA-based readahead
-(REFERENCE.md §4, §8; mm/swapfile.c ``swapon``, mm/swap_state.c
+(docs/capture.md; mm/swapfile.c ``swapon``, mm/swap_state.c
 ``swap_use_vma_readahead``).
 """
 
@@ -66,7 +66,7 @@ def parse_block_stat(text: str) -> dict[str, int]:
     over requests, so ``write_ms / write_ios`` is the mean write latency) and
     the device was busy (``busy_ms``). The times are recorded because
     reclaim can free a written page only once its write completes, so the
-    device's speed is part of the conditions a capture was taken in (README,
+    device's speed is part of the conditions a capture was taken in (research/notes/calibration.md,
     *Taken in turn*).
     """
     f = [int(x) for x in text.split()]

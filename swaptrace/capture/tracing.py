@@ -6,7 +6,7 @@ clock (comparable across CPUs, unlike ``local``), filters the event to the
 swap device in the kernel, and streams ``trace_pipe`` into a file from a
 thread so the ring buffer never fills. Overruns still possible under an
 extreme burst are detected from ``per_cpu/cpuN/stats`` and ``[LOST n EVENTS]``
-notes, never silently ignored. (REFERENCE.md §8; kernel
+notes, never silently ignored. (docs/capture.md; kernel
 Documentation/trace/ftrace.rst, "Instances".)
 """
 

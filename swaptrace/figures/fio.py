@@ -1,6 +1,6 @@
 """Figures of fio runs: bandwidth vs request size, bandwidth vs bytes written.
 
-These are the two plots fio-plot users ask for (REFERENCE.md §7): the
+These are the two plots fio-plot users ask for (docs/fio.md, Figures): the
 request-size sweep as a curve per direction, with the stream's own size mix
 drawn as a horizontal line; and bandwidth against the volume written to the
 target since the run began (from the ``write_bw_log`` logs), where an SSD's

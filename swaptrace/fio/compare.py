@@ -1,6 +1,6 @@
 """Measured vs modelled ratios: the two claims the fio experiments test.
 
-The thesis (REFERENCE.md §1) reports that 128 KiB requests gave **1.75x**
+The thesis (README.md, "The thesis reproduced") reports that 128 KiB requests gave **1.75x**
 the bandwidth of the swap pattern and that sequential writes gave **4.37x**
 the write bandwidth of the swap pattern. The SSD model (``swaptrace ssd
 thesis``, contracts.md) predicts the same two numbers as

@@ -7,7 +7,7 @@ continues where the previous one of the same direction ended
 (``percentage_random``) and where on the device requests land
 (``random_distribution=zoned:...``, percentages of accesses per equal slice
 of the device; fio's ``zoned`` keeps hot areas contiguous, unlike its
-zipf/pareto which scatter hot blocks -- REFERENCE.md §7).
+zipf/pareto which scatter hot blocks -- fio HOWTO, random_distribution).
 
 fio 3.33 reads the percentages of ``bssplit`` and ``zoned`` as integers that
 must add up to 100 (``zoned:60.5/10:39.5/90`` is rejected as "got=99",

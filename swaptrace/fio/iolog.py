@@ -1,6 +1,6 @@
 """fio I/O logs: write a swap I/O stream as a v2 iolog, read v2/v3 iologs back.
 
-Formats (fio 3.33, ``iolog.c``; REFERENCE.md §7, verified here):
+Formats (fio 3.33, ``iolog.c`` and ``HOWTO.rst``, verified here):
 
 * v2: header ``fio version 2 iolog``, then ``<file> add|open|close`` and
   ``<file> read|write|trim|sync|wait <offset> <length>``. For ``wait`` the

@@ -5,7 +5,7 @@ job, the replay iolog, ``manifest.json`` (machine-readable: every job, its
 group, what it measures, the remapping, the fitted parameters) and
 ``README.md`` (the same for people, with the command to run a job by hand).
 
-Jobs (REFERENCE.md §7 lists the fio 3.33 pitfalls each one avoids):
+Jobs (docs/fio.md lists the fio 3.33 pitfalls each one avoids):
 
 ``replay``
     The stream as a v2 iolog with absolute ``wait`` lines (timed replay; v3
@@ -24,7 +24,7 @@ Jobs (REFERENCE.md §7 lists the fio 3.33 pitfalls each one avoids):
     ``write_seq_128k`` adds large sequential writes as a reference.
 ``precondition``
     SNIA-PTS-style: write the whole target sequentially twice at 128 KiB
-    (REFERENCE.md §6). Run by ``fio run`` before each group that asks for it.
+    (SNIA Solid State Storage PTS). Run by ``fio run`` before each group that asks for it.
 
 Every job file refers to the run's target and parameters through
 environment variables, which fio expands (``${VAR}``); ``fio run`` sets them:
@@ -191,7 +191,7 @@ def plan_jobs(fit: fitmod.StreamFit, *, ioengine="psync", iodepth=1, direct=True
 
 
 def precondition_job(*, ioengine="psync", iodepth=1, direct=True) -> JobSpec:
-    """Sequential fill of twice the target at 128 KiB (SNIA PTS, REFERENCE.md §6)."""
+    """Sequential fill of twice the target at 128 KiB (SNIA Solid State Storage PTS)."""
     opts = _logged(_target({**_base_options(ioengine, iodepth, direct), "rw": "write", "bs": "128k", "loops": "2"}))
     return JobSpec("precondition", "precondition", "precondition",
                    "SNIA-style preconditioning: the whole target written sequentially twice at 128 KiB",
@@ -485,7 +485,7 @@ def _percent_list(text: str, what: str, problems: list[str]) -> list[tuple[str, 
 
 
 def validate_job_file(path: str | os.PathLike, env: dict[str, str]) -> None:
-    """Check option *values* that ``fio --parse-only`` lets through (REFERENCE.md §7).
+    """Check option *values* that ``fio --parse-only`` lets through (docs/fio.md, "fio 3.33 pitfalls handled").
 
     Checks: ``rw`` names, request sizes (positive, multiples of 512, at most
     the job's size), ``bssplit`` percentages (integers summing to 100 per

@@ -23,7 +23,7 @@ expected_ios        float64 replays: requests of this direction in the log, else
 =================== ======= ===================================================
 
 For replays the JSON's ``io_bytes`` is undercounted by async engines in
-fio 3.33 (REFERENCE.md §7); ``ios`` (``total_ios``) is the count to trust,
+fio 3.33 (docs/fio.md); ``ios`` (``total_ios``) is the count to trust,
 and ``ios / expected_ios`` says how much of the log ran within the runtime.
 
 ``fio-bwlog`` (one row per bandwidth-log entry, ``write_bw_log`` +

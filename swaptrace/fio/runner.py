@@ -1,6 +1,6 @@
 """Run a job folder with fio, safely, and collect the results.
 
-Safety rules (DESIGN.md "Behaviour at the edges"; REFERENCE.md §7):
+Safety rules (docs/fio.md, "Safety"):
 
 * fio must exist and report a version (3.33 is what the pitfalls were
   verified on; other 3.x versions run with a note).
@@ -42,7 +42,7 @@ from swaptrace.fio import jobs as jobsmod
 from swaptrace.fio import results as resmod
 from swaptrace.units import format_bytes
 
-#: the fio the pitfalls in REFERENCE.md §7 were verified on
+#: the fio the pitfalls in docs/fio.md were verified on
 VERIFIED_VERSION = (3, 33)
 MIN_VERSION = (3, 10)
 TARGET_XATTR = "user.swaptrace"

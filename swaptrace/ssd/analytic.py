@@ -1,7 +1,7 @@
 """Analytic write amplification of a page-mapped FTL under uniform and hot/cold writes.
 
 All formulas are from P. Desnoyers, "Analytic Modeling of SSD Write
-Performance", SYSTOR 2012 (REFERENCE.md §6). Notation: ``T`` physical and
+Performance", SYSTOR 2012 (docs/ssd.md). Notation: ``T`` physical and
 ``U`` user pages, ``alpha = T / U``, spare factor ``S_f = (T - U) / T``
 (so ``alpha = 1 / (1 - S_f)``), ``Np`` pages per erase block. In this
 package a "page" of the model is the FTL's map unit (4 KiB), so ``Np`` is

@@ -1,6 +1,6 @@
 """SSD device configurations: a frozen dataclass, named presets, TOML and CLI overrides.
 
-Conventions (REFERENCE.md §6, Desnoyers SYSTOR 2012): with ``T`` physical and
+Conventions (Desnoyers SYSTOR 2012; docs/ssd.md): with ``T`` physical and
 ``U`` user (logical) pages, the **spare factor** is ``S_f = (T - U) / T`` and
 **over-provisioning** is ``OP = (T - U) / U``; datasheet figures such as "7 %"
 or "28 %" are OP. :class:`SSDConfig` stores ``spare_factor``; ``--op`` is

@@ -213,7 +213,7 @@ class Simulator:
         st.sc[K.S_BUF_K] = 0
 
     def precondition(self, mode: str, seed: int = 0, chunk_units: int = 1 << 22) -> None:
-        """SNIA-style preconditioning, untimed (REFERENCE.md §6).
+        """SNIA-style preconditioning, untimed (SNIA Solid State Storage PTS).
 
         ``seq``: write the whole user space sequentially twice. ``seq+rand``:
         then one user capacity of uniform random single-unit writes.
@@ -417,7 +417,7 @@ class LatencyHistogram:
 
 
 def steady_state(bandwidths: list[float], rounds: int = 5) -> dict[str, Any]:
-    """SNIA PTS steady-state check over the last ``rounds`` windows (REFERENCE.md §6).
+    """SNIA PTS steady-state check over the last ``rounds`` windows (SNIA Solid State Storage PTS).
 
     Steady when max - min <= 20 % of the mean and the linear fit's excursion
     over the rounds is <= 10 % of the mean.

@@ -1,4 +1,4 @@
-"""The thesis's three SSD effects, reproduced in the model (REFERENCE.md §1).
+"""The thesis's three SSD effects, reproduced in the model (README.md, "The thesis reproduced").
 
 1. **Request size** -- 128 KiB requests gave 1.75x the bandwidth of the
    swap pattern's small (4-32 KiB) requests. Here: random reads of the swap

@@ -1,4 +1,4 @@
-"""analysis/accessed_bit.py: the verdict from the runs' counts (the runs themselves need root; README)."""
+"""research/accessed_bit.py: the verdict from the runs' counts (the runs themselves need root; research/README.md)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-_SPEC = importlib.util.spec_from_file_location("accessed_bit", Path(__file__).parents[1] / "analysis" / "accessed_bit.py")
+_SPEC = importlib.util.spec_from_file_location("accessed_bit", Path(__file__).parents[1] / "accessed_bit.py")
 accessed_bit = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(accessed_bit)
 

@@ -10,15 +10,15 @@ like these runs. The table's last row scores the other session's median run, whi
 kernel's median behaviour would at best predict.
 
 The runs' pages in and out are read once from the captures (``--collect``; their folders are those the
-``calibration.json`` files name) and kept in ``analysis/results/kernel-runs.json``, so the table is
+``calibration.json`` files name) and kept in ``research/results/kernel-runs.json``, so the table is
 reproduced without root or the captures. ``--collect`` checks that each budget's runs give the stored
 reference (their median run, as ``calibrate.py`` takes it).
 
 ::
 
-    .venv/bin/python analysis/kernel_floor.py              # from analysis/results/kernel-runs.json
-    .venv/bin/python analysis/kernel_floor.py -v           # and every value outside the target
-    .venv/bin/python analysis/kernel_floor.py --collect    # read the runs again from the captures
+    .venv/bin/python research/kernel_floor.py              # from research/results/kernel-runs.json
+    .venv/bin/python research/kernel_floor.py -v           # and every value outside the target
+    .venv/bin/python research/kernel_floor.py --collect    # read the runs again from the captures
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import calibrate  # noqa: E402  (sibling scripts, not a package)
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1] / "analysis")]
+import calibrate  # noqa: E402  (analysis/calibrate.py and a sibling script, not packages)
 import variants  # noqa: E402
 
 RUNS = variants.RESULTS / "kernel-runs.json"

@@ -1,4 +1,4 @@
-"""analysis/interleave.py: pages in over the shared steps, the per-run facts of a kernel stream, the tables."""
+"""research/interleave.py: pages in over the shared steps, the per-run facts of a kernel stream, the tables."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import numpy as np
 from swaptrace.compare import stream_profile
 from swaptrace.traceio import OP_READ, OP_WRITE, TraceWriter
 
-_DIR = Path(__file__).parents[1] / "analysis"
-sys.path.insert(0, str(_DIR))  # interleave imports its sibling calibrate.py
+_DIR = Path(__file__).parents[1]  # research/
+sys.path[:0] = [str(_DIR), str(_DIR.parent / "analysis")]  # interleave imports analysis/calibrate.py
 _SPEC = importlib.util.spec_from_file_location("interleave", _DIR / "interleave.py")
 interleave = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(interleave)

@@ -25,14 +25,14 @@ members estimates too, where the median member still lands on one side of a burs
 
 ::
 
-    .venv/bin/python analysis/variants.py                                        # the default, both sessions
-    .venv/bin/python analysis/variants.py --variant '{"write_cost": 3}'          # one field changed
-    .venv/bin/python analysis/variants.py --ensemble-write-costs 3 4 5 6 8 -v    # every budget's errors
-    .venv/bin/python analysis/variants.py --ensemble-write-costs 3 4 5 6 8 \
+    .venv/bin/python research/variants.py                                        # the default, both sessions
+    .venv/bin/python research/variants.py --variant '{"write_cost": 3}'          # one field changed
+    .venv/bin/python research/variants.py --ensemble-write-costs 3 4 5 6 8 -v    # every budget's errors
+    .venv/bin/python research/variants.py --ensemble-write-costs 3 4 5 6 8 \
         --ensemble-room-offsets -0.005 0 0.005 --ensemble-pick nearest          # the run nearest 15's mean
-    .venv/bin/python analysis/variants.py --after-fill                           # the step after memory fills
+    .venv/bin/python research/variants.py --after-fill                           # the step after memory fills
 
-``--after-fill`` looks at the one step where the default errs systematically (README, "The device's time in
+``--after-fill`` looks at the one step where the default errs systematically (research/notes/calibration.md, "The device's time in
 the filling step"): for each budget whose ``fill`` entry keeps every kernel run's pages in at the step after
 memory fills, it pools the runs of all the given files (both sessions) and sets the variant's pages in at
 that step beside them, marking a budget where the variant first writes at another step than the kernel.
@@ -51,11 +51,11 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import calibrate  # noqa: E402  (a sibling script, not a package)
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1] / "analysis")]
+import calibrate  # noqa: E402  (analysis/calibrate.py, a script, not a package)
 
 RESULTS = Path(__file__).resolve().parent / "results"
-#: the reference sets of each session of captures (README, "A second session")
+#: the reference sets of each session of captures (research/notes/calibration.md, "A second session")
 SESSIONS = {
     "first session": (RESULTS / "calibration.json", RESULTS / "holdout-tiny" / "calibration.json",
                       RESULTS / "holdout-demo" / "calibration.json"),
@@ -352,7 +352,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--single-run", action="store_true",
                     help="one run per budget, not emulate's default ensemble (the default before 0.6.0)")
     ap.add_argument("--results", type=Path, nargs="+", metavar="JSON",
-                    help="calibration.json files to score against (default: both sessions' in analysis/results)")
+                    help="calibration.json files to score against (default: both sessions' in research/results)")
     ap.add_argument("--work", type=Path, default=Path("/var/tmp/swaptrace-calibration"),
                     help="folder of calibrate's traces (made there if missing)")
     ap.add_argument("--target", type=float, default=calibrate.TARGET)

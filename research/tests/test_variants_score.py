@@ -1,4 +1,4 @@
-"""analysis/variants.py: references read from calibration.json, the scoring, and the fast path against emulate()."""
+"""research/variants.py: references read from calibration.json, the scoring, and the fast path against emulate()."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-_DIR = Path(__file__).parents[1] / "analysis"
-sys.path.insert(0, str(_DIR))  # variants imports its sibling calibrate.py
+_DIR = Path(__file__).parents[1]  # research/
+sys.path[:0] = [str(_DIR), str(_DIR.parent / "analysis")]  # variants imports analysis/calibrate.py
 _SPEC = importlib.util.spec_from_file_location("variants", _DIR / "variants.py")
 variants = importlib.util.module_from_spec(_SPEC)
 sys.modules["variants"] = variants  # its dataclass looks its module up while the class is made

@@ -21,7 +21,7 @@ this tests.)
 
 ::
 
-    sudo .venv/bin/python analysis/accessed_bit.py                # four runs, ~2 min; prints a table
+    sudo .venv/bin/python research/accessed_bit.py                # four runs, ~2 min; prints a table
 
 Everything is undone on exit (the cgroup, swapoff, the loop device and its file).
 """

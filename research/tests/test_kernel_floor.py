@@ -1,4 +1,4 @@
-"""analysis/kernel_floor.py: kernel runs collected from captures, and scored against the other session's references."""
+"""research/kernel_floor.py: kernel runs collected from captures, and scored against the other session's references."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 
 from swaptrace.traceio import TraceWriter
 
-_DIR = Path(__file__).parents[1] / "analysis"
-sys.path.insert(0, str(_DIR))  # kernel_floor imports its siblings calibrate.py and variants.py
+_DIR = Path(__file__).parents[1]  # research/
+sys.path[:0] = [str(_DIR), str(_DIR.parent / "analysis")]  # kernel_floor imports variants.py and analysis/calibrate.py
 for _name in ("variants", "kernel_floor"):
     if _name not in sys.modules:
         _spec = importlib.util.spec_from_file_location(_name, _DIR / f"{_name}.py")
@@ -143,7 +143,7 @@ def test_main_reads_the_stored_runs_and_bad_input_is_one_line_and_exit_2(tmp_pat
 
 
 def test_the_stored_runs_give_the_stored_references():
-    """analysis/results/kernel-runs.json and the calibration files agree: each budget's median run is its reference."""
+    """research/results/kernel-runs.json and the calibration files agree: each budget's median run is its reference."""
     runs = kernel_floor.runs_by_budget(json.loads(kernel_floor.RUNS.read_text()))
     checked = 0
     for session, files in variants.SESSIONS.items():
@@ -153,6 +153,6 @@ def test_the_stored_runs_give_the_stored_references():
                     members = runs[session][(ref.preset, ref.steps, kernel_floor.budget_memory(ref, scale))]
                     assert variants.median_member(members) == (k_in, k_out), (
                         f"{kernel_floor.RUNS.name} does not give {f}'s reference at {ref.preset} {ref.fraction:.1%} "
-                        f"x{scale}: after a new calibration, run analysis/kernel_floor.py --collect")
+                        f"x{scale}: after a new calibration, run research/kernel_floor.py --collect")
                     checked += 1
     assert checked == 100

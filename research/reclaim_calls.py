@@ -6,16 +6,16 @@ reclaim call of that text (:func:`swaptrace.capture.reclaim.reclaim_calls`) with
 when it ran, how long it took, the gap since the call before it (the process's own time, and any wait
 outside reclaim), the lowest priority it reached, what it scanned, kept (first look), activated and freed,
 and the pages written by block requests issued while it ran. These are what the emulator's ``linux``
-policy must reproduce call by call (README, "Priority 0 scans whole lists").
+policy must reproduce call by call (research/notes/calibration.md, "The kernel's reclaim call by call").
 
 ::
 
     sudo .venv/bin/swaptrace capture TRACE --memory 131.7MiB --no-baseline --trace-reclaim \\
         --raw-trace /var/tmp/x.txt -o /var/tmp/x.kernel.swapio.parquet
-    .venv/bin/python analysis/reclaim_calls.py /var/tmp/x.txt --steps 7 8     # every call of two steps
-    .venv/bin/python analysis/reclaim_calls.py /var/tmp/x.txt --min-scanned 2000   # the long calls
+    .venv/bin/python research/reclaim_calls.py /var/tmp/x.txt --steps 7 8     # every call of two steps
+    .venv/bin/python research/reclaim_calls.py /var/tmp/x.txt --min-scanned 2000   # the long calls
 
-Four such traces are kept, ``xz``-compressed, in ``analysis/results/reclaim-calls/`` (``demo`` 20 steps at
+Four such traces are kept, ``xz``-compressed, in ``research/results/reclaim-calls/`` (``demo`` 20 steps at
 17.5 % and 20 % of its footprint and at ×0.98 of each; captured 2026-12-01), beside this script's tables of
 their calls of at least 1 000 scanned pages (``--min-scanned 1000``).
 

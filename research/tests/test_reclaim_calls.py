@@ -1,4 +1,4 @@
-"""analysis/reclaim_calls.py: the kernel's reclaim calls from a raw capture trace (sample lines; no root)."""
+"""research/reclaim_calls.py: the kernel's reclaim calls from a raw capture trace (sample lines; no root)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from test_capture_reclaim import BLOCK, trace_lines
+sys.path.insert(0, str(Path(__file__).parents[2] / "tests"))  # the raw-trace sample of the capture tests
+from test_capture_reclaim import BLOCK, trace_lines  # noqa: E402
 
-_PATH = Path(__file__).parents[1] / "analysis" / "reclaim_calls.py"
+_PATH = Path(__file__).parents[1] / "reclaim_calls.py"
 _spec = importlib.util.spec_from_file_location("reclaim_calls", _PATH)
 reclaim_calls = importlib.util.module_from_spec(_spec)
 sys.modules["reclaim_calls"] = reclaim_calls

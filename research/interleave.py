@@ -11,8 +11,8 @@ on each trace.
 
 Writes ``interleave.md`` and ``interleave.json`` into the output folder::
 
-    sudo .venv/bin/python analysis/interleave.py --preset demo --steps 20 60 --fraction 0.2 --rounds 5 \\
-        -o analysis/results/interleave/demo-0.2      # ~2 min on 2 cores
+    sudo .venv/bin/python research/interleave.py --preset demo --steps 20 60 --fraction 0.2 --rounds 5 \\
+        -o research/results/interleave/demo-0.2      # ~2 min on 2 cores
 
 Traces are those of ``calibrate.py`` (same ``--work`` folder, same seed); the captures here are never
 reused (``interleave-*`` names), since a cached capture is one taken at another time.
@@ -27,8 +27,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import calibrate  # noqa: E402  (a sibling script, not a package)
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1] / "analysis")]
+import calibrate  # noqa: E402  (analysis/calibrate.py, a script, not a package)
 
 
 def shared_steps_pages_in(profile, steps: int) -> int:
@@ -104,7 +104,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--work", type=Path, default=Path("/var/tmp/swaptrace-calibration"),
                     help="traces (shared with calibrate.py) and these captures")
-    ap.add_argument("-o", "--out", type=Path, default=Path("analysis/results/interleave"))
+    ap.add_argument("-o", "--out", type=Path, default=Path("research/results/interleave"))
     args = ap.parse_args(argv)
     if args.rounds < 1 or len(args.steps) < 2 or min(args.steps) < 2 or not 0 < args.fraction <= 1:
         ap.error("give at least two trace lengths of 2 or more steps, a fraction in (0, 1] and one round or more")
