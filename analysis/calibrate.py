@@ -192,8 +192,9 @@ def fill_markdown(splits: list[dict]) -> str:
 
 
 #: emulator registers that count what the kernel's reclaim tracepoints count (capture/reclaim.py)
-RECLAIM_REGISTERS = {"calls": "C_RECLAIM_CALLS", "scanned": "C_SCANNED", "reclaimed": "C_EVICTIONS",
-                     "activated": "C_ACTIVATIONS", "deactivated": "C_DEACTIVATIONS"}
+#: the reclaim tables' columns and the emulator counters (:class:`swaptrace.pagecache.Counters`) they show
+RECLAIM_COUNTERS = {"calls": "reclaim_calls", "scanned": "scanned", "reclaimed": "evictions",
+                    "activated": "activations", "deactivated": "deactivations"}
 
 
 def read_access(trace: Path) -> tuple[dict, dict, object, object, int]:
@@ -216,15 +217,15 @@ def read_access(trace: Path) -> tuple[dict, dict, object, object, int]:
 def default_emulator(access: tuple, memory_bytes: int, swap_bytes: int, variant: dict | None = None, **options):
     """The default emulator (changed by ``variant``: :class:`EmulatorConfig` fields) for a :func:`read_access` trace.
 
-    ``options`` go to ``resolve_config`` (the keyword options of ``emulate``); ``variant`` replaces fields
-    of the resolved configuration.
+    ``options`` go to :meth:`EmulatorConfig.resolve` (the keyword options of ``emulate``); ``variant``
+    replaces fields of the resolved configuration.
     """
     import dataclasses
 
-    from swaptrace.pagecache import Emulator, resolve_config
+    from swaptrace.pagecache import Emulator, EmulatorConfig
 
     meta, _, _, counts, first = access
-    cfg = resolve_config(meta, memory_bytes=memory_bytes, swap_bytes=swap_bytes, policy=DEFAULT[0],
+    cfg = EmulatorConfig.resolve(meta, memory_bytes=memory_bytes, swap_bytes=swap_bytes, policy=DEFAULT[0],
                          readahead=DEFAULT[1], **options)
     if variant:
         cfg = dataclasses.replace(cfg, **variant)
@@ -235,20 +236,19 @@ def _emulator_reclaim_steps(trace: Path, memory_bytes: int, swap_bytes: int, **o
     """The default emulator's reclaim counters per step (it is fed one step at a time and read in between)."""
     import numpy as np
 
-    from swaptrace._kernels import swapstate as ks
-
     access = read_access(trace)
     _, cols, step, counts, first = access
     emu = default_emulator(access, memory_bytes, swap_bytes, **options)
-    out: dict[str, list[int]] = {"steps": list(range(first, first + len(counts))), **{k: [] for k in RECLAIM_REGISTERS}}
+    out: dict[str, list[int]] = {"steps": list(range(first, first + len(counts))), **{k: [] for k in RECLAIM_COUNTERS}}
     bounds = np.concatenate([[0], np.cumsum(counts)])
-    prev = np.zeros(len(RECLAIM_REGISTERS), np.int64)
+    prev = np.zeros(len(RECLAIM_COUNTERS), np.int64)
     for i in range(len(counts)):
         sl = slice(int(bounds[i]), int(bounds[i + 1]))
         for _ in emu.feed(cols["page"][sl], cols["write"][sl], step[sl]):
             pass
-        now = np.array([emu.state.reg[getattr(ks, r)] for r in RECLAIM_REGISTERS.values()], np.int64)
-        for k, v in zip(RECLAIM_REGISTERS, now - prev, strict=True):
+        counters = emu.counters()
+        now = np.array([getattr(counters, c) for c in RECLAIM_COUNTERS.values()], np.int64)
+        for k, v in zip(RECLAIM_COUNTERS, now - prev, strict=True):
             out[k].append(int(v))
         prev = now
     out["stats_flush_steps"] = emu.cfg.stats_flush_steps
@@ -259,7 +259,7 @@ def reclaim_markdown(rows: list[dict]) -> str:
     """Kernel (tracepoints) vs default emulator: reclaim totals per point."""
     if not rows:
         return ""
-    names = list(RECLAIM_REGISTERS)
+    names = list(RECLAIM_COUNTERS)
     lines = ["Reclaim as the kernel's tracepoints count it (one extra capture per point, `--trace-reclaim`), as the "
              "default emulator counts it, and as the 0.4.0 default did (writes by next level, exact statistics) "
              "(kernel / default / 0.4.0; `reclaimed` = pages freed):", "",

@@ -5,8 +5,8 @@ the pages in and out of the kernel's median run (``band`` in ``calibration.json`
 set of references; the files of one session of captures (calibration and held-out budgets) together make
 the 100 values the issue's target is judged on. This script emulates the same traces at the same budgets
 with the default settings changed by ``--variant`` (fields of :class:`swaptrace.pagecache.EmulatorConfig`,
-as JSON) -- by default what ``emulate`` does, the ensemble of :data:`~swaptrace.pagecache.ENSEMBLE_WRITE_COSTS`
-x :data:`~swaptrace.pagecache.ENSEMBLE_ROOM_OFFSETS` and its run nearest their mean (``--single-run``: one run
+as JSON) -- by default what ``emulate`` does, the default kernel profile's ensemble
+(write costs x room offsets, :func:`swaptrace.pagecache.load_profile`) and its run nearest their mean (``--single-run``: one run
 per budget, the default before 0.6.0) -- and counts, per session, the values within ``--target`` -- what a full recalibration would say of
 the variant's pages in and out, in a few seconds instead of ~6 minutes as root, so a rule can be tried
 against every reference before it is built into the default.
@@ -147,7 +147,6 @@ def pages_per_step(access: tuple, memory_bytes: int, swap_bytes: int, variant: d
     read and pages written in each step."""
     import numpy as np
 
-    from swaptrace._kernels import swapstate as ks
 
     _, cols, step, counts, _ = access
     emu = calibrate.default_emulator(access, memory_bytes, swap_bytes, variant)
@@ -156,7 +155,8 @@ def pages_per_step(access: tuple, memory_bytes: int, swap_bytes: int, variant: d
     for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
         for _ in emu.feed(cols["page"][lo:hi], cols["write"][lo:hi], step[lo:hi]):
             pass
-        now_in, now_out = int(emu.state.reg[ks.C_PAGES_IN]), int(emu.state.reg[ks.C_PAGES_OUT])
+        counters = emu.counters()
+        now_in, now_out = counters.pages_in, counters.pages_out
         pages_in.append(now_in - before_in)
         pages_out.append(now_out - before_out)
         before_in, before_out = now_in, now_out
@@ -285,11 +285,11 @@ def _emulator(work: Path, variant: dict, write_costs: Sequence[int], room_offset
     where it applies (a device without a fixed write cost), unless ``single``, else one run.
     """
     from swaptrace import pagecache
-    from swaptrace._kernels import swapstate as ks
 
     device = variant.get("writeback_completion", pagecache.DEFAULT_WRITEBACK_COMPLETION) == "device"
     if not (write_costs or room_offsets or single) and device and "write_cost" not in variant:
-        write_costs, room_offsets = pagecache.ENSEMBLE_WRITE_COSTS, pagecache.ENSEMBLE_ROOM_OFFSETS
+        ens = pagecache.load_profile().ensemble
+        write_costs, room_offsets = ens.write_costs, ens.room_offsets
         pick = pick or "nearest"
 
     traces: dict[tuple[str, int], tuple] = {}  # each trace read once for all its budgets
@@ -306,7 +306,8 @@ def _emulator(work: Path, variant: dict, write_costs: Sequence[int], room_offset
         emu = calibrate.default_emulator(access, memory, ref.swap_bytes, {**variant, **extra})
         for _ in emu.feed(cols["page"], cols["write"], step):
             pass
-        return int(emu.state.reg[ks.C_PAGES_IN]), int(emu.state.reg[ks.C_PAGES_OUT])
+        counters = emu.counters()
+        return counters.pages_in, counters.pages_out
 
     if not write_costs and not room_offsets:
         return one
