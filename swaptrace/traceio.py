@@ -4,7 +4,8 @@ Every swaptrace file is Parquet (zstd), written in row groups as it is
 produced, to a temporary name in the same folder and renamed into place only
 when complete (an interrupted command never leaves a half-written file under
 the final name). Each file carries a JSON object under the key ``swaptrace``
-in its Parquet key-value metadata, with at least ``kind``,
+in its Parquet key-value metadata and in its Arrow schema metadata (what
+``pq.read_table(f).schema.metadata``, pandas and Polars read), with at least ``kind``,
 ``schema_version``, ``swaptrace_version`` and ``page_bytes``; it is written
 when the file is closed, so it can hold summaries computed while writing.
 
@@ -40,6 +41,7 @@ Reading a trace elsewhere::
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -81,6 +83,8 @@ SWAPIO_SCHEMA = pa.schema(
     ]
 )
 
+#: where pyarrow keeps the Arrow schema in a Parquet file's key-value metadata
+ARROW_SCHEMA_KEY = "ARROW:schema"
 #: kind -> Arrow schema. Stages add theirs with :func:`register_kind`.
 KINDS: dict[str, pa.Schema] = {"access": ACCESS_SCHEMA, "swapio": SWAPIO_SCHEMA}
 
@@ -230,7 +234,13 @@ class TraceWriter:
     def close(self) -> Path:
         """Write metadata, close and rename into place; returns the final path."""
         self.metadata["rows"] = self.rows
-        self._writer.add_key_value_metadata({METADATA_KEY: json.dumps(self.metadata, default=_json_default)})
+        text = json.dumps(self.metadata, default=_json_default)
+        # The same JSON in the Arrow schema's metadata too, so ``pq.read_table(f).schema.metadata``, pandas and
+        # Polars see it. pyarrow stores that schema, fixed when the writer opened, under ARROW:schema as a
+        # base64 IPC message; a later key of the same name takes its place.
+        schema = self.schema.with_metadata({METADATA_KEY: text})
+        self._writer.add_key_value_metadata({METADATA_KEY: text,
+                                             ARROW_SCHEMA_KEY: base64.b64encode(schema.serialize()).decode()})
         self._writer.close()
         self._restore_signal()
         return self._atomic.commit()

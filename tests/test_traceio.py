@@ -89,3 +89,18 @@ def test_reader_rejects_wrong_kind(tmp_path):
     path = generate_trace("tiny", tmp_path / "x.parquet", steps=1)
     with pytest.raises(TraceFileError, match="expected 'swapio'"):
         open_trace(path, "swapio")
+
+
+def test_the_metadata_is_in_the_arrow_schema_too(tmp_path):
+    import json
+
+    import pyarrow.parquet as pq
+
+    with TraceWriter(tmp_path / "a.access.parquet", "access", {"page_bytes": 4096, "footprint_pages": 3}) as w:
+        w.write(step=np.array([0, 0]), page=np.array([1, 2]), write=np.array([True, False]), region=np.array([0, 0]))
+        w.metadata["summary"] = {"late": 1}  # added before close: in both places
+    table = pq.read_table(tmp_path / "a.access.parquet")
+    from_schema = json.loads(table.schema.metadata[b"swaptrace"])
+    from_footer = json.loads(pq.read_metadata(tmp_path / "a.access.parquet").metadata[b"swaptrace"])
+    assert from_schema == from_footer and from_schema["summary"] == {"late": 1} and from_schema["rows"] == 2
+    assert table.column("page").to_pylist() == [1, 2]
