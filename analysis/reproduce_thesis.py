@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from swaptrace import stages as S
+from swaptrace import filenames as S
 from swaptrace.errors import SwaptraceError
 from swaptrace.pipeline import PipelineOptions, run_pipeline
 from swaptrace.traceio import open_trace

@@ -153,7 +153,6 @@ def test_every_module_has_a_layer():
         _layer(name)
 
 
-@pytest.mark.xfail(strict=True, reason="pipeline <-> stages <-> report: being untangled on this branch")
 def test_no_import_cycles():
     cycles = strongly_connected(import_graph())
     assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
