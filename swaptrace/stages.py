@@ -121,11 +121,13 @@ def run_fio_jobs(d: Path, opts, say, bar) -> dict[str, Any]:
 
 
 def run_fio(d: Path, opts, say, bar) -> dict[str, Any]:
+    from swaptrace.figures.fio import save_run_figures
     from swaptrace.fio.runner import run_jobs
 
     target = opts.fio_target or "/tmp/swaptrace-fio.dat"
     outcome = run_jobs(d / FIO_JOBS, target, size_bytes=opts.fio_size_bytes, runtime_s=opts.fio_runtime_s,
                        out_dir=d / FIO_RUN, force=True, echo=lambda line: say(f"      {line}"))
+    save_run_figures(outcome.out_dir)
     return {"ratios": getattr(outcome, "ratios", None)}
 
 

@@ -158,7 +158,6 @@ def test_no_import_cycles():
     assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
 
 
-@pytest.mark.xfail(strict=True, reason="stages imports the CLI progress bar; fio/runner draws figures")
 def test_imports_only_go_down():
     upward = []
     for importer, targets in sorted(import_graph().items()):

@@ -553,9 +553,6 @@ def run_jobs(
             "jobs_dir": str(jdir.resolve()),
             "commands": commands,
         })
-        from swaptrace.figures.fio import save_run_figures
-
-        save_run_figures(tmp)
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)
