@@ -211,3 +211,16 @@ def test_function_level_and_relative_imports_are_edges(tmp_path):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             edges |= _resolve("swaptrace.fio.jobs", False, node, mods)
     assert edges == {"swaptrace.report", "swaptrace.fio.runner"}
+
+
+def test_cli_imports_its_commands_statically():
+    """No importlib loop that could swallow a ModuleNotFoundError and drop a command silently."""
+    tree = ast.parse((PKG / "cli.py").read_text())
+    names = {a.name for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+    assert "importlib" not in names
+    assert not any(isinstance(n, ast.ExceptHandler) and "ModuleNotFoundError" in ast.unparse(n.type or n)
+                   for n in ast.walk(tree))
+    from swaptrace.cli import cli
+
+    commands = {p.stem for p in (PKG / "commands").glob("*.py") if not p.stem.startswith("_")}
+    assert set(cli.commands) == commands
