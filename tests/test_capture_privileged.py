@@ -50,13 +50,13 @@ def zipf_trace(path: Path, pages: int = 38400, steps: int = 20, per_step: int = 
 
 def ours_left() -> list[str]:
     """Everything of ours visible in the kernel: swap areas, loop devices, cgroups, tracefs instances."""
+    from swaptrace.blockdev import loop_devices, swap_areas
     from swaptrace.capture.cgroup import list_groups
-    from swaptrace.capture.swapdev import active_swaps, loop_devices
     from swaptrace.capture.tracing import list_instances
 
     loops = {dev: f for dev, f in loop_devices().items() if PREFIX in f}
     left = [f"loop {d} {f}" for d, f in loops.items()]
-    left += [f"swap {s}" for s in active_swaps() if s in loops or PREFIX in s]
+    left += [f"swap {s}" for s in swap_areas() if s in loops or PREFIX in s]
     left += [f"cgroup {p}" for p in list_groups(PREFIX)]
     left += [f"instance {p}" for p in list_instances(PREFIX)]
     left += [f"folder {p}" for p in Path("/var/tmp").glob(PREFIX + "*")]

@@ -241,30 +241,6 @@ def test_refuses_block_device_without_allow_and_mounted_root():
         runner.check_target(dev, SIZE, allow_device=True, force=True)
 
 
-def test_magic_signatures():
-    blank = bytearray(0x10100)
-    assert runner.magic_signatures(bytes(blank)) == []
-    ext = bytearray(blank)
-    ext[0x438:0x43A] = b"\x53\xef"
-    assert runner.magic_signatures(bytes(ext)) == ["ext2/3/4"]
-    swap = bytearray(blank)
-    swap[0xFF6:0x1000] = b"SWAPSPACE2"
-    assert "Linux swap" in runner.magic_signatures(bytes(swap))
-    gpt = bytearray(blank)
-    gpt[0x1FE:0x200] = b"\x55\xaa"
-    gpt[0x200:0x208] = b"EFI PART"
-    assert runner.magic_signatures(bytes(gpt)) == ["DOS partition table / boot sector", "GPT partition table"]
-
-
-def test_active_swaps_parses_proc_swaps(tmp_path):
-    dev = tmp_path / "fake"
-    dev.write_bytes(b"")
-    swaps = tmp_path / "swaps"
-    swaps.write_text(f"Filename\tType\tSize\tUsed\tPriority\n{dev}  file  1024  0  -2\n/dev/none partition 1 0 -3\n")
-    assert runner.active_swaps(dev, str(swaps)) == [str(dev)]
-    assert runner.active_swaps(swaps, str(swaps)) == []
-
-
 def test_fio_json_with_leading_notes(tmp_path):
     p = tmp_path / "o.json"
     doc = {"jobs": [{"jobname": "x", "error": 0, "job_runtime": 1000,

@@ -36,12 +36,13 @@ from typing import Any
 
 import numpy as np
 
+from swaptrace import blockdev
 from swaptrace._kernels import replay as replay_kernel
 from swaptrace.capture import cgroup as cg
 from swaptrace.capture import tracing
 from swaptrace.capture.convert import parse_lines, to_stream
 from swaptrace.capture.reclaim import RECLAIM_EVENTS, parse_reclaim
-from swaptrace.capture.swapdev import SwapDevice, active_swaps, loop_devices, remove_swap_leftovers
+from swaptrace.capture.swapdev import SwapDevice, remove_swap_leftovers
 from swaptrace.compare import summarize_requests
 from swaptrace.errors import ConfigError, PrivilegeError, SwaptraceError, ToolError, TraceFileError
 from swaptrace.traceio import OP_DISCARD, TraceWriter, check_output_path, open_trace
@@ -80,10 +81,10 @@ def find_leftovers(work_base: Path | None = None) -> list[str]:
     """Names of everything a dead capture left behind (nothing is changed)."""
     found = [f"tracefs instance {p}" for p in tracing.list_instances(PREFIX) if not owner_alive(p.name)]
     found += [f"cgroup {p}" for p in cg.list_groups(PREFIX) if not owner_alive(p.name)]
-    for loop, backing in loop_devices().items():
+    for loop, backing in blockdev.loop_devices().items():
         name = Path(backing.replace(" (deleted)", "")).name
         if PREFIX in name and not owner_alive(name):
-            found.append(f"{'swap+' if loop in active_swaps() else ''}loop {loop} ({backing})")
+            found.append(f"{'swap+' if loop in blockdev.swap_areas() else ''}loop {loop} ({backing})")
     for base in {DEFAULT_WORK_BASE, Path(work_base or DEFAULT_WORK_BASE)}:
         if base.is_dir():
             found += [f"folder {p}" for p in base.glob(PREFIX + "*") if not owner_alive(p.name)]
