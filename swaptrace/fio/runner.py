@@ -49,6 +49,7 @@ from swaptrace import blockdev
 from swaptrace.errors import ConfigError, OutputError, ToolError
 from swaptrace.fio import jobs as jobsmod
 from swaptrace.fio import results as resmod
+from swaptrace.fio.jobfile import validate_job_file
 from swaptrace.units import format_bytes
 
 #: the fio the pitfalls in REFERENCE.md §7 were verified on
@@ -350,7 +351,7 @@ def run_jobs(
     tgt = check_target(target, size_bytes, allow_device=allow_device, force=force)
     tpath = tgt.path.resolve() if not tgt.is_device else tgt.path
     for s in steps:
-        jobsmod.validate_job_file(jdir / s.job["file"], _env_for(s, jdir, tpath, size_bytes))
+        validate_job_file(jdir / s.job["file"], _env_for(s, jdir, tpath, size_bytes))
     fio_bin = _find_fio_for(fio, dry_run)
     with contextlib.ExitStack() as held:
         if tgt.is_device:
