@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from swaptrace import stages as S
+from swaptrace import filenames as S
 from swaptrace.errors import SwaptraceError
 from swaptrace.pipeline import PipelineOptions, run_pipeline
 from swaptrace.traceio import open_trace
@@ -145,8 +145,10 @@ def main() -> int:
         print(line, file=sys.stderr, flush=True)
 
     try:
+        from swaptrace.commands._common import progressbar
+
         run_pipeline(PipelineOptions(preset=args.preset, memory_fraction=args.memory_fraction, fio=not args.no_fio),
-                     folder, announce=log)
+                     folder, announce=log, progress=lambda length, label: progressbar(length, f"      {label}"))
         kernel = None if args.no_capture else try_capture(folder, args.memory_fraction, log)
         if kernel is not None:  # redraw the report with the emulator-vs-kernel figure
             from swaptrace.report import build_report

@@ -8,29 +8,26 @@ into one line on stderr and exit code 2 -- never a traceback.
 
 from __future__ import annotations
 
-import importlib
 import sys
 
 import click
 
 from swaptrace import __version__
-from swaptrace.errors import SwaptraceError
-
-#: stage modules under swaptrace.commands, in pipeline order (as ``--help`` lists them)
-COMMAND_MODULES = (
-    "presets",
-    "generate",
-    "inspect",
-    "emulate",
-    "mrc",
-    "export",
-    "capture",
-    "compare",
-    "ssd",
-    "fio",
-    "run",
-    "report",
+from swaptrace.commands import (
+    capture,
+    compare,
+    emulate,
+    export,
+    fio,
+    generate,
+    inspect,
+    mrc,
+    presets,
+    report,
+    run,
+    ssd,
 )
+from swaptrace.errors import SwaptraceError
 
 
 class UserError(click.ClickException):
@@ -69,11 +66,6 @@ def cli() -> None:
     """
 
 
-for _name in COMMAND_MODULES:
-    try:
-        _module = importlib.import_module(f"swaptrace.commands.{_name}")
-    except ModuleNotFoundError as _exc:  # a stage not built yet in this checkout
-        if _exc.name != f"swaptrace.commands.{_name}":
-            raise
-        continue
+# in pipeline order, as ``--help`` lists them
+for _module in (presets, generate, inspect, emulate, mrc, export, capture, compare, ssd, fio, run, report):
     cli.add_command(_module.command)

@@ -381,6 +381,27 @@ class _BackgroundWriter:
             raise self._error
 
 
+def _access_meta(spec: ModelSpec, layout: Layout, *, steps: int, seed: int, first_step: int, page_bytes: int,
+                 alpha: float | None, scatter: bool, reuse: float, dedup: str | None) -> dict[str, Any]:
+    """The access trace's metadata, before the summary (the access-trace contract in :mod:`swaptrace.traceio`)."""
+    preset = spec.name if spec.source.startswith("preset ") or not spec.source else spec.source
+    return {
+        "page_bytes": layout.page_bytes,
+        "footprint_pages": layout.footprint_pages,
+        "footprint_bytes": layout.footprint_bytes,
+        "regions": layout.region_dicts(),
+        "first_step": first_step,
+        "steps": steps,
+        "seed": seed,
+        "preset": preset,
+        "spec": spec.to_dict(),
+        "params": {
+            "steps": steps, "seed": seed, "first_step": first_step, "page_bytes": page_bytes, "alpha": alpha,
+            "optimizer": spec.optimizer, "scatter": scatter, "reuse": reuse, "dedup": dedup,
+        },
+    }
+
+
 def generate_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int | None = None, seed: int = 0,
                    first_step: int = 0, page_bytes: int = 4096, alpha: float | None = None,
                    optimizer: str | None = None, scatter: bool = True, reuse: float = 0.0,
@@ -429,22 +450,8 @@ def generate_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int 
     spec, layout = _prepare(spec, steps=steps, seed=seed, first_step=first_step, page_bytes=page_bytes,
                             alpha=alpha, optimizer=optimizer, reuse=reuse, dedup=dedup)
     plan = _Plan(spec, layout, seed, scatter)
-    preset = spec.name if spec.source.startswith("preset ") or not spec.source else spec.source
-    meta = {
-        "page_bytes": layout.page_bytes,
-        "footprint_pages": layout.footprint_pages,
-        "footprint_bytes": layout.footprint_bytes,
-        "regions": layout.region_dicts(),
-        "first_step": first_step,
-        "steps": steps,
-        "seed": seed,
-        "preset": preset,
-        "spec": spec.to_dict(),
-        "params": {
-            "steps": steps, "seed": seed, "first_step": first_step, "page_bytes": page_bytes, "alpha": alpha,
-            "optimizer": spec.optimizer, "scatter": scatter, "reuse": reuse, "dedup": dedup,
-        },
-    }
+    meta = _access_meta(spec, layout, steps=steps, seed=seed, first_step=first_step, page_bytes=page_bytes,
+                        alpha=alpha, scatter=scatter, reuse=reuse, dedup=dedup)
     seen = np.zeros(max(layout.footprint_pages, 2), dtype=np.uint8)
     region_counts = np.zeros(len(layout.regions), dtype=np.int64)
     writes = 0

@@ -20,6 +20,7 @@ follows, but not generate. ``force=True`` reruns everything.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -31,10 +32,25 @@ from pathlib import Path
 from typing import Any
 
 from swaptrace import __version__
+from swaptrace import stages as S
 from swaptrace.errors import ConfigError
+from swaptrace.filenames import (  # noqa: F401  (the pipeline's file names, re-exported)
+    ACCESS,
+    FIO_JOBS,
+    FIO_RUN,
+    KERNEL_STREAM,
+    MANIFEST,
+    MRC_CSV,
+    MRC_PNG,
+    REPORT,
+    SSD,
+    SWAPIO,
+    THESIS,
+)
 from swaptrace.traceio import AtomicPath
 
-MANIFEST = "pipeline.json"
+#: ``bar(length, label)``: a context manager whose value has ``update(n)`` (click's progressbar fits)
+ProgressBar = Callable[[int, str], contextlib.AbstractContextManager]
 
 
 @dataclass(frozen=True)
@@ -45,7 +61,8 @@ class Stage:
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
     params: dict[str, Any]
-    run: Callable[[Path, Callable[[str], None]], dict[str, Any] | None]
+    #: ``run(out_dir, say, bar)`` -> a JSON-able summary
+    run: Callable[[Path, Callable[[str], None], ProgressBar], dict[str, Any] | None]
     skip_reason: str | None = None
 
 
@@ -108,9 +125,41 @@ def _spec_identity(preset: str) -> dict[str, Any]:
 
 def plan(opts: PipelineOptions, out_dir: Path) -> list[Stage]:
     """The stages for these options, in order (library calls, no work done yet)."""
-    from swaptrace import stages
+    gen_params = {**_spec_identity(opts.preset), "steps": opts.steps, "seed": opts.seed}
+    mem = {"memory_bytes": opts.memory_bytes} if opts.memory_bytes else {"memory_fraction": opts.memory_fraction}
+    emu_params = {**mem, "policy": opts.policy, "readahead": opts.readahead}
+    fio_skip = None
+    if not opts.fio:
+        fio_skip = "--no-fio"
+    elif shutil.which("fio") is None:
+        fio_skip = "fio is not installed (make setup installs it from Debian's packages when root)"
 
-    return stages.build(opts, out_dir, _spec_identity(opts.preset))
+    def runs(fn):
+        return lambda d, say, bar: fn(d, opts, say, bar)
+
+    return [
+        Stage("generate", (), (ACCESS,), gen_params, runs(S.run_generate)),
+        Stage("mrc", (ACCESS,), (MRC_CSV, MRC_PNG), {"exact_max": S.EXACT_MRC_MAX_ACCESSES, **mem}, runs(S.run_mrc)),
+        Stage("emulate", (ACCESS,), (SWAPIO,), emu_params, runs(S.run_emulate)),
+        Stage("ssd", (SWAPIO,), (SSD,), {"device": opts.device, "capacity": opts.ssd_capacity_bytes}, runs(S.run_ssd)),
+        Stage("ssd-thesis", (), (THESIS,), {}, runs(S.run_thesis), skip_reason=None if opts.thesis else "--no-thesis"),
+        Stage("fio-jobs", (SWAPIO,), (FIO_JOBS,), {"size": opts.fio_size_bytes}, runs(S.run_fio_jobs),
+              skip_reason="--no-fio" if not opts.fio else None),
+        Stage("fio-run", (FIO_JOBS,), (FIO_RUN,),
+              {"target": opts.fio_target, "size": opts.fio_size_bytes, "runtime_s": opts.fio_runtime_s},
+              runs(S.run_fio), skip_reason=fio_skip),
+        Stage("report", (ACCESS, MRC_CSV, SWAPIO, SSD), (REPORT,), {"fio": opts.fio, "thesis": opts.thesis},
+              runs(S.run_report)),
+    ]
+
+
+class _QuietBar:
+    def update(self, n: int, current_item=None) -> None:
+        pass
+
+
+def _no_bar(length: int, label: str) -> contextlib.AbstractContextManager:
+    return contextlib.nullcontext(_QuietBar())
 
 
 def run_pipeline(
@@ -119,6 +168,7 @@ def run_pipeline(
     *,
     force: bool = False,
     announce: Callable[[str], None] | None = None,
+    progress: ProgressBar | None = None,
 ) -> PipelineResult:
     """Run every stage whose inputs or parameters changed; return what ran.
 
@@ -132,6 +182,10 @@ def run_pipeline(
         Rerun every stage even if ``pipeline.json`` says it is up to date.
     announce : callable, optional
         Receives one line per stage (``[3/8] emulate ...``) for the terminal.
+    progress : callable, optional
+        ``progress(length, label)`` returns a context manager whose value has
+        ``update(n)``: one progress bar per long stage (the CLI passes click's
+        progress bar); none by default.
     """
     say = announce or (lambda line: None)
     out = Path(out_dir)
@@ -165,7 +219,7 @@ def run_pipeline(
             if target.is_dir():
                 shutil.rmtree(target)
         start = time.perf_counter()
-        summary = stage.run(out, say)
+        summary = stage.run(out, say, progress or _no_bar)
         seconds = time.perf_counter() - start
         result.ran.append(stage.name)
         result.seconds[stage.name] = seconds

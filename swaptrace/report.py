@@ -1,6 +1,6 @@
 """``swaptrace report``: figures and a markdown summary of a pipeline folder.
 
-Reads whatever the folder holds (the file names of :mod:`swaptrace.stages`)
+Reads whatever the folder holds (the file names of :mod:`swaptrace.filenames`)
 and draws one PNG per figure into ``DIR/report/``, then writes
 ``report.md`` tying them together with the key numbers. Missing stages are
 skipped and named in the report, so a partial folder still gets a report.
@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from swaptrace import stages as S
+from swaptrace import filenames as S
 from swaptrace.errors import TraceFileError
 from swaptrace.traceio import AtomicPath, open_trace
 from swaptrace.units import format_bytes
@@ -40,7 +40,7 @@ from swaptrace.units import format_bytes
 #: the thesis's findings, for the side-by-side table (README.md, "The thesis reproduced")
 THESIS = {"slowdown": "2-5x", "small_requests": "most < 32 KiB", "request_size_gain": 1.75,
           "sequential_write_gain": 4.37}
-KERNEL_STREAM = "kernel.swapio.parquet"
+KERNEL_STREAM = S.KERNEL_STREAM
 
 
 @dataclass
@@ -86,6 +86,30 @@ def _figure(out: Path, name: str, draw: Callable[[Any], Any], report: Report, si
     with AtomicPath(out / name) as ap:
         fig.savefig(ap.tmp, format="png", dpi=110)
     report.figures.append(out / name)
+
+
+def save_mrc_figure(curve, path: str | os.PathLike, *, budget_bytes: int | None = None) -> Path:
+    """Draw a miss-ratio curve with the budget marked into a PNG (the pipeline's ``mrc.png``).
+
+    Parameters
+    ----------
+    curve : swaptrace.mrc.MissRatioCurve
+        Any curve :func:`swaptrace.figures.emulate.plot_mrc` draws.
+    path : path-like
+        PNG file, written atomically.
+    budget_bytes : int, optional
+        DRAM budget in bytes, drawn as a vertical line.
+    """
+    from matplotlib.figure import Figure
+
+    from swaptrace.figures.emulate import plot_mrc
+
+    fig = Figure(figsize=(7, 4))
+    plot_mrc(curve, ax=fig.subplots(), budget_bytes=budget_bytes)
+    fig.tight_layout()
+    with AtomicPath(Path(path)) as ap:
+        fig.savefig(ap.tmp, format="png", dpi=120)
+    return Path(path)
 
 
 def _try(report: Report, what: str, fn: Callable[[], Any]) -> Any:

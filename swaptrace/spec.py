@@ -276,6 +276,46 @@ def _parse_lookups(value: Any, key: str, errors: list[str]) -> Lookups:
     return Lookups((1,), (1.0,))
 
 
+def _tables_from_entry(t: Any, i: int, alpha: float, errors: list[str]) -> list[TableSpec]:
+    """The tables of one ``[[tables]]`` entry (``count`` copies); problems are appended to ``errors``."""
+    key = f"tables[{i}]"
+    if not isinstance(t, dict):
+        errors.append(f"{key}: must be a table")
+        return []
+    for k in sorted(set(t) - _TABLE_KEYS):
+        errors.append(f"{key}.{k}: unknown key")
+    tname = t.get("name", f"T{i}")
+    if not isinstance(tname, str) or not tname:
+        errors.append(f"{key}.name: must be a non-empty string, got {tname!r}")
+        tname = f"T{i}"
+    rows = t.get("rows")
+    if not _is_int(rows) or not 1 <= rows <= MAX_ROWS:
+        errors.append(f"{key}.rows: must be an integer in [1, 2**31], got {rows!r}")
+        rows = 1
+    dim = t.get("dim")
+    if not _is_int(dim) or dim < 1:
+        errors.append(f"{key}.dim: must be an integer >= 1, got {dim!r}")
+        dim = 1
+    dtype = t.get("dtype", "float32")
+    if dtype not in DTYPE_BYTES:
+        errors.append(f"{key}.dtype: must be one of {', '.join(DTYPE_BYTES)}, got {dtype!r}")
+        dtype = "float32"
+    if "lookups" not in t:
+        lookups = Lookups((1,), (1.0,))
+    else:
+        lookups = _parse_lookups(t["lookups"], f"{key}.lookups", errors)
+    talpha = t.get("alpha", alpha)
+    if not _is_number(talpha) or talpha <= 0:
+        errors.append(f"{key}.alpha: must be a number > 0, got {talpha!r}")
+        talpha = 1.0
+    count = t.get("count", 1)
+    if not _is_int(count) or count < 1:
+        errors.append(f"{key}.count: must be an integer >= 1, got {count!r}")
+        count = 1
+    names = [tname] if count == 1 else [f"{tname}_{j}" for j in range(count)]
+    return [TableSpec(n, rows, dim, dtype, lookups, float(talpha)) for n in names]
+
+
 def spec_from_dict(data: dict[str, Any], *, where: str = "spec", default_name: str = "custom") -> ModelSpec:
     """Validate a parsed TOML document into a :class:`ModelSpec`.
 
@@ -325,43 +365,7 @@ def spec_from_dict(data: dict[str, Any], *, where: str = "spec", default_name: s
         errors.append("tables: need at least one [[tables]] entry")
         raw_tables = []
     for i, t in enumerate(raw_tables):
-        key = f"tables[{i}]"
-        if not isinstance(t, dict):
-            errors.append(f"{key}: must be a table")
-            continue
-        for k in sorted(set(t) - _TABLE_KEYS):
-            errors.append(f"{key}.{k}: unknown key")
-        tname = t.get("name", f"T{i}")
-        if not isinstance(tname, str) or not tname:
-            errors.append(f"{key}.name: must be a non-empty string, got {tname!r}")
-            tname = f"T{i}"
-        rows = t.get("rows")
-        if not _is_int(rows) or not 1 <= rows <= MAX_ROWS:
-            errors.append(f"{key}.rows: must be an integer in [1, 2**31], got {rows!r}")
-            rows = 1
-        dim = t.get("dim")
-        if not _is_int(dim) or dim < 1:
-            errors.append(f"{key}.dim: must be an integer >= 1, got {dim!r}")
-            dim = 1
-        dtype = t.get("dtype", "float32")
-        if dtype not in DTYPE_BYTES:
-            errors.append(f"{key}.dtype: must be one of {', '.join(DTYPE_BYTES)}, got {dtype!r}")
-            dtype = "float32"
-        if "lookups" not in t:
-            lookups = Lookups((1,), (1.0,))
-        else:
-            lookups = _parse_lookups(t["lookups"], f"{key}.lookups", errors)
-        talpha = t.get("alpha", alpha)
-        if not _is_number(talpha) or talpha <= 0:
-            errors.append(f"{key}.alpha: must be a number > 0, got {talpha!r}")
-            talpha = 1.0
-        count = t.get("count", 1)
-        if not _is_int(count) or count < 1:
-            errors.append(f"{key}.count: must be an integer >= 1, got {count!r}")
-            count = 1
-        names = [tname] if count == 1 else [f"{tname}_{j}" for j in range(count)]
-        for n in names:
-            tables.append(TableSpec(n, rows, dim, dtype, lookups, float(talpha)))
+        tables += _tables_from_entry(t, i, alpha, errors)
 
     seen: set[str] = set()
     for t in tables:

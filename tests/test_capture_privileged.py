@@ -50,13 +50,13 @@ def zipf_trace(path: Path, pages: int = 38400, steps: int = 20, per_step: int = 
 
 def ours_left() -> list[str]:
     """Everything of ours visible in the kernel: swap areas, loop devices, cgroups, tracefs instances."""
+    from swaptrace.blockdev import loop_devices, swap_areas
     from swaptrace.capture.cgroup import list_groups
-    from swaptrace.capture.swapdev import active_swaps, loop_devices
     from swaptrace.capture.tracing import list_instances
 
     loops = {dev: f for dev, f in loop_devices().items() if PREFIX in f}
     left = [f"loop {d} {f}" for d, f in loops.items()]
-    left += [f"swap {s}" for s in active_swaps() if s in loops or PREFIX in s]
+    left += [f"swap {s}" for s in swap_areas() if s in loops or PREFIX in s]
     left += [f"cgroup {p}" for p in list_groups(PREFIX)]
     left += [f"instance {p}" for p in list_instances(PREFIX)]
     left += [f"folder {p}" for p in Path("/var/tmp").glob(PREFIX + "*")]
@@ -217,3 +217,53 @@ def test_sigkilled_capture_is_cleaned_by_next_run(tmp_path):
     assert any("cgroup" in x for x in res.removed_leftovers) and any("loop" in x for x in res.removed_leftovers)
     assert ours_left() == [] and find_leftovers() == []
     assert not any(tmp_path.glob(".killed*"))  # no partial output either
+
+
+def test_second_capture_at_once_is_refused(tmp_path):
+    require_capture()
+    from swaptrace.capture import capture
+    from swaptrace.errors import ConfigError
+
+    proc, _ = _start_capture_and_wait(tmp_path, "first.swapio.parquet")
+    try:
+        with pytest.raises(ConfigError, match=f"another capture is running \\(pid {proc.pid} holds"):
+            capture(zipf_trace(tmp_path / "second.access.parquet", steps=2, per_step=100),
+                    tmp_path / "second.swapio.parquet", memory_bytes=16 << 20, unlimited_run=False)
+        assert not (tmp_path / "second.swapio.parquet").exists()
+    finally:
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        finally:
+            proc.stderr.close()
+    assert ours_left() == []
+
+
+def test_capture_refuses_beside_another_active_swap_area(tmp_path):
+    require_capture()
+    import shutil
+
+    from swaptrace.capture import capture
+    from swaptrace.errors import ConfigError
+
+    if any(shutil.which(t) is None for t in ("losetup", "mkswap", "swapon", "swapoff")):
+        pytest.skip("needs losetup, mkswap, swapon, swapoff")
+    backing = tmp_path / "other.img"  # not named like ours: a swap area the capture must not share
+    with open(backing, "wb") as fh:
+        fh.truncate(32 << 20)
+    proc = subprocess.run(["losetup", "-f", "--show", str(backing)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot create a loop device here: {proc.stderr.strip()}")
+    dev = proc.stdout.strip()
+    try:
+        subprocess.run(["mkswap", dev], check=True, capture_output=True)
+        on = subprocess.run(["swapon", dev], capture_output=True, text=True)
+        if on.returncode != 0:
+            pytest.skip(f"cannot swapon here: {on.stderr.strip()}")
+        with pytest.raises(ConfigError, match=f"swap is already active on {dev}"):
+            capture(zipf_trace(tmp_path / "z.access.parquet", steps=2, per_step=100), tmp_path / "z.swapio.parquet",
+                    memory_bytes=16 << 20, unlimited_run=False)
+        assert ours_left() == [] and not (tmp_path / "z.swapio.parquet").exists()
+    finally:
+        subprocess.run(["swapoff", dev], capture_output=True)
+        subprocess.run(["losetup", "-d", dev], capture_output=True)

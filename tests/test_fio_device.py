@@ -6,6 +6,7 @@ Every test detaches its loop device (and unmounts / swapoffs) in a ``finally``.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import subprocess
 
@@ -14,6 +15,7 @@ from click.testing import CliRunner
 from conftest import require_root
 from fio_helpers import make_stream
 
+from swaptrace import blockdev
 from swaptrace.cli import cli
 from swaptrace.errors import ConfigError
 from swaptrace.fio import jobs, results, runner
@@ -60,9 +62,20 @@ def test_blank_device_needs_allow_device_then_runs(tmp_path, dev_jobs):
         assert t.is_device and t.current_bytes == DEVICE_BYTES
         with pytest.raises(ConfigError, match="less than --size"):
             runner.check_target(dev, 128 << 20, allow_device=True)
+        tries = []
+
+        def echo(line):  # while fio runs, the device is ours alone: an O_EXCL open must fail
+            with contextlib.suppress(ConfigError):
+                os.close(blockdev.open_exclusive(dev, write=False))
+                tries.append("opened")
+                return
+            tries.append("refused")
+
         out = runner.run_jobs(dev_jobs, dev, size_bytes=8 << 20, runtime_s=1, allow_device=True,
                               only=["sweep_write_4k", "replay_no_stall"], precondition=False,
-                              out_dir=tmp_path / "run", echo=lambda s: None)
+                              out_dir=tmp_path / "run", echo=echo)
+        assert tries and set(tries) == {"refused"}
+        os.close(blockdev.open_exclusive(dev))  # and released after the run
         rows, meta = results.read_results(out.out_dir)
         assert meta["run"]["target_is_device"] is True
         assert {r["instance"] for r in rows} == {"sweep_write_4k", "replay_no_stall"}
@@ -74,7 +87,7 @@ def test_refuses_filesystem_signature(tmp_path, dev_jobs):
         subprocess.run(["mkfs.ext4", "-q", "-F", dev], check=True, capture_output=True)
         with pytest.raises(ConfigError, match="holds data.*ext4"):
             runner.check_target(dev, 8 << 20, allow_device=True)
-        sigs = runner.device_signatures(dev)
+        sigs = blockdev.signatures(dev)
         assert any("(magic bytes)" in s for s in sigs) and any("ext4" in s for s in sigs)
         res = CliRunner().invoke(cli, ["fio", "run", str(dev_jobs), "--target", dev, "--size", "8MiB",
                                        "--allow-device"])
@@ -82,7 +95,7 @@ def test_refuses_filesystem_signature(tmp_path, dev_jobs):
         # --force waives only the signature check; a dry run writes nothing
         runner.run_jobs(dev_jobs, dev, size_bytes=8 << 20, allow_device=True, force=True, dry_run=True,
                         echo=lambda s: None)
-        assert "ext4" in " ".join(runner.device_signatures(dev))
+        assert "ext4" in " ".join(blockdev.signatures(dev))
 
 
 def test_refuses_partition_table_signature(tmp_path):
@@ -119,7 +132,7 @@ def test_refuses_active_swap(tmp_path):
         if proc.returncode != 0:
             pytest.skip(f"cannot swapon here: {proc.stderr.strip()}")
         try:
-            assert runner.active_swaps(dev) == [dev]
+            assert blockdev.swap_entries(dev) == [dev]
             with pytest.raises(ConfigError, match="active swap"):
                 runner.check_target(dev, 8 << 20, allow_device=True, force=True)
         finally:
@@ -129,7 +142,7 @@ def test_refuses_active_swap(tmp_path):
 def test_refuses_loop_backing_file_and_swap_file(tmp_path):
     _need("losetup")
     with loop_device(tmp_path) as dev:
-        assert runner.loop_devices_backed_by(tmp_path / "loop.img") == [dev]
+        assert blockdev.loops_backed_by(tmp_path / "loop.img") == [dev]
         with pytest.raises(ConfigError, match="backing file of"):
             runner.check_target(tmp_path / "loop.img", 8 << 20, force=True)
     if shutil.which("mkswap") is None or shutil.which("swapon") is None:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from swaptrace import traceio
 from swaptrace.cli import cli
 from swaptrace.errors import ConfigError, OutputError, TraceFileError
-from swaptrace.fio import fit, iolog, jobs
+from swaptrace.fio import fit, iolog, jobfile, jobs
 
 
 @pytest.fixture
@@ -47,7 +47,7 @@ def test_every_job_passes_fio_parse_only_and_validation(folder, fio_bin, tmp_pat
     for f in files:
         proc = subprocess.run([fio_bin, "--parse-only", str(f)], env=env, capture_output=True, text=True)
         assert proc.returncode == 0, f"{f.name}: {proc.stderr}"
-        jobs.validate_job_file(f, env)
+        jobfile.validate_job_file(f, env)
     assert not (tmp_path / "t.dat").exists()
 
 
@@ -59,7 +59,7 @@ def test_parse_only_fails_without_environment(folder, fio_bin):
                           capture_output=True, text=True)
     assert proc.returncode != 0
     with pytest.raises(ConfigError, match="not set"):
-        jobs.validate_job_file(folder.path / "sweep_read_4k.fio", {})
+        jobfile.validate_job_file(folder.path / "sweep_read_4k.fio", {})
 
 
 @pytest.mark.parametrize(
@@ -81,22 +81,22 @@ def test_validation_catches_bad_values(tmp_path, line, message):
     f = tmp_path / "j.fio"
     f.write_text(f"[j]\nsize=16m\nnorandommap=1\n{line}\n")
     with pytest.raises(ConfigError, match=message):
-        jobs.validate_job_file(f, {})
+        jobfile.validate_job_file(f, {})
 
 
 def test_validation_of_replay(tmp_path, folder):
     env = fio_env(folder.path, tmp_path / "t", folder.manifest["min_target_bytes"])
-    jobs.validate_job_file(folder.path / "replay.fio", env)
+    jobfile.validate_job_file(folder.path / "replay.fio", env)
     small = {**env, "SWAPTRACE_SIZE": str(1 << 20)}
     with pytest.raises(ConfigError, match="past the target"):
-        jobs.validate_job_file(folder.path / "replay.fio", small)
+        jobfile.validate_job_file(folder.path / "replay.fio", small)
     f = tmp_path / "noredirect.fio"
     f.write_text(f"[r]\nread_iolog={folder.path / 'replay.iolog'}\n")
     with pytest.raises(ConfigError, match="replay_redirect"):
-        jobs.validate_job_file(f, env)
+        jobfile.validate_job_file(f, env)
     f.write_text("[r]\nrw=randwrite\nbssplit=4k/100\n")
     with pytest.raises(ConfigError, match="norandommap"):
-        jobs.validate_job_file(f, env)
+        jobfile.validate_job_file(f, env)
 
 
 @settings(max_examples=100, deadline=None)

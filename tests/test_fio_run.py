@@ -15,6 +15,7 @@ from fio_helpers import make_stream
 from swaptrace import traceio
 from swaptrace.cli import cli
 from swaptrace.errors import ConfigError, ToolError, TraceFileError
+from swaptrace.figures.fio import save_run_figures
 from swaptrace.fio import compare, jobs, results, runner
 
 SIZE = 8 << 20
@@ -35,6 +36,9 @@ def full_run(small_jobs, tmp_path_factory):
     target = tmp_path_factory.mktemp("target") / "t.dat"
     lines: list[str] = []
     outcome = runner.run_jobs(small_jobs, target, size_bytes=SIZE, runtime_s=1, echo=lines.append)
+    # the library writes no figures (figures are drawn by the CLI and the report); draw them as the CLI does
+    assert not list(outcome.out_dir.glob("*.png"))
+    save_run_figures(outcome.out_dir)
     return outcome, target, lines
 
 
@@ -142,6 +146,7 @@ def test_small_cli_run(small_jobs, tmp_path, fio_bin):
     assert [(r["instance"], r["direction"]) for r in rows] == [("sweep_read_4k", "read")]
     assert rows[0]["io_bytes"] == rows[0]["ios"] * 4096
     assert "sweep_read_4k" in res.output
+    assert (out / "bandwidth_vs_written.png").stat().st_size > 1000  # the command draws the run's figures
     res = CliRunner().invoke(cli, ["fio", "run", str(small_jobs), "--target", str(target), "--size", "4MiB",
                                    "--jobs", "sweep_read_4k", "-o", str(out)])
     assert res.exit_code == 2 and "exists" in res.output
@@ -234,30 +239,6 @@ def test_refuses_block_device_without_allow_and_mounted_root():
         runner.check_target(dev, SIZE)
     with pytest.raises(ConfigError, match="is mounted"):
         runner.check_target(dev, SIZE, allow_device=True, force=True)
-
-
-def test_magic_signatures():
-    blank = bytearray(0x10100)
-    assert runner.magic_signatures(bytes(blank)) == []
-    ext = bytearray(blank)
-    ext[0x438:0x43A] = b"\x53\xef"
-    assert runner.magic_signatures(bytes(ext)) == ["ext2/3/4"]
-    swap = bytearray(blank)
-    swap[0xFF6:0x1000] = b"SWAPSPACE2"
-    assert "Linux swap" in runner.magic_signatures(bytes(swap))
-    gpt = bytearray(blank)
-    gpt[0x1FE:0x200] = b"\x55\xaa"
-    gpt[0x200:0x208] = b"EFI PART"
-    assert runner.magic_signatures(bytes(gpt)) == ["DOS partition table / boot sector", "GPT partition table"]
-
-
-def test_active_swaps_parses_proc_swaps(tmp_path):
-    dev = tmp_path / "fake"
-    dev.write_bytes(b"")
-    swaps = tmp_path / "swaps"
-    swaps.write_text(f"Filename\tType\tSize\tUsed\tPriority\n{dev}  file  1024  0  -2\n/dev/none partition 1 0 -3\n")
-    assert runner.active_swaps(dev, str(swaps)) == [str(dev)]
-    assert runner.active_swaps(swaps, str(swaps)) == []
 
 
 def test_fio_json_with_leading_notes(tmp_path):

@@ -8,7 +8,7 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from swaptrace import stages as S
+from swaptrace import filenames as S
 from swaptrace.cli import cli
 from swaptrace.traceio import open_trace
 

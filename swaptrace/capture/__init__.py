@@ -8,6 +8,7 @@ stream with ``source: kernel``. See :mod:`swaptrace.capture.session`.
 
 from swaptrace.capture.session import (
     CaptureResult,
+    CaptureSession,
     capture,
     check_privileges,
     cleanup_leftovers,
@@ -15,4 +16,4 @@ from swaptrace.capture.session import (
     kernel_facts,
 )
 
-__all__ = ["CaptureResult", "capture", "check_privileges", "cleanup_leftovers", "find_leftovers", "kernel_facts"]
+__all__ = ["CaptureResult", "CaptureSession", "capture", "check_privileges", "cleanup_leftovers", "find_leftovers", "kernel_facts"]

@@ -195,6 +195,56 @@ def _rss_bytes() -> int:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+def _replay_steps(codes_file, buf, step_len, steps, mem, page_bytes: int, touch_bytes: int, mlp, mark,
+                  replay) -> dict:
+    """Replay every step (then the MLP, if any), timing each and counting its faults; the ``DONE`` payload.
+
+    Times are in microseconds; faults are ``getrusage`` deltas (the replay's and the MLP's together).
+    """
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    replay_us, compute_us, wall_us = [], [], []
+    step_minor, step_major = [], []
+    last = before
+    checksum = 0
+    mark("start")
+    t_run = time.perf_counter_ns()
+    for k in range(len(steps)):
+        chunk = buf[: int(step_len[k])]
+        if codes_file.readinto(memoryview(chunk).cast("B")) != chunk.nbytes:
+            raise SystemExit("codes file ended early")
+        mark(f"step {int(steps[k])}")
+        t0 = time.perf_counter_ns()
+        checksum += int(replay(mem, chunk, page_bytes, touch_bytes))
+        t1 = time.perf_counter_ns()
+        if mlp is not None:
+            mlp.step()
+        t2 = time.perf_counter_ns()
+        replay_us.append((t1 - t0) / 1e3)
+        compute_us.append((t2 - t1) / 1e3)
+        wall_us.append((t2 - t0) / 1e3)
+        now = resource.getrusage(resource.RUSAGE_SELF)
+        step_minor.append(now.ru_minflt - last.ru_minflt)
+        step_major.append(now.ru_majflt - last.ru_majflt)
+        last = now
+        print(f"STEP {int(steps[k])}", flush=True)
+    total_us = (time.perf_counter_ns() - t_run) / 1e3
+    mark("end")
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    return {
+        "step_wall_us": wall_us,
+        "replay_us": replay_us,
+        "compute_us": compute_us,
+        "step_minor_faults": step_minor,
+        "step_major_faults": step_major,
+        "total_us": total_us,
+        "major_faults": after.ru_majflt - before.ru_majflt,
+        "minor_faults": after.ru_minflt - before.ru_minflt,
+        "max_rss_bytes": after.ru_maxrss * 1024,
+        "rss_bytes": _rss_bytes(),
+        "checksum": checksum,
+    }
+
+
 def main(config_path: str) -> int:
     with open(config_path) as fh:
         cfg = json.load(fh)
@@ -244,50 +294,8 @@ def main(config_path: str) -> int:
     if sys.stdin.readline().strip() != "GO":
         return 1
 
-    before = resource.getrusage(resource.RUSAGE_SELF)
-    replay_us, compute_us, wall_us = [], [], []
-    step_minor, step_major = [], []  # faults per step (getrusage deltas: the replay and the MLP)
-    last = before
-    checksum = 0
-    mark("start")
-    t_run = time.perf_counter_ns()
-    for k in range(len(steps)):
-        chunk = buf[: int(step_len[k])]
-        if codes_file.readinto(memoryview(chunk).cast("B")) != chunk.nbytes:
-            raise SystemExit("codes file ended early")
-        mark(f"step {int(steps[k])}")
-        t0 = time.perf_counter_ns()
-        checksum += int(_replay(mem, chunk, page_bytes, touch_bytes))
-        t1 = time.perf_counter_ns()
-        if mlp is not None:
-            mlp.step()
-        t2 = time.perf_counter_ns()
-        replay_us.append((t1 - t0) / 1e3)
-        compute_us.append((t2 - t1) / 1e3)
-        wall_us.append((t2 - t0) / 1e3)
-        now = resource.getrusage(resource.RUSAGE_SELF)
-        step_minor.append(now.ru_minflt - last.ru_minflt)
-        step_major.append(now.ru_majflt - last.ru_majflt)
-        last = now
-        print(f"STEP {int(steps[k])}", flush=True)
-    total_us = (time.perf_counter_ns() - t_run) / 1e3
-    mark("end")
-    resident = probe.resident_bytes(mem)
-    after = resource.getrusage(resource.RUSAGE_SELF)
-    result = {
-        "step_wall_us": wall_us,
-        "replay_us": replay_us,
-        "compute_us": compute_us,
-        "step_minor_faults": step_minor,
-        "step_major_faults": step_major,
-        "total_us": total_us,
-        "major_faults": after.ru_majflt - before.ru_majflt,
-        "minor_faults": after.ru_minflt - before.ru_minflt,
-        "max_rss_bytes": after.ru_maxrss * 1024,
-        "rss_bytes": _rss_bytes(),
-        "checksum": checksum,
-        "model_resident_bytes": resident,
-    }
+    result = _replay_steps(codes_file, buf, step_len, steps, mem, page_bytes, touch_bytes, mlp, mark, _replay)
+    result["model_resident_bytes"] = probe.resident_bytes(mem)
     print("DONE " + json.dumps(result), flush=True)
     sys.stdin.readline()  # stay alive, pages charged, until the parent has read the cgroup's usage (then it ends us)
     return 0

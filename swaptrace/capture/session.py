@@ -1,8 +1,11 @@
 """Orchestration of one capture: set up, run the child twice, record, undo.
 
-Order (docs/capture.md, "What it does")::
+Order (docs/capture.md, "What it does"), each set-up step a method of
+:class:`CaptureSession` that registers its undo on a :class:`contextlib.ExitStack`::
 
+    the capture lock (/run/swaptrace-capture.lock; a second capture is refused)
     leftovers of dead captures removed
+    refused if any other swap area is active (it would share the swap traffic)
     trace -> codes file (page << 1 | write, int64) in the work folder
     unlimited run   (own cgroup, no limit)          -> per-step wall times
     swap file -> loop -> mkswap -> swapon
@@ -20,6 +23,8 @@ removes them.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import platform
@@ -36,12 +41,13 @@ from typing import Any
 
 import numpy as np
 
+from swaptrace import blockdev
 from swaptrace._kernels import replay as replay_kernel
 from swaptrace.capture import cgroup as cg
 from swaptrace.capture import tracing
 from swaptrace.capture.convert import parse_lines, to_stream
 from swaptrace.capture.reclaim import RECLAIM_EVENTS, parse_reclaim
-from swaptrace.capture.swapdev import SwapDevice, active_swaps, loop_devices, remove_swap_leftovers
+from swaptrace.capture.swapdev import SwapDevice, remove_swap_leftovers
 from swaptrace.compare import summarize_requests
 from swaptrace.errors import ConfigError, PrivilegeError, SwaptraceError, ToolError, TraceFileError
 from swaptrace.traceio import OP_DISCARD, TraceWriter, check_output_path, open_trace
@@ -80,10 +86,10 @@ def find_leftovers(work_base: Path | None = None) -> list[str]:
     """Names of everything a dead capture left behind (nothing is changed)."""
     found = [f"tracefs instance {p}" for p in tracing.list_instances(PREFIX) if not owner_alive(p.name)]
     found += [f"cgroup {p}" for p in cg.list_groups(PREFIX) if not owner_alive(p.name)]
-    for loop, backing in loop_devices().items():
+    for loop, backing in blockdev.loop_devices().items():
         name = Path(backing.replace(" (deleted)", "")).name
         if PREFIX in name and not owner_alive(name):
-            found.append(f"{'swap+' if loop in active_swaps() else ''}loop {loop} ({backing})")
+            found.append(f"{'swap+' if loop in blockdev.swap_areas() else ''}loop {loop} ({backing})")
     for base in {DEFAULT_WORK_BASE, Path(work_base or DEFAULT_WORK_BASE)}:
         if base.is_dir():
             found += [f"folder {p}" for p in base.glob(PREFIX + "*") if not owner_alive(p.name)]
@@ -450,6 +456,348 @@ def _run_child(config: dict[str, Any], workdir: Path, tag: str, group: cg.Memory
     )
 
 
+#: held (``flock``) for the whole of a capture: two at once would share the swap device's traffic and the CPUs
+LOCK_PATH = Path("/run/swaptrace-capture.lock")
+
+
+def _hold_capture_lock(path: Path) -> int:
+    """Take the capture lock without waiting; return its descriptor (closing it releases the lock).
+
+    Raises
+    ------
+    ConfigError
+        Another capture holds it (its pid, written into the file, is named).
+    """
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        raise ConfigError(f"another capture is running (pid {holder} holds {path}); wait for it to finish") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
+def _refuse_other_swap() -> None:
+    """ConfigError when any swap area is active: the kernel would share the capture's swap traffic with it."""
+    areas = blockdev.swap_areas()
+    if areas:
+        raise ConfigError(f"swap is already active on {', '.join(areas)}; the kernel would spread the capture's "
+                          f"swap I/O over it: swapoff it for the capture")
+
+
+class CaptureSession:
+    """One capture: checks, then set-up steps each registering its undo on an :class:`contextlib.ExitStack`.
+
+    Set up in this order, undone in reverse (on success, error, Ctrl-C and
+    SIGTERM/SIGHUP, which are turned into KeyboardInterrupt): signal
+    handlers, the capture lock, the work folder, the unlimited run's cgroup,
+    the swap device (file, loop, swapon), the limited run's cgroup, the
+    tracefs instance. An undo step that fails does not stop the others; its
+    error is raised at the end (as :class:`~swaptrace.errors.ToolError`)
+    unless another error is already on its way out.
+
+    Parameters are those of :func:`capture`.
+    """
+
+    def __init__(self, trace, out, *, memory_bytes=None, memory_fraction=None, compute=None, unlimited_run=True,
+                 swap_bytes=None, rotational=False, work_base=None, buffer_kb=32 * 1024, timeout_s=None,
+                 lock_baseline=True, raw_trace_out=None, trace_reclaim=False, force=False, progress=None):
+        self.trace, self.out, self.force = trace, out, force
+        self.memory_bytes, self.memory_fraction, self.compute = memory_bytes, memory_fraction, compute
+        self.unlimited_run, self.swap_bytes, self.rotational = unlimited_run, swap_bytes, rotational
+        self.work_base = Path(work_base or DEFAULT_WORK_BASE)
+        self.buffer_kb, self.timeout_s, self.lock_baseline = buffer_kb, timeout_s, lock_baseline
+        self.raw_trace_out, self.trace_reclaim, self.progress = raw_trace_out, trace_reclaim, progress
+        self.name = f"{PREFIX}{os.getpid()}"
+        self.workdir = self.work_base / self.name
+        self._cleanup_errors: list[str] = []
+
+    # ------------------------------------------------------------------ checks (nothing changed yet)
+
+    def _check_inputs(self) -> None:
+        self.out_path = check_output_path(self.out, self.force)
+        self.tf = open_trace(self.trace, kind="access")
+        meta = self.tf.meta
+        for key in ("footprint_pages", "page_bytes"):
+            if key not in meta:
+                raise TraceFileError(f"{self.tf.path}: access trace metadata lacks {key!r}")
+        self.page_bytes = int(meta["page_bytes"])
+        if self.page_bytes % 4096:
+            raise ConfigError(f"page_bytes {self.page_bytes} is not a multiple of 4096")
+        self.footprint_bytes = int(meta.get("footprint_bytes", int(meta["footprint_pages"]) * self.page_bytes))
+        self.memory_bytes = self._budget_bytes()
+        if self.compute not in (None, "none", "mlp"):
+            raise ConfigError(f"--compute must be 'mlp' or 'none', got {self.compute!r}")
+        self.compute = None if self.compute == "none" else self.compute
+
+    def _budget_bytes(self) -> int:
+        """The model's budget in bytes from ``memory_bytes`` or ``memory_fraction`` of the footprint (exactly one)."""
+        memory_bytes, memory_fraction = self.memory_bytes, self.memory_fraction
+        if (memory_bytes is None) == (memory_fraction is None):
+            raise ConfigError("give exactly one of --memory and --memory-fraction")
+        if memory_fraction is not None:
+            if not 0 < memory_fraction <= 1:
+                raise ConfigError(f"--memory-fraction must be in (0, 1], got {memory_fraction}")
+            memory_bytes = int(self.footprint_bytes * memory_fraction)
+        memory_bytes = int(memory_bytes)
+        if memory_bytes <= 0:
+            raise ConfigError("--memory must be positive")
+        return memory_bytes
+
+    def _check_machine(self) -> None:
+        check_privileges()
+        kind = _fs_type(self.work_base)
+        if kind in ("tmpfs", "ramfs"):
+            raise ConfigError(f"{self.work_base} is on {kind}: a swap file there lives in RAM; use --work-dir on a disk")
+        if (_read_sys("/sys/module/zswap/parameters/enabled") or "N").upper().startswith("Y"):
+            raise ConfigError("zswap is enabled, so swapped pages are compressed in RAM instead of written to the "
+                              "device; disable it for a capture: echo N > /sys/module/zswap/parameters/enabled")
+
+    # ------------------------------------------------------------------ set-up steps, each with its undo
+
+    def _undo(self, stack: contextlib.ExitStack, step) -> None:
+        """Register an undo step; a failure is recorded and the remaining steps still run."""
+        def quietly():
+            try:
+                step()
+            except (OSError, SwaptraceError) as exc:
+                self._cleanup_errors.append(str(exc))
+        stack.callback(quietly)
+
+    def _raise_cleanup_errors(self, exc_type, exc, tb) -> bool:
+        if self._cleanup_errors and exc_type is None:
+            raise ToolError("capture finished but cleanup failed: " + "; ".join(self._cleanup_errors))
+        return False
+
+    def _trap_signals(self, stack: contextlib.ExitStack) -> None:
+        def _interrupt(signum, frame):  # noqa: ARG001
+            raise KeyboardInterrupt(f"signal {signum}")
+
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            try:
+                stack.callback(signal.signal, sig, signal.signal(sig, _interrupt))
+            except ValueError:  # not the main thread
+                pass
+
+    def _lock(self, stack: contextlib.ExitStack) -> None:
+        stack.callback(os.close, _hold_capture_lock(LOCK_PATH))
+
+    def _make_workdir(self, stack: contextlib.ExitStack) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        stack.callback(shutil.rmtree, self.workdir, ignore_errors=True)
+        self.prep = _prepare_codes(self.tf, self.workdir)
+        layers, batch = _mlp_layers(self.tf.meta)
+        self.base_config = {
+            "parent_pid": os.getpid(), "page_bytes": self.page_bytes, "footprint_bytes": self.footprint_bytes,
+            "compute": self.compute, "mlp_layers": layers, "batch_size": batch, "lock_baseline": self.lock_baseline,
+            **{k: self.prep[k] for k in ("codes", "step_starts", "step_numbers")},
+        }
+
+    def _run_unlimited(self, stack: contextlib.ExitStack) -> RunResult:
+        g = cg.MemoryCgroup(f"{self.name}-free")
+        self._undo(stack, g.remove)
+        free = _run_child(self.base_config, self.workdir, "free", g, None, timeout_s=self.timeout_s)
+        g.remove()
+        return free
+
+    def _setup_swap(self, stack: contextlib.ExitStack) -> SwapDevice:
+        swap = SwapDevice(self.workdir / f"{self.name}.swap",
+                          int(self.swap_bytes or self.footprint_bytes + SWAP_HEADROOM_BYTES), rotational=self.rotational)
+        self._undo(stack, swap.teardown)
+        swap.setup()
+        return swap
+
+    def _setup_group(self, stack: contextlib.ExitStack) -> cg.MemoryCgroup:
+        g = cg.MemoryCgroup(self.name)
+        self._undo(stack, g.remove)
+        return g
+
+    def _setup_tracing(self, stack: contextlib.ExitStack, device) -> tracing.BlockTrace:
+        self.raw_path = self.workdir / "trace.txt"
+        rec = tracing.BlockTrace(self.name, device, self.raw_path, buffer_kb=self.buffer_kb,
+                                 extra_events=RECLAIM_EVENTS if self.trace_reclaim else ())
+        self._undo(stack, rec.teardown)
+        rec.setup()
+        return rec
+
+    # ------------------------------------------------------------------ the capture
+
+    def run(self) -> CaptureResult:
+        """Check, set up, run (unlimited, then limited and traced), write the stream, undo."""
+        self._check_inputs()
+        self._check_machine()
+        with contextlib.ExitStack() as stack:
+            stack.push(self._raise_cleanup_errors)  # outermost: sees every undo step's outcome
+            self._lock(stack)
+            self.removed = cleanup_leftovers(self.work_base)
+            _refuse_other_swap()
+            # other work on the machine changes the kernel's timing (when writes complete, who runs reclaim)
+            self.load_start = os.getloadavg()[0]
+            # compile the child's replay kernel here: a child that compiles it carries the compiler's memory
+            # into its measured baseline (3-14 MiB), which the model gets back as extra room once freed
+            replay_kernel.warm_up()
+            self.facts = kernel_facts()
+            self._trap_signals(stack)
+            self._make_workdir(stack)
+            free = self._run_unlimited(stack) if self.unlimited_run else None
+            swap = self._setup_swap(stack)
+            group = self._setup_group(stack)
+            rec = self._setup_tracing(stack, swap.device)
+            run, buffer_stats, loop_delta, step_lists = self._run_limited(swap, group, rec)
+            return self._record(free, run, swap, group, rec, buffer_stats, loop_delta, step_lists)
+
+    def _run_limited(self, swap: SwapDevice, g: cg.MemoryCgroup, rec: tracing.BlockTrace):
+        """The traced run under the memory limit; returns the run, the ring-buffer stats, the loop's counters."""
+        loop_before: dict[str, int] = {}
+        page_bytes = self.page_bytes
+
+        def on_go():
+            loop_before.update(swap.stat())
+            rec.start()
+
+        step_lists: dict[str, list[int]] = {"step": [], "active_anon_pages": [], "inactive_anon_pages": []}
+
+        def on_step(line: str):
+            if not line.startswith("STEP"):
+                return
+            # the LRU list sizes as the step ends (read while the child starts the next one): what the
+            # emulator's per-step list sizes are compared with
+            try:
+                st = g.stat()
+                step_lists["step"].append(int(line.split()[1]))
+                step_lists["active_anon_pages"].append(int(st.get("active_anon", 0)) // page_bytes)
+                step_lists["inactive_anon_pages"].append(int(st.get("inactive_anon", 0)) // page_bytes)
+            except (OSError, ValueError, IndexError):
+                pass
+            if self.progress is not None:
+                self.progress(1)
+
+        self.overhead = page_table_bytes(self.footprint_bytes)
+        run = _run_child({**self.base_config, "marker": str(rec.marker_path())}, self.workdir, "limited", g,
+                         self.memory_bytes, on_go=on_go, on_step=on_step, timeout_s=self.timeout_s,
+                         overhead_bytes=self.overhead)
+        buffer_stats = rec.stop()
+        loop_after = swap.stat()
+        g.remove()
+        loop_delta = {k: loop_after[k] - loop_before.get(k, 0) for k in loop_after}
+        return run, buffer_stats, loop_delta, step_lists
+
+    def _parse(self, device, rec: tracing.BlockTrace):
+        """The block events of the traced run as a stream, and the reclaim record when asked for."""
+        with open(self.raw_path, errors="replace") as fh:
+            parsed = parse_lines(fh, device=device)
+        if self.raw_trace_out is not None:
+            shutil.copyfile(self.raw_path, self.raw_trace_out)
+        stream = to_stream(parsed, first_step=self.prep["first_step"])
+        reclaim = None
+        if self.trace_reclaim:
+            with open(self.raw_path, errors="replace") as fh:
+                reclaim = parse_reclaim(fh, parsed.markers, first_step=self.prep["first_step"],
+                                        last_step=self.prep["first_step"] + self.prep["steps"] - 1).to_meta()
+            reclaim["missing_events"] = list(rec.missing_events)
+        return parsed, stream, reclaim
+
+    def _record(self, free, run: RunResult, swap: SwapDevice, g: cg.MemoryCgroup, rec: tracing.BlockTrace,
+                buffer_stats, loop_delta, step_lists) -> CaptureResult:
+        """Write the ``swapio`` file with its metadata and return the result."""
+        parsed, stream, reclaim = self._parse(swap.device, rec)
+        # cross-check with the device's own counters: every request the loop device completed must be in the trace
+        missing = (loop_delta["read_ios"] + loop_delta["write_ios"]) - int(np.count_nonzero(stream.op != OP_DISCARD))
+        lost = int(buffer_stats["overrun"] + buffer_stats["dropped"] + parsed.lost_events) + max(0, missing)
+        req = summarize_requests(stream.op, stream.length, self.page_bytes)
+        child = run.child
+        summary = {
+            "accesses": self.prep["accesses"],
+            "faults": int(child["major_faults"]),
+            **req,
+            "pswpin": run.vmstat_delta.get("pswpin", 0),
+            "pswpout": run.vmstat_delta.get("pswpout", 0),
+            "major_faults": int(child["major_faults"]),
+        }
+        slowdown = None
+        if free is not None and free.child["total_us"] > 0:
+            slowdown = child["total_us"] / free.child["total_us"]
+        kernel = {
+            **self.facts, **swap.facts, "cgroup_version": g.version,
+            **_run_record(run, self.overhead, free, slowdown, loop_delta, missing, step_lists, reclaim),
+            "trace_buffer": {**buffer_stats, "buffer_kb": self.buffer_kb, "bytes_read": rec.bytes_read},
+            "lost_events": lost,
+            "malformed_lines": parsed.malformed,
+            "requests_before_start": stream.before_start,
+            "removed_leftovers": self.removed,
+            "loadavg_start": round(self.load_start, 2),
+            "loadavg_end": round(os.getloadavg()[0], 2),
+        }
+        self._write(stream, swap, summary, kernel)
+        return CaptureResult(
+            path=self.out_path, summary=summary, pages_in=req["pages_in"], pages_out=req["pages_out"],
+            pswpin=summary["pswpin"], pswpout=summary["pswpout"], major_faults=summary["major_faults"],
+            memory_bytes=self.memory_bytes, baseline_bytes=run.baseline_bytes,
+            limit_bytes=int(run.limit_bytes or 0), slowdown=slowdown, lost_events=lost,
+            malformed_lines=parsed.malformed, kernel=kernel, removed_leftovers=self.removed,
+        )
+
+    def _write(self, stream, swap: SwapDevice, summary: dict[str, Any], kernel: dict[str, Any]) -> None:
+        params = {"memory_bytes": self.memory_bytes, "memory_fraction": self.memory_fraction,
+                  "compute": self.compute or "none", "unlimited_run": self.unlimited_run,
+                  "lock_baseline": self.lock_baseline, "swap_bytes": swap.facts["device_bytes"],
+                  "rotational": self.rotational, "buffer_kb": self.buffer_kb}
+        metadata = {
+            "source": "kernel", "page_bytes": self.page_bytes, "device_bytes": swap.facts["device_bytes"],
+            "memory_bytes": self.memory_bytes, "steps": self.prep["steps"], "first_step": self.prep["first_step"],
+            "duration_us": stream.duration_us, "trace": str(self.tf.path), "params": params,
+            "footprint_bytes": self.footprint_bytes, "summary": summary, "kernel": kernel,
+        }
+        with TraceWriter(self.out_path, "swapio", metadata, force=self.force) as w:
+            w.write(t_us=stream.t_us, step=stream.step, op=stream.op, offset=stream.offset,
+                    length=stream.length, cause=stream.cause)
+
+
+def _run_record(run: RunResult, overhead: int, free: RunResult | None, slowdown: float | None,
+                loop_delta: dict[str, int], missing: int, step_lists: dict[str, list[int]],
+                reclaim: dict[str, Any] | None) -> dict[str, Any]:
+    """The limited run's (and the unlimited run's) part of the ``kernel`` metadata, in the order it is written."""
+    child = run.child
+    return {
+        "baseline_bytes": run.baseline_bytes,
+        "baseline_rss_bytes": run.rss_bytes,
+        "page_table_bytes": overhead,
+        "limit_bytes": run.limit_bytes,
+        "peak_bytes": run.peak_bytes,
+        "warmup_s": run.warmup_s,
+        "baseline_locked": run.locked,
+        **run.oom,
+        "vmstat_delta": run.vmstat_delta,
+        "loop_stat_delta": loop_delta,
+        "requests_missing_vs_device": missing,
+        "cgroup_stat": {k: v for k, v in run.cgroup_stat.items() if k in STAT_KEYS},
+        "baseline_stat": {k: v for k, v in run.baseline_stat.items() if k in STAT_KEYS},
+        "usage_end_bytes": run.usage_end_bytes,
+        "model_resident_end_bytes": child.get("model_resident_bytes"),
+        "room_gain_bytes": room_gain_bytes(run.baseline_bytes, overhead, run.usage_end_bytes,
+                                           child.get("model_resident_bytes")),
+        "minor_faults": int(child["minor_faults"]),
+        "step_lists": step_lists,
+        "reclaim": reclaim,
+        "step_wall_us": child["step_wall_us"],
+        "step_minor_faults": child.get("step_minor_faults"),
+        "step_major_faults": child.get("step_major_faults"),
+        "replay_us": child["replay_us"],
+        "compute_us": child["compute_us"],
+        "total_us": child["total_us"],
+        "unlimited": None if free is None else {
+            "step_wall_us": free.child["step_wall_us"], "replay_us": free.child["replay_us"],
+            "compute_us": free.child["compute_us"], "total_us": free.child["total_us"],
+            "major_faults": free.child["major_faults"], "baseline_bytes": free.baseline_bytes,
+            "peak_bytes": free.peak_bytes,
+        },
+        "slowdown": slowdown,
+    }
+
+
 def capture(
     trace: str | os.PathLike,
     out: str | os.PathLike,
@@ -511,215 +859,15 @@ def capture(
         not free, and the stream is the ground truth.
     progress : callable, optional
         Called with 1 after each replayed step of the traced run.
+
+    One capture runs at a time on a machine (a lock on :data:`LOCK_PATH`),
+    and only while no other swap area is active: the kernel would spread
+    the capture's swap traffic over it. See :class:`CaptureSession`.
     """
-    out_path = check_output_path(out, force)
-    tf = open_trace(trace, kind="access")
-    meta = tf.meta
-    for key in ("footprint_pages", "page_bytes"):
-        if key not in meta:
-            raise TraceFileError(f"{tf.path}: access trace metadata lacks {key!r}")
-    page_bytes = int(meta["page_bytes"])
-    if page_bytes % 4096:
-        raise ConfigError(f"page_bytes {page_bytes} is not a multiple of 4096")
-    footprint_bytes = int(meta.get("footprint_bytes", int(meta["footprint_pages"]) * page_bytes))
-    if (memory_bytes is None) == (memory_fraction is None):
-        raise ConfigError("give exactly one of --memory and --memory-fraction")
-    if memory_fraction is not None:
-        if not 0 < memory_fraction <= 1:
-            raise ConfigError(f"--memory-fraction must be in (0, 1], got {memory_fraction}")
-        memory_bytes = int(footprint_bytes * memory_fraction)
-    memory_bytes = int(memory_bytes)
-    if memory_bytes <= 0:
-        raise ConfigError("--memory must be positive")
-    if compute not in (None, "none", "mlp"):
-        raise ConfigError(f"--compute must be 'mlp' or 'none', got {compute!r}")
-    compute = None if compute == "none" else compute
-    check_privileges()
-    work_base = Path(work_base or DEFAULT_WORK_BASE)
-    if _fs_type(work_base) in ("tmpfs", "ramfs"):
-        raise ConfigError(f"{work_base} is on {_fs_type(work_base)}: a swap file there lives in RAM; use --work-dir on a disk")
-    if (_read_sys("/sys/module/zswap/parameters/enabled") or "N").upper().startswith("Y"):
-        raise ConfigError("zswap is enabled, so swapped pages are compressed in RAM instead of written to the device; "
-                          "disable it for a capture: echo N > /sys/module/zswap/parameters/enabled")
-    removed = cleanup_leftovers(work_base)
-    # other work on the machine changes the kernel's timing (when writes complete, who runs reclaim): recorded
-    load_start = os.getloadavg()[0]
-    # compile the child's replay kernel here: a child that compiles it carries the compiler's memory into its
-    # measured baseline (3-14 MiB), which the model gets back as extra room once that memory is freed
-    replay_kernel.warm_up()
-
-    name = f"{PREFIX}{os.getpid()}"
-    workdir = work_base / name
-    facts = kernel_facts()
-    old_handlers = {}
-
-    def _interrupt(signum, frame):  # noqa: ARG001
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        try:
-            old_handlers[sig] = signal.signal(sig, _interrupt)
-        except ValueError:  # not the main thread
-            pass
-    swap = trace_rec = None
-    groups: list[cg.MemoryCgroup] = []
-    try:
-        workdir.mkdir(parents=True, exist_ok=True)
-        prep = _prepare_codes(tf, workdir)
-        layers, batch = _mlp_layers(meta)
-        base_config = {
-            "parent_pid": os.getpid(), "page_bytes": page_bytes, "footprint_bytes": footprint_bytes,
-            "compute": compute, "mlp_layers": layers, "batch_size": batch, "lock_baseline": lock_baseline,
-            **{k: prep[k] for k in ("codes", "step_starts", "step_numbers")},
-        }
-        free = None
-        if unlimited_run:
-            g = cg.MemoryCgroup(f"{name}-free")
-            groups.append(g)
-            free = _run_child(base_config, workdir, "free", g, None, timeout_s=timeout_s)
-            g.remove()
-
-        swap = SwapDevice(workdir / f"{name}.swap", int(swap_bytes or footprint_bytes + SWAP_HEADROOM_BYTES),
-                          rotational=rotational)
-        swap.setup()
-        raw_path = workdir / "trace.txt"
-        trace_rec = tracing.BlockTrace(name, swap.device, raw_path, buffer_kb=buffer_kb,
-                                       extra_events=RECLAIM_EVENTS if trace_reclaim else ())
-        trace_rec.setup()
-        g = cg.MemoryCgroup(name)
-        groups.append(g)
-        loop_before: dict[str, int] = {}
-
-        def on_go():
-            loop_before.update(swap.stat())
-            trace_rec.start()
-
-        step_lists: dict[str, list[int]] = {"step": [], "active_anon_pages": [], "inactive_anon_pages": []}
-
-        def on_step(line: str):
-            if not line.startswith("STEP"):
-                return
-            # the LRU list sizes as the step ends (read while the child starts the next one): what the
-            # emulator's per-step list sizes are compared with
-            try:
-                st = g.stat()
-                step_lists["step"].append(int(line.split()[1]))
-                step_lists["active_anon_pages"].append(int(st.get("active_anon", 0)) // page_bytes)
-                step_lists["inactive_anon_pages"].append(int(st.get("inactive_anon", 0)) // page_bytes)
-            except (OSError, ValueError, IndexError):
-                pass
-            if progress is not None:
-                progress(1)
-
-        overhead = page_table_bytes(footprint_bytes)
-        run = _run_child({**base_config, "marker": str(trace_rec.marker_path())}, workdir, "limited", g,
-                         memory_bytes, on_go=on_go, on_step=on_step, timeout_s=timeout_s, overhead_bytes=overhead)
-        buffer_stats = trace_rec.stop()
-        loop_after = swap.stat()
-        g.remove()
-
-        with open(raw_path, errors="replace") as fh:
-            parsed = parse_lines(fh, device=swap.device)
-        if raw_trace_out is not None:
-            shutil.copyfile(raw_path, raw_trace_out)
-        stream = to_stream(parsed, first_step=prep["first_step"])
-        reclaim = None
-        if trace_reclaim:
-            with open(raw_path, errors="replace") as fh:
-                reclaim = parse_reclaim(fh, parsed.markers, first_step=prep["first_step"],
-                                        last_step=prep["first_step"] + prep["steps"] - 1).to_meta()
-            reclaim["missing_events"] = list(trace_rec.missing_events)
-        loop_delta = {k: loop_after[k] - loop_before.get(k, 0) for k in loop_after}
-        # cross-check with the device's own counters: every request the loop device completed must be in the trace
-        missing = (loop_delta["read_ios"] + loop_delta["write_ios"]) - int(np.count_nonzero(stream.op != OP_DISCARD))
-        lost = int(buffer_stats["overrun"] + buffer_stats["dropped"] + parsed.lost_events) + max(0, missing)
-        req = summarize_requests(stream.op, stream.length, page_bytes)
-        child = run.child
-        summary = {
-            "accesses": prep["accesses"],
-            "faults": int(child["major_faults"]),
-            **req,
-            "pswpin": run.vmstat_delta.get("pswpin", 0),
-            "pswpout": run.vmstat_delta.get("pswpout", 0),
-            "major_faults": int(child["major_faults"]),
-        }
-        slowdown = None
-        if free is not None and free.child["total_us"] > 0:
-            slowdown = child["total_us"] / free.child["total_us"]
-        kernel = {
-            **facts,
-            **swap.facts,
-            "cgroup_version": g.version,
-            "baseline_bytes": run.baseline_bytes,
-            "baseline_rss_bytes": run.rss_bytes,
-            "page_table_bytes": overhead,
-            "limit_bytes": run.limit_bytes,
-            "peak_bytes": run.peak_bytes,
-            "warmup_s": run.warmup_s,
-            "baseline_locked": run.locked,
-            **run.oom,
-            "vmstat_delta": run.vmstat_delta,
-            "loop_stat_delta": loop_delta,
-            "requests_missing_vs_device": missing,
-            "cgroup_stat": {k: v for k, v in run.cgroup_stat.items() if k in STAT_KEYS},
-            "baseline_stat": {k: v for k, v in run.baseline_stat.items() if k in STAT_KEYS},
-            "usage_end_bytes": run.usage_end_bytes,
-            "model_resident_end_bytes": child.get("model_resident_bytes"),
-            "room_gain_bytes": room_gain_bytes(run.baseline_bytes, overhead, run.usage_end_bytes,
-                                               child.get("model_resident_bytes")),
-            "minor_faults": int(child["minor_faults"]),
-            "step_lists": step_lists,
-            "reclaim": reclaim,
-            "step_wall_us": child["step_wall_us"],
-            "step_minor_faults": child.get("step_minor_faults"),
-            "step_major_faults": child.get("step_major_faults"),
-            "replay_us": child["replay_us"],
-            "compute_us": child["compute_us"],
-            "total_us": child["total_us"],
-            "unlimited": None if free is None else {
-                "step_wall_us": free.child["step_wall_us"], "replay_us": free.child["replay_us"],
-                "compute_us": free.child["compute_us"], "total_us": free.child["total_us"],
-                "major_faults": free.child["major_faults"], "baseline_bytes": free.baseline_bytes,
-                "peak_bytes": free.peak_bytes,
-            },
-            "slowdown": slowdown,
-            "trace_buffer": {**buffer_stats, "buffer_kb": buffer_kb, "bytes_read": trace_rec.bytes_read},
-            "lost_events": lost,
-            "malformed_lines": parsed.malformed,
-            "requests_before_start": stream.before_start,
-            "removed_leftovers": removed,
-            "loadavg_start": round(load_start, 2),
-            "loadavg_end": round(os.getloadavg()[0], 2),
-        }
-        params = {"memory_bytes": memory_bytes, "memory_fraction": memory_fraction, "compute": compute or "none",
-                  "unlimited_run": unlimited_run, "lock_baseline": lock_baseline, "swap_bytes": swap.facts["device_bytes"], "rotational": rotational,
-                  "buffer_kb": buffer_kb}
-        metadata = {
-            "source": "kernel", "page_bytes": page_bytes, "device_bytes": swap.facts["device_bytes"],
-            "memory_bytes": memory_bytes, "steps": prep["steps"], "first_step": prep["first_step"],
-            "duration_us": stream.duration_us, "trace": str(tf.path), "params": params,
-            "footprint_bytes": footprint_bytes, "summary": summary, "kernel": kernel,
-        }
-        with TraceWriter(out_path, "swapio", metadata, force=force) as w:
-            w.write(t_us=stream.t_us, step=stream.step, op=stream.op, offset=stream.offset,
-                    length=stream.length, cause=stream.cause)
-        return CaptureResult(
-            path=out_path, summary=summary, pages_in=req["pages_in"], pages_out=req["pages_out"],
-            pswpin=summary["pswpin"], pswpout=summary["pswpout"], major_faults=summary["major_faults"],
-            memory_bytes=memory_bytes, baseline_bytes=run.baseline_bytes, limit_bytes=int(run.limit_bytes or 0),
-            slowdown=slowdown, lost_events=lost, malformed_lines=parsed.malformed, kernel=kernel,
-            removed_leftovers=removed,
-        )
-    finally:
-        errors = []
-        for step in ([trace_rec.teardown] if trace_rec else []) + [grp.remove for grp in reversed(groups)] + \
-                ([swap.teardown] if swap else []):
-            try:
-                step()
-            except (OSError, SwaptraceError) as exc:
-                errors.append(str(exc))
-        shutil.rmtree(workdir, ignore_errors=True)
-        for sig, handler in old_handlers.items():
-            signal.signal(sig, handler)
-        if errors and sys.exc_info()[0] is None:
-            raise ToolError("capture finished but cleanup failed: " + "; ".join(errors))
+    session = CaptureSession(
+        trace, out, memory_bytes=memory_bytes, memory_fraction=memory_fraction, compute=compute,
+        unlimited_run=unlimited_run, swap_bytes=swap_bytes, rotational=rotational, work_base=work_base,
+        buffer_kb=buffer_kb, timeout_s=timeout_s, lock_baseline=lock_baseline, raw_trace_out=raw_trace_out,
+        trace_reclaim=trace_reclaim, force=force, progress=progress,
+    )
+    return session.run()

@@ -19,6 +19,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from swaptrace import blockdev
 from swaptrace.errors import PrivilegeError, ToolError
 
 SWAP_PRIORITY = 32767  # highest: our device is used before any other swap
@@ -32,30 +33,6 @@ def _run(*args: str) -> str:
     if res.returncode != 0:
         raise ToolError(f"{' '.join(args)} failed: {res.stderr.strip() or res.stdout.strip() or res.returncode}")
     return res.stdout
-
-
-def active_swaps() -> list[str]:
-    """Device or file names listed in /proc/swaps."""
-    lines = Path("/proc/swaps").read_text().splitlines()[1:]
-    return [line.split()[0] for line in lines if line.strip()]
-
-
-def loop_devices() -> dict[str, str]:
-    """Attached loop devices: ``/dev/loopN`` -> backing file (``losetup -a`` data from sysfs)."""
-    out = {}
-    for d in Path("/sys/block").glob("loop*"):
-        backing = d / "loop" / "backing_file"
-        if backing.exists():
-            try:
-                out[f"/dev/{d.name}"] = backing.read_text().strip()
-            except OSError:
-                continue
-    return out
-
-
-def device_numbers(dev: str) -> tuple[int, int]:
-    st = os.stat(dev)
-    return os.major(st.st_rdev), os.minor(st.st_rdev)
 
 
 def parse_block_stat(text: str) -> dict[str, int]:
@@ -112,7 +89,7 @@ class SwapDevice:
         self.active = True
         self.facts = {
             "loop_device": self.loop,
-            "device": list(device_numbers(self.loop)),
+            "device": list(blockdev.device_numbers(self.loop)),
             "device_bytes": size,
             "rotational": _read(queue / "rotational"),
             "max_sectors_kb": _read(queue / "max_sectors_kb"),
@@ -123,7 +100,7 @@ class SwapDevice:
     def device(self) -> tuple[int, int]:
         if self.loop is None:
             raise RuntimeError("swap device not set up")
-        return device_numbers(self.loop)
+        return blockdev.device_numbers(self.loop)
 
     def stat(self) -> dict:
         """The loop device's counters (:func:`parse_block_stat`)."""
@@ -132,7 +109,7 @@ class SwapDevice:
     def teardown(self) -> None:
         """swapoff, detach, delete -- each step attempted even if an earlier one fails."""
         errors = []
-        if self.loop is not None and (self.active or self.loop in active_swaps()):
+        if self.loop is not None and (self.active or self.loop in blockdev.swap_areas()):
             try:
                 _run("swapoff", self.loop)
                 self.active = False
@@ -165,8 +142,8 @@ def remove_swap_leftovers(marker: str, alive) -> list[str]:
     is left alone). Returns what was removed.
     """
     removed = []
-    swaps = set(active_swaps())
-    for loop, backing in loop_devices().items():
+    swaps = set(blockdev.swap_areas())
+    for loop, backing in blockdev.loop_devices().items():
         name = Path(backing.replace(" (deleted)", "")).name
         if marker not in name or alive(name):
             continue

@@ -110,6 +110,9 @@ def run_cmd(jobs_dir, target, size, runtime, only, out, no_precondition, allow_d
     )
     if dry_run:
         return
+    from swaptrace.figures.fio import save_run_figures
+
+    save_run_figures(outcome.out_dir)
     click.echo((outcome.out_dir / "results.txt").read_text(), nl=False)
     click.echo(f"results: {outcome.results_path}")
 

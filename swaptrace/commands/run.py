@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from swaptrace.commands._common import progressbar
 from swaptrace.errors import ConfigError
 from swaptrace.pipeline import PipelineOptions, run_pipeline
 from swaptrace.units import parse_bytes
@@ -66,7 +67,8 @@ def command(preset, steps, seed, memory, memory_fraction, policy, readahead, dev
         thesis=not no_thesis,
     )
     folder = out or f"traces/{name}"
-    result = run_pipeline(opts, folder, force=force, announce=lambda line: click.echo(line, err=True))
+    result = run_pipeline(opts, folder, force=force, announce=lambda line: click.echo(line, err=True),
+                          progress=lambda length, label: progressbar(length, f"      {label}"))
     total = sum(result.seconds.values())
     click.echo(f"{folder}: ran {', '.join(result.ran) or 'nothing'} in {total:.0f} s; "
                f"report: {folder.rstrip('/')}/report/report.md")

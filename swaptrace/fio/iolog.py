@@ -199,15 +199,9 @@ def write_iolog_v2(
             rbytes += int(length[is_read].sum())
             wbytes += int(length[~is_read].sum())
             end = max(end, int((offset + length).max()))
-            names = np.where(is_read, "read", "write")
-            lines = []
             wait_ms = (lead_ms + np.floor((t_us - first_t) / 1000.0)).astype(np.int64) if timed else None
-            for i in range(len(op)):
-                if timed and wait_ms[i] > last_wait_ms:
-                    last_wait_ms = int(wait_ms[i])
-                    lines.append(f"{file_name} wait {last_wait_ms} 0\n")
-                lines.append(f"{file_name} {names[i]} {offset[i]} {length[i]}\n")
-            fh.write("".join(lines))
+            text, last_wait_ms = _iolog_lines(file_name, is_read, offset, length, wait_ms, last_wait_ms)
+            fh.write(text)
             n += len(op)
             if truncated:
                 break
@@ -225,6 +219,18 @@ def write_iolog_v2(
         last_t_us=last_t or 0.0,
         end_bytes=end,
     )
+
+
+def _iolog_lines(file_name: str, is_read, offset, length, wait_ms, last_wait_ms: int) -> tuple[str, int]:
+    """The v2 lines of one batch: a ``wait`` (absolute ms) before each request that starts a later millisecond."""
+    names = np.where(is_read, "read", "write")
+    lines = []
+    for i in range(len(names)):
+        if wait_ms is not None and wait_ms[i] > last_wait_ms:
+            last_wait_ms = int(wait_ms[i])
+            lines.append(f"{file_name} wait {last_wait_ms} 0\n")
+        lines.append(f"{file_name} {names[i]} {offset[i]} {length[i]}\n")
+    return "".join(lines), last_wait_ms
 
 
 @dataclass(frozen=True)

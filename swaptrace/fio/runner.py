@@ -9,11 +9,18 @@ Safety rules (docs/fio.md, "Safety"):
   carry the extended attribute ``user.swaptrace``; overwriting any other
   existing file needs ``--force``. A folder, an active swap file and the
   backing file of a loop device are refused.
-* A block device is refused unless ``allow_device`` is given **and** it is not
-  mounted (nor any partition of it), not held by another device (LVM, dm,
-  md), not an active swap device (``/proc/swaps``), and carries no recognisable
-  file system or partition-table signature (``blkid -p``, ``wipefs``, and our
-  own look at the magic bytes) -- the last check only is waived by ``force``.
+* A block device is refused unless ``allow_device`` is given **and** nothing
+  else uses it (:func:`swaptrace.blockdev.in_use`): not mounted, nor any
+  partition of it, in any mount namespace we can read; not held by another
+  device (LVM, dm, md); not the backing device of a loop device; not an
+  active swap device (``/proc/swaps``). No option overrides these. It must
+  also carry no recognisable file system or partition-table signature
+  (``blkid -p``, ``wipefs``, and our own look at the magic bytes) -- this
+  check alone is waived by ``force``.
+* The device is then opened with ``O_EXCL`` and kept open for the whole run:
+  the kernel refuses the open if anyone holds the device exclusively (a mount
+  in any namespace, md/dm, another ``O_EXCL`` opener) and, while swaptrace
+  holds it, refuses them in turn.
 * Every job writes JSON to its own file (``--output-format=json
   --output=FILE``); notes fio prints before the JSON are tolerated.
 * Results go to a temporary folder renamed into place at the end, so an
@@ -22,6 +29,7 @@ Safety rules (docs/fio.md, "Safety"):
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import errno
 import os
@@ -37,9 +45,11 @@ from pathlib import Path
 
 import numpy as np
 
+from swaptrace import blockdev
 from swaptrace.errors import ConfigError, OutputError, ToolError
 from swaptrace.fio import jobs as jobsmod
 from swaptrace.fio import results as resmod
+from swaptrace.fio.jobfile import validate_job_file
 from swaptrace.units import format_bytes
 
 #: the fio the pitfalls in docs/fio.md were verified on
@@ -92,143 +102,6 @@ def find_fio(fio: str | None = None) -> Fio:
     return Fio(path, version, text)
 
 
-# --------------------------------------------------------------------------- block devices
-
-#: (offset, magic, name) of signatures we recognise ourselves, besides blkid/wipefs
-_MAGICS = (
-    (0x438, b"\x53\xef", "ext2/3/4"),
-    (0x1FE, b"\x55\xaa", "DOS partition table / boot sector"),
-    (0x200, b"EFI PART", "GPT partition table"),
-    (0x0, b"XFSB", "xfs"),
-    (0x10040, b"_BHRfS_M", "btrfs"),
-    (0x0, b"LUKS\xba\xbe", "LUKS"),
-    (0x218, b"LVM2 001", "LVM2 physical volume"),
-    (0xFF6, b"SWAPSPACE2", "Linux swap"),
-    (0xFF6, b"SWAP-SPACE", "Linux swap (old)"),
-    (0x8001, b"CD001", "iso9660"),
-    (0x1000, b"\x4e\x1d\xfc\xa9" , "md raid (1.1/1.2)"),
-    (0x3, b"NTFS    ", "ntfs"),
-    (0x52, b"FAT32   ", "vfat"),
-    (0x36, b"FAT1", "vfat"),
-    (0x0, b"hsqs", "squashfs"),
-    (0x400, b"\x10\x20\xf5\xf2", "f2fs"),
-)
-
-
-def magic_signatures(data: bytes) -> list[str]:
-    """Names of file system / partition signatures found in the first bytes of a device."""
-    found = []
-    for offset, magic, name in _MAGICS:
-        if data[offset:offset + len(magic)] == magic and name not in found:
-            found.append(name)
-    return found
-
-
-def device_signatures(dev: str | os.PathLike) -> list[str]:
-    """Signatures on a block device, from ``blkid -p``, ``wipefs`` and the magic bytes."""
-    found: list[str] = []
-    if shutil.which("blkid"):
-        proc = subprocess.run(["blkid", "-p", "-o", "export", str(dev)], capture_output=True, text=True, timeout=60)
-        for line in proc.stdout.splitlines():
-            key, _, value = line.partition("=")
-            if key in ("TYPE", "PTTYPE") and value:
-                found.append(f"{value} (blkid)")
-    if shutil.which("wipefs"):
-        proc = subprocess.run(
-            ["wipefs", "--no-act", "--noheadings", "--output", "TYPE,OFFSET", str(dev)],
-            capture_output=True, text=True, timeout=60,
-        )
-        for line in proc.stdout.splitlines():
-            if line.strip():
-                found.append(f"{line.split()[0]} (wipefs)")
-    with open(dev, "rb") as fh:
-        head = fh.read(0x10040 + 64)
-    found += [f"{name} (magic bytes)" for name in magic_signatures(head)]
-    return found
-
-
-def _dev_numbers(st_rdev: int) -> str:
-    return f"{os.major(st_rdev)}:{os.minor(st_rdev)}"
-
-
-def _related_devnums(rdev: int) -> set[str]:
-    """The device and its partitions as ``major:minor`` strings (from /sys/dev/block)."""
-    own = _dev_numbers(rdev)
-    nums = {own}
-    sysdir = Path(f"/sys/dev/block/{own}")
-    if sysdir.exists():
-        for child in sysdir.resolve().iterdir():
-            devfile = child / "dev"
-            if (child / "partition").exists() and devfile.exists():
-                nums.add(devfile.read_text().strip())
-    return nums
-
-
-def device_mounts(dev: str | os.PathLike) -> list[str]:
-    """Mount points of ``dev`` or any of its partitions (from /proc/self/mountinfo)."""
-    rdev = os.stat(dev).st_rdev
-    nums = _related_devnums(rdev)
-    real = os.path.realpath(dev)
-    out = []
-    with open("/proc/self/mountinfo") as fh:
-        for line in fh:
-            fields = line.split()
-            if len(fields) < 5:
-                continue
-            source = line.split(" - ", 1)[1].split()[1] if " - " in line else ""
-            if fields[2] in nums or (source.startswith("/") and os.path.realpath(source) == real):
-                out.append(fields[4])
-    return out
-
-
-def device_holders(dev: str | os.PathLike) -> list[str]:
-    """Devices stacked on ``dev`` (dm, md, LVM), from /sys/dev/block/M:m/holders."""
-    holders = Path(f"/sys/dev/block/{_dev_numbers(os.stat(dev).st_rdev)}/holders")
-    return sorted(p.name for p in holders.iterdir()) if holders.exists() else []
-
-
-def active_swaps(dev: str | os.PathLike, swaps_file: str = "/proc/swaps") -> list[str]:
-    """Entries of /proc/swaps that are ``dev`` (same device number or path)."""
-    try:
-        lines = Path(swaps_file).read_text().splitlines()[1:]
-    except OSError:
-        return []
-    rdev = os.stat(dev).st_rdev
-    real = os.path.realpath(dev)
-    hits = []
-    for line in lines:
-        name = line.split()[0] if line.split() else ""
-        try:
-            same = os.path.realpath(name) == real or (
-                stat.S_ISBLK(os.stat(name).st_mode) and os.stat(name).st_rdev == rdev
-            )
-        except OSError:
-            same = False
-        if same:
-            hits.append(name)
-    return hits
-
-
-def loop_devices_backed_by(path: str | os.PathLike, sys_block: str = "/sys/block") -> list[str]:
-    """Loop devices whose backing file is ``path`` (from /sys/block/loopN/loop/backing_file)."""
-    real = os.path.realpath(path)
-    hits = []
-    for backing in sorted(Path(sys_block).glob("loop*/loop/backing_file")):
-        try:
-            name = backing.read_text().strip().removesuffix(" (deleted)")
-        except OSError:
-            continue
-        if name == real:
-            hits.append(f"/dev/{backing.parent.parent.name}")
-    return hits
-
-
-def block_device_bytes(dev: str | os.PathLike) -> int:
-    """Size of a block device in bytes."""
-    with open(dev, "rb") as fh:
-        return fh.seek(0, os.SEEK_END)
-
-
 # --------------------------------------------------------------------------- targets
 
 
@@ -267,12 +140,12 @@ def check_target(path: str | os.PathLike, size_bytes: int, *, allow_device: bool
         st = os.stat(p)
         if stat.S_ISBLK(st.st_mode):
             _check_device(p, size_bytes, allow_device, force)
-            return Target(p, True, True, block_device_bytes(p))
+            return Target(p, True, True, blockdev.size_bytes(p))
         if not stat.S_ISREG(st.st_mode):
             raise ConfigError(f"{p}: is neither a regular file nor a block device")
-        if active_swaps(p):
+        if blockdev.swap_entries(p):
             raise ConfigError(f"{p}: is an active swap file; swapoff it first")
-        backs = loop_devices_backed_by(p)
+        backs = blockdev.loops_backed_by(p)
         if backs:
             raise ConfigError(f"{p}: is the backing file of {', '.join(backs)}; detach it first (losetup -d)")
         if st.st_size > 0 and not _is_ours(p) and not force:
@@ -296,21 +169,15 @@ def check_target(path: str | os.PathLike, size_bytes: int, *, allow_device: bool
 def _check_device(p: Path, size_bytes: int, allow_device: bool, force: bool) -> None:
     if not allow_device:
         raise ConfigError(f"{p}: is a block device; fio would overwrite it. Pass --allow-device if that is intended")
-    mounts = device_mounts(p)
-    if mounts:
-        raise ConfigError(f"{p}: is mounted (on {', '.join(mounts)}); refusing to write to it")
-    swaps = active_swaps(p)
-    if swaps:
-        raise ConfigError(f"{p}: is an active swap device; swapoff it first")
-    holders = device_holders(p)
-    if holders:
-        raise ConfigError(f"{p}: is in use by {', '.join(holders)}; refusing to write to it")
-    sigs = device_signatures(p)
+    busy = blockdev.in_use(p)
+    if busy:  # no override: a device something else uses is never written
+        raise ConfigError(f"{p}: {busy[0]}; refusing to write to it")
+    sigs = blockdev.signatures(p)
     if sigs and not force:
         raise ConfigError(
             f"{p}: holds data ({', '.join(sigs)}); wipe it or pass --force together with --allow-device"
         )
-    have = block_device_bytes(p)
+    have = blockdev.size_bytes(p)
     if have < size_bytes:
         raise ConfigError(f"{p}: device has {have} bytes, less than --size {size_bytes}")
 
@@ -480,6 +347,36 @@ def run_jobs(
     jdir = Path(jobs_dir).resolve()
     out_dir = Path(out_dir).resolve() if out_dir is not None else None
     manifest = jobsmod.load_manifest(jdir)
+    steps = _select_steps(manifest, jdir, only, runtime_s, precondition, size_bytes)
+    tgt = check_target(target, size_bytes, allow_device=allow_device, force=force)
+    tpath = tgt.path.resolve() if not tgt.is_device else tgt.path
+    for s in steps:
+        validate_job_file(jdir / s.job["file"], _env_for(s, jdir, tpath, size_bytes))
+    fio_bin = _find_fio_for(fio, dry_run)
+    with contextlib.ExitStack() as held:
+        if tgt.is_device:
+            # O_EXCL for the whole run: the kernel refuses to mount, mkfs or assemble the device under fio
+            fd = blockdev.open_exclusive(tpath)
+            held.callback(os.close, fd)
+        if dry_run:
+            return _dry_run(steps, fio_bin, jdir, tpath, tgt, size_bytes, out_dir, echo)
+        if not fio_bin.verified:
+            echo(f"note: {fio_bin.text}; swaptrace's fio workarounds were verified on fio-3.33")
+        final = (Path(out_dir) if out_dir else
+                 jdir / jobsmod.RUNS_DIR / _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ"))
+        if final.exists() and (not final.is_dir() or any(final.iterdir())) and not force:
+            raise OutputError(f"{final}: exists; choose another --output or pass --force")
+        final.parent.mkdir(parents=True, exist_ok=True)
+        run_info = {"target": str(tpath), "target_is_device": tgt.is_device, "size_bytes": size_bytes,
+                    "runtime_s": runtime_s, "fio": fio_bin.text, "jobs_dir": str(jdir.resolve())}
+        outcome = _run_into(final, steps, manifest, fio_bin, jdir, tgt, tpath, size_bytes, run_info, echo)
+    if out_dir is None:
+        _point_latest(final)
+    return outcome
+
+
+def _select_steps(manifest: dict, jdir: Path, only, runtime_s: int, precondition: bool, size_bytes: int) -> list[Step]:
+    """The steps to run, after checking the runtime and that the target is big enough for them."""
     if runtime_s < 1:
         raise ConfigError(f"runtime: must be at least 1 second, got {runtime_s}")
     steps = plan_steps(manifest, only, runtime_s, precondition)
@@ -493,33 +390,36 @@ def run_jobs(
             f"these jobs need at least {format_bytes(min_bytes)} ({min_bytes} bytes)"
             + ("; or remap the replay with `swaptrace fio jobs STREAM --size SIZE`" if needs_replay else "")
         )
-    tgt = check_target(target, size_bytes, allow_device=allow_device, force=force)
-    tpath = tgt.path.resolve() if not tgt.is_device else tgt.path
-    for s in steps:
-        jobsmod.validate_job_file(jdir / s.job["file"], _env_for(s, jdir, tpath, size_bytes))
+    return steps
+
+
+def _find_fio_for(fio: str | None, dry_run: bool) -> Fio:
+    """The fio binary; a dry run goes on without one (it only prints the commands)."""
     try:
-        fio_bin = find_fio(fio)
+        return find_fio(fio)
     except ToolError:
         if not dry_run:
             raise
-        fio_bin = Fio(fio or "fio", (0, 0), "fio (not found)")
-    if dry_run:
-        shown = (Path(out_dir) if out_dir else jdir / jobsmod.RUNS_DIR / "<time>") / RAW_DIR
-        commands = []
-        for s in steps:
-            env = " ".join(f"{k}={v}" for k, v in _env_for(s, jdir, tpath, size_bytes).items())
-            commands.append(f"{env} {' '.join(_command(fio_bin.path, s, jdir, shown))}")
-        if not tgt.exists or tgt.current_bytes < size_bytes:
-            echo(f"# would create/fill {tgt.describe()} to {format_bytes(size_bytes)} with data")
-        for c in commands:
-            echo(c)
-        return RunOutcome(None, None, None, tuple(commands), (), {})
-    if not fio_bin.verified:
-        echo(f"note: {fio_bin.text}; swaptrace's fio workarounds were verified on fio-3.33")
-    final = Path(out_dir) if out_dir else jdir / jobsmod.RUNS_DIR / _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-    if final.exists() and (not final.is_dir() or any(final.iterdir())) and not force:
-        raise OutputError(f"{final}: exists; choose another --output or pass --force")
-    final.parent.mkdir(parents=True, exist_ok=True)
+        return Fio(fio or "fio", (0, 0), "fio (not found)")
+
+
+def _dry_run(steps, fio_bin: Fio, jdir: Path, tpath: Path, tgt: Target, size_bytes: int, out_dir, echo) -> RunOutcome:
+    """Print the commands a run would execute; write nothing."""
+    shown = (Path(out_dir) if out_dir else jdir / jobsmod.RUNS_DIR / "<time>") / RAW_DIR
+    commands = []
+    for s in steps:
+        env = " ".join(f"{k}={v}" for k, v in _env_for(s, jdir, tpath, size_bytes).items())
+        commands.append(f"{env} {' '.join(_command(fio_bin.path, s, jdir, shown))}")
+    if not tgt.exists or tgt.current_bytes < size_bytes:
+        echo(f"# would create/fill {tgt.describe()} to {format_bytes(size_bytes)} with data")
+    for c in commands:
+        echo(c)
+    return RunOutcome(None, None, None, tuple(commands), (), {})
+
+
+def _run_into(final: Path, steps, manifest: dict, fio_bin: Fio, jdir: Path, tgt: Target, tpath: Path,
+              size_bytes: int, run_info: dict, echo) -> RunOutcome:
+    """Run every step into a temporary folder renamed to ``final`` at the end (removed on any failure)."""
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
     commands: list[str] = []
     old_sigterm = _sigterm_as_interrupt()
@@ -527,40 +427,15 @@ def run_jobs(
         written = prepare_file_target(tgt, size_bytes)
         if written:
             echo(f"filled {tgt.describe()}: {format_bytes(written)} of data")
-        parsed = []
         raw = tmp / RAW_DIR
         raw.mkdir()
-        for i, s in enumerate(steps, start=1):
-            cmd = _command(fio_bin.path, s, jdir, raw)
-            commands.append(" ".join(cmd))
-            env = {**os.environ, **_env_for(s, jdir, tpath, size_bytes)}
-            proc = subprocess.run(cmd, env=env, cwd=raw, capture_output=True, text=True)
-            json_path = raw / f"{s.instance}.json"
-            (raw / f"{s.instance}.stderr").write_text(proc.stderr)
-            if proc.returncode != 0 or not json_path.exists():
-                last = (proc.stderr.strip().splitlines() or proc.stdout.strip().splitlines() or ["no output"])[-1]
-                raise ToolError(f"fio failed on job {s.instance} (exit {proc.returncode}): {last}")
-            rows = resmod.parse_fio_json(json_path, s.instance, s.job, manifest)
-            parsed.append((s, rows))
-            summary = ", ".join(f"{r['direction']} {r['bw_bytes'] / 1e6:.1f} MB/s" for r in rows) or "no I/O"
-            echo(f"[{i}/{len(steps)}] {s.instance}: {summary}")
-        res_path, bw_path, rows, ratios = resmod.write_run_results(tmp, parsed, manifest, {
-            "target": str(tpath),
-            "target_is_device": tgt.is_device,
-            "size_bytes": size_bytes,
-            "runtime_s": runtime_s,
-            "fio": fio_bin.text,
-            "jobs_dir": str(jdir.resolve()),
-            "commands": commands,
-        })
-        from swaptrace.figures.fio import save_run_figures
-
-        save_run_figures(tmp)
+        parsed = [_run_step(i, len(steps), s, fio_bin, jdir, raw, tpath, size_bytes, manifest, commands, echo)
+                  for i, s in enumerate(steps, start=1)]
+        res_path, bw_path, rows, ratios = resmod.write_run_results(tmp, parsed, manifest,
+                                                                   {**run_info, "commands": commands})
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)
-        if out_dir is None:
-            _point_latest(final)
     except BaseException:
         # subprocess.run has already killed a running fio; drop the partial results
         shutil.rmtree(tmp, ignore_errors=True)
@@ -569,6 +444,24 @@ def run_jobs(
         if old_sigterm is not None:
             signal.signal(signal.SIGTERM, old_sigterm)
     return RunOutcome(final, final / res_path.name, final / bw_path.name, tuple(commands), tuple(rows), ratios)
+
+
+def _run_step(i: int, n: int, s: Step, fio_bin: Fio, jdir: Path, raw: Path, tpath: Path, size_bytes: int,
+              manifest: dict, commands: list[str], echo) -> tuple[Step, list[dict]]:
+    """Run one fio invocation, keep its JSON and stderr in ``raw``, and parse its rows."""
+    cmd = _command(fio_bin.path, s, jdir, raw)
+    commands.append(" ".join(cmd))
+    env = {**os.environ, **_env_for(s, jdir, tpath, size_bytes)}
+    proc = subprocess.run(cmd, env=env, cwd=raw, capture_output=True, text=True)
+    json_path = raw / f"{s.instance}.json"
+    (raw / f"{s.instance}.stderr").write_text(proc.stderr)
+    if proc.returncode != 0 or not json_path.exists():
+        last = (proc.stderr.strip().splitlines() or proc.stdout.strip().splitlines() or ["no output"])[-1]
+        raise ToolError(f"fio failed on job {s.instance} (exit {proc.returncode}): {last}")
+    rows = resmod.parse_fio_json(json_path, s.instance, s.job, manifest)
+    summary = ", ".join(f"{r['direction']} {r['bw_bytes'] / 1e6:.1f} MB/s" for r in rows) or "no I/O"
+    echo(f"[{i}/{n}] {s.instance}: {summary}")
+    return s, rows
 
 
 def _raise_interrupt(signum, frame):  # noqa: ARG001 - signal handler signature

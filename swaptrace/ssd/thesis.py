@@ -42,6 +42,50 @@ def default_config() -> SSDConfig:
     return load_device(DEFAULT_DEVICE, DEFAULT_OVERRIDES, capacity_bytes=DEFAULT_CAPACITY)
 
 
+def _request_size_experiment(cfg: SSDConfig, iodepth: int, seed: int, say) -> tuple[float, float]:
+    """1. Random reads on a full drive: the swap size mix vs 128 KiB; (swap-mix, 128 KiB) bandwidth in MB/s."""
+    read_volume = min(cfg.user_bytes, 512 << 20)
+    small = synth(cfg, "swap", rwmix_read=100.0, volume_bytes=read_volume, iodepth=iodepth, precondition="seq",
+                  seed=seed)
+    large = synth(cfg, "randread", bs_bytes=128 << 10, volume_bytes=read_volume, iodepth=iodepth,
+                  precondition="seq", seed=seed)
+    small_bw, large_bw = small.summary["throughput_mb_s"], large.summary["throughput_mb_s"]
+    say(f"request size: swap-mix reads {small_bw:.0f} MB/s, 128 KiB reads {large_bw:.0f} MB/s (QD {iodepth})")
+    return small_bw, large_bw
+
+
+def _write_experiment(cfg: SSDConfig, write_iodepth: int, drive_writes: float, seed: int,
+                      say) -> tuple[float, float, float]:
+    """2. Sequential 128 KiB vs steady-state random swap-pattern writes; (MB/s, MB/s, random WAF)."""
+    cap = cfg.user_bytes
+    seq = synth(cfg, "write", bs_bytes=128 << 10, volume_bytes=cap, iodepth=write_iodepth, precondition="seq",
+                seed=seed)
+    rnd = synth(cfg, "swap", rwmix_read=0.0, volume_bytes=int(drive_writes * cap), iodepth=write_iodepth,
+                precondition="seq", seed=seed)
+    seq_bw = seq.summary["write_mb_s"]
+    rnd_bw = rnd.summary["steady_state"]["bandwidth_mb_s"]
+    say(f"writes: sequential {seq_bw:.0f} MB/s, swap-pattern random {rnd_bw:.0f} MB/s (steady, WAF "
+        f"{rnd.timeline['waf'][-5:].mean():.2f})")
+    return seq_bw, rnd_bw, float(rnd.timeline["waf"][-5:].mean())
+
+
+def _fresh_drive_experiment(cfg: SSDConfig, write_iodepth: int, drive_writes: float, seed: int, say):
+    """3. Bandwidth against written volume on a fresh drive, swap-like mix (half reads).
+
+    Twice the drive writes of experiment 2: on a fresh drive the not-yet-written
+    space (exp(-k) of it after k drive writes) acts as extra spare, so WAF keeps
+    rising for longer. Returns the run, its first window's and its steady bandwidth (MB/s).
+    """
+    cap = cfg.user_bytes
+    fresh = synth(cfg, "swap", rwmix_read=50.0, volume_bytes=int(4 * drive_writes * cap), iodepth=write_iodepth,
+                  precondition="none", seed=seed)
+    fresh_bw = float(fresh.timeline["bandwidth_mb_s"][0])
+    steady_bw = float(fresh.summary["steady_state"]["bandwidth_mb_s"])
+    say(f"fresh drive, swap-like mix: {fresh_bw:.0f} MB/s at first, {steady_bw:.0f} MB/s after "
+        f"{fresh.summary['host_write_bytes'] / cap:.1f} drive writes")
+    return fresh, fresh_bw, steady_bw
+
+
 def run_thesis(config: SSDConfig | None = None, *, iodepth: int = 8, write_iodepth: int = 32,
                drive_writes: float = 3.0, seed: int = 0,
                log: Callable[[str], None] | None = None) -> dict[str, Any]:
@@ -68,36 +112,10 @@ def run_thesis(config: SSDConfig | None = None, *, iodepth: int = 8, write_iodep
     cap = cfg.user_bytes
     t0 = time.perf_counter()
 
-    # 1. request size: random reads, swap size mix vs 128 KiB, full drive
-    read_volume = min(cap, 512 << 20)
-    small = synth(cfg, "swap", rwmix_read=100.0, volume_bytes=read_volume, iodepth=iodepth, precondition="seq",
-                  seed=seed)
-    large = synth(cfg, "randread", bs_bytes=128 << 10, volume_bytes=read_volume, iodepth=iodepth,
-                  precondition="seq", seed=seed)
-    small_bw, large_bw = small.summary["throughput_mb_s"], large.summary["throughput_mb_s"]
-    say(f"request size: swap-mix reads {small_bw:.0f} MB/s, 128 KiB reads {large_bw:.0f} MB/s (QD {iodepth})")
-
-    # 2. sequential vs random (swap-pattern) writes
-    seq = synth(cfg, "write", bs_bytes=128 << 10, volume_bytes=cap, iodepth=write_iodepth, precondition="seq",
-                seed=seed)
-    rnd = synth(cfg, "swap", rwmix_read=0.0, volume_bytes=int(drive_writes * cap), iodepth=write_iodepth,
-                precondition="seq", seed=seed)
-    seq_bw = seq.summary["write_mb_s"]
-    rnd_bw = rnd.summary["steady_state"]["bandwidth_mb_s"]
-    say(f"writes: sequential {seq_bw:.0f} MB/s, swap-pattern random {rnd_bw:.0f} MB/s (steady, WAF "
-        f"{rnd.timeline['waf'][-5:].mean():.2f})")
-
-    # 3. bandwidth vs written volume on a fresh drive, swap-like mix (half reads). Twice the
-    # drive writes of experiment 2: on a fresh drive the not-yet-written space (exp(-k) of it
-    # after k drive writes) acts as extra spare, so WAF keeps rising for longer.
-    fresh = synth(cfg, "swap", rwmix_read=50.0, volume_bytes=int(4 * drive_writes * cap), iodepth=write_iodepth,
-                  precondition="none", seed=seed)
+    small_bw, large_bw = _request_size_experiment(cfg, iodepth, seed, say)
+    seq_bw, rnd_bw, rnd_waf = _write_experiment(cfg, write_iodepth, drive_writes, seed, say)
+    fresh, fresh_bw, steady_bw = _fresh_drive_experiment(cfg, write_iodepth, drive_writes, seed, say)
     bw = fresh.timeline["bandwidth_mb_s"]
-    fresh_bw = float(bw[0])
-    steady_bw = float(fresh.summary["steady_state"]["bandwidth_mb_s"])
-    say(f"fresh drive, swap-like mix: {fresh_bw:.0f} MB/s at first, {steady_bw:.0f} MB/s after "
-        f"{fresh.summary['host_write_bytes'] / cap:.1f} drive writes")
-
     sweep = request_size_sweep(cfg, iodepths=(1, iodepth, write_iodepth), volume_bytes=min(cap, 64 << 20), seed=seed)
 
     return {
@@ -110,7 +128,7 @@ def run_thesis(config: SSDConfig | None = None, *, iodepth: int = 8, write_iodep
             "read_128k_mb_s": large_bw,
             "sequential_write_mb_s": seq_bw,
             "random_write_mb_s": rnd_bw,
-            "random_write_waf": float(rnd.timeline["waf"][-5:].mean()),
+            "random_write_waf": rnd_waf,
             "fresh_mb_s": fresh_bw,
             "steady_mb_s": steady_bw,
             "steady": bool(fresh.summary["steady_state"]["steady"]),

@@ -1,0 +1,21 @@
+"""The names of the files a pipeline folder holds (``swaptrace run -o DIR``).
+
+Read by :mod:`swaptrace.pipeline`, which writes them, and by
+:mod:`swaptrace.report`, which draws whatever of them a folder holds; kept
+here, below both, so that the report does not import the pipeline.
+"""
+
+from __future__ import annotations
+
+ACCESS = "access.parquet"
+MRC_CSV, MRC_PNG = "mrc.csv", "mrc.png"
+SWAPIO = "swapio.parquet"
+SSD = "ssd.parquet"
+THESIS = "ssd-thesis.json"
+FIO_JOBS = "fio"
+FIO_RUN = "fio-run"
+REPORT = "report"
+#: a real-kernel capture of the same trace, compared with the emulator's stream when present
+KERNEL_STREAM = "kernel.swapio.parquet"
+#: what each stage ran with (parameters and input fingerprints)
+MANIFEST = "pipeline.json"
