@@ -74,7 +74,8 @@ class PipelineOptions:
     steps: int | None = None
     seed: int = 0
     memory_bytes: int | None = None
-    memory_fraction: float | None = 0.5
+    #: the budget as a fraction of the footprint; 0.5 when neither it nor ``memory_bytes`` is given
+    memory_fraction: float | None = None
     policy: str = "linux"
     readahead: str = "vma"
     device: str = "nvme-tlc"
@@ -84,6 +85,10 @@ class PipelineOptions:
     fio_size_bytes: int = 256 << 20
     fio_runtime_s: int = 3
     thesis: bool = True
+
+    def __post_init__(self) -> None:
+        if self.memory_bytes is None and self.memory_fraction is None:
+            object.__setattr__(self, "memory_fraction", 0.5)
 
 
 @dataclass
@@ -126,7 +131,7 @@ def _spec_identity(preset: str) -> dict[str, Any]:
 def plan(opts: PipelineOptions, out_dir: Path) -> list[Stage]:
     """The stages for these options, in order (library calls, no work done yet)."""
     gen_params = {**_spec_identity(opts.preset), "steps": opts.steps, "seed": opts.seed}
-    mem = {"memory_bytes": opts.memory_bytes} if opts.memory_bytes else {"memory_fraction": opts.memory_fraction}
+    mem = {"memory_bytes": opts.memory_bytes, "memory_fraction": opts.memory_fraction}
     emu_params = {**mem, "policy": opts.policy, "readahead": opts.readahead}
     fio_skip = None
     if not opts.fio:
@@ -151,6 +156,32 @@ def plan(opts: PipelineOptions, out_dir: Path) -> list[Stage]:
         Stage("report", (ACCESS, MRC_CSV, SWAPIO, SSD), (REPORT,), {"fio": opts.fio, "thesis": opts.thesis},
               runs(S.run_report)),
     ]
+
+
+def check_options(opts: PipelineOptions) -> None:
+    """Raise :class:`ConfigError` for any option a stage would refuse, before the first stage runs.
+
+    The budget, policy and readahead are resolved against the model's layout by the emulator's own
+    :meth:`~swaptrace.pagecache.EmulatorConfig.resolve` (its footprint is known without generating).
+    """
+    from swaptrace.layout import build_layout
+    from swaptrace.pagecache import EmulatorConfig
+    from swaptrace.spec import load_spec
+    from swaptrace.ssd.config import load_device
+
+    if opts.steps is not None and opts.steps <= 0:
+        raise ConfigError(f"--steps must be positive, got {opts.steps}")
+    if opts.seed < 0:
+        raise ConfigError(f"--seed must not be negative, got {opts.seed}")
+    if opts.fio_size_bytes <= 0 or opts.fio_runtime_s <= 0:
+        raise ConfigError("--fio-size and --fio-runtime must be positive")
+    if opts.ssd_capacity_bytes is not None and opts.ssd_capacity_bytes <= 0:
+        raise ConfigError(f"--ssd-capacity must be positive, got {opts.ssd_capacity_bytes}")
+    layout = build_layout(load_spec(opts.preset))
+    meta = {"footprint_pages": layout.footprint_pages, "page_bytes": layout.page_bytes}
+    EmulatorConfig.resolve(meta, memory_bytes=opts.memory_bytes, memory_fraction=opts.memory_fraction,
+                           policy=opts.policy, readahead=opts.readahead, source=opts.preset)
+    load_device(opts.device)
 
 
 class _QuietBar:
@@ -191,6 +222,7 @@ def run_pipeline(
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"{out}: exists and is not a folder")
+    check_options(opts)  # every option checked before anything is written
     out.mkdir(parents=True, exist_ok=True)
     manifest_path = out / MANIFEST
     try:

@@ -54,9 +54,13 @@ def run_mrc(d: Path, opts, say, bar) -> dict[str, Any]:
 
 
 def _budget_bytes(access_meta: dict[str, Any], opts) -> int:
-    if opts.memory_bytes:
-        return int(opts.memory_bytes)
-    return int(int(access_meta["footprint_pages"]) * opts.memory_fraction) * int(access_meta["page_bytes"])
+    """The budget the emulate stage will use, in bytes (the emulator's own rule)."""
+    from swaptrace.pagecache import EmulatorConfig
+
+    page_bytes = int(access_meta["page_bytes"])
+    return page_bytes * EmulatorConfig.budget_pages_for(int(access_meta["footprint_pages"]), page_bytes,
+                                                        memory_bytes=opts.memory_bytes,
+                                                        memory_fraction=opts.memory_fraction)
 
 
 def run_emulate(d: Path, opts, say, bar) -> dict[str, Any]:
@@ -64,10 +68,9 @@ def run_emulate(d: Path, opts, say, bar) -> dict[str, Any]:
     from swaptrace.traceio import open_trace
 
     tf = open_trace(d / ACCESS, "access")
-    mem = {"memory_bytes": opts.memory_bytes} if opts.memory_bytes else {"memory_fraction": opts.memory_fraction}
     with bar(tf.num_rows, "accesses") as b:
         res = emulate(d / ACCESS, d / SWAPIO, policy=opts.policy, readahead=opts.readahead, force=True,
-                      progress=b.update, **mem)
+                      progress=b.update, memory_bytes=opts.memory_bytes, memory_fraction=opts.memory_fraction)
     return {k: res.summary.get(k) for k in ("faults", "pages_in", "pages_out", "bytes_read", "bytes_written")}
 
 

@@ -26,7 +26,7 @@ def _trace(path, pages=64, steps=2):
 def test_not_root_is_one_clear_line(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     trace = _trace(tmp_path / "t.access.parquet")
-    res = CliRunner().invoke(cli, ["capture", str(trace), "--memory", "1MiB", "-o", str(tmp_path / "o.parquet")])
+    res = CliRunner().invoke(cli, ["capture", str(trace), "--memory", "128KiB", "-o", str(tmp_path / "o.parquet")])
     assert res.exit_code == 2 and "needs root" in res.output and "Traceback" not in res.output
     assert not (tmp_path / "o.parquet").exists()
     with pytest.raises(PrivilegeError):

@@ -36,9 +36,8 @@ LAYERS = (
 
 #: longest function (lines from ``def`` to its last line) outside swaptrace/_kernels/
 MAX_FUNCTION_LINES = 80
-#: files still holding longer functions. Both are being split by the emulator
-#: rework (one config, one run per call); remove each entry when that lands.
-LONG_FUNCTION_ALLOWED = frozenset({"swaptrace/pagecache.py", "swaptrace/commands/emulate.py"})
+#: files allowed longer functions (none: keep it so)
+LONG_FUNCTION_ALLOWED: frozenset[str] = frozenset()
 
 
 def _module_name(path: Path) -> str:

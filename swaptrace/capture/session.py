@@ -50,6 +50,7 @@ from swaptrace.capture.reclaim import RECLAIM_EVENTS, parse_reclaim
 from swaptrace.capture.swapdev import SwapDevice, remove_swap_leftovers
 from swaptrace.compare import summarize_requests
 from swaptrace.errors import ConfigError, PrivilegeError, SwaptraceError, ToolError, TraceFileError
+from swaptrace.pagecache.config import EmulatorConfig
 from swaptrace.traceio import OP_DISCARD, TraceWriter, check_output_path, open_trace
 
 PREFIX = "swaptrace-capture-"
@@ -534,18 +535,11 @@ class CaptureSession:
         self.compute = None if self.compute == "none" else self.compute
 
     def _budget_bytes(self) -> int:
-        """The model's budget in bytes from ``memory_bytes`` or ``memory_fraction`` of the footprint (exactly one)."""
-        memory_bytes, memory_fraction = self.memory_bytes, self.memory_fraction
-        if (memory_bytes is None) == (memory_fraction is None):
-            raise ConfigError("give exactly one of --memory and --memory-fraction")
-        if memory_fraction is not None:
-            if not 0 < memory_fraction <= 1:
-                raise ConfigError(f"--memory-fraction must be in (0, 1], got {memory_fraction}")
-            memory_bytes = int(self.footprint_bytes * memory_fraction)
-        memory_bytes = int(memory_bytes)
-        if memory_bytes <= 0:
-            raise ConfigError("--memory must be positive")
-        return memory_bytes
+        """The model's budget in bytes: the emulator's rule (:meth:`EmulatorConfig.budget_pages_for`), so a
+        capture and an emulation of the same options get the same whole pages."""
+        pages = EmulatorConfig.budget_pages_for(self.footprint_bytes // self.page_bytes, self.page_bytes,
+                                                memory_bytes=self.memory_bytes, memory_fraction=self.memory_fraction)
+        return pages * self.page_bytes
 
     def _check_machine(self) -> None:
         check_privileges()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import click
 
 from swaptrace.commands._common import progressbar
-from swaptrace.errors import ConfigError
 from swaptrace.pipeline import PipelineOptions, run_pipeline
 from swaptrace.units import parse_bytes
 
@@ -41,12 +40,6 @@ def command(preset, steps, seed, memory, memory_fraction, policy, readahead, dev
       swaptrace run --preset demo -o traces/demo/
       swaptrace run --preset tiny --memory 16MiB --no-fio -o traces/tiny/
     """
-    if memory is not None and memory_fraction is not None:
-        raise ConfigError("give at most one of --memory and --memory-fraction")
-    if steps is not None and steps <= 0:
-        raise ConfigError(f"--steps must be positive, got {steps}")
-    if fio_runtime <= 0:
-        raise ConfigError(f"--fio-runtime must be positive, got {fio_runtime}")
     from swaptrace.spec import load_spec
 
     name = load_spec(preset).name  # fails early, with one line, on an unknown preset
@@ -55,7 +48,7 @@ def command(preset, steps, seed, memory, memory_fraction, policy, readahead, dev
         steps=steps,
         seed=seed,
         memory_bytes=parse_bytes(memory, "--memory") if memory is not None else None,
-        memory_fraction=None if memory is not None else (0.5 if memory_fraction is None else memory_fraction),
+        memory_fraction=memory_fraction,
         policy=policy,
         readahead=readahead,
         device=device,

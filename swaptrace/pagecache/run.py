@@ -103,17 +103,10 @@ def emulate(
     first_step = int(tf.meta.get("first_step", 0))
     nsteps, counts = _step_counts_beside(tf, first_step, chunk_rows)
     progress = _share(progress, 2 if members else 1)
-    run_cfg, described, skip = config, None, 0
-    emu = None
+    run_cfg, emu, skip, described = config, None, 0, None
     if members:
-        runs = run_members(tf, members, nsteps=nsteps, first_step=first_step, chunk_rows=chunk_rows,
-                           workers=workers, progress=progress)
-        chosen = nearest_member([(c.pages_in, c.pages_out) for c in runs.counters])
-        run_cfg = members[chosen]
-        described = describe_members(members, runs.counters, chosen, prof.ensemble)
-        shared = runs.prefix.counters()
-        if shared.read_requests + shared.write_requests == 0:  # no rows to write in the shared prefix
-            emu, skip = runs.prefix.fork(run_cfg, counts), runs.prefix_accesses
+        run_cfg, emu, skip, described = _choose_member(tf, members, prof, counts, nsteps=nsteps, first_step=first_step,
+                                                       chunk_rows=chunk_rows, workers=workers, progress=progress)
     if emu is None:
         emu = Emulator(run_cfg, int(tf.meta["footprint_pages"]), counts, nsteps=nsteps, first_step=first_step,
                        regions=tf.meta.get("regions"))
@@ -125,6 +118,23 @@ def emulate(
             "evictions bytes_read bytes_written").split()
     return EmulationResult(path=path, summary=summary, memory_pages=run_cfg.budget_pages, params=params,
                            **{k: summary[k] for k in keys})
+
+
+def _choose_member(tf: TraceFile, members: list[EmulatorConfig], prof: KernelProfile, counts: Any, *, nsteps: int,
+                   first_step: int, chunk_rows: int, workers: int | None, progress: Callable[[int], None] | None):
+    """Run the members; ``(config, emulator or None, accesses it has taken, params.ensemble)`` of the one to write.
+
+    The emulator is the shared prefix forked as the chosen member when the prefix issued no request (nothing to
+    write for it), so the writing run starts where the members diverged; else None (run it from the start).
+    """
+    runs = run_members(tf, members, nsteps=nsteps, first_step=first_step, chunk_rows=chunk_rows, workers=workers,
+                       progress=progress)
+    chosen = nearest_member([(c.pages_in, c.pages_out) for c in runs.counters])
+    described = describe_members(members, runs.counters, chosen, prof.ensemble)
+    shared = runs.prefix.counters()
+    if shared.read_requests + shared.write_requests == 0:
+        return members[chosen], runs.prefix.fork(members[chosen], counts), runs.prefix_accesses, described
+    return members[chosen], None, 0, described
 
 
 def _members(cfg: EmulatorConfig, prof: KernelProfile, ensemble: bool | None, *, write_cost_given: bool,
