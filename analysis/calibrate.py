@@ -152,7 +152,7 @@ def _emulate(trace: Path, memory_bytes: int, policy: str, readahead: str, out: P
     # the capture's swap device size, not emulate's default (footprint + 1 page): vm_swap_full() (swap more than
     # half used) frees slots on swap-in, so a device twice as small changes which evictions need a write
     emulate(trace, out, memory_bytes=memory_bytes, policy=policy, readahead=readahead, swap_bytes=swap_bytes,
-            force=True, **options)
+            force=True, **{"ensemble": None, **options})  # the command's default unless options say otherwise
     return out
 
 

@@ -106,7 +106,7 @@ def main(argv=None) -> int:
         return emulate(trace, out, memory_bytes=half * page_bytes, policy="lru", readahead="none", force=True)
 
     def ours_linux():
-        return emulate(trace, out, memory_bytes=half * page_bytes, policy="linux", force=True)
+        return emulate(trace, out, memory_bytes=half * page_bytes, policy="linux", ensemble=None, force=True)
 
     def ours_linux_single():
         return emulate(trace, out, memory_bytes=half * page_bytes, policy="linux", ensemble=False, force=True)

@@ -70,7 +70,8 @@ def run_emulate(d: Path, opts, say, bar) -> dict[str, Any]:
     tf = open_trace(d / ACCESS, "access")
     with bar(tf.num_rows, "accesses") as b:
         res = emulate(d / ACCESS, d / SWAPIO, policy=opts.policy, readahead=opts.readahead, force=True,
-                      progress=b.update, memory_bytes=opts.memory_bytes, memory_fraction=opts.memory_fraction)
+                      progress=b.update, memory_bytes=opts.memory_bytes, memory_fraction=opts.memory_fraction,
+                      ensemble=None)  # the command's default: the profile's ensemble where it applies
     return {k: res.summary.get(k) for k in ("faults", "pages_in", "pages_out", "bytes_read", "bytes_written")}
 
 

@@ -57,7 +57,7 @@ def test_nearest_member_is_the_run_nearest_the_mean_in_relative_pages_in_and_out
 
 
 def test_the_default_writes_the_stream_of_the_member_nearest_the_mean(trace, tmp_path):
-    res = emulate(trace, tmp_path / "e.swapio.parquet", memory_fraction=0.4)
+    res = emulate(trace, tmp_path / "e.swapio.parquet", memory_fraction=0.4, ensemble=None)
     ens = res.params["ensemble"]
     members = ens["members"]
     assert len(members) == 15 and ens["write_costs"] == list(ENSEMBLE.write_costs)
@@ -93,6 +93,12 @@ def test_the_default_writes_the_stream_of_the_member_nearest_the_mean(trace, tmp
 def test_no_ensemble_is_one_run_at_the_default_write_cost(trace, tmp_path):
     res = emulate(trace, tmp_path / "s.swapio.parquet", memory_fraction=0.4, ensemble=False)
     assert res.params["ensemble"] is None and res.params["write_cost"] == pagecache.DEFAULT_WRITE_COST
+    # the library's default is that one run: emulate() == emulate(write_cost=DEFAULT_WRITE_COST)
+    plain = emulate(trace, tmp_path / "d.swapio.parquet", memory_fraction=0.4)
+    given = emulate(trace, tmp_path / "g.swapio.parquet", memory_fraction=0.4, write_cost=pagecache.DEFAULT_WRITE_COST)
+    a, b = (open_trace(r.path, kind="swapio").read_all() for r in (plain, given))
+    assert plain.params["ensemble"] is None and plain.summary == given.summary == res.summary
+    assert all((a[c] == b[c]).all() for c in ("t_us", "op", "offset", "length", "cause"))
     assert res.params["fill_write_credit"] == pagecache.DEFAULT_FILL_WRITE_CREDIT
     lag = emulate(trace, tmp_path / "l.swapio.parquet", memory_fraction=0.4, writeback_completion="level")
     assert lag.params["ensemble"] is None and lag.params["fill_write_credit"] is None
@@ -100,7 +106,7 @@ def test_no_ensemble_is_one_run_at_the_default_write_cost(trace, tmp_path):
 
 def test_progress_counts_the_trace_once_over_all_passes(trace, tmp_path):
     seen = []
-    res = emulate(trace, tmp_path / "p.swapio.parquet", memory_fraction=0.4, progress=seen.append)
+    res = emulate(trace, tmp_path / "p.swapio.parquet", memory_fraction=0.4, progress=seen.append, ensemble=None)
     assert res.params["ensemble"] is not None
     assert sum(seen) == res.accesses == 12000 and all(n > 0 for n in seen)
 

@@ -89,7 +89,7 @@ def test_the_fast_path_equals_emulate(tmp_path):
     kin, kout = [], []
     for scale in SCALES:
         r = emulate(trace, tmp_path / f"{scale}.swapio.parquet", memory_bytes=int(memory * scale) // 4096 * 4096,
-                    swap_bytes=swap)
+                    swap_bytes=swap, ensemble=None)
         kin.append(r.pages_in)
         kout.append(r.pages_out)
     assert min(kin) > 0 and min(kout) > 0  # the budget swaps, so the comparison is not 0 = 0

@@ -47,7 +47,7 @@ def emulate(
     config: EmulatorConfig | None = None,
     *,
     profile: KernelProfile | str | None = None,
-    ensemble: bool | None = None,
+    ensemble: bool | None = False,
     force: bool = False,
     progress: Callable[[int], None] | None = None,
     chunk_rows: int = CHUNK_ROWS,
@@ -70,11 +70,12 @@ def emulate(
     profile : KernelProfile or str, optional
         The kernel profile whose ``linux`` defaults and ensemble apply
         (default ``linux-6.x-cgroup1``).
-    ensemble : bool, optional
-        Run the profile's ensemble (one counting run per member) and write the
-        stream of the member nearest their mean pages in and out. Default: on
-        where it applies -- the profile has one, the writeback rule is
-        ``device`` and no ``write_cost`` was given. False: one run.
+    ensemble : bool or None
+        False (default): one deterministic run. True: the profile's ensemble
+        (one counting run per member) and the stream of the member nearest their
+        mean pages in and out. None: the ensemble where it applies -- the profile
+        has one, the writeback rule is ``device`` and no ``write_cost`` was given
+        -- what ``swaptrace emulate`` and ``swaptrace run`` do by default.
     force : bool
         Overwrite ``out``.
     progress : callable, optional
