@@ -3,18 +3,42 @@
 Each benchmark is its own process (so peak-memory figures are its own) and
 prints a markdown table of medians and ratios against the peer it runs side
 by side. ``--quick`` is passed through for a fast smoke run. The combined
-output is also written to ``benchmarks/results/latest.md``.
+output is also written to ``benchmarks/results/latest.md`` and, for a full run
+of every benchmark, into the "Latest run" section of ``docs/benchmarks.md``
+(between its ``bench:begin`` and ``bench:end`` markers), with the date, the
+machine and its load average, so the docs always show what ``make bench`` last measured.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import platform
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 HERE = Path(__file__).parent
+DOCS = HERE.parent / "docs" / "benchmarks.md"
+BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+
+
+def update_docs(sections: list[str], docs: Path = DOCS) -> bool:
+    """Replace the text between the markers of ``docs`` with this run's tables; False if the markers are missing."""
+    text = docs.read_text()
+    if BEGIN not in text or END not in text:
+        return False
+    load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
+    head = (f"Measured by `make bench` on {time.strftime('%Y-%m-%d %H:%M')}, {platform.machine()}, "
+            f"{os.cpu_count()} CPUs, load average at the end {load} (1/5/15 min).\n\n")
+    body = "\n".join(s.replace("\n## ", "\n### ").replace("## bench_", "### bench_", 1) for s in sections)
+    before, rest = text.split(BEGIN, 1)
+    after = rest.split(END, 1)[1]
+    tmp = docs.with_suffix(".md.tmp")
+    tmp.write_text(f"{before}{BEGIN}\n{head}{body}\n{END}{after}")
+    tmp.replace(docs)
+    return True
 
 
 def main() -> int:
@@ -41,6 +65,8 @@ def main() -> int:
     out.parent.mkdir(exist_ok=True)
     out.write_text("\n".join(sections))
     print(f"wrote {out}")
+    if not args.quick and not args.names and update_docs(sections):
+        print(f"updated {DOCS}")
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
         return 1
