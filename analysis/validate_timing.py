@@ -18,7 +18,6 @@ Which points chose anything: see :data:`TUNING` (the ``tiny`` points) -- the oth
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -55,7 +54,7 @@ def sh(*args: str) -> None:
 
 def do_capture(args) -> None:
     WORK.mkdir(parents=True, exist_ok=True)
-    for shape, (spec, fracs) in SHAPES.items():
+    for shape, (spec, _fracs) in SHAPES.items():
         tp = trace_path(shape)
         if not tp.exists():
             flag = "--spec" if spec.endswith(".toml") else "--preset"

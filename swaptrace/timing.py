@@ -68,7 +68,7 @@ import pyarrow as pa
 
 from swaptrace._kernels import timing as kt
 from swaptrace.errors import ConfigError, TraceFileError
-from swaptrace.traceio import CAUSE_FAULT, CAUSE_UNKNOWN, OP_DISCARD, OP_READ, OP_WRITE, TraceWriter, open_trace
+from swaptrace.traceio import CAUSE_FAULT, CAUSE_UNKNOWN, OP_DISCARD, OP_READ, TraceWriter, open_trace
 
 #: request sizes (bytes) and queue depths of the tables built from an SSD model
 TABLE_SIZES = tuple(4096 << i for i in range(9))  # 4 KiB .. 1 MiB
@@ -375,7 +375,7 @@ def measure_compute(trace_path: str | os.PathLike, nsteps: int | None = None, *,
         pending: list[np.ndarray] = []
         cur = first
 
-        def run(codes: np.ndarray, k: int) -> None:
+        def run(codes: np.ndarray, k: int, mem: np.ndarray) -> None:
             t0 = time.perf_counter_ns()
             _replay(mem, codes, page_bytes, touch)
             t1 = time.perf_counter_ns()
@@ -395,11 +395,11 @@ def measure_compute(trace_path: str | os.PathLike, nsteps: int | None = None, *,
             for seg_start, seg_end in zip(np.r_[0, bounds], np.r_[bounds, st.size], strict=True):
                 s = int(st[seg_start])
                 if s != cur:
-                    run(np.concatenate(pending) if pending else codes[:0], cur - first)
+                    run(np.concatenate(pending) if pending else codes[:0], cur - first, mem)
                     pending, cur = [], s
                 pending.append(codes[seg_start:seg_end])
         if pending:
-            run(np.concatenate(pending), cur - first)
+            run(np.concatenate(pending), cur - first, mem)
         del mem
     finally:
         region.close()
