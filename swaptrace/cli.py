@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "fio",
     "run",
     "report",
+    "time",
 )
 
 
