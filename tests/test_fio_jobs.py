@@ -172,7 +172,9 @@ def test_jobs_cli(tmp_path):
     runner = CliRunner()
     res = runner.invoke(cli, ["fio", "jobs", str(s), "-o", str(tmp_path / "j"), "--sweep", "4k,128k", "--json"])
     assert res.exit_code == 0, res.output
-    assert json.loads(res.output)["jobs"] == 2 + 1 + 2 * 3 + 3 + 1  # replays, synthetic, sweep, writes, precondition
+    profile_jobs = 2 * len(jobs.PROFILE_SIZES) * len(jobs.PROFILE_DEPTHS)
+    # replays, synthetic, sweep, device-profile jobs, writes, precondition
+    assert json.loads(res.output)["jobs"] == 2 + 1 + 2 * 3 + profile_jobs + 3 + 1
     for args in (["fio", "jobs", str(tmp_path / "missing.parquet"), "-o", str(tmp_path / "x")],
                  ["fio", "jobs", str(s), "-o", str(tmp_path / "j")],
                  ["fio", "jobs", str(s), "-o", str(tmp_path / "y"), "--size", "12 parsecs"]):
