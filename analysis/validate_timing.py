@@ -18,6 +18,7 @@ Which points chose anything: see :data:`TUNING` (the ``tiny`` points) -- the oth
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -69,14 +70,171 @@ def do_capture(args) -> None:
                    "--timeout", "900", "-o", str(out))
 
 
+def stream_path(shape: str, frac: float) -> Path:
+    return WORK / f"{shape}-{frac:.2f}.swapio.parquet"
+
+
+FIO_JOBS = WORK / "fio-jobs"
+FIO_RUN = WORK / "fio-run"
+PROFILE = ROOT / "analysis" / "results" / "timing" / "disk.toml"
+
+
+def do_profile(args) -> None:
+    """fio's sweep and profile jobs on a file under /tmp, then the device profile."""
+    base = stream_path("tiny", 0.35)
+    if not base.exists():
+        sh(SWAPTRACE, "emulate", str(trace_path("tiny")), "--memory-fraction", "0.35", "-o", str(base))
+    if not FIO_JOBS.exists():
+        sh(SWAPTRACE, "fio", "jobs", str(base), "-o", str(FIO_JOBS))
+    if not (FIO_RUN / "results.parquet").exists():
+        manifest = json.loads((FIO_JOBS / "manifest.json").read_text())
+        names = [j["name"] for j in manifest["jobs"] if j["group"] in ("sweep", "profile") and j["request_bytes"] > 0]
+        sh(SWAPTRACE, "fio", "run", str(FIO_JOBS), "--target", args.target, "--size", "512MiB", "--runtime", "3",
+           "--jobs", ",".join(names), "-o", str(FIO_RUN), "--force")
+    PROFILE.parent.mkdir(parents=True, exist_ok=True)
+    sh(SWAPTRACE, "fio", "profile", str(FIO_RUN), "-o", str(PROFILE), "--name", "this-machine-vda", "--force")
+
+
+def _corr(a, b) -> float | None:
+    import numpy as np
+
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if a.size < 3 or a.std() == 0 or b.std() == 0:
+        return None
+    return float(np.corrcoef(a, b)[0, 1])
+
+
+def do_predict(args) -> None:
+    import numpy as np
+
+    from swaptrace import timing
+    from swaptrace.traceio import read_metadata
+
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    device = timing.load_device(str(PROFILE))
+    cpu = timing.measure_cpu_costs()
+    print(f"cpu costs: {cpu}", flush=True)
+    computes = {}
+    rows = []
+    for shape, (_spec, fracs) in SHAPES.items():
+        for frac in fracs:
+            emu = stream_path(shape, frac)
+            if not emu.exists():
+                sh(SWAPTRACE, "emulate", str(trace_path(shape)), "--memory-fraction", str(frac), "-o", str(emu))
+            req_emu = timing.read_stream(emu)
+            if shape not in computes:  # measured once per shape, in this process, with no memory limit
+                computes[shape] = timing.measure_compute(trace_path(shape), req_emu.nsteps)
+            comp = computes[shape]
+            pred_mlp = timing.simulate(req_emu, device, comp, cpu)
+            runs = []
+            for run in range(args.runs):
+                cap = capture_path(shape, frac, run)
+                if not cap.exists():
+                    continue
+                k = read_metadata(cap)["kernel"]
+                base = timing.baseline_compute(cap, req_emu.nsteps)
+                pred_base = timing.simulate(req_emu, device, base, cpu)
+                pred_kern = timing.simulate(timing.read_stream(cap), device, base, cpu)
+                wall = np.asarray(k["step_wall_us"], float)
+                runs.append({
+                    "run": run,
+                    "measured_slowdown": float(k["total_us"] / k["unlimited"]["total_us"]),
+                    "measured_step_ms": float(wall.mean() / 1e3),
+                    "measured_unlimited_step_ms": float(np.mean(k["unlimited"]["step_wall_us"]) / 1e3),
+                    "major_faults": int(sum(k["step_major_faults"])),
+                    "loadavg": [k.get("loadavg_start"), k.get("loadavg_end")],
+                    "pred_emu_baseline_slowdown": pred_base.slowdown,
+                    "pred_emu_baseline_step_ms": pred_base.total_us / len(wall) / 1e3,
+                    "pred_kernel_stream_slowdown": pred_kern.slowdown,
+                    "pred_kernel_stream_step_ms": pred_kern.total_us / len(wall) / 1e3,
+                    "corr_emu": _corr(pred_base.step_us, wall),
+                    "corr_kernel_stream": _corr(pred_kern.step_us, wall),
+                    "kernel_step_cv": float(wall.std() / wall.mean()),
+                })
+            if not runs:
+                continue
+            meas = float(np.mean([r["measured_slowdown"] for r in runs]))
+            meas_ms = float(np.mean([r["measured_step_ms"] for r in runs]))
+            row = {
+                "shape": shape, "fraction": frac, "held_out": (shape, frac) not in TUNING, "runs": runs,
+                "measured_slowdown": meas,
+                "measured_slowdown_range": [min(r["measured_slowdown"] for r in runs), max(r["measured_slowdown"] for r in runs)],
+                "measured_step_ms": meas_ms,
+                "pred_mlp_slowdown": pred_mlp.slowdown, "pred_mlp_step_ms": pred_mlp.total_us / req_emu.nsteps / 1e3,
+                "pred_emu_baseline_slowdown": float(np.mean([r["pred_emu_baseline_slowdown"] for r in runs])),
+                "pred_emu_baseline_step_ms": float(np.mean([r["pred_emu_baseline_step_ms"] for r in runs])),
+                "pred_kernel_stream_slowdown": float(np.mean([r["pred_kernel_stream_slowdown"] for r in runs])),
+                "pred_kernel_stream_step_ms": float(np.mean([r["pred_kernel_stream_step_ms"] for r in runs])),
+                "breakdown_us": pred_mlp.summary()["breakdown_us"],
+                "emu_pages_in": read_metadata(emu)["summary"]["pages_in"],
+                "kernel_pages_in": float(np.mean([read_metadata(capture_path(shape, frac, r["run"]))["summary"]["pages_in"]
+                                                  for r in runs])),
+            }
+            for key in ("mlp", "emu_baseline", "kernel_stream"):
+                row[f"err_{key}"] = row[f"pred_{key}_slowdown"] / meas - 1.0
+            rows.append(row)
+            print(f"{shape} {frac}: measured {meas:.2f}x ({row['measured_slowdown_range'][0]:.2f}-"
+                  f"{row['measured_slowdown_range'][1]:.2f}), predicted {row['pred_mlp_slowdown']:.2f}x "
+                  f"(baseline compute {row['pred_emu_baseline_slowdown']:.2f}x, kernel stream "
+                  f"{row['pred_kernel_stream_slowdown']:.2f}x)", flush=True)
+    result = {"device": str(PROFILE), "device_table": device.to_toml(), "cpu_costs": cpu.__dict__,
+              "tuning_points": sorted(f"{s}@{f}" for s, f in TUNING), "points": rows}
+    (out / "validation.json").write_text(json.dumps(result, indent=2) + "\n")
+    (out / "validation.md").write_text(render(result) + "\n")
+    print(render(result))
+
+
+def _pct(x) -> str:
+    return "n/a" if x is None else f"{100 * x:+.0f} %"
+
+
+def render(result) -> str:
+    import numpy as np
+
+    lines = [
+        "| shape | budget | held out | measured slowdown (runs) | predicted: emulated stream, measured compute | "
+        "emulated stream, capture baseline | kernel stream, capture baseline | measured / predicted step ms | "
+        "per-step corr (kernel stream) |",
+        "|---|---:|---|---|---|---|---|---|---|",
+    ]
+    for r in result["points"]:
+        lo, hi = r["measured_slowdown_range"]
+        corr = [x["corr_kernel_stream"] for x in r["runs"] if x["corr_kernel_stream"] is not None]
+        lines.append(
+            f"| {r['shape']} | {100 * r['fraction']:.0f} % | {'yes' if r['held_out'] else 'no'} | "
+            f"{r['measured_slowdown']:.2f}x ({lo:.2f}-{hi:.2f}) | {r['pred_mlp_slowdown']:.2f}x ({_pct(r['err_mlp'])}) | "
+            f"{r['pred_emu_baseline_slowdown']:.2f}x ({_pct(r['err_emu_baseline'])}) | "
+            f"{r['pred_kernel_stream_slowdown']:.2f}x ({_pct(r['err_kernel_stream'])}) | "
+            f"{r['measured_step_ms']:.1f} / {r['pred_mlp_step_ms']:.1f} | "
+            + (", ".join(f"{c:.2f}" for c in corr) or "n/a") + " |")
+    for key, label in (("mlp", "emulated stream, measured compute"), ("emu_baseline", "emulated stream, capture baseline"),
+                       ("kernel_stream", "kernel stream, capture baseline")):
+        errs = np.abs([r[f"err_{key}"] for r in result["points"]])
+        within = int((errs <= 0.2).sum())
+        lines.append("")
+        lines.append(f"{label}: median |error| {100 * float(np.median(errs)):.0f} %, within +-20 % at {within} of "
+                     f"{len(errs)} points")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("capture")
     c.add_argument("--runs", type=int, default=RUNS)
+    p = sub.add_parser("profile")
+    p.add_argument("--target", default="/tmp/swaptrace-time-fio.dat")
+    q = sub.add_parser("predict")
+    q.add_argument("--runs", type=int, default=RUNS)
+    q.add_argument("-o", "--output", default=str(ROOT / "analysis" / "results" / "timing"))
     args = ap.parse_args(argv)
     if args.cmd == "capture":
         do_capture(args)
+    elif args.cmd == "profile":
+        do_profile(args)
+    else:
+        do_predict(args)
     return 0
 
 
