@@ -19,6 +19,7 @@ THESIS = "ssd-thesis.json"
 FIO_JOBS = "fio"
 FIO_RUN = "fio-run"
 REPORT = "report"
+TIMING, TIMING_DISK = "timing.parquet", "timing-disk.parquet"
 
 #: above this many accesses the pipeline's MRC uses SHARDS (rate 0.01) instead of the exact pass
 EXACT_MRC_MAX_ACCESSES = 200_000_000
@@ -51,6 +52,8 @@ def build(opts, out_dir: Path, spec_identity: dict[str, Any]) -> list:
         Stage("fio-run", (FIO_JOBS,), (FIO_RUN,),
               {"target": opts.fio_target, "size": opts.fio_size_bytes, "runtime_s": opts.fio_runtime_s},
               lambda d, say: _run_fio(d, opts, say), skip_reason=fio_skip),
+        Stage("time", (ACCESS, SWAPIO), (TIMING,), {"device": opts.device, "compute": "mlp"},
+              lambda d, say: _run_time(d, opts, say)),
         Stage("report", (ACCESS, MRC_CSV, SWAPIO, SSD), (REPORT,), {"fio": opts.fio, "thesis": opts.thesis},
               lambda d, say: _run_report(d, opts, say)),
     ]
@@ -186,3 +189,28 @@ def _run_report(d: Path, opts, say) -> dict[str, Any]:
 
     rep = build_report(d, d / REPORT, force=True)
     return {"figures": len(rep.figures)}
+
+
+def _run_time(d: Path, opts, say) -> dict[str, Any]:
+    """Predicted step times on the pipeline's SSD, and on this machine's disk when fio measured its profile."""
+    from swaptrace import timing
+    from swaptrace.errors import SwaptraceError
+    from swaptrace.fio.profile import build_profile
+    from swaptrace.traceio import open_trace
+
+    tf = open_trace(d / SWAPIO, "swapio")
+    req = timing.read_stream(d / SWAPIO)
+    comp = timing.measure_compute(d / ACCESS, req.nsteps)
+    cpu = timing.measure_cpu_costs()
+    dev = timing.device_from_ssd(ssd_config_for(opts, int(tf.meta.get("device_bytes") or 0)))
+    res = timing.simulate(req, dev, comp, cpu)
+    timing.write_steps(res, d / TIMING, {"stream": str(d / SWAPIO)}, force=True)
+    out = {"slowdown": res.slowdown, "mean_step_us": res.total_us / max(req.nsteps, 1)}
+    try:  # the fio run's profile jobs, when it ran them
+        disk = timing.simulate(req, build_profile(d / FIO_RUN, "this-disk"), comp, cpu)
+        timing.write_steps(disk, d / TIMING_DISK, {"stream": str(d / SWAPIO)}, force=True)
+        out["disk_slowdown"] = disk.slowdown
+    except SwaptraceError as exc:
+        (d / TIMING_DISK).unlink(missing_ok=True)
+        say(f"      no prediction on this disk: {exc}")
+    return out
