@@ -10,6 +10,7 @@ Usage (root, from the repository; captures are cached under ``traces/timing-vali
 
     sudo .venv/bin/python analysis/validate_timing.py capture          # the captures (minutes)
     .venv/bin/python analysis/validate_timing.py profile               # fio run on /tmp + profile
+    sudo .venv/bin/python analysis/validate_timing.py calibrate        # fault-overhead micro-benchmark
     .venv/bin/python analysis/validate_timing.py predict -o analysis/results/timing
 
 Which points chose anything: see :data:`TUNING` (the ``tiny`` points) -- the other shapes are held out.
@@ -53,6 +54,22 @@ def sh(*args: str) -> None:
     subprocess.run(args, check=True)
 
 
+def calibration_path(shape: str, frac: float, run: int) -> Path:
+    return WORK / f"{shape}-{frac:.2f}-r{run}.faultcal.json"
+
+
+def paired_calibration(shape: str, frac: float, run: int) -> None:
+    """The fault-overhead micro-benchmark right before a capture: same load on the machine as the capture."""
+    from swaptrace import timing
+    from swaptrace.timing_calibrate import measure_fault_overhead
+
+    r = measure_fault_overhead(timing.load_device(str(PROFILE)), seed=run)
+    calibration_path(shape, frac, run).write_text(json.dumps(
+        {"overhead_us": r.overhead_us, "measured_us": r.measured_us, "modelled_us": r.modelled_us,
+         "major_faults": r.major_faults, **r.details}) + "\n")
+    print(f"paired calibration: {r.overhead_us:.1f} us per fault (load {r.details['loadavg']})", flush=True)
+
+
 def do_capture(args) -> None:
     WORK.mkdir(parents=True, exist_ok=True)
     for shape, (spec, _fracs) in SHAPES.items():
@@ -60,12 +77,14 @@ def do_capture(args) -> None:
         if not tp.exists():
             flag = "--spec" if spec.endswith(".toml") else "--preset"
             sh(SWAPTRACE, "generate", flag, spec, "--steps", str(STEPS), "--seed", "0", "-o", str(tp))
-    for run in range(args.runs):  # runs interleaved, so a busy spell of the machine hits one run of a point
+    for run in range(args.first_run, args.first_run + args.runs):  # interleaved: a busy spell hits one run of a point
         for shape, (_spec, fracs) in SHAPES.items():
             for frac in fracs:
                 out = capture_path(shape, frac, run)
                 if out.exists():
                     continue
+                if args.paired:
+                    paired_calibration(shape, frac, run)
                 sh(SWAPTRACE, "capture", str(trace_path(shape)), "--memory-fraction", str(frac), "--compute", "mlp",
                    "--timeout", "900", "-o", str(out))
 
@@ -95,6 +114,30 @@ def do_profile(args) -> None:
     sh(SWAPTRACE, "fio", "profile", str(FIO_RUN), "-o", str(PROFILE), "--name", "this-machine-vda", "--force")
 
 
+FAULT_OVERHEAD = ROOT / "analysis" / "results" / "timing" / "fault_overhead.json"
+
+
+def do_calibrate(args) -> None:
+    """The fault-overhead micro-benchmark (synthetic uniform workload, swaptrace.timing_calibrate), median of N."""
+    import statistics
+
+    from swaptrace import timing
+    from swaptrace.timing_calibrate import measure_fault_overhead
+
+    device = timing.load_device(str(PROFILE))
+    cpu = timing.measure_cpu_costs()
+    runs = []
+    for seed in range(args.repeats):
+        r = measure_fault_overhead(device, seed=seed, cpu=cpu)
+        runs.append({"overhead_us": r.overhead_us, "measured_us": r.measured_us, "modelled_us": r.modelled_us,
+                     "major_faults": r.major_faults, **r.details})
+        print(f"seed {seed}: {r.overhead_us:.1f} us per fault ({r.major_faults} faults, load {r.details['loadavg']})",
+              flush=True)
+    med = statistics.median(x["overhead_us"] for x in runs)
+    FAULT_OVERHEAD.write_text(json.dumps({"overhead_us": med, "cpu_costs": cpu.__dict__, "runs": runs}, indent=2) + "\n")
+    print(f"median {med:.1f} us per fault -> {FAULT_OVERHEAD}")
+
+
 def _corr(a, b) -> float | None:
     import numpy as np
 
@@ -113,8 +156,16 @@ def do_predict(args) -> None:
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     device = timing.load_device(str(PROFILE))
-    cpu = timing.measure_cpu_costs()
+    if FAULT_OVERHEAD.exists():  # the micro-benchmarks' constants (calibrate phase)
+        cal = json.loads(FAULT_OVERHEAD.read_text())
+        c = cal["cpu_costs"]
+        cpu = timing.CpuCosts(cal["overhead_us"], c["reclaim_cpu_us"], c["write_cpu_us"],
+                              "fault overhead: synthetic capture (median); reclaim: MADV_DONTNEED micro-benchmark")
+    else:
+        cpu = timing.measure_cpu_costs()
+    bare = timing.CpuCosts(0.0, cpu.reclaim_cpu_us, cpu.write_cpu_us, "no fault overhead")
     print(f"cpu costs: {cpu}", flush=True)
+    cpu_global = cpu
     computes = {}
     rows = []
     for shape, (_spec, fracs) in SHAPES.items():
@@ -126,7 +177,6 @@ def do_predict(args) -> None:
             if shape not in computes:  # measured once per shape, in this process, with no memory limit
                 computes[shape] = timing.measure_compute(trace_path(shape), req_emu.nsteps)
             comp = computes[shape]
-            pred_mlp = timing.simulate(req_emu, device, comp, cpu)
             runs = []
             for run in range(args.runs):
                 cap = capture_path(shape, frac, run)
@@ -134,20 +184,34 @@ def do_predict(args) -> None:
                     continue
                 k = read_metadata(cap)["kernel"]
                 base = timing.baseline_compute(cap, req_emu.nsteps)
+                cal_file = calibration_path(shape, frac, run)
+                paired = cal_file.exists()
+                if paired:
+                    cpu = timing.CpuCosts(json.loads(cal_file.read_text())["overhead_us"], cpu_global.reclaim_cpu_us,
+                                          cpu_global.write_cpu_us, "fault overhead: synthetic capture just before")
+                else:
+                    cpu = cpu_global
+                pred_mlp = timing.simulate(req_emu, device, comp, cpu)
                 pred_base = timing.simulate(req_emu, device, base, cpu)
                 pred_kern = timing.simulate(timing.read_stream(cap), device, base, cpu)
+                pred_kern_bare = timing.simulate(timing.read_stream(cap), device, base, bare)
                 wall = np.asarray(k["step_wall_us"], float)
                 runs.append({
                     "run": run,
+                    "fault_overhead_us": cpu.fault_cpu_us,
+                    "paired_calibration": paired,
                     "measured_slowdown": float(k["total_us"] / k["unlimited"]["total_us"]),
                     "measured_step_ms": float(wall.mean() / 1e3),
                     "measured_unlimited_step_ms": float(np.mean(k["unlimited"]["step_wall_us"]) / 1e3),
                     "major_faults": int(sum(k["step_major_faults"])),
                     "loadavg": [k.get("loadavg_start"), k.get("loadavg_end")],
-                    "pred_emu_baseline_slowdown": pred_base.slowdown,
+                    "pred_mlp_slowdown": pred_mlp.slowdown,
+                    "pred_mlp_step_ms": pred_mlp.total_us / len(wall) / 1e3,
+                        "pred_emu_baseline_slowdown": pred_base.slowdown,
                     "pred_emu_baseline_step_ms": pred_base.total_us / len(wall) / 1e3,
                     "pred_kernel_stream_slowdown": pred_kern.slowdown,
                     "pred_kernel_stream_step_ms": pred_kern.total_us / len(wall) / 1e3,
+                    "pred_kernel_bare_slowdown": pred_kern_bare.slowdown,
                     "corr_emu": _corr(pred_base.step_us, wall),
                     "corr_kernel_stream": _corr(pred_kern.step_us, wall),
                     "kernel_step_cv": float(wall.std() / wall.mean()),
@@ -161,17 +225,18 @@ def do_predict(args) -> None:
                 "measured_slowdown": meas,
                 "measured_slowdown_range": [min(r["measured_slowdown"] for r in runs), max(r["measured_slowdown"] for r in runs)],
                 "measured_step_ms": meas_ms,
-                "pred_mlp_slowdown": pred_mlp.slowdown, "pred_mlp_step_ms": pred_mlp.total_us / req_emu.nsteps / 1e3,
+                "pred_mlp_slowdown": float(np.mean([r["pred_mlp_slowdown"] for r in runs])),
+                "pred_mlp_step_ms": float(np.mean([r["pred_mlp_step_ms"] for r in runs])),
                 "pred_emu_baseline_slowdown": float(np.mean([r["pred_emu_baseline_slowdown"] for r in runs])),
                 "pred_emu_baseline_step_ms": float(np.mean([r["pred_emu_baseline_step_ms"] for r in runs])),
                 "pred_kernel_stream_slowdown": float(np.mean([r["pred_kernel_stream_slowdown"] for r in runs])),
                 "pred_kernel_stream_step_ms": float(np.mean([r["pred_kernel_stream_step_ms"] for r in runs])),
-                "breakdown_us": pred_mlp.summary()["breakdown_us"],
+                "pred_kernel_bare_slowdown": float(np.mean([r["pred_kernel_bare_slowdown"] for r in runs])),
                 "emu_pages_in": read_metadata(emu)["summary"]["pages_in"],
                 "kernel_pages_in": float(np.mean([read_metadata(capture_path(shape, frac, r["run"]))["summary"]["pages_in"]
                                                   for r in runs])),
             }
-            for key in ("mlp", "emu_baseline", "kernel_stream"):
+            for key in ("mlp", "emu_baseline", "kernel_stream", "kernel_bare"):
                 row[f"err_{key}"] = row[f"pred_{key}_slowdown"] / meas - 1.0
             rows.append(row)
             print(f"{shape} {frac}: measured {meas:.2f}x ({row['measured_slowdown_range'][0]:.2f}-"
@@ -193,28 +258,32 @@ def render(result) -> str:
     import numpy as np
 
     lines = [
-        "| shape | budget | held out | measured slowdown (runs) | predicted: emulated stream, measured compute | "
-        "emulated stream, capture baseline | kernel stream, capture baseline | measured / predicted step ms | "
-        "per-step corr (kernel stream) |",
-        "|---|---:|---|---|---|---|---|---|---|",
+        "| shape | budget | held out | measured slowdown: mean (runs) | A: emulated stream, measured compute | "
+        "B: emulated stream, capture baseline | C: kernel stream, capture baseline | C without fault overhead | "
+        "mean step ms: measured / A / C | per-step corr C (per run) |",
+        "|---|---:|---|---|---|---|---|---|---|---|",
     ]
     for r in result["points"]:
-        lo, hi = r["measured_slowdown_range"]
+        runs = ", ".join(f"{x['measured_slowdown']:.1f}" for x in r["runs"])
         corr = [x["corr_kernel_stream"] for x in r["runs"] if x["corr_kernel_stream"] is not None]
         lines.append(
             f"| {r['shape']} | {100 * r['fraction']:.0f} % | {'yes' if r['held_out'] else 'no'} | "
-            f"{r['measured_slowdown']:.2f}x ({lo:.2f}-{hi:.2f}) | {r['pred_mlp_slowdown']:.2f}x ({_pct(r['err_mlp'])}) | "
+            f"{r['measured_slowdown']:.2f}x ({runs}) | {r['pred_mlp_slowdown']:.2f}x ({_pct(r['err_mlp'])}) | "
             f"{r['pred_emu_baseline_slowdown']:.2f}x ({_pct(r['err_emu_baseline'])}) | "
             f"{r['pred_kernel_stream_slowdown']:.2f}x ({_pct(r['err_kernel_stream'])}) | "
-            f"{r['measured_step_ms']:.1f} / {r['pred_mlp_step_ms']:.1f} | "
+            f"{r['pred_kernel_bare_slowdown']:.2f}x ({_pct(r['err_kernel_bare'])}) | "
+            f"{r['measured_step_ms']:.1f} / {r['pred_mlp_step_ms']:.1f} / {r['pred_kernel_stream_step_ms']:.1f} | "
             + (", ".join(f"{c:.2f}" for c in corr) or "n/a") + " |")
-    for key, label in (("mlp", "emulated stream, measured compute"), ("emu_baseline", "emulated stream, capture baseline"),
-                       ("kernel_stream", "kernel stream, capture baseline")):
+    lines.append("")
+    for key, label in (("mlp", "A"), ("emu_baseline", "B"), ("kernel_stream", "C"), ("kernel_bare", "C without fault overhead")):
         errs = np.abs([r[f"err_{key}"] for r in result["points"]])
+        held = np.abs([r[f"err_{key}"] for r in result["points"] if r["held_out"]])
         within = int((errs <= 0.2).sum())
-        lines.append("")
-        lines.append(f"{label}: median |error| {100 * float(np.median(errs)):.0f} %, within +-20 % at {within} of "
-                     f"{len(errs)} points")
+        lines.append(f"- {label}: median |error| {100 * float(np.median(errs)):.0f} % (held-out points "
+                     f"{100 * float(np.median(held)):.0f} %), within +-20 % at {within} of {len(errs)} points")
+    spread = [r["measured_slowdown_range"][1] / r["measured_slowdown_range"][0] for r in result["points"]]
+    lines.append(f"- the kernel's own runs of one point differ by up to {max(spread):.1f}x (median "
+                 f"{float(np.median(spread)):.2f}x, max/min of the runs)")
     return "\n".join(lines)
 
 
@@ -223,16 +292,22 @@ def main(argv=None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("capture")
     c.add_argument("--runs", type=int, default=RUNS)
+    c.add_argument("--first-run", type=int, default=0)
+    c.add_argument("--paired", action="store_true", help="run the fault-overhead micro-benchmark before each capture")
     p = sub.add_parser("profile")
     p.add_argument("--target", default="/tmp/swaptrace-time-fio.dat")
+    k = sub.add_parser("calibrate")
+    k.add_argument("--repeats", type=int, default=5)
     q = sub.add_parser("predict")
-    q.add_argument("--runs", type=int, default=RUNS)
+    q.add_argument("--runs", type=int, default=4)
     q.add_argument("-o", "--output", default=str(ROOT / "analysis" / "results" / "timing"))
     args = ap.parse_args(argv)
     if args.cmd == "capture":
         do_capture(args)
     elif args.cmd == "profile":
         do_profile(args)
+    elif args.cmd == "calibrate":
+        do_calibrate(args)
     else:
         do_predict(args)
     return 0

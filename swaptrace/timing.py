@@ -349,8 +349,12 @@ def measure_compute(trace_path: str | os.PathLike, nsteps: int | None = None, *,
     Replays the trace's accesses step by step on a fresh private anonymous mapping of its footprint
     with the capture child's kernel (a load, or a load and a store, per 4 KiB) and runs the model's
     MLP forward and backward (numpy, the capture child's :class:`~swaptrace.capture.child.MLP`) after
-    each step -- what ``swaptrace capture --compute mlp`` does for its unlimited baseline run.
+    each step -- what ``swaptrace capture --compute mlp`` does for its unlimited baseline run. Like the
+    capture's child it runs with one BLAS thread (in a child process when this one's BLAS may use more:
+    several BLAS threads on a busy machine made the MLP step 2-80x slower than the capture's).
     """
+    if any(os.environ.get(v) != "1" for v in _ONE_THREAD):
+        return _measure_in_child(trace_path, nsteps, first_step)
     from swaptrace._kernels.replay import _replay, warm_up
     from swaptrace.capture.child import MLP
     from swaptrace.capture.session import _mlp_layers
@@ -405,6 +409,29 @@ def measure_compute(trace_path: str | os.PathLike, nsteps: int | None = None, *,
         region.close()
     return ComputeTime(access, dense, "measured: the trace's steps replayed with no memory limit"
                        + (" and the model's MLP step" if mlp is not None else ""))
+
+
+_ONE_THREAD = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _measure_in_child(trace_path, nsteps, first_step) -> ComputeTime:
+    import json
+    import subprocess
+    import sys
+
+    code = ("import json, sys; from swaptrace.timing import measure_compute as m; "
+            "c = m(sys.argv[1], None if sys.argv[2] == 'None' else int(sys.argv[2]), first_step=int(sys.argv[3])); "
+            "print(json.dumps({'a': c.access_us.tolist(), 'd': c.dense_us.tolist(), 's': c.source}))")
+    env = {**os.environ, **{v: "1" for v in _ONE_THREAD}}
+    proc = subprocess.run([sys.executable, "-c", code, str(trace_path), str(nsteps), str(first_step)],
+                          env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        if "Error" in last and "swaptrace" in last:
+            raise TraceFileError(last.split(": ", 1)[-1])
+        raise RuntimeError(f"measuring the compute time failed: {last}")
+    data = json.loads(proc.stdout.strip().splitlines()[-1])
+    return ComputeTime(np.asarray(data["a"], float), np.asarray(data["d"], float), data["s"])
 
 
 # --------------------------------------------------------------------------- the stream
