@@ -45,11 +45,14 @@ def _render(summary: dict) -> str:
 @click.option("--fault-cpu-us", type=float, default=None, help="Kernel CPU per fault (default: micro-benchmark).")
 @click.option("--reclaim-cpu-us", type=float, default=None, help="Reclaim CPU per page freed (default: micro-benchmark).")
 @click.option("--write-cpu-us", type=float, default=0.0, show_default=True, help="Extra CPU per page written.")
+@click.option("--measure-fault-overhead", is_flag=True,
+              help="Root: measure the per-fault time beyond the device's latency with a synthetic capture "
+                   "(swaptrace.timing_calibrate) and use it as --fault-cpu-us.")
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), default=None, help="Per-step Parquet table.")
 @force_option
 @json_option
 def command(stream, device, compute, step_compute_us, compute_baseline, trace, fault_cpu_us, reclaim_cpu_us,
-            write_cpu_us, out, force, as_json) -> None:
+            write_cpu_us, measure_fault_overhead, out, force, as_json) -> None:
     """Predict the step time and training slowdown of STREAM on a device.
 
     Prints the mean step time, the slowdown against the same steps with no memory limit, and the
@@ -76,6 +79,16 @@ def command(stream, device, compute, step_compute_us, compute_baseline, trace, f
                               write_cpu_us, measured.source if fault_cpu_us is None or reclaim_cpu_us is None else "given")
     else:
         cpu = timing.CpuCosts(fault_cpu_us, reclaim_cpu_us, write_cpu_us, "given")
+    if measure_fault_overhead:
+        if fault_cpu_us is not None:
+            raise ConfigError("give --fault-cpu-us or --measure-fault-overhead, not both")
+        from dataclasses import replace
+
+        from swaptrace.timing_calibrate import measure_fault_overhead as measure
+
+        fo = measure(dev, cpu=cpu)
+        cpu = replace(cpu, fault_cpu_us=fo.overhead_us,
+                      source=f"fault overhead: synthetic capture ({fo.major_faults} faults); {cpu.source}")
     result = timing.predict(stream, dev, compute=compute, step_compute_us=step_compute_us,
                             compute_baseline=compute_baseline, trace=trace, cpu=cpu)
     summary = result.summary()
