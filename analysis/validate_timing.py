@@ -159,11 +159,19 @@ def do_predict(args) -> None:
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     device = timing.load_device(str(PROFILE))
+    paired_files = sorted(WORK.glob("*.faultcal.json"))
     if FAULT_OVERHEAD.exists():  # the micro-benchmarks' constants (calibrate phase)
+        import statistics
+
         cal = json.loads(FAULT_OVERHEAD.read_text())
         c = cal["cpu_costs"]
-        cpu = timing.CpuCosts(cal["overhead_us"], c["reclaim_cpu_us"], c["write_cpu_us"],
-                              "fault overhead: synthetic capture (median); reclaim: MADV_DONTNEED micro-benchmark")
+        # runs without a calibration of their own: the median of every fault-overhead measurement of the
+        # session (the calibrate phase's and the paired ones), as the load on the machine varied over it
+        all_overheads = [x["overhead_us"] for x in cal["runs"]] + [json.loads(f.read_text())["overhead_us"]
+                                                                   for f in paired_files]
+        cpu = timing.CpuCosts(statistics.median(all_overheads), c["reclaim_cpu_us"], c["write_cpu_us"],
+                              f"fault overhead: median of {len(all_overheads)} synthetic captures; "
+                              "reclaim: MADV_DONTNEED micro-benchmark")
     else:
         cpu = timing.measure_cpu_costs()
     bare = timing.CpuCosts(0.0, cpu.reclaim_cpu_us, cpu.write_cpu_us, "no fault overhead")
@@ -279,6 +287,20 @@ def render(result) -> str:
             f"{r['pred_kernel_bare_slowdown']:.2f}x ({_pct(r['err_kernel_bare'])}) | "
             f"{r['measured_step_ms']:.1f} / {r['pred_mlp_step_ms']:.1f} / {r['pred_kernel_stream_step_ms']:.1f} | "
             + (", ".join(f"{c:.2f}" for c in corr) or "n/a") + " |")
+    lines += ["", "Each run with the fault overhead measured just before it (runs 2 and 3):", "",
+              "| shape | budget | run | load | fault overhead us | measured | A | C | C per-step corr |",
+              "|---|---:|---:|---|---:|---:|---:|---:|---:|"]
+    for r in result["points"]:
+        for x in r["runs"]:
+            if not x["paired_calibration"]:
+                continue
+            load = "-".join(f"{v:.1f}" for v in x["loadavg"] if v is not None)
+            cc = "n/a" if x["corr_kernel_stream"] is None else f"{x['corr_kernel_stream']:.2f}"
+            lines.append(f"| {r['shape']} | {100 * r['fraction']:.0f} % | {x['run']} | {load} | {x['fault_overhead_us']:.0f} | "
+                         f"{x['measured_slowdown']:.2f}x | {x['pred_mlp_slowdown']:.2f}x "
+                         f"({_pct(x['pred_mlp_slowdown'] / x['measured_slowdown'] - 1)}) | "
+                         f"{x['pred_kernel_stream_slowdown']:.2f}x "
+                         f"({_pct(x['pred_kernel_stream_slowdown'] / x['measured_slowdown'] - 1)}) | {cc} |")
     lines.append("")
     for key, label in (("mlp", "A"), ("emu_baseline", "B"), ("kernel_stream", "C"), ("kernel_bare", "C without fault overhead")):
         errs = np.abs([r[f"err_{key}"] for r in result["points"]])
