@@ -340,6 +340,7 @@ def load_json(path: Path) -> dict[str, Any]:
 
 def _timing_parts(d: Path, out_dir: Path, report: Report) -> None:
     """The time model's slowdown (``timing.parquet``, ``timing-disk.parquet``) and its per-step figure."""
+    from swaptrace import timing  # noqa: F401 - registers the timing-steps kind
     from swaptrace.figures.timing import plot_step_times
 
     model = open_trace(d / S.TIMING, "timing-steps")

@@ -154,3 +154,23 @@ def test_profile_of_a_folder_without_results_is_one_line(tmp_path):
     _fake_run(tmp_path / "readonly", {("read", 4096, 1): 50.0})
     assert "depth 1" in the_error(run_cli("fio", "profile", tmp_path / "readonly", "-o", out))
     assert not out.exists()
+
+
+def test_report_in_a_fresh_process_shows_the_time_model(stream, tmp_path):
+    """The report reads timing.parquet without the time stage having run in the same process."""
+    import shutil
+    import subprocess
+    import sys
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    shutil.copy(stream, folder / "swapio.parquet")
+    r = run_cli("time", folder / "swapio.parquet", "--device", "nvme-tlc", "--step-compute-us", 5000,
+                "--fault-cpu-us", 1, "--reclaim-cpu-us", 1, "-o", folder / "timing.parquet")
+    assert r.exit_code == 0, r.output
+    proc = subprocess.run([sys.executable, "-c", "from swaptrace.cli import cli; cli()", "report", str(folder)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    text = (folder / "report" / "report.md").read_text()
+    assert "## Training time (time model)" in text and "| SSD model (nvme-tlc) |" in text
+    assert (folder / "report" / "step_time.png").stat().st_size > 1000
