@@ -40,7 +40,10 @@ Constants, and where each comes from (none is fitted to the slowdowns it is scor
 * ``fault_cpu_us`` and ``reclaim_cpu_us``: a **micro-benchmark** on this machine
   (:func:`measure_cpu_costs`: first-touch faults of fresh anonymous pages, and ``MADV_DONTNEED`` of
   populated ones -- the allocation, charge and mapping a swap-in shares with a first touch, and the
-  unmap and free reclaim does; both lower bounds) or given; ``write_cpu_us`` is given (default 0);
+  unmap and free reclaim does; both lower bounds) or given; on a real machine a fault costs more (the
+  swap-in path, the cgroup's reclaim, the task's wake-up, a loop device's hop, waiting for a CPU), which
+  :mod:`swaptrace.timing_calibrate` measures with a synthetic capture (root) for ``fault_cpu_us``;
+  ``write_cpu_us`` is given (default 0);
 * ``A_s`` and ``D_s``: **measured** (``compute="mlp"``: the trace's steps replayed on fresh anonymous
   memory with no limit, and the preset's MLP step, as ``swaptrace capture --compute mlp`` does for its
   baseline; :func:`measure_compute`), or the baseline run of a capture (``compute_baseline``), or given
