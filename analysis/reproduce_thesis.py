@@ -30,7 +30,7 @@ from typing import Any
 from swaptrace import filenames as S
 from swaptrace.errors import SwaptraceError
 from swaptrace.pipeline import PipelineOptions, run_pipeline
-from swaptrace.traceio import open_trace
+from swaptrace.traceio import open_trace, read_metadata
 
 KERNEL = "kernel.swapio.parquet"
 
@@ -99,8 +99,13 @@ def build_table(folder: Path, kernel_meta: dict[str, Any] | None) -> str:
     if k_slow is None and kernel_meta:
         k_slow = (kernel_meta.get("kernel") or {}).get("slowdown")
     decline_model = model.get("bandwidth_decline")
+    # the time model (swaptrace.timing, the pipeline's time stage): on the SSD model, and on this disk's fio profile
+    t_model = read_metadata(folder / S.TIMING)["summary"]["slowdown"] if (folder / S.TIMING).exists() else None
+    t_disk = read_metadata(folder / S.TIMING_DISK)["summary"]["slowdown"] if (folder / S.TIMING_DISK).exists() else None
     rows = [
-        ("training slowdown with swap", "2–5×", "n/a (no compute-time model)", fmt_x(k_slow), "n/a"),
+        ("training slowdown with swap", "2–5×",
+         "n/a (no time stage)" if t_model is None else f"{fmt_x(t_model)} (time model, SSD model)",
+         fmt_x(k_slow), "n/a" if t_disk is None else f"{fmt_x(t_disk)} (time model, this disk's fio profile)"),
         ("swap requests < 32 KiB (reads / writes)", "most",
          f"{fmt_pct(small_share(swap, 'read'))} / {fmt_pct(small_share(swap, 'write'))}",
          f"{fmt_pct(k_small_r)} / {fmt_pct(k_small_w)}" if kernel_meta else "n/a", "n/a"),

@@ -46,6 +46,8 @@ from swaptrace.filenames import (  # noqa: F401  (the pipeline's file names, re-
     SSD,
     SWAPIO,
     THESIS,
+    TIMING,
+    TIMING_DISK,
 )
 from swaptrace.traceio import AtomicPath
 
@@ -84,6 +86,8 @@ class PipelineOptions:
     fio_target: str | None = None
     fio_size_bytes: int = 256 << 20
     fio_runtime_s: int = 3
+    #: also run fio's queue-depth profile jobs (~2 minutes), so the time model predicts on this machine's disk
+    fio_profile: bool = False
     thesis: bool = True
 
     def __post_init__(self) -> None:
@@ -151,8 +155,11 @@ def plan(opts: PipelineOptions, out_dir: Path) -> list[Stage]:
         Stage("fio-jobs", (SWAPIO,), (FIO_JOBS,), {"size": opts.fio_size_bytes}, runs(S.run_fio_jobs),
               skip_reason="--no-fio" if not opts.fio else None),
         Stage("fio-run", (FIO_JOBS,), (FIO_RUN,),
-              {"target": opts.fio_target, "size": opts.fio_size_bytes, "runtime_s": opts.fio_runtime_s},
+              {"target": opts.fio_target, "size": opts.fio_size_bytes, "runtime_s": opts.fio_runtime_s,
+               "profile": opts.fio_profile},
               runs(S.run_fio), skip_reason=fio_skip),
+        Stage("time", (ACCESS, SWAPIO, FIO_RUN), (TIMING,), {"device": opts.device, "compute": "mlp"},
+              runs(S.run_time)),
         Stage("report", (ACCESS, MRC_CSV, SWAPIO, SSD), (REPORT,), {"fio": opts.fio, "thesis": opts.thesis},
               runs(S.run_report)),
     ]

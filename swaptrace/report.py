@@ -175,6 +175,7 @@ def build_report(folder: str | os.PathLike, out: str | os.PathLike | None = None
     _try(report, "fio", lambda: _fio_parts(d, out_dir, report))
     if (d / KERNEL_STREAM).exists() and swapio is not None:
         _try(report, "emulator vs kernel", lambda: _kernel_parts(d, out_dir, report))
+    _try(report, "time model", lambda: _timing_parts(d, out_dir, report))
     with AtomicPath(report.path) as ap:
         ap.tmp.write_text(render_markdown(report, d))
     return report
@@ -348,6 +349,7 @@ def render_markdown(report: Report, folder: Path) -> str:
                   "not an SSD) measured.", ""]
     if "kernel" in n:
         lines += ["## Emulator vs real kernel", "", n["kernel"]["verdict"], ""]
+    lines += _timing_lines(n.get("timing"))
     lines += ["## Figures", ""]
     for fig in report.figures:
         lines += [f"![{fig.stem}]({fig.name})", ""]
@@ -358,3 +360,46 @@ def render_markdown(report: Report, folder: Path) -> str:
 
 def load_json(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text())
+
+
+def _timing_parts(d: Path, out_dir: Path, report: Report) -> None:
+    """The time model's slowdown (``timing.parquet``, ``timing-disk.parquet``) and its per-step figure."""
+    from swaptrace import timing  # noqa: F401 - registers the timing-steps kind
+    from swaptrace.figures.timing import plot_step_times
+
+    model = open_trace(d / S.TIMING, "timing-steps")
+    t = {"ssd": model.meta["summary"]}
+    disk = open_trace(d / S.TIMING_DISK, "timing-steps") if (d / S.TIMING_DISK).exists() else None
+    if disk is not None:
+        t["disk"] = disk.meta["summary"]
+    kernel_us = None
+    if (d / KERNEL_STREAM).exists():
+        k = open_trace(d / KERNEL_STREAM, "swapio").meta.get("kernel") or {}
+        kernel_us, t["kernel_slowdown"] = k.get("step_wall_us"), k.get("slowdown")
+    report.numbers["timing"] = t
+    shown = disk if disk is not None and kernel_us is not None else model
+    _figure(out_dir, "step_time.png", lambda fig: plot_step_times(
+        shown.read_all(), ax=fig.subplots(), kernel_us=kernel_us,
+        label="model on this disk" if shown is disk else "model on the SSD"), report)
+
+
+def _timing_lines(t: dict[str, Any] | None) -> list[str]:
+    if not t:
+        return []
+
+    def x(v):
+        return "n/a" if v is None else f"{v:.2f}x"
+
+    rows = [("SSD model (" + str(t["ssd"]["device"]) + ")", t["ssd"])]
+    if "disk" in t:
+        rows.append(("this machine's disk (fio profile)", t["disk"]))
+    lines = ["## Training time (time model)", "", "| device | slowdown | mean step | compute | fault wait | queueing "
+             "| kernel CPU |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for label, s in rows:
+        b = s["breakdown_us"]
+        lines.append(f"| {label} | {x(s['slowdown'])} | {s['mean_step_us'] / 1e3:.1f} ms | {b['compute'] / 1e6:.2f} s "
+                     f"| {b['fault_wait'] / 1e6:.2f} s | {b['queueing'] / 1e6:.2f} s "
+                     f"| {(b['fault_cpu'] + b['reclaim_cpu']) / 1e6:.2f} s |")
+    if t.get("kernel_slowdown") is not None:
+        lines.append(f"| real kernel (capture) | {x(t['kernel_slowdown'])} | | | | | |")
+    return lines + [""]

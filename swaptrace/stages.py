@@ -14,7 +14,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from swaptrace.filenames import ACCESS, FIO_JOBS, FIO_RUN, MRC_CSV, MRC_PNG, REPORT, SSD, SWAPIO, THESIS
+from swaptrace.filenames import (
+    ACCESS,
+    FIO_JOBS,
+    FIO_RUN,
+    MRC_CSV,
+    MRC_PNG,
+    REPORT,
+    SSD,
+    SWAPIO,
+    THESIS,
+    TIMING,
+    TIMING_DISK,
+)
 
 #: above this many accesses the pipeline's MRC uses SHARDS (rate 0.01) instead of the exact pass
 EXACT_MRC_MAX_ACCESSES = 200_000_000
@@ -129,8 +141,12 @@ def run_fio(d: Path, opts, say, bar) -> dict[str, Any]:
     from swaptrace.fio.runner import run_jobs
 
     target = opts.fio_target or "/tmp/swaptrace-fio.dat"
+    only = None
+    if not opts.fio_profile:  # the queue-depth profile jobs only when asked (they take ~2 minutes)
+        manifest = json.loads((d / FIO_JOBS / "manifest.json").read_text())
+        only = [j["name"] for j in manifest["jobs"] if j.get("group") != "profile"]
     outcome = run_jobs(d / FIO_JOBS, target, size_bytes=opts.fio_size_bytes, runtime_s=opts.fio_runtime_s,
-                       out_dir=d / FIO_RUN, force=True, echo=lambda line: say(f"      {line}"))
+                       out_dir=d / FIO_RUN, only=only, force=True, echo=lambda line: say(f"      {line}"))
     save_run_figures(outcome.out_dir)
     return {"ratios": getattr(outcome, "ratios", None)}
 
@@ -140,3 +156,28 @@ def run_report(d: Path, opts, say, bar) -> dict[str, Any]:
 
     rep = build_report(d, d / REPORT, force=True)
     return {"figures": len(rep.figures)}
+
+
+def run_time(d: Path, opts, say, bar) -> dict[str, Any]:
+    """Predicted step times on the pipeline's SSD, and on this machine's disk when fio measured its profile."""
+    from swaptrace import timing
+    from swaptrace.errors import SwaptraceError
+    from swaptrace.fio.profile import build_profile
+    from swaptrace.traceio import open_trace
+
+    tf = open_trace(d / SWAPIO, "swapio")
+    req = timing.read_stream(d / SWAPIO)
+    comp = timing.measure_compute(d / ACCESS, req.nsteps)
+    cpu = timing.measure_cpu_costs()
+    dev = timing.device_from_ssd(ssd_config_for(opts, int(tf.meta.get("device_bytes") or 0)))
+    res = timing.simulate(req, dev, comp, cpu)
+    timing.write_steps(res, d / TIMING, {"stream": str(d / SWAPIO)}, force=True)
+    out = {"slowdown": res.slowdown, "mean_step_us": res.total_us / max(req.nsteps, 1)}
+    try:  # the fio run's profile jobs, when it ran them
+        disk = timing.simulate(req, build_profile(d / FIO_RUN, "this-disk"), comp, cpu)
+        timing.write_steps(disk, d / TIMING_DISK, {"stream": str(d / SWAPIO)}, force=True)
+        out["disk_slowdown"] = disk.slowdown
+    except SwaptraceError as exc:
+        (d / TIMING_DISK).unlink(missing_ok=True)
+        say(f"      no prediction on this disk: {exc}")
+    return out

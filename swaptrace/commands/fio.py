@@ -191,3 +191,23 @@ def compare_cmd(results, model_path, as_json) -> None:
         echo_summary({"ratios": table, "run": {k: meta.get("run", {}).get(k) for k in ("target", "size_bytes", "fio")}}, True)
         return
     click.echo(compare.format_comparison(table, (meta.get("run") or {}).get("target")))
+
+
+@command.command("profile")
+@click.argument("run_dir", type=click.Path(file_okay=False))
+@click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False), help="Device profile TOML to write.")
+@click.option("--name", default=None, help="Name of the device in the profile (default: the run folder's).")
+@force_option
+def profile_cmd(run_dir, out, name, force) -> None:
+    """Device profile (mean latency by request size and queue depth) of a `fio run` folder, for `swaptrace time`.
+
+    \b
+    Example:
+      swaptrace fio run fio_jobs/demo --target /tmp/swaptrace-fio.dat -o fio_jobs/demo/runs/disk
+      swaptrace fio profile fio_jobs/demo/runs/disk -o disk.toml
+      swaptrace time traces/demo/swapio.parquet --device disk.toml
+    """
+    from swaptrace.fio import profile
+
+    prof = profile.write_profile(run_dir, out, name=name, force=force)
+    click.echo(f"wrote {out}\n" + profile.describe(prof))

@@ -21,6 +21,8 @@ from swaptrace.units import parse_bytes
 @click.option("--ssd-capacity", default=None,
               help="User capacity of the modelled SSD [default: the swap device rounded up to a GiB].")
 @click.option("--no-fio", is_flag=True, help="Skip the fio stages.")
+@click.option("--fio-profile", is_flag=True,
+              help="Also run fio's queue-depth profile jobs (~2 min) so the time model predicts on this disk.")
 @click.option("--no-thesis", is_flag=True, help="Skip the SSD model's request-size and sequential-write sweep.")
 @click.option("--fio-target", default=None, help="File for fio to use [default: /tmp/swaptrace-fio.dat].")
 @click.option("--fio-size", default="256MiB", show_default=True, help="Bytes of the fio target to use.")
@@ -28,8 +30,8 @@ from swaptrace.units import parse_bytes
 @click.option("-o", "--output", "out", default=None, type=click.Path(file_okay=False),
               help="Output folder [default: traces/PRESET].")
 @click.option("--force", is_flag=True, help="Rerun every stage even if its inputs and parameters are unchanged.")
-def command(preset, steps, seed, memory, memory_fraction, policy, readahead, device, ssd_capacity, no_fio, no_thesis, fio_target,
-            fio_size, fio_runtime, out, force):
+def command(preset, steps, seed, memory, memory_fraction, policy, readahead, device, ssd_capacity, no_fio, fio_profile,
+            no_thesis, fio_target, fio_size, fio_runtime, out, force):
     """Run generate → mrc → emulate → ssd → fio jobs → fio run → report.
 
     Each stage's output lands in the folder; a rerun skips stages whose
@@ -57,6 +59,7 @@ def command(preset, steps, seed, memory, memory_fraction, policy, readahead, dev
         fio_target=fio_target,
         fio_size_bytes=parse_bytes(fio_size, "--fio-size"),
         fio_runtime_s=fio_runtime,
+        fio_profile=fio_profile,
         thesis=not no_thesis,
     )
     folder = out or f"traces/{name}"

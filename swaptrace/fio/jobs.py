@@ -22,6 +22,11 @@ Jobs (docs/fio.md lists the fio 3.33 pitfalls each one avoids):
     The stream's write-size mix written sequentially vs at random offsets
     (the thesis's "sequential writes gave 4.37x"), each after preconditioning;
     ``write_seq_128k`` adds large sequential writes as a reference.
+``qd_{read,write}_{4k..256k}_qd{4,16}``
+    Random reads and writes of fixed sizes at queue depths above 1 (``libaio``), beside the
+    sweep's depth-1 jobs: the latency by size and depth that ``swaptrace fio profile`` turns into
+    a device profile for the time model (:mod:`swaptrace.fio.profile`). Run after the sweep (whose
+    preconditioning they share).
 ``precondition``
     SNIA-PTS-style: write the whole target sequentially twice at 128 KiB
     (SNIA Solid State Storage PTS). Run by ``fio run`` before each group that asks for it.
@@ -56,6 +61,11 @@ from swaptrace.units import format_bytes, parse_bytes
 
 #: fixed request sizes of the sweep (fio size suffixes are binary)
 SWEEP_SIZES = ("4k", "8k", "16k", "32k", "64k", "128k", "256k", "512k", "1m")
+#: request sizes and queue depths (above the sweep's 1) of the device-profile jobs
+PROFILE_SIZES = ("4k", "16k", "64k", "256k")
+PROFILE_DEPTHS = (4, 16)
+#: fio engine of the profile jobs: psync has one request in flight whatever its iodepth
+PROFILE_IOENGINE = "libaio"
 #: largest replay target chosen by default; matches the Makefile's SIZE=1GiB
 DEFAULT_MAX_REPLAY_BYTES = 1 << 30
 DEFAULT_MAX_REQUESTS = 100_000
@@ -71,6 +81,7 @@ GROUPS = {
     "sweep": (True, "request-size sweep: the stream's size mix vs fixed sizes, random offsets"),
     "write_seq": (True, "sequential writes: the stream's write sizes, and 128 KiB"),
     "write_rand": (True, "the stream's write sizes written at random offsets (the swap pattern)"),
+    "profile": (False, "random reads and writes at queue depths above 1, for the device profile"),
     "replay": (False, "the stream itself, timed and as fast as possible"),
     "synthetic": (False, "one fitted job approximating the stream"),
 }
@@ -90,6 +101,8 @@ class JobSpec:
     pattern: str = "random"  # random | sequential | replay
     runtime_factor: int = 1
     time_based: bool = True
+    iodepth: int = 0  # the job's queue depth when it differs from the folder's engine setting
+
 
     @property
     def file(self) -> str:
@@ -128,7 +141,8 @@ def _size_label(n: int) -> str:
     return str(n)
 
 
-def plan_jobs(fit: fitmod.StreamFit, *, ioengine="psync", iodepth=1, direct=True, sweep_sizes=SWEEP_SIZES) -> list[JobSpec]:
+def plan_jobs(fit: fitmod.StreamFit, *, ioengine="psync", iodepth=1, direct=True, sweep_sizes=SWEEP_SIZES,
+              profile_sizes=PROFILE_SIZES, profile_depths=PROFILE_DEPTHS) -> list[JobSpec]:
     """The job list for a fitted stream (no files written)."""
     base = _base_options(ioengine, iodepth, direct)
     jobs: list[JobSpec] = []
@@ -170,6 +184,17 @@ def plan_jobs(fit: fitmod.StreamFit, *, ioengine="psync", iodepth=1, direct=True
                         _logged(_timed(_target({**base, "rw": rw, "bs": str(size), "norandommap": "1"}))),
                         direction=direction, request_bytes=size)
             )
+    for direction in ("read", "write"):
+        rw = "randread" if direction == "read" else "randwrite"
+        for label in profile_sizes:
+            size = parse_bytes(label, "profile size")
+            for depth in profile_depths:
+                opts = {**_base_options(PROFILE_IOENGINE, depth, direct), "rw": rw, "bs": str(size), "norandommap": "1"}
+                jobs.append(
+                    JobSpec(f"qd_{direction}_{_size_label(size)}_qd{depth}", "profile", "sweep",
+                            f"random {direction}s of {format_bytes(size)} at queue depth {depth}",
+                            _logged(_timed(_target(opts))), direction=direction, request_bytes=size, iodepth=depth)
+                )
     if fit.write is not None:
         bss = fit.write.bssplit_text()
         jobs.append(
@@ -355,6 +380,7 @@ def _job_entry(j: JobSpec) -> dict:
         "pattern": j.pattern,
         "runtime_factor": j.runtime_factor,
         "time_based": j.time_based,
+        "iodepth": j.iodepth or None,
         "description": j.description,
     }
 

@@ -1,0 +1,98 @@
+"""``swaptrace time``: predicted step time and training slowdown of a swap stream on a device."""
+
+from __future__ import annotations
+
+import click
+
+from swaptrace.commands._common import echo_summary, force_option, json_option
+from swaptrace.errors import ConfigError
+
+
+def _render(summary: dict) -> str:
+    b = summary["breakdown_us"]
+    total = summary["total_us"] or 1.0
+    lines = [
+        f"device        {summary['device']}",
+        f"compute       {summary['compute']}",
+        f"steps         {summary['steps']}",
+        f"step time     {summary['mean_step_us'] / 1e3:.3f} ms (mean), {total / 1e6:.3f} s in all",
+        "slowdown      " + (f"{summary['slowdown']:.2f}x" if summary["slowdown"] else "n/a (no compute time)"),
+        f"faults waited {summary['faults_waited']}",
+        "breakdown",
+    ]
+    for key, label in (("compute", "compute"), ("fault_wait", "fault wait"), ("queueing", "queueing"),
+                       ("fault_cpu", "fault CPU"), ("reclaim_cpu", "reclaim CPU")):
+        lines.append(f"  {label:<12}{b[key] / 1e6:>10.3f} s  {100 * b[key] / total:5.1f} %")
+    c = summary["cpu_costs"]
+    lines.append(f"cpu costs     fault {c['fault_cpu_us']:.2f} us, reclaim {c['reclaim_cpu_us']:.2f} us/page, "
+                 f"write {c['write_cpu_us']:.2f} us/page ({c['source']})")
+    if summary.get("output"):
+        lines.insert(0, f"wrote {summary['output']}")
+    return "\n".join(lines)
+
+
+@click.command("time")
+@click.argument("stream", type=click.Path(dir_okay=False))
+@click.option("--device", required=True,
+              help="SSD model preset (swaptrace ssd devices), SSD model TOML, or measured profile TOML (fio profile).")
+@click.option("--compute", type=click.Choice(["mlp", "none"]), default="mlp", show_default=True,
+              help="mlp: measure the steps with no memory limit (needs the access trace); none: paging time only.")
+@click.option("--step-compute-us", type=float, default=None, help="Given compute time of every step (us).")
+@click.option("--compute-baseline", type=click.Path(dir_okay=False), default=None,
+              help="Take the compute time from the unlimited run of this capture.")
+@click.option("--trace", type=click.Path(dir_okay=False), default=None,
+              help="The access trace (default: the one named in the stream's metadata).")
+@click.option("--fault-cpu-us", type=float, default=None, help="Kernel CPU per fault (default: micro-benchmark).")
+@click.option("--reclaim-cpu-us", type=float, default=None, help="Reclaim CPU per page freed (default: micro-benchmark).")
+@click.option("--write-cpu-us", type=float, default=0.0, show_default=True, help="Extra CPU per page written.")
+@click.option("--measure-fault-overhead", is_flag=True,
+              help="Root: measure the per-fault time beyond the device's latency with a synthetic capture "
+                   "(swaptrace.timing_calibrate) and use it as --fault-cpu-us.")
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False), default=None, help="Per-step Parquet table.")
+@force_option
+@json_option
+def command(stream, device, compute, step_compute_us, compute_baseline, trace, fault_cpu_us, reclaim_cpu_us,
+            write_cpu_us, measure_fault_overhead, out, force, as_json) -> None:
+    """Predict the step time and training slowdown of STREAM on a device.
+
+    Prints the mean step time, the slowdown against the same steps with no memory limit, and the
+    breakdown into compute, fault wait (device latency of the reads a fault waits for), queueing
+    (behind writes still in the device), fault CPU and reclaim CPU; writes one row per step with -o.
+
+    \b
+    Example:
+      swaptrace time traces/demo/swapio.parquet --device nvme-tlc -o traces/demo/timing.parquet
+      swaptrace time traces/demo/swapio.parquet --device disk.toml --step-compute-us 20000
+    """
+    from swaptrace import timing
+    from swaptrace.traceio import check_output_path
+
+    if step_compute_us is not None and compute_baseline is not None:
+        raise ConfigError("give --step-compute-us or --compute-baseline, not both")
+    if out is not None:
+        check_output_path(out, force)
+    dev = timing.load_device(device)
+    if fault_cpu_us is None or reclaim_cpu_us is None:
+        measured = timing.measure_cpu_costs()
+        cpu = timing.CpuCosts(measured.fault_cpu_us if fault_cpu_us is None else fault_cpu_us,
+                              measured.reclaim_cpu_us if reclaim_cpu_us is None else reclaim_cpu_us,
+                              write_cpu_us, measured.source if fault_cpu_us is None or reclaim_cpu_us is None else "given")
+    else:
+        cpu = timing.CpuCosts(fault_cpu_us, reclaim_cpu_us, write_cpu_us, "given")
+    if measure_fault_overhead:
+        if fault_cpu_us is not None:
+            raise ConfigError("give --fault-cpu-us or --measure-fault-overhead, not both")
+        from dataclasses import replace
+
+        from swaptrace.timing_calibrate import measure_fault_overhead as measure
+
+        fo = measure(dev, cpu=cpu)
+        cpu = replace(cpu, fault_cpu_us=fo.overhead_us,
+                      source=f"fault overhead: synthetic capture ({fo.major_faults} faults); {cpu.source}")
+    result = timing.predict(stream, dev, compute=compute, step_compute_us=step_compute_us,
+                            compute_baseline=compute_baseline, trace=trace, cpu=cpu)
+    summary = result.summary()
+    if out is not None:
+        timing.write_steps(result, out, {"stream": str(stream), "device_table": dev.to_toml()}, force=force)
+        summary["output"] = str(out)
+    echo_summary(summary, as_json, _render)

@@ -1,0 +1,212 @@
+"""The time model's kernel against its naive twin, and against hand-worked cases (analytic oracles)."""
+
+from __future__ import annotations
+
+import math
+
+import naive_timing as naive
+import numpy as np
+import pytest
+
+from swaptrace import timing
+from swaptrace._kernels import timing as kt
+from swaptrace.ssd.config import DEVICES
+
+SIZES = (4096, 16384, 65536)
+DEPTHS = (1, 4, 16)
+READ = ((100.0, 140.0, 400.0), (120.0, 200.0, 700.0), (200.0, 500.0, 1800.0))
+WRITE = ((50.0, 90.0, 300.0), (70.0, 150.0, 520.0), (160.0, 420.0, 1500.0))
+DEV = timing.DeviceTiming("t", "test", SIZES, DEPTHS, READ, WRITE)
+
+
+def _requests(rng, nsteps, n):
+    """Random requests in step order: bursts of reads (some waited) and writes, random sizes."""
+    reqs, burst = [], 0
+    steps = np.sort(rng.integers(0, nsteps, size=n))
+    i = 0
+    while i < n:
+        k = int(rng.integers(1, 6))
+        op = int(rng.integers(0, 2))
+        frac = float(rng.random())
+        s = int(steps[i])
+        for _ in range(k):
+            if i >= n or steps[i] != s:
+                break
+            reqs.append(dict(step=s, frac=frac, op=op, nbytes=float(4096 * int(rng.integers(1, 40))),
+                             waits=bool(op == 0 and rng.random() < 0.7), burst=burst))
+            i += 1
+        burst += 1
+    return reqs
+
+
+def _run_kernel(reqs, nsteps, access, dense, dev=DEV, fault=3.0, reclaim=0.5, write=0.25):
+    req = timing.StreamRequests(
+        step=np.array([r["step"] for r in reqs], dtype=np.int64),
+        frac=np.array([r["frac"] for r in reqs], dtype=np.float64),
+        op=np.array([r["op"] for r in reqs], dtype=np.int8),
+        nbytes=np.array([r["nbytes"] for r in reqs], dtype=np.float64),
+        waits=np.array([r["waits"] for r in reqs], dtype=bool),
+        burst=np.array([r["burst"] for r in reqs], dtype=np.int64),
+        nsteps=nsteps, first_step=0, page_bytes=4096, source="test",
+    )
+    comp = timing.ComputeTime(np.asarray(access, float), np.asarray(dense, float), "test")
+    return timing.simulate(req, dev, comp, timing.CpuCosts(fault, reclaim, write))
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_kernel_matches_naive_twin(seed):
+    rng = np.random.default_rng(seed)
+    nsteps = int(rng.integers(1, 6))
+    n = int(rng.integers(0, 60))
+    reqs = _requests(rng, nsteps, n)
+    access = rng.uniform(0, 2000, nsteps)
+    dense = rng.uniform(0, 1000, nsteps)
+    got = _run_kernel(reqs, nsteps, access, dense)
+    want = naive.simulate(reqs, nsteps, access, dense, SIZES, DEPTHS, READ, WRITE, 3.0, 0.5, 0.25, 4096)
+    for s in range(nsteps):
+        assert got.step_us[s] == pytest.approx(want[s]["step"], rel=1e-12, abs=1e-9)
+        assert got.queue_us[s] == pytest.approx(want[s]["queue"], rel=1e-12, abs=1e-9)
+        assert got.fault_wait_us[s] == pytest.approx(want[s]["wait"], rel=1e-12, abs=1e-9)
+        assert got.reclaim_cpu_us[s] == pytest.approx(want[s]["reclaim_cpu"], rel=1e-12, abs=1e-9)
+        assert got.faults_waited[s] == want[s]["waits"]
+    # the breakdown adds up to the step time
+    parts = got.compute_us + got.fault_wait_us + got.queue_us + got.fault_cpu_us + got.reclaim_cpu_us
+    np.testing.assert_allclose(parts, got.step_us, rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize(("nbytes", "depth"), [(4096, 1), (1000, 1), (8192, 1), (65536, 4), (1 << 20, 16), (16384, 2),
+                                                (16384, 64), (30000, 10)])
+def test_latency_interpolation_matches_naive(nbytes, depth):
+    got = DEV.latency_us("read", nbytes, depth)
+    assert got == pytest.approx(naive.lat(SIZES, DEPTHS, READ, nbytes, depth), rel=1e-12)
+
+
+def test_latency_table_points_and_limits():
+    assert DEV.latency_us("read", 16384, 4) == 200.0
+    assert DEV.latency_us("write", 4096, 1) == 50.0
+    assert DEV.latency_us("read", 512, 1) == 100.0  # flat below the smallest size
+    assert DEV.latency_us("read", 131072, 1) == pytest.approx(400.0)  # proportional above the largest
+    assert DEV.latency_us("read", 4096, 32) == pytest.approx(800.0)  # saturated beyond the deepest depth
+
+
+def test_isolated_faults_cost_their_read_latency_plus_cpu():
+    # three faults in one step, far apart, idle device: each waits one 4 KiB read at depth 1
+    reqs = [dict(step=0, frac=f, op=0, nbytes=4096.0, waits=True, burst=b) for b, f in enumerate((0.0, 0.4, 0.8))]
+    r = _run_kernel(reqs, 1, [10_000.0], [5_000.0], fault=3.0, reclaim=0.5, write=0.0)
+    assert r.queue_us[0] == 0.0
+    assert r.fault_wait_us[0] == pytest.approx(3 * 100.0)
+    assert r.step_us[0] == pytest.approx(15_000.0 + 3 * (100.0 + 3.0 + 0.5))
+    assert r.slowdown == pytest.approx(r.step_us[0] / 15_000.0)
+
+
+def test_fault_queues_behind_a_write_burst():
+    # four 16 KiB writes in one burst at depth 4: the device needs 4 * 150/4 = 150 us; a fault right after waits it
+    writes = [dict(step=0, frac=0.5, op=1, nbytes=16384.0, waits=False, burst=0) for _ in range(4)]
+    fault = [dict(step=0, frac=0.5, op=0, nbytes=4096.0, waits=True, burst=1)]
+    r = _run_kernel(writes + fault, 1, [1000.0], [0.0], fault=0.0, reclaim=0.0, write=0.0)
+    assert r.queue_us[0] == pytest.approx(150.0)
+    assert r.fault_wait_us[0] == pytest.approx(100.0)
+    assert r.step_us[0] == pytest.approx(1000.0 + 250.0)
+
+
+def test_backlog_drains_during_compute():
+    # a 64 KiB write at the end of step 0 keeps the device busy 160 us; 100 us of dense compute follow,
+    # so a fault at the start of step 1 queues the remaining 60 us
+    reqs = [dict(step=0, frac=1.0, op=1, nbytes=65536.0, waits=False, burst=0),
+            dict(step=1, frac=0.0, op=0, nbytes=4096.0, waits=True, burst=1)]
+    r = _run_kernel(reqs, 2, [1000.0, 1000.0], [100.0, 0.0], fault=0.0, reclaim=0.0, write=0.0)
+    assert r.queue_us.tolist() == pytest.approx([0.0, 60.0])
+    assert r.step_us.tolist() == pytest.approx([1100.0, 1000.0 + 60.0 + 100.0])
+
+
+def test_readahead_is_not_waited_for_but_occupies_the_device():
+    # a fault read with two readahead reads in its burst (depth 3): the process waits only for its own read
+    reqs = [dict(step=0, frac=0.0, op=0, nbytes=4096.0, waits=w, burst=0) for w in (True, False, False)]
+    reqs.append(dict(step=0, frac=0.0, op=0, nbytes=4096.0, waits=True, burst=1))  # the next fault queues
+    r = _run_kernel(reqs, 1, [0.0], [0.0], fault=0.0, reclaim=0.0, write=0.0)
+    lat3 = DEV.latency_us("read", 4096, 3)
+    assert r.faults_waited[0] == 2
+    first_wait = lat3
+    backlog_left = 3 * lat3 / 3 - first_wait  # the device finished the burst's work when the first read completed
+    assert r.queue_us[0] == pytest.approx(max(backlog_left, 0.0))
+    assert r.step_us[0] == pytest.approx(first_wait + max(backlog_left, 0.0) + 100.0)
+
+
+def test_empty_stream_is_compute_only():
+    r = _run_kernel([], 3, [1.0, 2.0, 3.0], [1.0, 1.0, 1.0])
+    assert r.step_us.tolist() == [2.0, 3.0, 4.0] and r.slowdown == 1.0
+
+
+def test_no_compute_has_no_slowdown():
+    reqs = [dict(step=0, frac=0.0, op=0, nbytes=4096.0, waits=True, burst=0)]
+    r = _run_kernel(reqs, 1, [0.0], [0.0], fault=0.0, reclaim=0.0, write=0.0)
+    assert r.slowdown is None and r.total_us == pytest.approx(100.0)
+
+
+def test_ssd_model_table_is_hand_checkable():
+    cfg = DEVICES["nvme-tlc"]
+    dev = timing.device_from_ssd(cfg)
+    # 4 KiB read at depth 1: one page, tR + transfer over one channel and the host link
+    want = cfg.read_us + 4096 / cfg.channel_mb_s + 4096 / cfg.host_mb_s
+    assert dev.latency_us("read", 4096, 1) == pytest.approx(want)
+    lat = np.asarray(dev.read_latency_us)
+    assert np.all(np.diff(lat, axis=1) >= -1e-9)  # deeper queues never make a request faster
+    assert np.all(np.diff(np.asarray(dev.write_latency_us), axis=0) > 0)  # larger writes take longer
+    # sustained writes are limited by programming over the write amplification
+    waf = dev.notes["waf"]
+    prog = cfg.dies * cfg.program_units * cfg.map_bytes / cfg.program_us / waf
+    assert dev.latency_us("write", 4096, 32) / 32 == pytest.approx(max(4096 / prog, 4096 / cfg.host_mb_s), rel=1e-3)
+    assert waf > 1.0
+
+
+def test_profile_toml_round_trip(tmp_path):
+    p = tmp_path / "d.toml"
+    p.write_text(DEV.to_toml())
+    back = timing.load_device(str(p))
+    assert back.sizes_bytes == SIZES and back.depths == DEPTHS
+    np.testing.assert_allclose(back.read_latency_us, READ)
+    np.testing.assert_allclose(back.write_latency_us, WRITE)
+
+
+@pytest.mark.parametrize(("text", "fragment"), [
+    ("x = ", "cannot read device TOML"),
+    ('kind = "swaptrace-device-profile"\nsizes_bytes = [4096]\ndepths = [1]\n', "not a valid device profile"),
+    ('kind = "swaptrace-device-profile"\nsizes_bytes = [8192, 4096]\ndepths = [1]\n[read]\nlatency_us = [[1.0], [2.0]]\n'
+     '[write]\nlatency_us = [[1.0], [2.0]]\n', "ascending"),
+    ('kind = "swaptrace-device-profile"\nsizes_bytes = [4096]\ndepths = [1]\n[read]\nlatency_us = [[-1.0]]\n'
+     '[write]\nlatency_us = [[1.0]]\n', "positive"),
+    ('kind = "swaptrace-device-profile"\nsizes_bytes = [4096]\ndepths = [1, 4]\n[read]\nlatency_us = [[1.0]]\n'
+     '[write]\nlatency_us = [[1.0, 2.0]]\n', "table is"),
+    ("channels = 0\n", "positive integer"),
+])
+def test_bad_device_files_are_config_errors(tmp_path, text, fragment):
+    p = tmp_path / "bad.toml"
+    p.write_text(text)
+    with pytest.raises(timing.ConfigError, match=fragment):
+        timing.load_device(str(p))
+
+
+def test_unknown_device_and_missing_file():
+    with pytest.raises(timing.ConfigError, match="unknown device"):
+        timing.load_device("no-such-drive")
+    with pytest.raises(timing.ConfigError, match="no such device file"):
+        timing.load_device("/nonexistent/dev.toml")
+
+
+def test_cpu_micro_benchmark_is_positive_and_small():
+    c = timing.measure_cpu_costs(pages=1024, repeats=3)
+    # a page fault and an unmap take between 10 ns and 1 ms on any machine this runs on
+    assert 0.01 < c.fault_cpu_us < 1000 and 0.001 < c.reclaim_cpu_us < 1000
+    assert math.isfinite(c.fault_cpu_us)
+
+
+def test_bad_cpu_costs_and_compute():
+    with pytest.raises(timing.ConfigError, match="fault-cpu-us"):
+        timing.CpuCosts(-1.0)
+    with pytest.raises(timing.ConfigError, match="step-compute-us"):
+        timing.given_compute(3, float("nan"))
+
+
+def test_kernel_output_columns_are_distinct():
+    cols = [kt.OUT_STEP, kt.OUT_COMPUTE, kt.OUT_WAIT, kt.OUT_QUEUE, kt.OUT_FAULT_CPU, kt.OUT_RECLAIM_CPU, kt.OUT_WAITS]
+    assert sorted(cols) == list(range(kt.OUT_COLUMNS))

@@ -1,0 +1,37 @@
+"""The fault-overhead micro-benchmark: its synthetic workload, and (root) one small run under the kernel."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import require_root
+
+from swaptrace import timing
+from swaptrace.timing_calibrate import measure_fault_overhead, synthetic_trace
+from swaptrace.traceio import open_trace
+
+
+def test_synthetic_trace_is_uniform_and_seeded(tmp_path):
+    a = open_trace(synthetic_trace(tmp_path / "a.access.parquet", pages=1000, steps=4, touches=5000, seed=3), "access")
+    b = open_trace(synthetic_trace(tmp_path / "b.access.parquet", pages=1000, steps=4, touches=5000, seed=3), "access")
+    ca, cb = a.read_all(), b.read_all()
+    assert np.array_equal(ca["page"], cb["page"]) and a.meta["footprint_pages"] == 1000
+    assert np.bincount(ca["step"]).tolist() == [5000] * 4
+    assert ca["write"].mean() == 0.5
+    # uniform: every tenth of the footprint gets 10 % of the touches, within 5 sigma of a binomial
+    counts = np.bincount(ca["page"].astype(np.int64) // 100, minlength=10)
+    sigma = np.sqrt(20000 * 0.1 * 0.9)
+    assert np.all(np.abs(counts - 2000) < 5 * sigma)
+
+
+@pytest.mark.privileged
+@pytest.mark.slow
+def test_fault_overhead_under_the_kernel(tmp_path):
+    require_root()
+    dev = timing.DeviceTiming("t", "test", (4096,), (1,), ((50.0,),), ((50.0,),))
+    r = measure_fault_overhead(dev, pages=2048, steps=3, touches=1500, fraction=0.25,
+                               cpu=timing.CpuCosts(0.0, 0.0, 0.0))
+    assert r.major_faults > 500  # a quarter of the pages fit: most touches of swapped pages fault
+    assert r.overhead_us >= 0.0 and r.measured_us > 0.0
+    # what the model does not explain plus what it does is what was measured (or the model explains more)
+    assert r.overhead_us * r.major_faults + r.modelled_us == pytest.approx(max(r.measured_us, r.modelled_us), rel=1e-9)

@@ -1,0 +1,176 @@
+"""`swaptrace time` and `swaptrace fio profile` end to end: outputs, determinism, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from cli_helpers import run_cli, the_error
+
+from swaptrace import timing, traceio
+from swaptrace.fio import profile
+from swaptrace.fio import results as resmod
+from swaptrace.generate import generate_trace
+from swaptrace.pagecache import emulate
+
+
+@pytest.fixture(scope="module")
+def stream(tmp_path_factory):
+    d = tmp_path_factory.mktemp("timing")
+    trace = generate_trace("tiny", d / "t.access.parquet", steps=4, seed=1)
+    out = d / "t.swapio.parquet"
+    emulate(trace, out, memory_fraction=0.2, ensemble=False)
+    return out
+
+
+def test_time_writes_steps_and_prints_breakdown(stream, tmp_path):
+    out = tmp_path / "steps.parquet"
+    r = run_cli("time", stream, "--device", "nvme-tlc", "--step-compute-us", 20000, "--fault-cpu-us", 2,
+                "--reclaim-cpu-us", 0.5, "-o", out)
+    assert r.exit_code == 0, r.output
+    for word in ("slowdown", "fault wait", "queueing", "reclaim CPU", "compute"):
+        assert word in r.output
+    tf = traceio.open_trace(out, "timing-steps")
+    cols = tf.read_all()
+    assert cols["step"].tolist() == [0, 1, 2, 3]
+    parts = cols["compute_us"] + cols["fault_wait_us"] + cols["queue_us"] + cols["fault_cpu_us"] + cols["reclaim_cpu_us"]
+    np.testing.assert_allclose(parts, cols["step_us"], rtol=1e-12)
+    s = tf.meta["summary"]
+    assert s["slowdown"] == pytest.approx(cols["step_us"].sum() / (4 * 20000.0))
+    # faults waited for: the emulator's major faults (each fault burst holds one faulting read)
+    meta = traceio.read_metadata(stream)
+    assert int(cols["faults_waited"].sum()) == meta["summary"]["major_faults"]
+
+
+def test_time_is_deterministic_with_given_costs(stream):
+    args = ("time", stream, "--device", "mqsim-default", "--step-compute-us", 1000, "--fault-cpu-us", 1,
+            "--reclaim-cpu-us", 1, "--json")
+    a, b = run_cli(*args), run_cli(*args)
+    assert a.exit_code == 0 and json.loads(a.output) == json.loads(b.output)
+
+
+def test_slower_device_predicts_more_time(stream, tmp_path):
+    fast = timing.DeviceTiming("fast", "t", (4096,), (1,), ((10.0,),), ((10.0,),))
+    slow = timing.DeviceTiming("slow", "t", (4096,), (1,), ((100.0,),), ((100.0,),))
+    cpu = timing.CpuCosts(0.0, 0.0, 0.0)
+    a = timing.predict(stream, fast, step_compute_us=1000.0, cpu=cpu)
+    b = timing.predict(stream, slow, step_compute_us=1000.0, cpu=cpu)
+    assert b.total_us > a.total_us > 4000.0
+    # without queueing, every waited fault costs its read: at least faults x latency
+    assert b.total_us >= 4000.0 + int(b.faults_waited.sum()) * 100.0 - 1e-6
+
+
+def test_measured_compute_replays_every_step(stream):
+    r = timing.predict(stream, "nvme-tlc", compute="mlp", cpu=timing.CpuCosts())
+    assert r.compute_us.shape == (4,) and np.all(r.compute_us > 0)
+    assert r.slowdown is not None and r.slowdown >= 1.0
+
+
+def test_stream_without_its_trace_is_one_line(stream, tmp_path):
+    import shutil
+
+    lonely = tmp_path / "s.swapio.parquet"
+    shutil.copy(stream, lonely)
+    meta = traceio.read_metadata(stream)
+    err = the_error(run_cli("time", lonely, "--device", "nvme-tlc", "--trace", tmp_path / "gone.access.parquet"))
+    assert "missing" in err
+    # given compute time needs no trace
+    ok = run_cli("time", lonely, "--device", "nvme-tlc", "--step-compute-us", 10, "--fault-cpu-us", 0,
+                 "--reclaim-cpu-us", 0)
+    assert ok.exit_code == 0, ok.output
+    assert meta["trace"]
+
+
+@pytest.mark.parametrize("device_text", ["x = ", 'kind = "swaptrace-device-profile"\n'])
+def test_bad_device_file_is_one_line_and_no_output(stream, tmp_path, device_text):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(device_text)
+    out = tmp_path / "steps.parquet"
+    err = the_error(run_cli("time", stream, "--device", bad, "--step-compute-us", 1, "-o", out))
+    assert "bad.toml" in err
+    assert not out.exists() and not list(tmp_path.glob("*.partial"))
+
+
+def test_not_a_stream_is_one_line(tmp_path):
+    p = tmp_path / "x.parquet"
+    p.write_text("nope")
+    assert "not a Parquet file" in the_error(run_cli("time", p, "--device", "nvme-tlc"))
+
+
+# --------------------------------------------------------------------------- fio profile
+
+
+def _fake_run(folder, points):
+    """A `fio run` folder with results.parquet and raw JSON: points = {(dir, size, depth): latency_us}."""
+    raw = folder / "raw"
+    raw.mkdir(parents=True)
+    rows = []
+    for (direction, size, depth), lat in points.items():
+        name = f"sweep_{direction}_{size}" if depth == 1 else f"qd_{direction}_{size}_qd{depth}"
+        iops = depth / lat * 1e6
+        rows.append({"instance": name, "job": name, "group": "sweep" if depth == 1 else "profile", "kind": "sweep",
+                     "direction": direction, "request_bytes": size, "pattern": "random", "io_bytes": 1, "ios": 100,
+                     "bw_bytes": iops * size, "iops": iops, "clat_p50_us": lat, "clat_p99_us": lat, "clat_p999_us": lat,
+                     "runtime_ms": 1000.0, "trace_duration_ms": math.nan, "expected_ios": math.nan})
+        engine = "psync" if depth == 1 else "libaio"
+        (raw / f"{name}.json").write_text(json.dumps({"jobs": [{
+            "jobname": name, "job options": {"ioengine": engine, "iodepth": str(depth), "rw": "randread"},
+            direction: {"total_ios": 100, "lat_ns": {"mean": lat * 1000.0}}}]}))
+    with traceio.TraceWriter(folder / resmod.RESULTS_NAME, "fio-results", {"run": {"target": "/tmp/x"}}) as w:
+        w.write_table(resmod.rows_to_table(rows))
+
+
+def test_profile_from_a_run_folder(tmp_path):
+    pts = {("read", 4096, 1): 50.0, ("read", 65536, 1): 200.0, ("write", 4096, 1): 40.0, ("write", 65536, 1): 300.0,
+           ("read", 4096, 4): 80.0, ("write", 4096, 4): 120.0, ("read", 65536, 4): 500.0}
+    _fake_run(tmp_path / "run", pts)
+    out = tmp_path / "disk.toml"
+    r = run_cli("fio", "profile", tmp_path / "run", "-o", out)
+    assert r.exit_code == 0, r.output
+    dev = timing.load_device(str(out))
+    assert dev.sizes_bytes == (4096, 65536) and dev.depths == (1, 4)
+    assert dev.latency_us("read", 4096, 1) == pytest.approx(50.0)
+    assert dev.latency_us("read", 65536, 4) == pytest.approx(500.0)
+    # the missing 64 KiB write at depth 4 takes the 4 KiB write's depth ratio (120 / 40)
+    assert dev.latency_us("write", 65536, 4) == pytest.approx(300.0 * 3.0, rel=1e-3)
+
+
+def test_profile_falls_back_to_littles_law(tmp_path):
+    pts = {("read", 4096, 1): 50.0, ("write", 4096, 1): 40.0}
+    _fake_run(tmp_path / "run", pts)
+    for p in (tmp_path / "run" / "raw").glob("*.json"):
+        p.unlink()
+    dev = profile.build_profile(tmp_path / "run")
+    assert dev.latency_us("read", 4096, 1) == pytest.approx(50.0)
+
+
+def test_profile_of_a_folder_without_results_is_one_line(tmp_path):
+    (tmp_path / "empty").mkdir()
+    out = tmp_path / "disk.toml"
+    assert "no fio results" in the_error(run_cli("fio", "profile", tmp_path / "empty", "-o", out))
+    assert not out.exists()
+    _fake_run(tmp_path / "readonly", {("read", 4096, 1): 50.0})
+    assert "depth 1" in the_error(run_cli("fio", "profile", tmp_path / "readonly", "-o", out))
+    assert not out.exists()
+
+
+def test_report_in_a_fresh_process_shows_the_time_model(stream, tmp_path):
+    """The report reads timing.parquet without the time stage having run in the same process."""
+    import shutil
+    import subprocess
+    import sys
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    shutil.copy(stream, folder / "swapio.parquet")
+    r = run_cli("time", folder / "swapio.parquet", "--device", "nvme-tlc", "--step-compute-us", 5000,
+                "--fault-cpu-us", 1, "--reclaim-cpu-us", 1, "-o", folder / "timing.parquet")
+    assert r.exit_code == 0, r.output
+    proc = subprocess.run([sys.executable, "-c", "from swaptrace.cli import cli; cli()", "report", str(folder)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    text = (folder / "report" / "report.md").read_text()
+    assert "## Training time (time model)" in text and "| SSD model (nvme-tlc) |" in text
+    assert (folder / "report" / "step_time.png").stat().st_size > 1000

@@ -1,0 +1,29 @@
+"""`swaptrace run` predicts the step times and the report shows the slowdown and the per-step figure."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from swaptrace import stages as S
+from swaptrace.cli import cli
+from swaptrace.traceio import open_trace
+
+pytestmark = pytest.mark.slow
+
+
+def test_run_writes_timing_and_report_shows_it(tmp_path):
+    folder = tmp_path / "tiny"
+    r = CliRunner().invoke(cli, ["run", "--preset", "tiny", "--steps", "4", "--memory-fraction", "0.3", "--no-fio",
+                                 "--no-thesis", "-o", str(folder)])
+    assert r.exit_code == 0, r.output
+    tf = open_trace(folder / S.TIMING, "timing-steps")
+    cols = tf.read_all()
+    assert cols["step"].tolist() == [0, 1, 2, 3]
+    assert (cols["step_us"] >= cols["compute_us"]).all() and (cols["compute_us"] > 0).all()
+    s = tf.meta["summary"]
+    assert s["slowdown"] == pytest.approx(cols["step_us"].sum() / cols["compute_us"].sum())
+    assert not (folder / S.TIMING_DISK).exists()  # no fio run, no disk profile
+    text = (folder / S.REPORT / "report.md").read_text()
+    assert "## Training time (time model)" in text and f"{s['slowdown']:.2f}x" in text
+    assert (folder / S.REPORT / "step_time.png").read_bytes()[:4] == b"\x89PNG"
