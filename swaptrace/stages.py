@@ -11,6 +11,7 @@ the CLI: both are above it.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
