@@ -34,7 +34,8 @@ def device_options(f):
         click.option("--device", default=None, show_default="mqsim-default",
                      help=f"Preset ({', '.join(ssd_config.DEVICES)}) or a TOML file of SSDConfig fields."),
         click.option("--capacity", default=None, help="User capacity (e.g. 4GiB); sets blocks per plane."),
-        click.option("--op", type=float, default=None, help="Over-provisioning (T-U)/U, e.g. 0.07 or 0.28."),
+        click.option("--op", type=float, default=None,
+                     help="Physical over-provisioning (T-U)/U, e.g. 0.07 or 0.28 (the GC reserve comes out of it)."),
         click.option("--spare-factor", type=float, default=None, help="Spare factor (T-U)/T (instead of --op)."),
         click.option("--channels", type=int, default=None),
         click.option("--dies-per-channel", type=int, default=None),
@@ -50,7 +51,8 @@ def device_options(f):
         click.option("--gc", "gc_policy", type=click.Choice(list(ssd_config.GC_POLICIES)), default=None,
                      help="GC victim policy."),
         click.option("--gc-free", type=float, default=None,
-                     help="Foreground GC threshold: fraction of a die's blocks kept free."),
+                     help="GC free-block reserve: fraction of a die's blocks foreground GC keeps erased. "
+                          "It comes out of --op; the output states the effective spare."),
         click.option("--bg-gc-free", type=float, default=None, help="Background GC threshold (0 = off)."),
         click.option("--write-buffer", default=None, help="Device write-back buffer (e.g. 64MiB)."),
         click.option("--separate-gc-stream/--mixed-gc-stream", default=None,
@@ -107,7 +109,13 @@ def _render(summary: dict[str, Any]) -> str:
         return "n/a" if x is None else f"{x:,.1f} MB/s"
 
     waf = summary.get("waf")
-    waf_text = "n/a" if waf is None else f"{waf:.3f}"
+    waf_text = "n/a" if waf is None else f"{waf:.3f} cumulative (includes the transient)"
+    sw = summary.get("steady_waf") or {}
+    if waf is not None and sw:
+        state = "steady" if sw.get("steady") else "NOT steady"
+        waf_text += f";  {sw['waf']:.3f} {state} (over the {sw['over']})"
+    model = summary.get("model_waf_uniform")
+    opd = summary.get("op") or {}
     sim_us = summary.get("simulated_time_us")
     time_text = "n/a (no timing)" if sim_us is None else f"{sim_us / 1e6:.3f} s"
     lines = [
@@ -117,6 +125,15 @@ def _render(summary: dict[str, Any]) -> str:
         f"   discarded {format_bytes(summary['discard_bytes'])}",
         f"flash written     {format_bytes(summary['flash_write_bytes'])}   GC erases {summary['gc_erases']:,}",
         f"WAF               {waf_text}",
+    ]
+    if opd:
+        lines.append(
+            f"spare             physical OP {opd['physical_op']:.1%} - GC reserve {opd['gc_reserve_op']:.1%} "
+            f"({opd['gc_reserve_blocks_per_die']} blocks/die) = effective OP {opd['effective_op']:.1%} "
+            f"(spare factor {opd['effective_spare_factor']:.2%})")
+    if model is not None:
+        lines.append(f"model WAF         {model:.3f} (Desnoyers, uniform random writes at the effective spare)")
+    lines += [
         f"simulated time    {time_text}",
     ]
     if sim_us is not None:
@@ -263,7 +280,8 @@ def devices_cmd(as_json):
         click.echo(json.dumps(rows, indent=2))
         return
     for name, d in rows.items():
-        click.echo(f"{name:<14} {format_bytes(d['user_bytes']):>10} user, OP {d['over_provisioning']:.1%}, "
+        click.echo(f"{name:<14} {format_bytes(d['user_bytes']):>10} user, OP {d['over_provisioning']:.1%} "
+                   f"(GC reserve {d['gc_reserve_op']:.1%}, effective {d['effective_op']:.1%}), "
                    f"{d['channels']}ch x {d['dies_per_channel']} dies x {d['planes']} planes, "
                    f"{d['pages_per_block']} x {format_bytes(d['page_bytes'])} pages/block, tR {d['read_us']:g} µs, "
                    f"tPROG {d['program_us']:g} µs, tBERS {d['erase_us']:g} µs, GC {d['gc_policy']}")

@@ -40,8 +40,9 @@ import pyarrow as pa
 
 from swaptrace import traceio
 from swaptrace.errors import ConfigError, TraceFileError
+from swaptrace.ssd.analytic import predict_config
 from swaptrace.ssd.config import SSDConfig
-from swaptrace.ssd.simulate import LatencyHistogram, Simulator, WindowCollector, steady_state
+from swaptrace.ssd.simulate import LatencyHistogram, Simulator, WindowCollector, steady_state, steady_waf
 from swaptrace.ssd.workloads import hot_units, synthetic_requests
 
 TIMELINE_SCHEMA = pa.schema(
@@ -88,6 +89,11 @@ class SSDResult:
     @property
     def waf(self) -> float:
         return float(self.summary["waf"])
+
+    @property
+    def steady_waf(self) -> float:
+        """WAF once steady (or over the second half; see :func:`~swaptrace.ssd.simulate.steady_waf`)."""
+        return float((self.summary.get("steady_waf") or {}).get("waf", float("nan")))
 
     @property
     def throughput_mb_s(self) -> float:
@@ -139,6 +145,11 @@ def simulate_chunks(sim: Simulator, chunks: Iterable[tuple], *, window_bytes: in
         "gc_write_bytes": c.gc_write_units * cfg.map_bytes,
         "gc_erases": c.erases,
         "waf": c.waf if c.host_write_units else None,
+        "waf_cumulative": c.waf if c.host_write_units else None,
+        "steady_waf": steady_waf(timeline["window_write_bytes"], timeline["flash_write_bytes"])
+        if c.host_write_units else None,
+        "op": cfg.op_summary(),
+        "model_waf_uniform": _finite_or_none(predict_config(cfg)),
         "simulated_time_us": elapsed_us if sim.timing else None,
         "throughput_mb_s": (host_w + host_r) / elapsed_us if timed else None,
         "write_mb_s": host_w / elapsed_us if timed else None,
@@ -149,6 +160,10 @@ def simulate_chunks(sim: Simulator, chunks: Iterable[tuple], *, window_bytes: in
         "steady_state": steady_state(bw) if timed else None,
     }
     return timeline, summary
+
+
+def _finite_or_none(x: float) -> float | None:
+    return float(x) if np.isfinite(x) else None
 
 
 def _write_timeline(out, timeline, meta, force) -> os.PathLike:

@@ -430,3 +430,43 @@ def steady_state(bandwidths: list[float], rounds: int = 5) -> dict[str, Any]:
     slope = float(np.polyfit(np.arange(rounds), last, 1)[0])
     steady = (last.max() - last.min()) <= 0.2 * mean and abs(slope * (rounds - 1)) <= 0.1 * mean
     return {"steady": bool(steady), "bandwidth_mb_s": mean}
+
+
+def steady_waf(window_write_bytes, flash_write_bytes, rounds: int = 5) -> dict[str, Any]:
+    """Steady-state WAF of a run, apart from the cumulative (transient-including) one.
+
+    SNIA PTS-style check on the per-window WAF: if the last ``rounds``
+    windows are steady (range <= 20 % of their mean, linear-fit excursion
+    <= 10 %), the steady WAF is flash bytes over host bytes across those
+    windows; otherwise it is taken over the second half of the windows and
+    flagged ``steady: False``.
+
+    Parameters
+    ----------
+    window_write_bytes, flash_write_bytes : array of int
+        Host and flash bytes written per timeline window.
+
+    Returns
+    -------
+    dict
+        ``waf`` (nan without writes), ``steady`` (bool), ``over`` (which
+        windows), ``windows`` (how many).
+    """
+    w = np.asarray(window_write_bytes, dtype=float)
+    f = np.asarray(flash_write_bytes, dtype=float)
+    keep = w > 0
+    w, f = w[keep], f[keep]
+    if len(w) == 0:
+        return {"waf": float("nan"), "steady": False, "over": "no writes", "windows": 0}
+    steady = False
+    if len(w) >= rounds:
+        last = f[-rounds:] / w[-rounds:]
+        mean = float(last.mean())
+        slope = float(np.polyfit(np.arange(rounds), last, 1)[0])
+        steady = bool((last.max() - last.min()) <= 0.2 * mean and abs(slope * (rounds - 1)) <= 0.1 * mean)
+    if steady:
+        return {"waf": float(f[-rounds:].sum() / w[-rounds:].sum()), "steady": True,
+                "over": f"last {rounds} windows", "windows": rounds}
+    half = len(w) // 2
+    return {"waf": float(f[half:].sum() / w[half:].sum()), "steady": False, "over": "second half",
+            "windows": len(w) - half}
