@@ -43,6 +43,8 @@ from swaptrace.errors import ConfigError, TraceFileError
 from swaptrace.ssd.analytic import predict_config
 from swaptrace.ssd.config import SSDConfig
 from swaptrace.ssd.simulate import LatencyHistogram, Simulator, WindowCollector, steady_state, steady_waf
+from swaptrace.ssd.steady import Background
+from swaptrace.ssd.steady import layout as steady_layout
 from swaptrace.ssd.workloads import hot_units, synthetic_requests
 
 TIMELINE_SCHEMA = pa.schema(
@@ -162,6 +164,26 @@ def simulate_chunks(sim: Simulator, chunks: Iterable[tuple], *, window_bytes: in
     return timeline, summary
 
 
+def _region_units(config: SSDConfig, region: tuple[int, int] | None) -> tuple[int, int]:
+    if region is None:
+        return 0, config.user_units
+    off, size = int(region[0]), int(region[1])
+    if off < 0 or size <= 0 or off % config.map_bytes or size % config.map_bytes:
+        raise ConfigError(f"region: offset and size must be multiples of {config.map_bytes} bytes, size > 0")
+    off_u, size_u = off // config.map_bytes, size // config.map_bytes
+    if off_u + size_u > config.user_units:
+        raise ConfigError(f"region {off} + {size} bytes is beyond the drive's {config.user_bytes} user bytes")
+    return off_u, size_u
+
+
+def _describe_start(summary: dict[str, Any], config: SSDConfig, lay, bg: Background, init: dict | None) -> None:
+    """Record how the drive started (and, for ``steady``, its partition and background) in ``summary``."""
+    start: dict[str, Any] = dict(init or {})
+    if lay is not None:
+        start.update(background=bg.describe(), **lay.describe(config.map_bytes))
+    summary["start"] = start
+
+
 def _finite_or_none(x: float) -> float | None:
     return float(x) if np.isfinite(x) else None
 
@@ -181,7 +203,8 @@ def synth(config: SSDConfig, pattern: str, *, bs_bytes: int = 4096, volume_bytes
           iodepth: int = 32, precondition: str = "seq", rwmix_read: float = 50.0, hot_writes: float = 0.8,
           hot_fraction: float = 0.2, window_bytes: int | None = None, seed: int = 0, timing: bool = True,
           out: os.PathLike | None = None, force: bool = False,
-          progress: Callable[[int], None] | None = None) -> SSDResult:
+          progress: Callable[[int], None] | None = None, region: tuple[int, int] | None = None,
+          background: Background | None = None) -> SSDResult:
     """Run a synthetic pattern (see :mod:`swaptrace.ssd.workloads`) on a device.
 
     Parameters
@@ -197,9 +220,15 @@ def synth(config: SSDConfig, pattern: str, *, bs_bytes: int = 4096, volume_bytes
     iodepth : int
         Outstanding requests.
     precondition : str
-        ``none``, ``seq`` or ``seq+rand`` (untimed, before the run).
+        ``none``, ``seq``, ``seq+rand`` (untimed, before the run) or ``steady``
+        (the sampled steady state of ``background``, :mod:`swaptrace.ssd.steady`).
     window_bytes : int, optional
         Timeline window; default ~1/64 of the volume.
+    region : (offset_bytes, size_bytes), optional
+        The partition the pattern runs on (default: the whole user space); with
+        ``steady`` it is the swap partition and the rest holds the background.
+    background : Background, optional
+        With ``steady``: the background (default :class:`~swaptrace.ssd.steady.Background()`).
     timing : bool
         Off: pure FTL (WAF only; bandwidth and latency are not computed).
     out : path, optional
@@ -207,22 +236,29 @@ def synth(config: SSDConfig, pattern: str, *, bs_bytes: int = 4096, volume_bytes
     progress : callable, optional
         Called with the host bytes of each finished chunk.
     """
+    off_u, size_u = _region_units(config, region)
     if volume_bytes is None:
-        volume_bytes = 4 * config.user_bytes
+        volume_bytes = 4 * size_u * config.map_bytes
     sim = Simulator(config, timing=timing, iodepth=iodepth, seed=seed)
-    sim.precondition(precondition, seed=seed)
-    chunks = synthetic_requests(pattern, user_units=config.user_units, map_bytes=config.map_bytes, bs_bytes=bs_bytes,
+    bg = background or Background()
+    lay = steady_layout(config, off_u, size_u, bg) if precondition == "steady" else None
+    init = sim.precondition(precondition, seed=seed, layout=lay)
+    chunks = synthetic_requests(pattern, user_units=size_u, map_bytes=config.map_bytes, bs_bytes=bs_bytes,
                                 volume_bytes=volume_bytes, rwmix_read=rwmix_read, hot_writes=hot_writes,
                                 hot_fraction=hot_fraction, seed=seed + 1)
     if pattern == "hotcold" and config.hot_cold_streams:  # the host knows which writes are cold
-        first_cold = hot_units(config.user_units, hot_fraction, bs_bytes // config.map_bytes)
+        first_cold = hot_units(size_u, hot_fraction, bs_bytes // config.map_bytes)
         chunks = ((op, lpn, n, None, lpn >= first_cold) for op, lpn, n in chunks)
+    if off_u:
+        chunks = ((c[0], c[1] + off_u, *c[2:]) for c in chunks)
     window_bytes = window_bytes or _default_window(volume_bytes, config.user_bytes)
     timeline, summary = simulate_chunks(sim, chunks, window_bytes=window_bytes, progress=progress, progress_bytes=True)
     params = {"pattern": pattern, "bs_bytes": bs_bytes, "volume_bytes": volume_bytes, "iodepth": iodepth,
               "precondition": precondition, "rwmix_read": rwmix_read, "hot_writes": hot_writes,
-              "hot_fraction": hot_fraction, "window_bytes": window_bytes, "seed": seed, "timing": timing}
+              "hot_fraction": hot_fraction, "window_bytes": window_bytes, "seed": seed, "timing": timing,
+              "region_bytes": [off_u * config.map_bytes, size_u * config.map_bytes]}
     summary["precondition"] = precondition
+    _describe_start(summary, config, lay, bg, init)
     path = None
     if out is not None:
         meta = {"page_bytes": config.map_bytes, "source": "synthetic", "device": config.describe(),
@@ -249,7 +285,8 @@ def _map_units(offset: np.ndarray, length: np.ndarray, map_bytes: int, user_unit
 def replay(stream: os.PathLike, config: SSDConfig, *, out: os.PathLike | None = None, iodepth: int = 32,
            use_timestamps: bool = False, precondition: str = "seq", fit: str = "error",
            window_bytes: int | None = None, seed: int = 0, force: bool = False,
-           progress: Callable[[int], None] | None = None) -> SSDResult:
+           progress: Callable[[int], None] | None = None, background: Background | None = None,
+           swap_offset_bytes: int = 0) -> SSDResult:
     """Replay a swap I/O stream (kind ``swapio``) on a simulated SSD.
 
     Parameters
@@ -265,7 +302,14 @@ def replay(stream: os.PathLike, config: SSDConfig, *, out: os.PathLike | None = 
     use_timestamps : bool
         Issue requests no earlier than the stream's ``t_us``.
     precondition : str
-        ``none``, ``seq`` (default; full drive) or ``seq+rand``.
+        ``none``, ``seq`` (default; full drive), ``seq+rand`` or ``steady``: the
+        drive keeps its size, the stream's swap device is a partition at
+        ``swap_offset_bytes`` and the rest of the drive holds ``background``,
+        in its sampled steady state (:mod:`swaptrace.ssd.steady`).
+    background : Background, optional
+        With ``steady`` (default :class:`~swaptrace.ssd.steady.Background()`).
+    swap_offset_bytes : int
+        Where the swap partition starts on the drive (stream offsets are shifted by it).
     fit : str
         ``error``, ``modulo`` or ``scale``: what to do when the stream's device
         is larger than the SSD's user capacity (module docstring).
@@ -293,26 +337,36 @@ def replay(stream: os.PathLike, config: SSDConfig, *, out: os.PathLike | None = 
             if len(b["offset"]):
                 device_bytes = max(device_bytes, int((b["offset"].astype(np.int64) + b["length"]).max()))
     stream_units = -(-device_bytes // config.map_bytes)
-    if stream_units > config.user_units and fit == "error":
+    if swap_offset_bytes < 0 or swap_offset_bytes % config.map_bytes:
+        raise ConfigError(f"swap offset must be a multiple of {config.map_bytes} bytes, got {swap_offset_bytes}")
+    off_u = swap_offset_bytes // config.map_bytes
+    room = config.user_units - off_u
+    if room <= 0:
+        raise ConfigError(f"swap offset {swap_offset_bytes} is beyond the drive's {config.user_bytes} user bytes")
+    if stream_units > room and fit == "error":
         raise ConfigError(
             f"{stream}: swap device of {device_bytes} bytes is larger than the SSD's user capacity "
-            f"({config.user_bytes} bytes); use --capacity, or --fit modulo|scale")
+            f"({config.user_bytes} bytes) after the swap offset; use --capacity, or --fit modulo|scale")
+    part_units = min(stream_units, room) if stream_units else room
     summ = meta.get("summary") or {}
     written = int(summ.get("bytes_written") or 0)
     window_bytes = window_bytes or _default_window(written or device_bytes, config.user_bytes)
     sim = Simulator(config, timing=True, iodepth=iodepth, use_timestamps=use_timestamps, seed=seed)
-    sim.precondition(precondition, seed=seed)
+    bg = background or Background()
+    lay = steady_layout(config, off_u, part_units, bg) if precondition == "steady" else None
+    init = sim.precondition(precondition, seed=seed, layout=lay)
 
     def chunks():
         for b in tf.iter_batches(["t_us", "op", "offset", "length"]):
-            lpn, npages = _map_units(b["offset"], b["length"], config.map_bytes, config.user_units, stream_units, fit)
-            yield b["op"].astype(np.int8), lpn, npages, b["t_us"].astype(np.float64)
+            lpn, npages = _map_units(b["offset"], b["length"], config.map_bytes, room, stream_units, fit)
+            yield b["op"].astype(np.int8), lpn + off_u, npages, b["t_us"].astype(np.float64)
 
     timeline, summary = simulate_chunks(sim, chunks(), window_bytes=window_bytes, progress=progress)
     summary["precondition"] = precondition
+    _describe_start(summary, config, lay, bg, init)
     summary["stream"] = str(stream)
     params = {"iodepth": iodepth, "use_timestamps": use_timestamps, "precondition": precondition, "fit": fit,
-              "window_bytes": window_bytes, "seed": seed}
+              "window_bytes": window_bytes, "seed": seed, "swap_offset_bytes": swap_offset_bytes}
     path = None
     if out is not None:
         out_meta = {"page_bytes": config.map_bytes, "source": "swapio", "stream": str(stream),

@@ -23,7 +23,7 @@ from swaptrace._kernels import ftl as K
 from swaptrace.errors import ConfigError
 from swaptrace.ssd.config import GC_POLICIES, SSDConfig
 
-PRECONDITIONS = ("none", "seq", "seq+rand")
+PRECONDITIONS = ("none", "seq", "seq+rand", "steady")
 
 _ERRORS = {
     K.ERR_NO_FREE_BLOCK: "the device ran out of free blocks (spare space too small for the GC reserve)",
@@ -212,17 +212,31 @@ class Simulator:
         st.pend_n[:] = 0
         st.sc[K.S_BUF_K] = 0
 
-    def precondition(self, mode: str, seed: int = 0, chunk_units: int = 1 << 22) -> None:
+    def start_steady(self, layout, seed: int = 0) -> dict[str, Any]:
+        """Start in the sampled steady state of a background (:mod:`swaptrace.ssd.steady`); the drive must be new."""
+        from swaptrace.ssd.steady import install
+
+        info = install(self.state, self.config, layout, seed=seed)
+        self.reset_clocks()
+        return info
+
+    def precondition(self, mode: str, seed: int = 0, chunk_units: int = 1 << 22, layout=None) -> dict[str, Any]:
         """SNIA-style preconditioning, untimed (REFERENCE.md §6).
 
         ``seq``: write the whole user space sequentially twice. ``seq+rand``:
         then one user capacity of uniform random single-unit writes.
-        ``none``: a fresh (empty) drive.
+        ``none``: a fresh (empty) drive. ``steady``: the sampled steady state
+        of ``layout`` (a :class:`swaptrace.ssd.steady.Layout`; swap partition
+        and background), see :meth:`start_steady`.
         """
         if mode not in PRECONDITIONS:
             raise ConfigError(f"unknown precondition {mode!r}; choose from {', '.join(PRECONDITIONS)}")
+        if mode == "steady":
+            if layout is None:
+                raise ConfigError("precondition steady needs a layout (swap partition and background)")
+            return self.start_steady(layout, seed=seed)
         if mode == "none":
-            return
+            return {"method": "none"}
         timing = self.state.ip[K.P_TIMING]
         self.state.ip[K.P_TIMING] = 0
         try:
@@ -239,6 +253,7 @@ class Simulator:
         finally:
             self.state.ip[K.P_TIMING] = timing
         self.reset_clocks()
+        return {"method": mode}
 
 
 def ftl_waf(config: SSDConfig, lpn_chunks, *, warmup_units: int, fill: bool = True, seed: int = 0,
