@@ -230,6 +230,13 @@ def _rng_state(seed: int) -> np.ndarray:
     return np.array([(seed * 0x2545F4914F6CDD1D + 0x632BE59BD9B4E019) & ((1 << 64) - 1)], dtype=np.uint64)
 
 
+def shuffled_pool(lay: Layout, seed: int) -> np.ndarray:
+    """The pool's units in the order they are placed (uniform: which pool unit sits where is random)."""
+    pool = lay.pool.copy()
+    np.random.default_rng(seed).shuffle(pool)
+    return pool
+
+
 def install(state: K.FTLState, config: SSDConfig, lay: Layout, seed: int = 0) -> dict[str, Any]:
     """Put a freshly made FTL state in the sampled steady state of ``lay``; returns what was done.
 
@@ -246,8 +253,7 @@ def install(state: K.FTLState, config: SSDConfig, lay: Layout, seed: int = 0) ->
     if len(lay.pool) and not len(dyn_blocks):
         raise ConfigError("no block can hold the pool")
     KS.adjust_pool(state.p2l, state.valid, np_, dyn_blocks, np.int64(len(lay.pool) - drawn), rng)
-    pool = lay.pool.copy()
-    np.random.default_rng(seed).shuffle(pool)  # which pool unit sits where: uniform
+    pool = shuffled_pool(lay, seed)
     n_s, n_p = KS.assign_lbas(state.p2l, state.l2p, lay.static, pool)
     if n_s != len(lay.static) or n_p != len(lay.pool):
         raise RuntimeError("steady-state install: unit counts do not match the plan")
