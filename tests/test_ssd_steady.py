@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import time
 
+import naive_ssd
 import numpy as np
 import pytest
 
-import naive_ssd
 from swaptrace._kernels import ftl as K
 from swaptrace.errors import ConfigError
 from swaptrace.ssd import steady as S
@@ -113,7 +113,7 @@ def test_sampled_state_agrees_with_explicit_preconditioning(policy, op, fill, ov
     assert _ks(a, b, cfg.units_per_block) <= 0.08
     rng = np.random.default_rng(13)
     writes = [lay.pool[rng.integers(0, len(lay.pool), n)] for n in (len(lay.pool) // 2, 2 * len(lay.pool))]
-    for w, tol in zip(writes, (0.03, 0.02)):
+    for w, tol in zip(writes, (0.03, 0.02), strict=True):
         wafs = []
         for sim in (sampled, explicit):
             before = sim.counters()
