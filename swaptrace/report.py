@@ -200,7 +200,8 @@ def _ssd_parts(d: Path, out_dir: Path, report: Report) -> None:
         bw = timeline["bandwidth_mb_s"]
         report.numbers["ssd"] = {
             "device": _device_text(meta.get("device") or {}),
-            "WAF": f"{summary.get('waf', float('nan')):.2f}",
+            **_ssd_state_lines(meta.get("device") or {}, summary),
+            "WAF (cumulative)": f"{summary.get('waf', float('nan')):.2f}",
             "throughput": f"{summary.get('throughput_mb_s', float('nan')):.0f} MB/s",
             "bandwidth, first window -> last window": f"{bw[0]:.0f} -> {bw[-1]:.0f} MB/s" if len(bw) else "n/a",
         }
@@ -216,6 +217,24 @@ def _ssd_parts(d: Path, out_dir: Path, report: Report) -> None:
                 size=(12, 4))
     else:
         report.skipped["SSD request-size sweep"] = f"{d / S.THESIS}: missing"
+
+
+def _ssd_state_lines(dev: dict[str, Any], summary: dict[str, Any]) -> dict[str, str]:
+    """Spare (physical OP, GC reserve, effective), the drive's starting state and the steady-state WAF."""
+    out: dict[str, str] = {}
+    if "effective_op" in dev:
+        out["spare"] = (f"physical OP {dev['physical_op']:.1%}, GC reserve {dev['gc_reserve_op']:.1%}, "
+                        f"effective OP {dev['effective_op']:.1%}")
+    start = summary.get("start") or {}
+    if "background" in start:
+        bg = start["background"]
+        out["drive state"] = (f"swap partition {format_bytes(start['swap_bytes'])}; the rest {bg['fill']:.0%} full, "
+                              f"{bg['overwritten']:.0%} of it overwritten at random (sampled steady state); "
+                              f"swap area's prior content: {bg['swap_prior']}")
+    sw = summary.get("steady_waf") or {}
+    if sw:
+        out["steady-state WAF"] = f"{sw['waf']:.2f} ({'steady' if sw['steady'] else 'not steady'}, {sw['over']})"
+    return out
 
 
 def _device_text(dev: dict[str, Any]) -> str:

@@ -13,6 +13,7 @@ from swaptrace.ssd import config as ssd_config
 from swaptrace.ssd import run as ssd_run
 from swaptrace.ssd import thesis as ssd_thesis
 from swaptrace.ssd.simulate import PRECONDITIONS
+from swaptrace.ssd.steady import SWAP_PRIORS, Background
 from swaptrace.ssd.workloads import PATTERNS
 from swaptrace.traceio import AtomicPath, open_trace
 from swaptrace.units import format_bytes, parse_bytes
@@ -63,6 +64,30 @@ def device_options(f):
     for opt in reversed(opts):
         f = opt(f)
     return f
+
+
+def background_options(f):
+    """The swap partition's place and the rest of the drive's background (for ``--precondition steady``)."""
+    opts = [
+        click.option("--fill", type=float, default=Background.fill, show_default=True,
+                     help="steady: fraction of the drive outside the swap partition holding data."),
+        click.option("--overwritten", type=float, default=Background.overwritten, show_default=True,
+                     help="steady: fraction of that data overwritten at random (in steady state); the rest is "
+                          "static, written once."),
+        click.option("--swap-prior", type=click.Choice(SWAP_PRIORS), default=Background.swap_prior,
+                     show_default=True,
+                     help="steady: the swap partition's prior content (pool: used before, like the overwritten "
+                          "data; trimmed: empty)."),
+        click.option("--swap-offset", default="0", show_default=True,
+                     help="Where the swap partition starts on the drive (e.g. 100GiB)."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+def _background(fill: float, overwritten: float, swap_prior: str) -> Background:
+    return Background(fill=fill, overwritten=overwritten, swap_prior=swap_prior)
 
 
 def build_config(device: str | None, capacity: str | None, op: float | None, spare_factor: float | None,
@@ -118,6 +143,7 @@ def _render(summary: dict[str, Any]) -> str:
     opd = summary.get("op") or {}
     sim_us = summary.get("simulated_time_us")
     time_text = "n/a (no timing)" if sim_us is None else f"{sim_us / 1e6:.3f} s"
+    start = summary.get("start") or {}
     lines = [
         f"device            {summary['device']} (precondition {summary.get('precondition', '?')})",
         f"requests          {summary['requests']:,}",
@@ -132,7 +158,16 @@ def _render(summary: dict[str, Any]) -> str:
             f"({opd['gc_reserve_blocks_per_die']} blocks/die) = effective OP {opd['effective_op']:.1%} "
             f"(spare factor {opd['effective_spare_factor']:.2%})")
     if model is not None:
-        lines.append(f"model WAF         {model:.3f} (Desnoyers, uniform random writes at the effective spare)")
+        lines.append(f"model WAF         {model:.3f} (Desnoyers, uniform random writes over the whole drive at the "
+                     "effective spare)")
+    if "background" in start:
+        bg = start["background"]
+        lines.append(
+            f"drive state       swap partition {format_bytes(start['swap_bytes'])} at "
+            f"{format_bytes(start['swap_offset_bytes'])} (prior content: {bg['swap_prior']}); background fill "
+            f"{bg['fill']:.0%} of the rest, {bg['overwritten']:.0%} of it overwritten at random: "
+            f"{format_bytes(start['pool_bytes'])} randomly overwritten + {format_bytes(start['static_bytes'])} static "
+            f"(steady state sampled in {start.get('seconds', float('nan')):.1f} s)")
     lines += [
         f"simulated time    {time_text}",
     ]
@@ -174,10 +209,12 @@ def command() -> None:
 @click.option("--fit", type=click.Choice(ssd_run.FITS), default="error", show_default=True,
               help="Stream device larger than the SSD: refuse, wrap (modulo) or scale offsets.")
 @click.option("--window", default=None, help="Timeline window of written bytes (default ~1/64 of the stream).")
+@background_options
 @click.option("--seed", type=int, default=0, show_default=True)
 @force_option
 @json_option
-def replay_cmd(stream, out, iodepth, use_timestamps, precondition, fit, window, seed, force, as_json, **kw):
+def replay_cmd(stream, out, iodepth, use_timestamps, precondition, fit, window, fill, overwritten, swap_prior,
+               swap_offset, seed, force, as_json, **kw):
     """Replay a swap I/O stream on a simulated SSD.
 
     Example: swaptrace ssd traces/demo/swapio.parquet --device nvme-tlc --capacity 4GiB -o traces/demo/ssd.parquet
@@ -187,7 +224,8 @@ def replay_cmd(stream, out, iodepth, use_timestamps, precondition, fit, window, 
     with progressbar(open_trace(stream, "swapio").num_rows, "ssd requests") as bar:
         res = ssd_run.replay(stream, cfg, out=out, iodepth=iodepth, use_timestamps=use_timestamps,
                              precondition=precondition, fit=fit, window_bytes=window_bytes, seed=seed, force=force,
-                             progress=bar.update)
+                             progress=bar.update, background=_background(fill, overwritten, swap_prior),
+                             swap_offset_bytes=parse_bytes(swap_offset, "--swap-offset"))
     echo_summary(res.summary, as_json, _render)
 
 
@@ -216,23 +254,31 @@ def _parse_volume(text: str, user_bytes: int) -> int:
 @click.option("--hot-fraction", type=float, default=0.2, show_default=True, help="hotcold: hot fraction of the space.")
 @click.option("--no-timing", is_flag=True, help="Pure FTL (WAF only, much faster).")
 @click.option("--window", default=None, help="Timeline window of written bytes.")
+@background_options
+@click.option("--swap-size", default=None,
+              help="The partition the pattern runs on (default: the whole drive); with --precondition steady the "
+                   "rest holds the background.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), default=None)
 @force_option
 @json_option
 def synth_cmd(pattern, bs, volume, iodepth, precondition, rwmix_read, hot_writes, hot_fraction, no_timing, window,
-              seed, out, force, as_json, **kw):
+              fill, overwritten, swap_prior, swap_offset, swap_size, seed, out, force, as_json, **kw):
     """Run a synthetic fio-like pattern on a simulated SSD.
 
     Example: swaptrace ssd synth --pattern randwrite --bs 4k --volume 4x --device nvme-tlc --capacity 4GiB --op 0.28
     """
     cfg = _split_device(kw)
-    volume_bytes = _parse_volume(volume, cfg.user_bytes)
+    offset = parse_bytes(swap_offset, "--swap-offset")
+    size = parse_bytes(swap_size, "--swap-size") if swap_size else cfg.user_bytes - offset
+    region = None if (offset == 0 and swap_size is None) else (offset, size)
+    volume_bytes = _parse_volume(volume, size)
     with progressbar(volume_bytes, f"ssd {pattern}") as bar:
         res = ssd_run.synth(cfg, pattern, bs_bytes=parse_bytes(bs, "--bs"), volume_bytes=volume_bytes,
                             iodepth=iodepth, precondition=precondition, rwmix_read=rwmix_read, hot_writes=hot_writes,
                             hot_fraction=hot_fraction, window_bytes=parse_bytes(window, "--window") if window else None,
-                            seed=seed, timing=not no_timing, out=out, force=force, progress=bar.update)
+                            seed=seed, timing=not no_timing, out=out, force=force, progress=bar.update,
+                            region=region, background=_background(fill, overwritten, swap_prior))
     echo_summary(res.summary, as_json, _render)
 
 

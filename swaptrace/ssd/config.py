@@ -229,6 +229,8 @@ class SSDConfig:
             "gc_reserve_blocks_per_die": self.gc_min_free_blocks,
             "gc_reserve_fraction_of_flash": self.reserve_fraction,
             "gc_reserve_op": self.reserve_units / self.user_units,
+            # background GC (timing mode, idle dies) keeps more blocks erased when the host leaves it time
+            "bg_gc_reserve_blocks_per_die": self.bg_gc_min_free_blocks,
             "effective_op": self.effective_op,
             "effective_spare_factor": self.effective_spare_factor,
         }

@@ -36,8 +36,9 @@ Copying static data costs no host writes, so the pool's blocks keep the age
 structure above in both cases. Other victim policies get the greedy layout
 (an approximation; they relax to their own steady state as the run goes on).
 
-Each die keeps ``gc_min_free_blocks + 1`` erased blocks and no open block: the
-moment after foreground GC refilled the reserve. The binomial draws are
+Each die keeps ``gc_min_free_blocks + 1`` erased blocks (or the background GC
+reserve, if larger: a drive that has been idle) and no open block: the
+moment after GC refilled the reserve. The binomial draws are
 corrected to exactly ``R`` pool units by adding or removing units at random
 (``O(sqrt R)`` changes).
 
@@ -177,7 +178,8 @@ def plan(config: SSDConfig, static_units: int, pool_units: int, seed: int = 0) -
     ``seed`` places the run of static blocks in a FIFO ring (its phase is unknown).
     """
     nd, bpd, np_ = config.dies, config.blocks_per_die, config.units_per_block
-    n_free = config.gc_min_free_blocks + 1
+    # after idle time background GC has refilled its (larger) reserve; without it, foreground GC's
+    n_free = max(config.gc_min_free_blocks + 1, config.bg_gc_min_free_blocks)
     n_closed = bpd - n_free
     n_static = np.zeros(config.blocks, dtype=np.int32)
     p_dyn = np.zeros(config.blocks, dtype=np.float64)
