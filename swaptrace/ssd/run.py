@@ -31,6 +31,7 @@ neighbours).
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -116,6 +117,7 @@ def simulate_chunks(sim: Simulator, chunks: Iterable[tuple], *, window_bytes: in
                               _prev_erases=start.erases, _max_done=t0)
     hist = LatencyHistogram()
     requests = 0
+    wall0 = time.perf_counter()
     for chunk in chunks:
         op, lpn, npages = chunk[:3]
         t_us = chunk[3] if len(chunk) > 3 else None
@@ -127,6 +129,7 @@ def simulate_chunks(sim: Simulator, chunks: Iterable[tuple], *, window_bytes: in
         if progress is not None:
             progress(int(np.sum(npages)) * cfg.map_bytes if progress_bytes else len(op))
     sim.finish()
+    wall = time.perf_counter() - wall0
     windows.flush()
     c = sim.counters() - start
     elapsed_us = sim.now_us - t0
@@ -160,6 +163,8 @@ def simulate_chunks(sim: Simulator, chunks: Iterable[tuple], *, window_bytes: in
         "windows": len(rows),
         "fresh_bandwidth_mb_s": bw[0] if bw and timed else None,
         "steady_state": steady_state(bw) if timed else None,
+        "run_wall_s": wall,
+        "requests_per_wall_s": requests / wall if wall > 0 else None,
     }
     return timeline, summary
 

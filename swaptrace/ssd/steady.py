@@ -128,8 +128,11 @@ def layout(config: SSDConfig, swap_offset_units: int, swap_units: int, backgroun
 
     def first_outside(count: int, skip: int) -> np.ndarray:
         # the logical units number skip .. skip+count-1 outside the swap partition, in order
-        idx = np.arange(skip, skip + count, dtype=np.int64)
-        return np.where(idx < swap_offset_units, idx, idx + swap_units).astype(np.int32)
+        lo, hi = skip, skip + count
+        before = np.arange(min(lo, swap_offset_units), min(hi, swap_offset_units), dtype=np.int32)
+        after = np.arange(max(lo, swap_offset_units) + swap_units, max(hi, swap_offset_units) + swap_units,
+                          dtype=np.int32)
+        return np.concatenate([before, after])
 
     static = first_outside(n_static, 0)
     pool_bg = first_outside(live - n_static, n_static)
