@@ -166,10 +166,13 @@ def _run_thesis(d: Path, opts, say) -> dict[str, Any]:
     from swaptrace.ssd.thesis import run_thesis
     from swaptrace.traceio import AtomicPath
 
-    result = run_thesis(log=lambda line: say(f"      {line}"))
+    result = run_thesis(real_drive=True, log=lambda line: say(f"      {line}"))
     with AtomicPath(d / THESIS) as ap:
         ap.tmp.write_text(json.dumps(result, indent=2, default=float))
-    return {k: result[k] for k in ("request_size_gain", "sequential_write_gain", "bandwidth_decline")}
+    out = {k: result[k] for k in ("request_size_gain", "sequential_write_gain", "bandwidth_decline")}
+    real = result.get("real_drive") or {}
+    out.update({f"real_drive_{k}": real[k] for k in ("request_size_gain", "sequential_write_gain") if k in real})
+    return out
 
 
 def _run_fio_jobs(d: Path, opts, say) -> dict[str, Any]:

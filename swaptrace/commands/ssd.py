@@ -288,22 +288,47 @@ def synth_cmd(pattern, bs, volume, iodepth, precondition, rwmix_read, hot_writes
 @click.option("--write-iodepth", type=int, default=32, show_default=True)
 @click.option("--drive-writes", type=float, default=3.0, show_default=True,
               help="Random-write volume in user capacities.")
+@click.option("--real", is_flag=True,
+              help="The two ratios on the real drive (default the full nvme-tlc) in the sampled steady state of "
+                   "its background, swap partition --swap-size, instead of the scaled-down study.")
+@click.option("--sensitivity", is_flag=True, help="With --real: also the grid OP 7/12/28 % x fill 50/80/100 %.")
+@click.option("--fill", type=float, default=ssd_thesis.REAL_BACKGROUND["fill"], show_default=True,
+              help="--real: fraction of the drive outside the swap partition holding data.")
+@click.option("--overwritten", type=float, default=ssd_thesis.REAL_BACKGROUND["overwritten"], show_default=True,
+              help="--real: fraction of that data overwritten at random (steady state).")
+@click.option("--swap-size", default="16GiB", show_default=True, help="--real: the swap partition.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), default=None, help="Write the JSON here.")
 @force_option
 @json_option
-def thesis_cmd(iodepth, write_iodepth, drive_writes, seed, out, force, as_json, **kw):
+def thesis_cmd(iodepth, write_iodepth, drive_writes, real, sensitivity, fill, overwritten, swap_size, seed, out,
+               force, as_json, **kw):
     """Reproduce the thesis's three SSD effects and print our ratios beside its 1.75x and 4.37x.
 
     Without device options it uses nvme-tlc scaled to 4 GiB with 1 MiB blocks (about a minute).
+    With --real: the full drive in steady state, swap partition and background stated (about 20 s;
+    --sensitivity adds the OP x fill grid, a few minutes).
 
     Example: swaptrace ssd thesis --json -o traces/model.json
     """
     cfg = None if all(kw[k] is None for k in _DEVICE_KEYS) else _split_device(kw)
     if out is not None:
         AtomicPath(out, force).discard()  # refuse an existing file before the minute of work
-    result = ssd_thesis.run_thesis(cfg, iodepth=iodepth, write_iodepth=write_iodepth, drive_writes=drive_writes,
-                                   seed=seed, log=None if as_json else click.echo)
+    log = None if as_json else click.echo
+    if sensitivity and not real:
+        raise ConfigError("--sensitivity goes with --real")
+    if real:
+        bg = Background(fill=fill, overwritten=overwritten, swap_prior="pool")
+        swap_bytes = parse_bytes(swap_size, "--swap-size")
+        result = ssd_thesis.thesis_real(cfg, background=bg, swap_bytes=swap_bytes, iodepth=iodepth,
+                                        write_iodepth=write_iodepth, seed=seed, log=log)
+        if sensitivity:
+            result["sensitivity"] = ssd_thesis.sensitivity(config=cfg, overwritten=overwritten, swap_bytes=swap_bytes,
+                                                           iodepth=iodepth, write_iodepth=write_iodepth, seed=seed,
+                                                           log=log)
+    else:
+        result = ssd_thesis.run_thesis(cfg, iodepth=iodepth, write_iodepth=write_iodepth, drive_writes=drive_writes,
+                                       seed=seed, log=log)
     if out is not None:
         with AtomicPath(out, force) as ap:
             ap.tmp.write_text(json.dumps(result, indent=2))
@@ -311,7 +336,7 @@ def thesis_cmd(iodepth, write_iodepth, drive_writes, seed, out, force, as_json, 
         click.echo(json.dumps(result, indent=2))
     else:
         click.echo("")
-        click.echo(ssd_thesis.render(result))
+        click.echo(ssd_thesis.render_real(result) if real else ssd_thesis.render(result))
 
 
 @command.command("devices")

@@ -125,6 +125,14 @@ class Simulator:
         self.use_timestamps = use_timestamps
         self.state = _new_state(config, timing=timing, iodepth=iodepth, use_timestamps=use_timestamps, seed=seed)
 
+    def set_iodepth(self, iodepth: int) -> None:
+        """Change the queue depth between runs (all slots free from the latest completion on)."""
+        if iodepth < 1:
+            raise ConfigError(f"iodepth must be >= 1 here, got {iodepth}")
+        self.iodepth = iodepth
+        self.state = self.state._replace(qslots=np.full(iodepth, self.now_us))
+        self.state.ip[K.P_QD] = iodepth
+
     # -- counters -------------------------------------------------------------------
     def counters(self) -> Counters:
         sc = self.state.sc
