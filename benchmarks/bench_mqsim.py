@@ -13,7 +13,8 @@ skipped.
 What it does:
 
 1. the stream: ``--stream`` (kind ``swapio``) or a synthetic swap-like one (``--requests`` requests,
-   4-32 KiB, half reads, uniform random offsets in a 32 GiB swap area, one request every 40 µs);
+   4-32 KiB, half reads, uniform random offsets in a 32 GiB swap area (a quarter of a smaller drive),
+   one request every 40 µs; ``--blocks-per-plane`` shrinks both drives);
 2. exports it with ``swaptrace export --format mqsim`` (the same function);
 3. writes MQSim's ``ssdconfig.xml`` for our ``mqsim-default`` preset (MQSim's own default drive:
    8 channels x 4 chips x 2 dies x 2 planes x 2048 blocks x 256 x 8 KiB, OP 7 %, GC at 5 % free,
@@ -55,14 +56,14 @@ SWAP_BYTES = 32 << 30
 OCCUPANCY = 0.9
 
 
-def synthetic_stream(path: Path, requests: int, seed: int = 0) -> Path:
+def synthetic_stream(path: Path, requests: int, seed: int = 0, swap_bytes: int = SWAP_BYTES) -> Path:
     """A swap-like stream: 4-32 KiB (0.4/0.25/0.2/0.15), half reads, uniform offsets, every 40 µs."""
     rng = np.random.default_rng(seed)
     pages = rng.choice([1, 2, 4, 8], requests, p=[0.4, 0.25, 0.2, 0.15])
-    off = rng.integers(0, SWAP_BYTES // 4096 - 8, requests) * 4096
+    off = rng.integers(0, swap_bytes // 4096 - 8, requests) * 4096
     op = np.where(rng.random(requests) < 0.5, traceio.OP_READ, traceio.OP_WRITE).astype(np.int8)
     cause = np.where(op == traceio.OP_WRITE, traceio.CAUSE_RECLAIM, traceio.CAUSE_FAULT).astype(np.int8)
-    meta = {"source": "synthetic", "page_bytes": 4096, "device_bytes": SWAP_BYTES,
+    meta = {"source": "synthetic", "page_bytes": 4096, "device_bytes": swap_bytes,
             "summary": {"bytes_written": int(((op == traceio.OP_WRITE) * pages).sum() * 4096)}}
     with traceio.TraceWriter(path, "swapio", meta, force=True) as w:
         w.write(t_us=np.arange(requests) * 40.0, step=np.zeros(requests, dtype=np.int64), op=op, offset=off,
@@ -70,9 +71,9 @@ def synthetic_stream(path: Path, requests: int, seed: int = 0) -> Path:
     return path
 
 
-def drive() -> SSDConfig:
+def drive(blocks_per_plane: int | None = None) -> SSDConfig:
     # MQSim moves GC data over the channel when copyback is off (its default)
-    return load_device("mqsim-default", {"gc_copyback": False})
+    return load_device("mqsim-default", {"gc_copyback": False, "blocks_per_plane": blocks_per_plane})
 
 
 def mqsim_config_xml(cfg: SSDConfig) -> str:
@@ -229,13 +230,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stream", type=Path, default=None, help="swapio stream (default: synthetic)")
     parser.add_argument("--requests", type=int, default=100_000, help="synthetic stream length")
+    parser.add_argument("--blocks-per-plane", type=int, default=None,
+                        help="shrink both drives (default: MQSim's 2048, 512 GiB raw; MQSim's own preconditioning "
+                             "of the full drive takes many minutes)")
     parser.add_argument("--mqsim", default=os.environ.get("MQSIM") or shutil.which("MQSim"),
                         help="MQSim binary (default $MQSIM or MQSim on the PATH)")
     args = parser.parse_args()
-    cfg = drive()
+    cfg = drive(args.blocks_per_plane)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        stream = args.stream or synthetic_stream(work / "swapio.parquet", args.requests)
+        stream = args.stream or synthetic_stream(work / "swapio.parquet", args.requests,
+                                                 swap_bytes=min(SWAP_BYTES, cfg.user_bytes // 4 // 4096 * 4096))
         trace, _ = export_mqsim(stream, work / "stream.trace")
         ours = run_ours(cfg, stream)
         theirs = None
@@ -248,7 +253,7 @@ def main() -> None:
             ("read latency p50, µs", "read_p50_us", ".0f"), ("read latency p99, µs", "read_p99_us", ".0f"),
             ("requests", "requests", ",.0f"), ("wall time of the replay, s", "wall_s", ".1f"),
             ("simulation speed, requests/s", "rate", ",.0f")]
-    print(f"stream: {stream if args.stream else f'synthetic, {args.requests:,} requests'}; drive: mqsim-default "
+    print(f"stream: {stream if args.stream else f'synthetic, {args.requests:,} requests'}; drive: {cfg.name} "
           f"({cfg.physical_bytes >> 30} GiB raw, OP {cfg.physical_op:.1%}, effective {cfg.effective_op:.1%}), "
           f"occupancy {OCCUPANCY:.0%}; our steady state sampled in {ours['steady_init_s']:.1f} s\n")
     print("| metric | swaptrace | MQSim |\n|---|---:|---:|")
