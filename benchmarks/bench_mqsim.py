@@ -14,7 +14,7 @@ What it does:
 
 1. the stream: ``--stream`` (kind ``swapio``) or a synthetic swap-like one (``--requests`` requests,
    4-32 KiB, half reads, uniform random offsets in a 32 GiB swap area (a quarter of a smaller drive),
-   one request every 40 µs; ``--blocks-per-plane`` shrinks both drives);
+   one request every 100 µs; ``--blocks-per-plane`` shrinks both drives);
 2. exports it with ``swaptrace export --format mqsim`` (the same function);
 3. writes MQSim's ``ssdconfig.xml`` for our ``mqsim-default`` preset (MQSim's own default drive:
    8 channels x 4 chips x 2 dies x 2 planes x 2048 blocks x 256 x 8 KiB, OP 7 %, GC at 5 % free,
@@ -57,7 +57,7 @@ OCCUPANCY = 0.9
 
 
 def synthetic_stream(path: Path, requests: int, seed: int = 0, swap_bytes: int = SWAP_BYTES) -> Path:
-    """A swap-like stream: 4-32 KiB (0.4/0.25/0.2/0.15), half reads, uniform offsets, every 40 µs."""
+    """A swap-like stream: 4-32 KiB (0.4/0.25/0.2/0.15), half reads, uniform offsets, every 100 µs."""
     rng = np.random.default_rng(seed)
     pages = rng.choice([1, 2, 4, 8], requests, p=[0.4, 0.25, 0.2, 0.15])
     off = rng.integers(0, swap_bytes // 4096 - 8, requests) * 4096
@@ -66,7 +66,7 @@ def synthetic_stream(path: Path, requests: int, seed: int = 0, swap_bytes: int =
     meta = {"source": "synthetic", "page_bytes": 4096, "device_bytes": swap_bytes,
             "summary": {"bytes_written": int(((op == traceio.OP_WRITE) * pages).sum() * 4096)}}
     with traceio.TraceWriter(path, "swapio", meta, force=True) as w:
-        w.write(t_us=np.arange(requests) * 40.0, step=np.zeros(requests, dtype=np.int64), op=op, offset=off,
+        w.write(t_us=np.arange(requests) * 100.0, step=np.zeros(requests, dtype=np.int64), op=op, offset=off,
                 length=(pages * 4096).astype(np.uint32), cause=cause)
     return path
 
@@ -160,18 +160,24 @@ def mqsim_workload_xml(cfg: SSDConfig, trace: Path) -> str:
 
 
 def _attr(xml: str, name: str) -> float:
-    m = re.search(rf'{name}="([0-9.eE+-]+)"', xml)
+    """A number from MQSim's result XML, written either as ``name="v"`` or as ``<name>v</name>``."""
+    m = re.search(rf'\b{name}="([0-9.eE+-]+)"', xml) or re.search(rf"<{name}>([0-9.eE+-]+)</{name}>", xml)
     return float(m.group(1)) if m else float("nan")
 
 
-def run_mqsim(binary: str, cfg: SSDConfig, trace: Path, work: Path) -> dict[str, float]:
+def run_mqsim(binary: str, cfg: SSDConfig, trace: Path, work: Path, keep: Path | None = None) -> dict[str, float]:
     (work / "ssdconfig.xml").write_text(mqsim_config_xml(cfg))
     (work / "workload.xml").write_text(mqsim_workload_xml(cfg, trace))
     t0 = time.perf_counter()
     subprocess.run([binary, "-i", "ssdconfig.xml", "-w", "workload.xml"], cwd=work, check=True,
                    stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - t0
-    out = next(work.glob("workload_scenario_*.xml")).read_text()
+    result = next(work.glob("workload_scenario_*.xml"))
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+        for f in (result, work / "ssdconfig.xml", work / "workload.xml"):
+            shutil.copy(f, keep / f.name)
+    out = result.read_text()
     requests = _attr(out, "Request_Count")
     w_bytes = _attr(out, "Bytes_Transferred_Write")
     gc_moves = _attr(out, "Total_GC_Executions") * _attr(out, "Average_Page_Movement_For_GC")
@@ -230,6 +236,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stream", type=Path, default=None, help="swapio stream (default: synthetic)")
     parser.add_argument("--requests", type=int, default=100_000, help="synthetic stream length")
+    parser.add_argument("--keep", type=Path, default=None, help="copy MQSim's config, workload and result XML here")
     parser.add_argument("--blocks-per-plane", type=int, default=None,
                         help="shrink both drives (default: MQSim's 2048, 512 GiB raw; MQSim's own preconditioning "
                              "of the full drive takes many minutes)")
@@ -245,7 +252,7 @@ def main() -> None:
         ours = run_ours(cfg, stream)
         theirs = None
         if args.mqsim and Path(args.mqsim).exists():
-            theirs = run_mqsim(args.mqsim, cfg, trace.resolve(), work)
+            theirs = run_mqsim(args.mqsim, cfg, trace.resolve(), work, args.keep)
         else:
             print("MQSim skipped: no binary (build it as the docstring says and set $MQSIM or pass --mqsim)\n")
     rows = [("WAF", "waf", ".2f"), ("bandwidth, MB/s", "bandwidth_mb_s", ".0f"),
