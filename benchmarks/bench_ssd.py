@@ -8,7 +8,12 @@ Run: ``python benchmarks/bench_ssd.py [--quick]``. Prints two markdown tables:
    medians of 3 repeats after a JIT warm-up; peak RSS of a subprocess doing
    the pure-FTL run;
 2. WAF of the simulator against the analytic models (greedy Eq. 12, FIFO Eq. 4,
-   random 1/S_f) at OP 7 % and 28 % and two block sizes.
+   random 1/S_f) at OP 7 % and 28 % and two block sizes;
+3. the real ``nvme-tlc`` drive (512 GiB raw): seconds to reach the sampled
+   steady state of its background (``swaptrace.ssd.steady``; allocation of
+   the mapping tables included) and host 4 KiB random-write requests per
+   second with timing on (QD 32) into a 64 GiB swap partition, GC active
+   (``--no-real`` skips it; it needs ~3 GiB of RAM).
 """
 
 from __future__ import annotations
@@ -154,10 +159,41 @@ def waf_table(quick: bool) -> list[str]:
     return rows
 
 
+def real_drive_table() -> list[str]:
+    from swaptrace.ssd.config import load_device
+    from swaptrace.ssd.steady import Background, layout
+
+    cfg = load_device("nvme-tlc")
+    swap_units = (64 << 30) // cfg.map_bytes
+    rows = ["| drive | background | steady state ready (wall s) | requests | wall s | CPU s | requests/s (wall) "
+            "| requests/s (CPU) | WAF |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for bg in (Background(0.8, 0.5, "pool"), Background(1.0, 1.0, "pool")):
+        t = _clock()
+        sim = Simulator(cfg, timing=True, iodepth=32)
+        sim.start_steady(layout(cfg, 0, swap_units, bg), seed=1)
+        ready = _since(t)[0]
+        rng = np.random.default_rng(2)
+        n = 1 << 22
+        ops = np.full(n, traceio.OP_WRITE, dtype=np.int8)
+        ones = np.ones(n, dtype=np.int64)
+        sim.run(ops, rng.integers(0, swap_units, n), ones, record=False)  # leave the first erased blocks behind
+        before = sim.counters()
+        t = _clock()
+        sim.run(ops, rng.integers(0, swap_units, n), ones)
+        wall, cpu = _since(t)
+        waf = (sim.counters() - before).waf
+        rows.append(f"| nvme-tlc 512 GiB, 64 GiB swap partition | fill {bg.fill:.0%}, overwritten "
+                    f"{bg.overwritten:.0%} | {ready:.1f} | {n:,} | {wall:.2f} | {cpu:.2f} | {n / wall / 1e6:.2f} M "
+                    f"| {n / cpu / 1e6:.2f} M | {waf:.2f} |")
+        del sim
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2^18-unit devices and fewer writes")
     parser.add_argument("--rss-child", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--no-real", action="store_true", help="skip the 512 GiB real-drive table")
     args = parser.parse_args()
     if args.rss_child:  # the subprocess whose peak RSS is reported
         time_pure(device(args.rss_child, 0.28, 64, "greedy"), args.rss_child)
@@ -166,6 +202,9 @@ def main() -> None:
     print("\n".join(throughput_table(args.quick)))
     print("\n## SSD model: simulated WAF vs Desnoyers (SYSTOR 2012), 8 drive writes after a sequential fill\n")
     print("\n".join(waf_table(args.quick)))
+    if not args.no_real:
+        print("\n## SSD model: the real nvme-tlc in steady state, timing on (QD 32, 4 KiB random writes)\n")
+        print("\n".join(real_drive_table()))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Export an access trace for other cache simulators (libCacheSim and anything that reads CSV).
+"""Export an access trace for other cache simulators (libCacheSim and anything that reads CSV), and a
+swap I/O stream for MQSim.
 
 ``libcachesim`` format: libCacheSim's ``oracleGeneral`` binary trace, one
 packed little-endian 24-byte record per access (docs/formats.md;
@@ -18,6 +19,15 @@ offset    type   field
 ``csv`` format: header ``time,obj_id,obj_size,op,next_access_vtime`` (op is
 ``read`` or ``write``); libCacheSim reads it with
 ``-t csv -t-params "time-col=1,obj-id-col=2,obj-size-col=3,has-header=true"``.
+
+``mqsim`` format (a swap I/O stream, kind ``swapio``): MQSim's ASCII trace
+(Tavakkol et al., FAST 2018; MQSim ``src/host/ASCII_Trace_Definition.h`` and
+``IO_Flow_Trace_Based.cpp``), one request per line, five fields separated by
+one space: arrival time (integer nanoseconds, the stream's ``t_us`` x 1000,
+made non-decreasing), device number (0), start sector (512-byte LBA, the
+swap byte offset plus ``--swap-offset``, / 512), size in sectors, type (``0``
+write, ``1`` read). MQSim's trace has no discard: discards are left out and
+counted. Give MQSim ``<Time_Unit>NANOSECOND</Time_Unit>`` in the workload.
 
 Next-access times need the future, so export makes two passes, both
 streaming: a backward pass over the Parquet row groups (keeping one int64
@@ -47,7 +57,10 @@ from swaptrace.traceio import AtomicPath, check_output_path, open_trace
 ORACLE_GENERAL_DTYPE = np.dtype([("clock_time", "<u4"), ("obj_id", "<u8"), ("obj_size", "<u4"), ("next_access_vtime", "<i8")])
 assert ORACLE_GENERAL_DTYPE.itemsize == 24
 
-FORMATS = ("libcachesim", "csv")
+FORMATS = ("libcachesim", "csv", "mqsim")
+#: MQSim's ASCII trace: sector size and type codes (ASCII_Trace_Definition.h)
+MQSIM_SECTOR_BYTES = 512
+MQSIM_WRITE, MQSIM_READ = 0, 1
 
 
 @jit
@@ -100,8 +113,9 @@ def export_trace(
         Access trace.
     out : path-like
         Output file (written atomically).
-    fmt : {"libcachesim", "csv"}
-        ``libcachesim``: oracleGeneral 24-byte records; ``csv``: one line per access.
+    fmt : {"libcachesim", "csv", "mqsim"}
+        ``libcachesim``: oracleGeneral 24-byte records; ``csv``: one line per access;
+        ``mqsim``: a swap I/O stream as MQSim's ASCII trace (:func:`export_mqsim`).
     force : bool
         Overwrite ``out``.
     progress : callable, optional
@@ -114,6 +128,8 @@ def export_trace(
     """
     if fmt not in FORMATS:
         raise ConfigError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if fmt == "mqsim":
+        return export_mqsim(trace, out, force=force, progress=progress)[0]
     tf = open_trace(trace, kind="access")
     footprint = int(tf.meta.get("footprint_pages", 0))
     if footprint <= 0:
@@ -187,3 +203,70 @@ def libcachesim_lru_misses(path: str | os.PathLike, cache_pages: int, page_bytes
     miss_ratio, _byte_miss_ratio = cache.process_trace(reader)
     n = os.path.getsize(path) // ORACLE_GENERAL_DTYPE.itemsize
     return int(round(miss_ratio * n))
+
+
+def mqsim_lines(t_us: np.ndarray, op: np.ndarray, offset: np.ndarray, length: np.ndarray, *,
+                swap_offset_bytes: int = 0, last_ns: int = 0) -> tuple[pa.Table, int]:
+    """MQSim ASCII-trace columns for one batch of a swap I/O stream (discards dropped).
+
+    Returns the table (time_ns, device, sector, sectors, type) and the batch's last arrival time,
+    which the next batch continues from (arrival times are made non-decreasing).
+    """
+    from swaptrace import traceio
+
+    keep = op != traceio.OP_DISCARD
+    t_ns = np.round(np.asarray(t_us, dtype=np.float64)[keep] * 1000.0).astype(np.int64)
+    t_ns = np.maximum.accumulate(np.maximum(t_ns, last_ns)) if len(t_ns) else t_ns
+    start = np.asarray(offset, dtype=np.int64)[keep] + swap_offset_bytes
+    end = start + np.asarray(length, dtype=np.int64)[keep]
+    sector = start // MQSIM_SECTOR_BYTES
+    sectors = np.maximum(-(-end // MQSIM_SECTOR_BYTES) - sector, 1)
+    kind = np.where(op[keep] == traceio.OP_WRITE, MQSIM_WRITE, MQSIM_READ).astype(np.int8)
+    table = pa.table({"t": t_ns, "dev": np.zeros(len(t_ns), dtype=np.int8), "lba": sector, "n": sectors,
+                      "type": kind})
+    return table, int(t_ns[-1]) if len(t_ns) else last_ns
+
+
+def export_mqsim(stream: str | os.PathLike, out: str | os.PathLike, *, swap_offset_bytes: int = 0,
+                 force: bool = False, progress: Callable[[int], None] | None = None) -> tuple[Path, dict]:
+    """Write a swap I/O stream (kind ``swapio``) as MQSim's ASCII trace (module docstring).
+
+    Parameters
+    ----------
+    stream : path-like
+        The swapio Parquet file.
+    out : path-like
+        Trace file to write (atomically).
+    swap_offset_bytes : int
+        Where the swap partition starts on the simulated drive (multiple of 512).
+    progress : callable, optional
+        Called with the requests of each batch.
+
+    Returns
+    -------
+    (path, counts)
+        The file and ``{"requests", "writes", "reads", "discards_dropped", "last_ns"}``.
+    """
+    if swap_offset_bytes < 0 or swap_offset_bytes % MQSIM_SECTOR_BYTES:
+        raise ConfigError(f"--swap-offset must be a multiple of {MQSIM_SECTOR_BYTES} bytes, got {swap_offset_bytes}")
+    tf = open_trace(stream, kind="swapio")
+    check_output_path(out, force)
+    counts = {"requests": 0, "writes": 0, "reads": 0, "discards_dropped": 0, "last_ns": 0}
+    options = pacsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none")
+    with AtomicPath(out, force) as ap:
+        with pacsv.CSVWriter(ap.tmp, pa.schema([("t", pa.int64()), ("dev", pa.int8()), ("lba", pa.int64()),
+                                                ("n", pa.int64()), ("type", pa.int8())]),
+                             write_options=options) as w:
+            for b in tf.iter_batches(["t_us", "op", "offset", "length"]):
+                table, counts["last_ns"] = mqsim_lines(b["t_us"], b["op"], b["offset"], b["length"],
+                                                       swap_offset_bytes=swap_offset_bytes,
+                                                       last_ns=counts["last_ns"])
+                w.write_table(table)
+                kinds = table.column("type").to_numpy()
+                counts["requests"] += len(kinds)
+                counts["writes"] += int((kinds == MQSIM_WRITE).sum())
+                counts["reads"] += int((kinds == MQSIM_READ).sum())
+                counts["discards_dropped"] += len(b["op"]) - len(kinds)
+                if progress is not None:
+                    progress(len(b["op"]))
+    return ap.path, counts

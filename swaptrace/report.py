@@ -225,7 +225,8 @@ def _ssd_parts(d: Path, out_dir: Path, report: Report) -> None:
         bw = timeline["bandwidth_mb_s"]
         report.numbers["ssd"] = {
             "device": _device_text(meta.get("device") or {}),
-            "WAF": f"{summary.get('waf', float('nan')):.2f}",
+            **_ssd_state_lines(meta.get("device") or {}, summary),
+            "WAF (cumulative)": f"{summary.get('waf', float('nan')):.2f}",
             "throughput": f"{summary.get('throughput_mb_s', float('nan')):.0f} MB/s",
             "bandwidth, first window -> last window": f"{bw[0]:.0f} -> {bw[-1]:.0f} MB/s" if len(bw) else "n/a",
         }
@@ -241,6 +242,49 @@ def _ssd_parts(d: Path, out_dir: Path, report: Report) -> None:
                 size=(12, 4))
     else:
         report.skipped["SSD request-size sweep"] = f"{d / S.THESIS}: missing"
+
+
+def _real_drive_lines(real: dict[str, Any] | None) -> list[str]:
+    """The two ratios on the real drive in steady state, beside the thesis's, with its OP and background."""
+    if not real:
+        return []
+    inp = real["inputs"]
+    bg = inp["background"]
+    state = (f"{inp['device']} at its real size ({inp['physical_bytes'] >> 30} GiB raw), physical OP "
+             f"{inp['physical_op']:.0%} (effective {inp['effective_op']:.1%}), {inp['swap_bytes'] >> 30} GiB swap "
+             f"partition, the rest {bg['fill']:.0%} full and {bg['overwritten']:.0%} of it overwritten at random "
+             f"(sampled steady state)")
+    lines = ["", f"On the real drive in steady state -- {state}:", "",
+             "| ratio | thesis | SSD model, real drive |", "|---|---:|---:|",
+             f"| 128 KiB vs swap-size requests | {THESIS['request_size_gain']:.2f}x | "
+             f"{real['request_size_gain']:.2f}x |",
+             f"| sequential vs swap-pattern writes | {THESIS['sequential_write_gain']:.2f}x | "
+             f"{real['sequential_write_gain']:.2f}x (random-write WAF {real['parts']['random_write_waf_steady']:.2f}) |"]
+    sens = real.get("sensitivity")
+    if sens:
+        lines += ["", "| OP | fill | 128 KiB / swap-size reads | sequential / swap-pattern writes | random-write WAF |",
+                  "|---:|---:|---:|---:|---:|"]
+        lines += [f"| {r['op']:.0%} | {r['fill']:.0%} | {r['request_size_gain']:.2f}x | "
+                  f"{r['sequential_write_gain']:.2f}x | {r['random_write_waf']:.2f} |" for r in sens["rows"]]
+    return lines
+
+
+def _ssd_state_lines(dev: dict[str, Any], summary: dict[str, Any]) -> dict[str, str]:
+    """Spare (physical OP, GC reserve, effective), the drive's starting state and the steady-state WAF."""
+    out: dict[str, str] = {}
+    if "effective_op" in dev:
+        out["spare"] = (f"physical OP {dev['physical_op']:.1%}, GC reserve {dev['gc_reserve_op']:.1%}, "
+                        f"effective OP {dev['effective_op']:.1%}")
+    start = summary.get("start") or {}
+    if "background" in start:
+        bg = start["background"]
+        out["drive state"] = (f"swap partition {format_bytes(start['swap_bytes'])}; the rest {bg['fill']:.0%} full, "
+                              f"{bg['overwritten']:.0%} of it overwritten at random (sampled steady state); "
+                              f"swap area's prior content: {bg['swap_prior']}")
+    sw = summary.get("steady_waf") or {}
+    if sw:
+        out["steady-state WAF"] = f"{sw['waf']:.2f} ({'steady' if sw['steady'] else 'not steady'}, {sw['over']})"
+    return out
 
 
 def _device_text(dev: dict[str, Any]) -> str:
@@ -344,6 +388,7 @@ def render_markdown(report: Report, folder: Path) -> str:
             if key == "sequential_write_gain" and fio.get("sequential_write_gain_128k") is not None:
                 measured += f" (same sizes); {fio['sequential_write_gain_128k']:.2f}x (128 KiB sequential)"
             lines.append(f"| {label} | {THESIS[key]:.2f}x | {'n/a' if m is None else f'{m:.2f}x'} | {measured} |")
+        lines += _real_drive_lines(model.get("real_drive"))
         lines += ["", "The model's sequential-write gain compares 128 KiB sequential writes with steady-state random "
                   "writes of the swap size mix. fio numbers are what this machine's disk (often a virtual disk, "
                   "not an SSD) measured.", ""]

@@ -31,8 +31,12 @@ from swaptrace.filenames import (
 
 #: above this many accesses the pipeline's MRC uses SHARDS (rate 0.01) instead of the exact pass
 EXACT_MRC_MAX_ACCESSES = 200_000_000
-#: per-preset geometry changes for the pipeline's SSD (as the thesis study's drive: 1 MiB erase blocks)
-SSD_OVERRIDES = {"nvme-tlc": {"pages_per_block": 32}}
+#: per-preset geometry changes for the pipeline's SSD: none -- the drive keeps its real size and
+#: geometry and starts in the sampled steady state of SSD_BACKGROUND (swaptrace.ssd.steady)
+SSD_OVERRIDES: dict[str, dict] = {}
+#: what the pipeline's drive holds outside the swap partition: 80 % full, half of it overwritten at
+#: random (steady state), the swap partition used before (its content part of the overwritten data)
+SSD_BACKGROUND = {"fill": 0.8, "overwritten": 0.5, "swap_prior": "pool"}
 
 
 def run_generate(d: Path, opts, say, bar) -> dict[str, Any]:
@@ -91,30 +95,32 @@ def run_emulate(d: Path, opts, say, bar) -> dict[str, Any]:
 def ssd_config_for(opts, device_bytes: int):
     """The SSD the pipeline replays the stream on.
 
-    A preset name is sized to the swap device rounded up to a whole GiB
-    (at least 1 GiB) unless ``opts.ssd_capacity_bytes`` says otherwise, with
-    :data:`SSD_OVERRIDES` for named presets: a drive that the swap area
-    nearly fills, so the few hundred MiB a short demo swaps out already drive
-    it into garbage collection, as a long training run does on a full drive.
+    A preset keeps its real size and geometry (``opts.ssd_capacity_bytes``
+    resizes it if given); the swap device is a partition at its start and the
+    rest of the drive holds :data:`SSD_BACKGROUND`, in its sampled steady
+    state (:mod:`swaptrace.ssd.steady`; a few seconds for a 512 GiB drive), so
+    the short demo stream meets a drive's real GC from its first write.
     A ``.toml`` device file is taken as it is.
     """
     from swaptrace.ssd.config import load_device
 
     if opts.device.endswith(".toml"):
         return load_device(opts.device)
-    capacity = opts.ssd_capacity_bytes or max(1 << 30, -(-device_bytes // (1 << 30)) * (1 << 30))
-    return load_device(opts.device, SSD_OVERRIDES.get(opts.device), capacity_bytes=capacity)
+    return load_device(opts.device, SSD_OVERRIDES.get(opts.device), capacity_bytes=opts.ssd_capacity_bytes)
 
 
 def run_ssd(d: Path, opts, say, bar) -> dict[str, Any]:
     from swaptrace.ssd.run import replay
+    from swaptrace.ssd.steady import Background
     from swaptrace.traceio import open_trace
 
     tf = open_trace(d / SWAPIO, "swapio")
     cfg = ssd_config_for(opts, int(tf.meta.get("device_bytes") or 0))
     with bar(tf.num_rows, "requests") as b:
-        res = replay(d / SWAPIO, cfg, out=d / SSD, precondition="seq", force=True, progress=b.update)
-    keep = ("waf", "throughput_mb_s", "write_mb_s", "read_mb_s", "simulated_time_us", "host_write_bytes")
+        res = replay(d / SWAPIO, cfg, out=d / SSD, precondition="steady", background=Background(**SSD_BACKGROUND),
+                     force=True, progress=b.update)
+    keep = ("waf", "steady_waf", "op", "start", "throughput_mb_s", "write_mb_s", "read_mb_s", "simulated_time_us",
+            "host_write_bytes")
     return {k: res.summary[k] for k in keep if k in res.summary}
 
 
@@ -124,10 +130,13 @@ def run_thesis(d: Path, opts, say, bar) -> dict[str, Any]:
     from swaptrace.ssd.thesis import run_thesis
     from swaptrace.traceio import AtomicPath
 
-    result = run_thesis(log=lambda line: say(f"      {line}"))
+    result = run_thesis(real_drive=True, log=lambda line: say(f"      {line}"))
     with AtomicPath(d / THESIS) as ap:
         ap.tmp.write_text(json.dumps(result, indent=2, default=float))
-    return {k: result[k] for k in ("request_size_gain", "sequential_write_gain", "bandwidth_decline")}
+    out = {k: result[k] for k in ("request_size_gain", "sequential_write_gain", "bandwidth_decline")}
+    real = result.get("real_drive") or {}
+    out.update({f"real_drive_{k}": real[k] for k in ("request_size_gain", "sequential_write_gain") if k in real})
+    return out
 
 
 def run_fio_jobs(d: Path, opts, say, bar) -> dict[str, Any]:

@@ -203,3 +203,69 @@ class NaiveFTL:
         for lpn, slot in self.l2p.items():
             out[lpn] = slot
         return out
+
+
+# -- steady-state install (twin of swaptrace/_kernels/ftl_steady.py) -----------------------------------
+
+def naive_steady_install(cfg: SSDConfig, n_static, p_dyn, static_lbas, pool_lbas, closed_order, seed_state: int):
+    """Unit by unit, as ``fill_slots`` / ``adjust_pool`` / ``assign_lbas`` / ``install_blocks`` do.
+
+    Returns ``(l2p, p2l, valid, closed)`` with ``closed[d]`` the die's data
+    blocks oldest first. ``seed_state`` is the splitmix64 state the kernels start from.
+    """
+    rng = NaiveRng(0)
+    rng.state = seed_state
+    np_ = cfg.units_per_block
+    nb = cfg.blocks
+    marks = [None] * (nb * np_)  # "s", "p" or None
+    valid = [0] * nb
+    drawn = 0
+    for b in range(nb):
+        for i in range(np_):
+            if i < n_static[b]:
+                marks[b * np_ + i] = "s"
+                valid[b] += 1
+            elif p_dyn[b] > 0 and (rng.next() >> 11) / 2.0**53 < p_dyn[b]:
+                marks[b * np_ + i] = "p"
+                valid[b] += 1
+                drawn += 1
+    blocks = [b for b in range(nb) if n_static[b] < np_ and p_dyn[b] > 0]
+    delta = len(pool_lbas) - drawn
+    while delta != 0:
+        b = blocks[rng.next() % len(blocks)]
+        slot = b * np_ + rng.next() % np_
+        if delta > 0 and marks[slot] is None:
+            marks[slot] = "p"
+            valid[b] += 1
+            delta -= 1
+        elif delta < 0 and marks[slot] == "p":
+            marks[slot] = None
+            valid[b] -= 1
+            delta += 1
+    static_iter, pool_iter = iter(static_lbas), iter(pool_lbas)
+    p2l = [-1] * (nb * np_)
+    l2p = [-1] * cfg.user_units
+    for slot, m in enumerate(marks):
+        if m is None:
+            continue
+        lpn = int(next(static_iter) if m == "s" else next(pool_iter))
+        p2l[slot] = lpn
+        l2p[lpn] = slot
+    closed: list[list[int]] = [[] for _ in range(cfg.dies)]
+    for b in closed_order:
+        closed[int(b) // cfg.blocks_per_die].append(int(b))
+    return l2p, p2l, valid, closed
+
+
+def naive_issue_times(done_us, qd: int):
+    """Issue times of in-order requests under a queue-depth limit, by scanning the ``qd`` slots for the
+    earliest completion (the kernel keeps a min-heap instead); ``done_us`` are the requests' completions."""
+    slots = [0.0] * qd
+    last = 0.0
+    out = []
+    for done in done_us:
+        j = min(range(qd), key=lambda k: slots[k])
+        last = max(last, slots[j])
+        out.append(last)
+        slots[j] = float(done)
+    return out

@@ -456,21 +456,42 @@ def _flush_all(state):
 
 @jit_inline
 def _issue_time(st, arrival):
-    """In-order issue under the queue-depth limit (and stream timestamps if used)."""
+    """In-order issue under the queue-depth limit (and stream timestamps if used).
+
+    ``qslots`` is a binary min-heap of the completion times of the ``QD``
+    outstanding requests: a request issues when the earliest of them is done
+    (the heap's root), and :func:`_queue_done` puts its own completion time in
+    that place. Same issue times as a scan for the minimum, in O(log QD).
+    """
     t = st.tf[T_LAST_ISSUE]
     if st.ip[P_USE_TS] and arrival > t:
         t = arrival
-    qd = st.ip[P_QD]
     slot = -1
-    if qd > 0:
+    if st.ip[P_QD] > 0:
         slot = 0
-        for j in range(1, qd):
-            if st.qslots[j] < st.qslots[slot]:
-                slot = j
-        if st.qslots[slot] > t:
-            t = st.qslots[slot]
+        if st.qslots[0] > t:
+            t = st.qslots[0]
     st.tf[T_LAST_ISSUE] = t
     return t, slot
+
+
+@jit_inline
+def _queue_done(st, done):
+    """Replace the heap's root (the slot the request took) by its completion time and sift it down."""
+    q = st.qslots
+    n = st.ip[P_QD]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and q[c + 1] < q[c]:
+            c += 1
+        if q[c] >= done:
+            break
+        q[i] = q[c]
+        i = c
+    q[i] = done
 
 
 @jit
@@ -596,7 +617,7 @@ def _run_requests(state, op, lpn, npages, t_us, streams, out_done, out_lat, out_
                 _discard_unit(st, l0 + k)
         if timing:
             if qslot >= 0:
-                st.qslots[qslot] = done
+                _queue_done(st, done)
             if done > st.tf[T_MAX_DONE]:
                 st.tf[T_MAX_DONE] = done
         if record:

@@ -7,7 +7,7 @@ import os
 import click
 
 from swaptrace.commands._common import echo_summary, force_option, json_option, progressbar
-from swaptrace.export import FORMATS, export_trace
+from swaptrace.export import FORMATS, export_mqsim, export_trace
 from swaptrace.traceio import open_trace
 
 
@@ -15,17 +15,31 @@ from swaptrace.traceio import open_trace
 @click.argument("trace", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False), help="File to write.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="libcachesim", show_default=True,
-              help="libcachesim: oracleGeneral 24-byte records; csv: time,obj_id,obj_size,op,next_access_vtime.")
+              help="libcachesim: oracleGeneral 24-byte records; csv: time,obj_id,obj_size,op,next_access_vtime; "
+                   "mqsim: a swap I/O stream as MQSim's ASCII trace (ns, device, sector, sectors, 0=write/1=read).")
+@click.option("--swap-offset", default="0", show_default=True,
+              help="mqsim: where the swap partition starts on the simulated drive (e.g. 100GiB).")
 @force_option
 @json_option
-def command(trace, out, fmt, force, as_json):
-    """Export TRACE for libCacheSim (oracleGeneral binary) or as CSV, next-access times included.
+def command(trace, out, fmt, swap_offset, force, as_json):
+    """Export TRACE for libCacheSim (oracleGeneral binary) or as CSV, next-access times included; or a swap
+    I/O stream for MQSim (--format mqsim).
 
     \b
     Example:
+      swaptrace export traces/demo/swapio.parquet --format mqsim -o traces/demo/swapio.mqsim.trace
       swaptrace export traces/demo.access.parquet --format libcachesim -o traces/demo.oracleGeneral.bin
       cachesim traces/demo.oracleGeneral.bin oracleGeneral lru,s3fifo 0.1,0.5
     """
+    if fmt == "mqsim":
+        from swaptrace.units import parse_bytes
+
+        tf = open_trace(trace, kind="swapio")
+        with progressbar(tf.num_rows, "export") as bar:
+            path, counts = export_mqsim(trace, out, swap_offset_bytes=parse_bytes(swap_offset, "--swap-offset"),
+                                        force=force, progress=bar.update)
+        echo_summary({"format": fmt, **counts, "bytes": os.path.getsize(path), "output": str(path)}, as_json)
+        return
     tf = open_trace(trace, kind="access")
     with progressbar(tf.num_rows * (2 if fmt == "csv" else 1), "export") as bar:
         path = export_trace(trace, out, fmt=fmt, force=force, progress=bar.update)

@@ -13,6 +13,7 @@ from swaptrace.ssd import config as ssd_config
 from swaptrace.ssd import run as ssd_run
 from swaptrace.ssd import thesis as ssd_thesis
 from swaptrace.ssd.simulate import PRECONDITIONS
+from swaptrace.ssd.steady import SWAP_PRIORS, Background
 from swaptrace.ssd.workloads import PATTERNS
 from swaptrace.traceio import AtomicPath, open_trace
 from swaptrace.units import format_bytes, parse_bytes
@@ -34,7 +35,8 @@ def device_options(f):
         click.option("--device", default=None, show_default="mqsim-default",
                      help=f"Preset ({', '.join(ssd_config.DEVICES)}) or a TOML file of SSDConfig fields."),
         click.option("--capacity", default=None, help="User capacity (e.g. 4GiB); sets blocks per plane."),
-        click.option("--op", type=float, default=None, help="Over-provisioning (T-U)/U, e.g. 0.07 or 0.28."),
+        click.option("--op", type=float, default=None,
+                     help="Physical over-provisioning (T-U)/U, e.g. 0.07 or 0.28 (the GC reserve comes out of it)."),
         click.option("--spare-factor", type=float, default=None, help="Spare factor (T-U)/T (instead of --op)."),
         click.option("--channels", type=int, default=None),
         click.option("--dies-per-channel", type=int, default=None),
@@ -50,7 +52,8 @@ def device_options(f):
         click.option("--gc", "gc_policy", type=click.Choice(list(ssd_config.GC_POLICIES)), default=None,
                      help="GC victim policy."),
         click.option("--gc-free", type=float, default=None,
-                     help="Foreground GC threshold: fraction of a die's blocks kept free."),
+                     help="GC free-block reserve: fraction of a die's blocks foreground GC keeps erased. "
+                          "It comes out of --op; the output states the effective spare."),
         click.option("--bg-gc-free", type=float, default=None, help="Background GC threshold (0 = off)."),
         click.option("--write-buffer", default=None, help="Device write-back buffer (e.g. 64MiB)."),
         click.option("--separate-gc-stream/--mixed-gc-stream", default=None,
@@ -61,6 +64,30 @@ def device_options(f):
     for opt in reversed(opts):
         f = opt(f)
     return f
+
+
+def background_options(f):
+    """The swap partition's place and the rest of the drive's background (for ``--precondition steady``)."""
+    opts = [
+        click.option("--fill", type=float, default=Background.fill, show_default=True,
+                     help="steady: fraction of the drive outside the swap partition holding data."),
+        click.option("--overwritten", type=float, default=Background.overwritten, show_default=True,
+                     help="steady: fraction of that data overwritten at random (in steady state); the rest is "
+                          "static, written once."),
+        click.option("--swap-prior", type=click.Choice(SWAP_PRIORS), default=Background.swap_prior,
+                     show_default=True,
+                     help="steady: the swap partition's prior content (pool: used before, like the overwritten "
+                          "data; trimmed: empty)."),
+        click.option("--swap-offset", default="0", show_default=True,
+                     help="Where the swap partition starts on the drive (e.g. 100GiB)."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+def _background(fill: float, overwritten: float, swap_prior: str) -> Background:
+    return Background(fill=fill, overwritten=overwritten, swap_prior=swap_prior)
 
 
 def build_config(device: str | None, capacity: str | None, op: float | None, spare_factor: float | None,
@@ -107,9 +134,16 @@ def _render(summary: dict[str, Any]) -> str:
         return "n/a" if x is None else f"{x:,.1f} MB/s"
 
     waf = summary.get("waf")
-    waf_text = "n/a" if waf is None else f"{waf:.3f}"
+    waf_text = "n/a" if waf is None else f"{waf:.3f} cumulative (includes the transient)"
+    sw = summary.get("steady_waf") or {}
+    if waf is not None and sw:
+        state = "steady" if sw.get("steady") else "NOT steady"
+        waf_text += f";  {sw['waf']:.3f} {state} (over the {sw['over']})"
+    model = summary.get("model_waf_uniform")
+    opd = summary.get("op") or {}
     sim_us = summary.get("simulated_time_us")
     time_text = "n/a (no timing)" if sim_us is None else f"{sim_us / 1e6:.3f} s"
+    start = summary.get("start") or {}
     lines = [
         f"device            {summary['device']} (precondition {summary.get('precondition', '?')})",
         f"requests          {summary['requests']:,}",
@@ -117,6 +151,24 @@ def _render(summary: dict[str, Any]) -> str:
         f"   discarded {format_bytes(summary['discard_bytes'])}",
         f"flash written     {format_bytes(summary['flash_write_bytes'])}   GC erases {summary['gc_erases']:,}",
         f"WAF               {waf_text}",
+    ]
+    if opd:
+        lines.append(
+            f"spare             physical OP {opd['physical_op']:.1%} - GC reserve {opd['gc_reserve_op']:.1%} "
+            f"({opd['gc_reserve_blocks_per_die']} blocks/die) = effective OP {opd['effective_op']:.1%} "
+            f"(spare factor {opd['effective_spare_factor']:.2%})")
+    if model is not None:
+        lines.append(f"model WAF         {model:.3f} (Desnoyers, uniform random writes over the whole drive at the "
+                     "effective spare)")
+    if "background" in start:
+        bg = start["background"]
+        lines.append(
+            f"drive state       swap partition {format_bytes(start['swap_bytes'])} at "
+            f"{format_bytes(start['swap_offset_bytes'])} (prior content: {bg['swap_prior']}); background fill "
+            f"{bg['fill']:.0%} of the rest, {bg['overwritten']:.0%} of it overwritten at random: "
+            f"{format_bytes(start['pool_bytes'])} randomly overwritten + {format_bytes(start['static_bytes'])} static "
+            f"(steady state sampled in {start.get('seconds', float('nan')):.1f} s)")
+    lines += [
         f"simulated time    {time_text}",
     ]
     if sim_us is not None:
@@ -157,10 +209,12 @@ def command() -> None:
 @click.option("--fit", type=click.Choice(ssd_run.FITS), default="error", show_default=True,
               help="Stream device larger than the SSD: refuse, wrap (modulo) or scale offsets.")
 @click.option("--window", default=None, help="Timeline window of written bytes (default ~1/64 of the stream).")
+@background_options
 @click.option("--seed", type=int, default=0, show_default=True)
 @force_option
 @json_option
-def replay_cmd(stream, out, iodepth, use_timestamps, precondition, fit, window, seed, force, as_json, **kw):
+def replay_cmd(stream, out, iodepth, use_timestamps, precondition, fit, window, fill, overwritten, swap_prior,
+               swap_offset, seed, force, as_json, **kw):
     """Replay a swap I/O stream on a simulated SSD.
 
     Example: swaptrace ssd traces/demo/swapio.parquet --device nvme-tlc --capacity 4GiB -o traces/demo/ssd.parquet
@@ -170,7 +224,8 @@ def replay_cmd(stream, out, iodepth, use_timestamps, precondition, fit, window, 
     with progressbar(open_trace(stream, "swapio").num_rows, "ssd requests") as bar:
         res = ssd_run.replay(stream, cfg, out=out, iodepth=iodepth, use_timestamps=use_timestamps,
                              precondition=precondition, fit=fit, window_bytes=window_bytes, seed=seed, force=force,
-                             progress=bar.update)
+                             progress=bar.update, background=_background(fill, overwritten, swap_prior),
+                             swap_offset_bytes=parse_bytes(swap_offset, "--swap-offset"))
     echo_summary(res.summary, as_json, _render)
 
 
@@ -199,23 +254,31 @@ def _parse_volume(text: str, user_bytes: int) -> int:
 @click.option("--hot-fraction", type=float, default=0.2, show_default=True, help="hotcold: hot fraction of the space.")
 @click.option("--no-timing", is_flag=True, help="Pure FTL (WAF only, much faster).")
 @click.option("--window", default=None, help="Timeline window of written bytes.")
+@background_options
+@click.option("--swap-size", default=None,
+              help="The partition the pattern runs on (default: the whole drive); with --precondition steady the "
+                   "rest holds the background.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), default=None)
 @force_option
 @json_option
 def synth_cmd(pattern, bs, volume, iodepth, precondition, rwmix_read, hot_writes, hot_fraction, no_timing, window,
-              seed, out, force, as_json, **kw):
+              fill, overwritten, swap_prior, swap_offset, swap_size, seed, out, force, as_json, **kw):
     """Run a synthetic fio-like pattern on a simulated SSD.
 
     Example: swaptrace ssd synth --pattern randwrite --bs 4k --volume 4x --device nvme-tlc --capacity 4GiB --op 0.28
     """
     cfg = _split_device(kw)
-    volume_bytes = _parse_volume(volume, cfg.user_bytes)
+    offset = parse_bytes(swap_offset, "--swap-offset")
+    size = parse_bytes(swap_size, "--swap-size") if swap_size else cfg.user_bytes - offset
+    region = None if (offset == 0 and swap_size is None) else (offset, size)
+    volume_bytes = _parse_volume(volume, size)
     with progressbar(volume_bytes, f"ssd {pattern}") as bar:
         res = ssd_run.synth(cfg, pattern, bs_bytes=parse_bytes(bs, "--bs"), volume_bytes=volume_bytes,
                             iodepth=iodepth, precondition=precondition, rwmix_read=rwmix_read, hot_writes=hot_writes,
                             hot_fraction=hot_fraction, window_bytes=parse_bytes(window, "--window") if window else None,
-                            seed=seed, timing=not no_timing, out=out, force=force, progress=bar.update)
+                            seed=seed, timing=not no_timing, out=out, force=force, progress=bar.update,
+                            region=region, background=_background(fill, overwritten, swap_prior))
     echo_summary(res.summary, as_json, _render)
 
 
@@ -225,22 +288,47 @@ def synth_cmd(pattern, bs, volume, iodepth, precondition, rwmix_read, hot_writes
 @click.option("--write-iodepth", type=int, default=32, show_default=True)
 @click.option("--drive-writes", type=float, default=3.0, show_default=True,
               help="Random-write volume in user capacities.")
+@click.option("--real", is_flag=True,
+              help="The two ratios on the real drive (default the full nvme-tlc) in the sampled steady state of "
+                   "its background, swap partition --swap-size, instead of the scaled-down study.")
+@click.option("--sensitivity", is_flag=True, help="With --real: also the grid OP 7/12/28 % x fill 50/80/100 %.")
+@click.option("--fill", type=float, default=ssd_thesis.REAL_BACKGROUND["fill"], show_default=True,
+              help="--real: fraction of the drive outside the swap partition holding data.")
+@click.option("--overwritten", type=float, default=ssd_thesis.REAL_BACKGROUND["overwritten"], show_default=True,
+              help="--real: fraction of that data overwritten at random (steady state).")
+@click.option("--swap-size", default="16GiB", show_default=True, help="--real: the swap partition.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), default=None, help="Write the JSON here.")
 @force_option
 @json_option
-def thesis_cmd(iodepth, write_iodepth, drive_writes, seed, out, force, as_json, **kw):
+def thesis_cmd(iodepth, write_iodepth, drive_writes, real, sensitivity, fill, overwritten, swap_size, seed, out,
+               force, as_json, **kw):
     """Reproduce the thesis's three SSD effects and print our ratios beside its 1.75x and 4.37x.
 
     Without device options it uses nvme-tlc scaled to 4 GiB with 1 MiB blocks (about a minute).
+    With --real: the full drive in steady state, swap partition and background stated (about 20 s;
+    --sensitivity adds the OP x fill grid, a few minutes).
 
     Example: swaptrace ssd thesis --json -o traces/model.json
     """
     cfg = None if all(kw[k] is None for k in _DEVICE_KEYS) else _split_device(kw)
     if out is not None:
         AtomicPath(out, force).discard()  # refuse an existing file before the minute of work
-    result = ssd_thesis.run_thesis(cfg, iodepth=iodepth, write_iodepth=write_iodepth, drive_writes=drive_writes,
-                                   seed=seed, log=None if as_json else click.echo)
+    log = None if as_json else click.echo
+    if sensitivity and not real:
+        raise ConfigError("--sensitivity goes with --real")
+    if real:
+        bg = Background(fill=fill, overwritten=overwritten, swap_prior="pool")
+        swap_bytes = parse_bytes(swap_size, "--swap-size")
+        result = ssd_thesis.thesis_real(cfg, background=bg, swap_bytes=swap_bytes, iodepth=iodepth,
+                                        write_iodepth=write_iodepth, seed=seed, log=log)
+        if sensitivity:
+            result["sensitivity"] = ssd_thesis.sensitivity(config=cfg, overwritten=overwritten, swap_bytes=swap_bytes,
+                                                           iodepth=iodepth, write_iodepth=write_iodepth, seed=seed,
+                                                           log=log)
+    else:
+        result = ssd_thesis.run_thesis(cfg, iodepth=iodepth, write_iodepth=write_iodepth, drive_writes=drive_writes,
+                                       seed=seed, log=log)
     if out is not None:
         with AtomicPath(out, force) as ap:
             ap.tmp.write_text(json.dumps(result, indent=2))
@@ -248,7 +336,7 @@ def thesis_cmd(iodepth, write_iodepth, drive_writes, seed, out, force, as_json, 
         click.echo(json.dumps(result, indent=2))
     else:
         click.echo("")
-        click.echo(ssd_thesis.render(result))
+        click.echo(ssd_thesis.render_real(result) if real else ssd_thesis.render(result))
 
 
 @command.command("devices")
@@ -263,7 +351,8 @@ def devices_cmd(as_json):
         click.echo(json.dumps(rows, indent=2))
         return
     for name, d in rows.items():
-        click.echo(f"{name:<14} {format_bytes(d['user_bytes']):>10} user, OP {d['over_provisioning']:.1%}, "
+        click.echo(f"{name:<14} {format_bytes(d['user_bytes']):>10} user, OP {d['over_provisioning']:.1%} "
+                   f"(GC reserve {d['gc_reserve_op']:.1%}, effective {d['effective_op']:.1%}), "
                    f"{d['channels']}ch x {d['dies_per_channel']} dies x {d['planes']} planes, "
                    f"{d['pages_per_block']} x {format_bytes(d['page_bytes'])} pages/block, tR {d['read_us']:g} µs, "
                    f"tPROG {d['program_us']:g} µs, tBERS {d['erase_us']:g} µs, GC {d['gc_policy']}")

@@ -168,3 +168,12 @@ def predict(policy: str, spare_factor: float, pages_per_block: int) -> float:
     if policy == "random":
         return wa_random(spare_factor)
     return float("nan")
+
+
+def predict_config(config) -> float:
+    """Analytic WA of uniform random map-unit writes on ``config`` at its **effective** spare.
+
+    The GC reserve holds no data, so the model's ``T`` is
+    :attr:`~swaptrace.ssd.config.SSDConfig.effective_physical_units`, not the raw flash.
+    """
+    return predict(config.gc_policy, config.effective_spare_factor, config.units_per_block)

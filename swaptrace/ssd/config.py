@@ -6,6 +6,12 @@ Conventions (Desnoyers SYSTOR 2012; docs/ssd.md): with ``T`` physical and
 or "28 %" are OP. :class:`SSDConfig` stores ``spare_factor``; ``--op`` is
 converted with ``S_f = OP / (1 + OP)``.
 
+``--op`` is the **physical** spare. The GC free-block reserve
+(``gc_free_fraction`` of each die's blocks kept erased) comes out of it; what
+is left, the **effective** spare ``(T_eff - U) / T_eff`` with ``T_eff = T -
+reserve``, is what Desnoyers' models see (:func:`swaptrace.ssd.analytic.predict_config`).
+Every output states the three: physical OP, reserve, effective OP.
+
 The FTL maps the host in **map units** of ``map_bytes`` (4 KiB, like the swap
 page); a flash page holds ``page_bytes // map_bytes`` units. Planes widen the
 program and read unit (multi-plane operations) but the FTL's erase blocks are
@@ -76,9 +82,10 @@ class SSDConfig:
     gc_d : int
         Sample size of the ``d-choices`` policy.
     gc_free_fraction : float
-        Foreground GC runs on a die whose free blocks fall to
-        ``max(1, gc_free_fraction * blocks_per_die)``; those free blocks are
-        unavailable as spare space, so a large value raises WAF.
+        The GC free-block reserve: foreground GC runs on a die whose free
+        blocks fall to ``max(1, gc_free_fraction * blocks_per_die)``. The
+        reserve comes out of the physical spare (``spare_factor``), so GC works
+        with the smaller :attr:`effective_spare_factor`; a large value raises WAF.
     bg_gc_free_fraction : float
         Background GC runs on idle dies below this fraction of free blocks
         (timing mode only); ``0`` disables it.
@@ -172,7 +179,61 @@ class SSDConfig:
 
     @property
     def gc_min_free_blocks(self) -> int:
+        """The GC free-block reserve of each die (foreground GC keeps this many blocks erased)."""
         return max(1, int(self.gc_free_fraction * self.blocks_per_die))
+
+    # -- over-provisioning as users mean it --------------------------------
+    @property
+    def physical_op(self) -> float:
+        """Physical over-provisioning ``(T - U) / U`` (what ``--op`` sets; a datasheet's "7 %")."""
+        return self.over_provisioning
+
+    @property
+    def reserve_units(self) -> float:
+        """Map units the GC reserve keeps free, on average, over the whole device.
+
+        Foreground GC runs when a die is down to ``gc_min_free_blocks`` erased
+        blocks and stops one block above, so between collections a die holds
+        ``gc_min_free_blocks + 1/2`` blocks of no data on average. That space is
+        taken out of the physical spare: it cannot hold invalid data waiting for
+        GC, so GC sees a smaller spare than ``--op``.
+        """
+        return self.dies * (self.gc_min_free_blocks + 0.5) * self.units_per_block
+
+    @property
+    def reserve_fraction(self) -> float:
+        """The GC reserve as a fraction of the raw flash ``T``."""
+        return self.reserve_units / self.physical_units
+
+    @property
+    def effective_physical_units(self) -> float:
+        """``T_eff = T - reserve``: the flash that holds valid or not-yet-collected data."""
+        return self.physical_units - self.reserve_units
+
+    @property
+    def effective_spare_factor(self) -> float:
+        """Spare factor GC actually works with: ``(T_eff - U) / T_eff``."""
+        te = self.effective_physical_units
+        return (te - self.user_units) / te
+
+    @property
+    def effective_op(self) -> float:
+        """Effective over-provisioning ``(T_eff - U) / U`` (the spare left after the GC reserve)."""
+        return (self.effective_physical_units - self.user_units) / self.user_units
+
+    def op_summary(self) -> dict[str, float]:
+        """Physical OP, GC reserve and effective spare (for output and metadata)."""
+        return {
+            "physical_op": self.physical_op,
+            "spare_factor": self.spare_factor,
+            "gc_reserve_blocks_per_die": self.gc_min_free_blocks,
+            "gc_reserve_fraction_of_flash": self.reserve_fraction,
+            "gc_reserve_op": self.reserve_units / self.user_units,
+            # background GC (timing mode, idle dies) keeps more blocks erased when the host leaves it time
+            "bg_gc_reserve_blocks_per_die": self.bg_gc_min_free_blocks,
+            "effective_op": self.effective_op,
+            "effective_spare_factor": self.effective_spare_factor,
+        }
 
     @property
     def bg_gc_min_free_blocks(self) -> int:
@@ -189,6 +250,7 @@ class SSDConfig:
             over_provisioning=self.over_provisioning,
             units_per_block=self.units_per_block,
             dies=self.dies,
+            **self.op_summary(),
         )
         return out
 
@@ -228,6 +290,9 @@ def validate(cfg: SSDConfig) -> None:
     if spare_blocks < needed:
         raise ConfigError(f"ssd config: only {spare_blocks} spare blocks per die, GC needs at least {needed} "
                           "(raise the spare factor or the blocks per plane, or lower gc_free_fraction)")
+    if cfg.effective_spare_factor <= 0:
+        raise ConfigError(f"ssd config: the GC reserve ({cfg.gc_min_free_blocks} blocks per die) leaves no spare "
+                          "space (raise --op or lower --gc-free)")
     if cfg.bg_gc_min_free_blocks > spare_blocks - frontiers - 1:
         raise ConfigError(f"ssd config: background GC threshold ({cfg.bg_gc_min_free_blocks} free blocks per die) "
                           f"exceeds the {spare_blocks} spare blocks; lower bg_gc_free_fraction")

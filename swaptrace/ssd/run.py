@@ -31,6 +31,7 @@ neighbours).
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -40,8 +41,11 @@ import pyarrow as pa
 
 from swaptrace import traceio
 from swaptrace.errors import ConfigError, TraceFileError
+from swaptrace.ssd.analytic import predict_config
 from swaptrace.ssd.config import SSDConfig
-from swaptrace.ssd.simulate import LatencyHistogram, Simulator, WindowCollector, steady_state
+from swaptrace.ssd.simulate import LatencyHistogram, Simulator, WindowCollector, steady_state, steady_waf
+from swaptrace.ssd.steady import Background
+from swaptrace.ssd.steady import layout as steady_layout
 from swaptrace.ssd.workloads import hot_units, synthetic_requests
 
 TIMELINE_SCHEMA = pa.schema(
@@ -90,6 +94,11 @@ class SSDResult:
         return float(self.summary["waf"])
 
     @property
+    def steady_waf(self) -> float:
+        """WAF once steady (or over the second half; see :func:`~swaptrace.ssd.simulate.steady_waf`)."""
+        return float((self.summary.get("steady_waf") or {}).get("waf", float("nan")))
+
+    @property
     def throughput_mb_s(self) -> float:
         return float(self.summary["throughput_mb_s"])
 
@@ -108,6 +117,7 @@ def simulate_chunks(sim: Simulator, chunks: Iterable[tuple], *, window_bytes: in
                               _prev_erases=start.erases, _max_done=t0)
     hist = LatencyHistogram()
     requests = 0
+    wall0 = time.perf_counter()
     for chunk in chunks:
         op, lpn, npages = chunk[:3]
         t_us = chunk[3] if len(chunk) > 3 else None
@@ -119,6 +129,7 @@ def simulate_chunks(sim: Simulator, chunks: Iterable[tuple], *, window_bytes: in
         if progress is not None:
             progress(int(np.sum(npages)) * cfg.map_bytes if progress_bytes else len(op))
     sim.finish()
+    wall = time.perf_counter() - wall0
     windows.flush()
     c = sim.counters() - start
     elapsed_us = sim.now_us - t0
@@ -139,6 +150,11 @@ def simulate_chunks(sim: Simulator, chunks: Iterable[tuple], *, window_bytes: in
         "gc_write_bytes": c.gc_write_units * cfg.map_bytes,
         "gc_erases": c.erases,
         "waf": c.waf if c.host_write_units else None,
+        "waf_cumulative": c.waf if c.host_write_units else None,
+        "steady_waf": steady_waf(timeline["window_write_bytes"], timeline["flash_write_bytes"])
+        if c.host_write_units else None,
+        "op": cfg.op_summary(),
+        "model_waf_uniform": _finite_or_none(predict_config(cfg)),
         "simulated_time_us": elapsed_us if sim.timing else None,
         "throughput_mb_s": (host_w + host_r) / elapsed_us if timed else None,
         "write_mb_s": host_w / elapsed_us if timed else None,
@@ -147,8 +163,34 @@ def simulate_chunks(sim: Simulator, chunks: Iterable[tuple], *, window_bytes: in
         "windows": len(rows),
         "fresh_bandwidth_mb_s": bw[0] if bw and timed else None,
         "steady_state": steady_state(bw) if timed else None,
+        "run_wall_s": wall,
+        "requests_per_wall_s": requests / wall if wall > 0 else None,
     }
     return timeline, summary
+
+
+def _region_units(config: SSDConfig, region: tuple[int, int] | None) -> tuple[int, int]:
+    if region is None:
+        return 0, config.user_units
+    off, size = int(region[0]), int(region[1])
+    if off < 0 or size <= 0 or off % config.map_bytes or size % config.map_bytes:
+        raise ConfigError(f"region: offset and size must be multiples of {config.map_bytes} bytes, size > 0")
+    off_u, size_u = off // config.map_bytes, size // config.map_bytes
+    if off_u + size_u > config.user_units:
+        raise ConfigError(f"region {off} + {size} bytes is beyond the drive's {config.user_bytes} user bytes")
+    return off_u, size_u
+
+
+def _describe_start(summary: dict[str, Any], config: SSDConfig, lay, bg: Background, init: dict | None) -> None:
+    """Record how the drive started (and, for ``steady``, its partition and background) in ``summary``."""
+    start: dict[str, Any] = dict(init or {})
+    if lay is not None:
+        start.update(background=bg.describe(), **lay.describe(config.map_bytes))
+    summary["start"] = start
+
+
+def _finite_or_none(x: float) -> float | None:
+    return float(x) if np.isfinite(x) else None
 
 
 def _write_timeline(out, timeline, meta, force) -> os.PathLike:
@@ -166,7 +208,8 @@ def synth(config: SSDConfig, pattern: str, *, bs_bytes: int = 4096, volume_bytes
           iodepth: int = 32, precondition: str = "seq", rwmix_read: float = 50.0, hot_writes: float = 0.8,
           hot_fraction: float = 0.2, window_bytes: int | None = None, seed: int = 0, timing: bool = True,
           out: os.PathLike | None = None, force: bool = False,
-          progress: Callable[[int], None] | None = None) -> SSDResult:
+          progress: Callable[[int], None] | None = None, region: tuple[int, int] | None = None,
+          background: Background | None = None) -> SSDResult:
     """Run a synthetic pattern (see :mod:`swaptrace.ssd.workloads`) on a device.
 
     Parameters
@@ -182,9 +225,15 @@ def synth(config: SSDConfig, pattern: str, *, bs_bytes: int = 4096, volume_bytes
     iodepth : int
         Outstanding requests.
     precondition : str
-        ``none``, ``seq`` or ``seq+rand`` (untimed, before the run).
+        ``none``, ``seq``, ``seq+rand`` (untimed, before the run) or ``steady``
+        (the sampled steady state of ``background``, :mod:`swaptrace.ssd.steady`).
     window_bytes : int, optional
         Timeline window; default ~1/64 of the volume.
+    region : (offset_bytes, size_bytes), optional
+        The partition the pattern runs on (default: the whole user space); with
+        ``steady`` it is the swap partition and the rest holds the background.
+    background : Background, optional
+        With ``steady``: the background (default :class:`~swaptrace.ssd.steady.Background()`).
     timing : bool
         Off: pure FTL (WAF only; bandwidth and latency are not computed).
     out : path, optional
@@ -192,22 +241,29 @@ def synth(config: SSDConfig, pattern: str, *, bs_bytes: int = 4096, volume_bytes
     progress : callable, optional
         Called with the host bytes of each finished chunk.
     """
+    off_u, size_u = _region_units(config, region)
     if volume_bytes is None:
-        volume_bytes = 4 * config.user_bytes
+        volume_bytes = 4 * size_u * config.map_bytes
     sim = Simulator(config, timing=timing, iodepth=iodepth, seed=seed)
-    sim.precondition(precondition, seed=seed)
-    chunks = synthetic_requests(pattern, user_units=config.user_units, map_bytes=config.map_bytes, bs_bytes=bs_bytes,
+    bg = background or Background()
+    lay = steady_layout(config, off_u, size_u, bg) if precondition == "steady" else None
+    init = sim.precondition(precondition, seed=seed, layout=lay)
+    chunks = synthetic_requests(pattern, user_units=size_u, map_bytes=config.map_bytes, bs_bytes=bs_bytes,
                                 volume_bytes=volume_bytes, rwmix_read=rwmix_read, hot_writes=hot_writes,
                                 hot_fraction=hot_fraction, seed=seed + 1)
     if pattern == "hotcold" and config.hot_cold_streams:  # the host knows which writes are cold
-        first_cold = hot_units(config.user_units, hot_fraction, bs_bytes // config.map_bytes)
+        first_cold = hot_units(size_u, hot_fraction, bs_bytes // config.map_bytes)
         chunks = ((op, lpn, n, None, lpn >= first_cold) for op, lpn, n in chunks)
+    if off_u:
+        chunks = ((c[0], c[1] + off_u, *c[2:]) for c in chunks)
     window_bytes = window_bytes or _default_window(volume_bytes, config.user_bytes)
     timeline, summary = simulate_chunks(sim, chunks, window_bytes=window_bytes, progress=progress, progress_bytes=True)
     params = {"pattern": pattern, "bs_bytes": bs_bytes, "volume_bytes": volume_bytes, "iodepth": iodepth,
               "precondition": precondition, "rwmix_read": rwmix_read, "hot_writes": hot_writes,
-              "hot_fraction": hot_fraction, "window_bytes": window_bytes, "seed": seed, "timing": timing}
+              "hot_fraction": hot_fraction, "window_bytes": window_bytes, "seed": seed, "timing": timing,
+              "region_bytes": [off_u * config.map_bytes, size_u * config.map_bytes]}
     summary["precondition"] = precondition
+    _describe_start(summary, config, lay, bg, init)
     path = None
     if out is not None:
         meta = {"page_bytes": config.map_bytes, "source": "synthetic", "device": config.describe(),
@@ -231,10 +287,35 @@ def _map_units(offset: np.ndarray, length: np.ndarray, map_bytes: int, user_unit
     return first, npages
 
 
+def _partition(tf, stream, config: SSDConfig, swap_offset_bytes: int, fit: str) -> tuple[int, int, int, int]:
+    """``(device_bytes, stream_units, offset_units, room_units)``: the stream's swap device as a partition of the
+    drive at ``swap_offset_bytes``; :class:`ConfigError` if it does not fit (with ``fit="error"``)."""
+    device_bytes = int(tf.meta.get("device_bytes") or 0)
+    if device_bytes <= 0:
+        # no declared size: the largest byte touched
+        device_bytes = 0
+        for b in tf.iter_batches(["offset", "length"]):
+            if len(b["offset"]):
+                device_bytes = max(device_bytes, int((b["offset"].astype(np.int64) + b["length"]).max()))
+    stream_units = -(-device_bytes // config.map_bytes)
+    if swap_offset_bytes < 0 or swap_offset_bytes % config.map_bytes:
+        raise ConfigError(f"swap offset must be a multiple of {config.map_bytes} bytes, got {swap_offset_bytes}")
+    off_u = swap_offset_bytes // config.map_bytes
+    room = config.user_units - off_u
+    if room <= 0:
+        raise ConfigError(f"swap offset {swap_offset_bytes} is beyond the drive's {config.user_bytes} user bytes")
+    if stream_units > room and fit == "error":
+        raise ConfigError(
+            f"{stream}: swap device of {device_bytes} bytes is larger than the SSD's user capacity "
+            f"({config.user_bytes} bytes) after the swap offset; use --capacity, or --fit modulo|scale")
+    return device_bytes, stream_units, off_u, room
+
+
 def replay(stream: os.PathLike, config: SSDConfig, *, out: os.PathLike | None = None, iodepth: int = 32,
            use_timestamps: bool = False, precondition: str = "seq", fit: str = "error",
            window_bytes: int | None = None, seed: int = 0, force: bool = False,
-           progress: Callable[[int], None] | None = None) -> SSDResult:
+           progress: Callable[[int], None] | None = None, background: Background | None = None,
+           swap_offset_bytes: int = 0) -> SSDResult:
     """Replay a swap I/O stream (kind ``swapio``) on a simulated SSD.
 
     Parameters
@@ -250,7 +331,14 @@ def replay(stream: os.PathLike, config: SSDConfig, *, out: os.PathLike | None = 
     use_timestamps : bool
         Issue requests no earlier than the stream's ``t_us``.
     precondition : str
-        ``none``, ``seq`` (default; full drive) or ``seq+rand``.
+        ``none``, ``seq`` (default; full drive), ``seq+rand`` or ``steady``: the
+        drive keeps its size, the stream's swap device is a partition at
+        ``swap_offset_bytes`` and the rest of the drive holds ``background``,
+        in its sampled steady state (:mod:`swaptrace.ssd.steady`).
+    background : Background, optional
+        With ``steady`` (default :class:`~swaptrace.ssd.steady.Background()`).
+    swap_offset_bytes : int
+        Where the swap partition starts on the drive (stream offsets are shifted by it).
     fit : str
         ``error``, ``modulo`` or ``scale``: what to do when the stream's device
         is larger than the SSD's user capacity (module docstring).
@@ -270,34 +358,27 @@ def replay(stream: os.PathLike, config: SSDConfig, *, out: os.PathLike | None = 
         raise ConfigError(f"unknown --fit {fit!r}; choose from {', '.join(FITS)}")
     tf = traceio.open_trace(stream, "swapio")
     meta = tf.meta
-    device_bytes = int(meta.get("device_bytes") or 0)
-    if device_bytes <= 0:
-        # no declared size: the largest byte touched
-        device_bytes = 0
-        for b in tf.iter_batches(["offset", "length"]):
-            if len(b["offset"]):
-                device_bytes = max(device_bytes, int((b["offset"].astype(np.int64) + b["length"]).max()))
-    stream_units = -(-device_bytes // config.map_bytes)
-    if stream_units > config.user_units and fit == "error":
-        raise ConfigError(
-            f"{stream}: swap device of {device_bytes} bytes is larger than the SSD's user capacity "
-            f"({config.user_bytes} bytes); use --capacity, or --fit modulo|scale")
+    device_bytes, stream_units, off_u, room = _partition(tf, stream, config, swap_offset_bytes, fit)
+    part_units = min(stream_units, room) if stream_units else room
     summ = meta.get("summary") or {}
     written = int(summ.get("bytes_written") or 0)
     window_bytes = window_bytes or _default_window(written or device_bytes, config.user_bytes)
     sim = Simulator(config, timing=True, iodepth=iodepth, use_timestamps=use_timestamps, seed=seed)
-    sim.precondition(precondition, seed=seed)
+    bg = background or Background()
+    lay = steady_layout(config, off_u, part_units, bg) if precondition == "steady" else None
+    init = sim.precondition(precondition, seed=seed, layout=lay)
 
     def chunks():
         for b in tf.iter_batches(["t_us", "op", "offset", "length"]):
-            lpn, npages = _map_units(b["offset"], b["length"], config.map_bytes, config.user_units, stream_units, fit)
-            yield b["op"].astype(np.int8), lpn, npages, b["t_us"].astype(np.float64)
+            lpn, npages = _map_units(b["offset"], b["length"], config.map_bytes, room, stream_units, fit)
+            yield b["op"].astype(np.int8), lpn + off_u, npages, b["t_us"].astype(np.float64)
 
     timeline, summary = simulate_chunks(sim, chunks(), window_bytes=window_bytes, progress=progress)
     summary["precondition"] = precondition
+    _describe_start(summary, config, lay, bg, init)
     summary["stream"] = str(stream)
     params = {"iodepth": iodepth, "use_timestamps": use_timestamps, "precondition": precondition, "fit": fit,
-              "window_bytes": window_bytes, "seed": seed}
+              "window_bytes": window_bytes, "seed": seed, "swap_offset_bytes": swap_offset_bytes}
     path = None
     if out is not None:
         out_meta = {"page_bytes": config.map_bytes, "source": "swapio", "stream": str(stream),

@@ -23,7 +23,7 @@ from swaptrace._kernels import ftl as K
 from swaptrace.errors import ConfigError
 from swaptrace.ssd.config import GC_POLICIES, SSDConfig
 
-PRECONDITIONS = ("none", "seq", "seq+rand")
+PRECONDITIONS = ("none", "seq", "seq+rand", "steady")
 
 _ERRORS = {
     K.ERR_NO_FREE_BLOCK: "the device ran out of free blocks (spare space too small for the GC reserve)",
@@ -125,6 +125,14 @@ class Simulator:
         self.use_timestamps = use_timestamps
         self.state = _new_state(config, timing=timing, iodepth=iodepth, use_timestamps=use_timestamps, seed=seed)
 
+    def set_iodepth(self, iodepth: int) -> None:
+        """Change the queue depth between runs (all slots free from the latest completion on)."""
+        if iodepth < 1:
+            raise ConfigError(f"iodepth must be >= 1 here, got {iodepth}")
+        self.iodepth = iodepth
+        self.state = self.state._replace(qslots=np.full(iodepth, self.now_us))
+        self.state.ip[K.P_QD] = iodepth
+
     # -- counters -------------------------------------------------------------------
     def counters(self) -> Counters:
         sc = self.state.sc
@@ -212,17 +220,31 @@ class Simulator:
         st.pend_n[:] = 0
         st.sc[K.S_BUF_K] = 0
 
-    def precondition(self, mode: str, seed: int = 0, chunk_units: int = 1 << 22) -> None:
+    def start_steady(self, layout, seed: int = 0) -> dict[str, Any]:
+        """Start in the sampled steady state of a background (:mod:`swaptrace.ssd.steady`); the drive must be new."""
+        from swaptrace.ssd.steady import install
+
+        info = install(self.state, self.config, layout, seed=seed)
+        self.reset_clocks()
+        return info
+
+    def precondition(self, mode: str, seed: int = 0, chunk_units: int = 1 << 22, layout=None) -> dict[str, Any]:
         """SNIA-style preconditioning, untimed (SNIA Solid State Storage PTS).
 
         ``seq``: write the whole user space sequentially twice. ``seq+rand``:
         then one user capacity of uniform random single-unit writes.
-        ``none``: a fresh (empty) drive.
+        ``none``: a fresh (empty) drive. ``steady``: the sampled steady state
+        of ``layout`` (a :class:`swaptrace.ssd.steady.Layout`; swap partition
+        and background), see :meth:`start_steady`.
         """
         if mode not in PRECONDITIONS:
             raise ConfigError(f"unknown precondition {mode!r}; choose from {', '.join(PRECONDITIONS)}")
+        if mode == "steady":
+            if layout is None:
+                raise ConfigError("precondition steady needs a layout (swap partition and background)")
+            return self.start_steady(layout, seed=seed)
         if mode == "none":
-            return
+            return {"method": "none"}
         timing = self.state.ip[K.P_TIMING]
         self.state.ip[K.P_TIMING] = 0
         try:
@@ -239,6 +261,7 @@ class Simulator:
         finally:
             self.state.ip[K.P_TIMING] = timing
         self.reset_clocks()
+        return {"method": mode}
 
 
 def ftl_waf(config: SSDConfig, lpn_chunks, *, warmup_units: int, fill: bool = True, seed: int = 0,
@@ -430,3 +453,43 @@ def steady_state(bandwidths: list[float], rounds: int = 5) -> dict[str, Any]:
     slope = float(np.polyfit(np.arange(rounds), last, 1)[0])
     steady = (last.max() - last.min()) <= 0.2 * mean and abs(slope * (rounds - 1)) <= 0.1 * mean
     return {"steady": bool(steady), "bandwidth_mb_s": mean}
+
+
+def steady_waf(window_write_bytes, flash_write_bytes, rounds: int = 5) -> dict[str, Any]:
+    """Steady-state WAF of a run, apart from the cumulative (transient-including) one.
+
+    SNIA PTS-style check on the per-window WAF: if the last ``rounds``
+    windows are steady (range <= 20 % of their mean, linear-fit excursion
+    <= 10 %), the steady WAF is flash bytes over host bytes across those
+    windows; otherwise it is taken over the second half of the windows and
+    flagged ``steady: False``.
+
+    Parameters
+    ----------
+    window_write_bytes, flash_write_bytes : array of int
+        Host and flash bytes written per timeline window.
+
+    Returns
+    -------
+    dict
+        ``waf`` (nan without writes), ``steady`` (bool), ``over`` (which
+        windows), ``windows`` (how many).
+    """
+    w = np.asarray(window_write_bytes, dtype=float)
+    f = np.asarray(flash_write_bytes, dtype=float)
+    keep = w > 0
+    w, f = w[keep], f[keep]
+    if len(w) == 0:
+        return {"waf": float("nan"), "steady": False, "over": "no writes", "windows": 0}
+    steady = False
+    if len(w) >= rounds:
+        last = f[-rounds:] / w[-rounds:]
+        mean = float(last.mean())
+        slope = float(np.polyfit(np.arange(rounds), last, 1)[0])
+        steady = bool((last.max() - last.min()) <= 0.2 * mean and abs(slope * (rounds - 1)) <= 0.1 * mean)
+    if steady:
+        return {"waf": float(f[-rounds:].sum() / w[-rounds:].sum()), "steady": True,
+                "over": f"last {rounds} windows", "windows": rounds}
+    half = len(w) // 2
+    return {"waf": float(f[half:].sum() / w[half:].sum()), "steady": False, "over": "second half",
+            "windows": len(w) - half}
