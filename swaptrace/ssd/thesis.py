@@ -217,8 +217,7 @@ def thesis_real(config: SSDConfig | None = None, *, op: float | None = None, bac
     partition of ``swap_bytes`` at its start; the rest holds ``background`` (sampled steady state,
     :mod:`swaptrace.ssd.steady`). All I/O goes to the swap partition, on one drive, in order:
 
-    1. random reads of the swap size mix (4-32 KiB) and of 128 KiB at QD ``iodepth``
-       (``request_size_gain`` = 128 KiB / swap-mix bandwidth);
+    1. random reads of the swap size mix (4-32 KiB) and of 128 KiB at QD ``iodepth`` (``request_size_gain``);
     2. random writes of the swap size mix at QD ``write_iodepth``, ``random_drive_writes`` swap
        partitions of them; their bandwidth over the last windows (steady or not, said);
     3. then ``sequential_passes`` passes of 128 KiB sequential writes over the swap partition, bandwidth
