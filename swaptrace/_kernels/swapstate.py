@@ -156,7 +156,14 @@ O_WBT = 100  # [F] linux: R_WB_CLOCK when each of them was written (WB_BY_DEVICE
 O_STEP_MAJOR = 101  # [steps] major faults per step (swap-ins that read)
 O_STEP_MINOR = 102  # [steps] minor faults per step (every other fault)
 
-HEADER = 103
+# ---- the optional eviction log (m[103:108]): each page that leaves memory, for the swap designs
+P_EV_CAP = 103  # rows of the eviction log; 0: not recorded (the default)
+R_EV_N = 104  # rows in it
+R_EV_AT = 105  # index (from the run's first access) of the access being processed, set on each fault
+O_EV_AT = 106  # [P_EV_CAP] the access during which each page was evicted (before that access completes)
+O_EV_PAGE = 107  # [P_EV_CAP] the evicted page
+
+HEADER = 108
 TMP_CANDIDATES = 64
 
 # ---- f -------------------------------------------------------------------
@@ -329,6 +336,15 @@ class EmuState:
         return rows
 
 
+    def take_evictions(self) -> tuple[np.ndarray, np.ndarray]:
+        """Copy out and clear the eviction log: ``(at, page)``, ``at`` the index of the access (from the
+        run's first) during which ``page`` left memory, before that access's page was mapped."""
+        n = int(self.m[R_EV_N])
+        at, page = self._part(O_EV_AT, n).copy(), self._part(O_EV_PAGE, n).copy()
+        self.m[R_EV_N] = 0
+        return at, page
+
+
 def new_state(
     *,
     footprint_pages: int,
@@ -338,8 +354,13 @@ def new_state(
     params: dict[str, int],
     step_us: float,
     out_rows: int,
+    event_rows: int = 0,
 ) -> EmuState:
-    """Allocate a fresh emulator state (no page resident, every slot free but the header)."""
+    """Allocate a fresh emulator state (no page resident, every slot free but the header).
+
+    ``event_rows`` > 0 records every eviction (:meth:`EmuState.take_evictions`); it must exceed
+    the budget, since one access may evict every resident page.
+    """
     F = int(footprint_pages)
     C = -(-int(nslots) // int(cluster_slots))
     S = C * int(cluster_slots)
@@ -350,6 +371,7 @@ def new_state(
         (O_STEP_MAJOR, nsteps), (O_STEP_MINOR, nsteps), (O_TMP, tmp),
         (O_OUT_STEP, out_rows), (O_OUT_OP, out_rows), (O_OUT_OFF, out_rows), (O_OUT_LEN, out_rows),
         (O_OUT_CAUSE, out_rows), (O_CL_HINT, C), (O_SHADOW, F), (O_WBQ, F), (O_WBT, F),
+        (O_EV_AT, event_rows), (O_EV_PAGE, event_rows),
     ]
     m = np.zeros(HEADER + sum(n for _, n in sizes), np.int64)
     o = HEADER
@@ -385,6 +407,7 @@ def new_state(
     m[R_WB_MARK] = -1
     m[P_WB_COST] = params.get("write_cost", 0)
     m[P_FILL_CREDIT] = params.get("fill_write_credit", 0)
+    m[P_EV_CAP] = event_rows
     m[R_STAT_STEP] = params["first_step"]  # flushed as the run starts: every list empty
     st.f[F_STEP_US] = step_us
     m[R_CUR_CLUSTER] = -1
