@@ -162,7 +162,7 @@ class NaiveLog:
                 del self.prefetched[old]
                 self.c["prefetch_wasted"] += 1
         # an older entry of q (used or dropped) no longer owns q
-        self.ring_ok = [ok and p != q for p, ok in zip(self.ring, self.ring_ok)]
+        self.ring_ok = [ok and p != q for p, ok in zip(self.ring, self.ring_ok, strict=True)]
         self.ring.append(q)
         self.ring_ok.append(True)
         self.prefetched[q] = self.ver.get(q, 0)
@@ -190,7 +190,7 @@ class NaiveLog:
             self.c["prefetch_hit"] += 1
             if self.prefetched.pop(page) != self.ver.get(page, 0):
                 self.c["bad_versions"] += 1
-            self.ring_ok = [ok and p != page for p, ok in zip(self.ring, self.ring_ok)]
+            self.ring_ok = [ok and p != page for p, ok in zip(self.ring, self.ring_ok, strict=True)]
             return
         if self.slot.get(slot) != (page, self.ver.get(page, 0)):
             self.c["bad_versions"] += 1
