@@ -244,3 +244,68 @@ class NaiveLog:
             self.access(int(page), bool(write))
         self.write_head()
         return self
+
+
+class NaiveZNS:
+    """A zoned SSD, request by request with Python lists (sizes in map units, times in us)."""
+
+    def __init__(self, *, zone, cap, nzones, prog, dies, dies_per_ch, block_progs, iodepth, max_open,
+                 read_us, prog_us, erase_us, xfer_us, host_us):
+        self.zone, self.cap, self.nzones, self.prog, self.dies = zone, cap, nzones, prog, dies
+        self.dpc, self.block_progs, self.qd, self.max_open = dies_per_ch, block_progs, iodepth, max_open
+        self.read_us, self.prog_us, self.erase_us, self.xfer_us, self.host_us = read_us, prog_us, erase_us, xfer_us, host_us
+        self.wp = [0] * nzones
+        self.die = [0.0] * dies
+        self.ch = [0.0] * (dies // dies_per_ch)
+        self.host = 0.0
+        self.done: list[float] = []
+        self.resets = self.erases = 0
+
+    def is_open(self, z):
+        return 0 < self.wp[z] < self.cap
+
+    def request(self, op, u0, nu):
+        start = self.done[-self.qd] if len(self.done) >= self.qd else 0.0
+        z, off = divmod(u0, self.zone)
+        if z >= self.nzones:
+            raise ValueError("outside")
+        self.host = max(self.host, start) + nu * self.host_us
+        end = self.host
+        if op == OP_DISCARD:
+            if off or nu != self.zone:
+                raise ValueError("bad reset")
+            if self.wp[z]:
+                progs = -(-self.wp[z] // self.prog)
+                blocks = -(-(-(-progs // self.dies)) // self.block_progs)
+                for j in range(min(progs, self.dies)):
+                    d = (z % self.dies + j) % self.dies
+                    self.die[d] = max(self.die[d], self.host) + blocks * self.erase_us
+                    end = max(end, self.die[d])
+                self.erases += blocks * min(progs, self.dies)
+            self.wp[z] = 0
+            self.resets += 1
+        elif op == OP_WRITE:
+            if off != self.wp[z] or off + nu > self.cap:
+                raise ValueError("not at the write pointer")
+            if off == 0 and sum(self.is_open(k) for k in range(self.nzones)) >= self.max_open:
+                raise ValueError("open limit")
+            for p in range(off // self.prog, (off + nu - 1) // self.prog + 1):
+                d = (z + p) % self.dies
+                c = d // self.dpc
+                n = min(off + nu, (p + 1) * self.prog) - max(off, p * self.prog)
+                self.ch[c] = max(self.ch[c], self.host) + n * self.xfer_us
+                self.die[d] = max(self.die[d], self.ch[c]) + self.prog_us
+                end = max(end, self.die[d])
+            self.wp[z] = off + nu
+        else:
+            if off + nu > self.wp[z]:
+                raise ValueError("unwritten")
+            for p in range(off // self.prog, (off + nu - 1) // self.prog + 1):
+                d = (z + p) % self.dies
+                c = d // self.dpc
+                n = min(off + nu, (p + 1) * self.prog) - max(off, p * self.prog)
+                self.die[d] = max(self.die[d], self.host) + self.read_us
+                self.ch[c] = max(self.ch[c], self.die[d]) + n * self.xfer_us
+                end = max(end, self.ch[c])
+        self.done.append(end)
+        return end
