@@ -16,6 +16,7 @@ from swaptrace import __version__
 from swaptrace.commands import (
     capture,
     compare,
+    designs,
     emulate,
     export,
     fio,
@@ -67,5 +68,5 @@ def cli() -> None:
 
 
 # in pipeline order, as ``--help`` lists them
-for _module in (presets, generate, inspect, emulate, mrc, export, capture, compare, ssd, fio, run, report):
+for _module in (presets, generate, inspect, emulate, mrc, export, capture, compare, ssd, fio, designs, run, report):
     cli.add_command(_module.command)

@@ -7,6 +7,7 @@ choice, moving live pages), swap-in with segment prefetch, and the shadow map.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 OP_READ, OP_WRITE, OP_DISCARD = 0, 1, 2
@@ -275,8 +276,8 @@ class NaiveZNS:
             if off or nu != self.zone:
                 raise ValueError("bad reset")
             if self.wp[z]:
-                progs = -(-self.wp[z] // self.prog)
-                blocks = -(-(-(-progs // self.dies)) // self.block_progs)
+                progs = math.ceil(self.wp[z] / self.prog)
+                blocks = math.ceil(math.ceil(progs / self.dies) / self.block_progs)
                 for j in range(min(progs, self.dies)):
                     d = (z % self.dies + j) % self.dies
                     self.die[d] = max(self.die[d], self.host) + blocks * self.erase_us

@@ -1,0 +1,116 @@
+"""``swaptrace designs``: Linux swap vs the fixes (log-structured swap, zoned swap, packed rows) on one trace."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import click
+
+from swaptrace.commands._common import progressbar
+from swaptrace.designs.compare import DesignSet, compare_designs, markdown
+from swaptrace.designs.log import SWAPINS, VICTIMS, LogConfig
+from swaptrace.errors import OutputError
+from swaptrace.ssd.zns import ZNSConfig
+from swaptrace.traceio import AtomicPath, open_trace
+from swaptrace.units import parse_bytes
+
+
+@click.command("designs")
+@click.argument("trace", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", "out", required=True, type=click.Path(file_okay=False), help="Folder to write.")
+@click.option("--memory", default=None, help="DRAM budget, e.g. 2GiB (or use --memory-fraction).")
+@click.option("--memory-fraction", type=float, default=None, help="DRAM budget as a fraction of the footprint.")
+@click.option("--device", default="nvme-tlc", show_default=True,
+              help="SSD preset the streams are replayed on (sized as `swaptrace run` does); 'none' skips the model.")
+@click.option("--packed", "packed_trace", default=None, type=click.Path(dir_okay=False),
+              help="The same model generated with --row-layout packed (adds the packed and packed+log designs).")
+@click.option("--segment-size", default="1MiB", show_default=True, help="Log segment (one sequential write each).")
+@click.option("--victim", type=click.Choice(list(VICTIMS)), default="greedy", show_default=True,
+              help="Segment cleaning victim policy.")
+@click.option("--spare", type=float, default=0.25, show_default=True,
+              help="Log capacity above the footprint, as a fraction of it.")
+@click.option("--discard/--no-discard", default=True, show_default=True, help="Discard (TRIM) emptied segments.")
+@click.option("--swapin", type=click.Choice(list(SWAPINS)), default="page", show_default=True,
+              help="The log design's swap-in (log-prefetch always reads the segment).")
+@click.option("--zone-size", default="16MiB", show_default=True, help="Zoned design: zone size.")
+@click.option("--zone-capacity", default=None, help="Zoned design: writable bytes per zone [default: the zone size].")
+@click.option("--max-open-zones", type=int, default=14, show_default=True)
+@click.option("--verify", is_flag=True, help="Check the shadow map and the log's invariants after every chunk.")
+@click.option("--force", is_flag=True, help="Overwrite existing outputs.")
+def command(trace, out, memory, memory_fraction, device, packed_trace, segment_size, victim, spare, discard, swapin,
+            zone_size, zone_capacity, max_open_zones, verify, force):
+    """Compare swap designs on TRACE at one DRAM budget: Linux's stream and the fixes'.
+
+    Writes each design's swap I/O stream (<design>.swapio.parquet), the table
+    (designs.md, designs.parquet, designs.json) and figures (designs-*.png)
+    into the output folder. Every design takes the Linux run's residency
+    decisions; they differ in where evicted pages go and how they come back.
+
+    \b
+    Example:
+      swaptrace generate --preset demo -o traces/demo.access.parquet
+      swaptrace generate --preset demo --row-layout packed -o traces/demo-packed.access.parquet
+      swaptrace designs traces/demo.access.parquet --memory-fraction 0.1 \\
+          --packed traces/demo-packed.access.parquet -o traces/demo/designs-10
+    """
+    outdir = Path(out)
+    if outdir.exists() and any(outdir.iterdir()) and not force:
+        raise OutputError(f"{outdir}: exists and is not empty; pass --force to overwrite")
+    log = LogConfig(segment_bytes=parse_bytes(segment_size, "--segment-size"), victim=victim, spare_factor=spare,
+                    discard=discard, swapin=swapin)
+    zcap = parse_bytes(zone_capacity, "--zone-capacity") if zone_capacity else None
+    zones = ZNSConfig(zone_bytes=parse_bytes(zone_size, "--zone-size"), zone_capacity_bytes=zcap,
+                      max_open_zones=max_open_zones)
+    budget = {"memory_bytes": parse_bytes(memory, "--memory") if memory is not None else None,
+              "memory_fraction": memory_fraction}
+    ssd = None if device == "none" else _ssd_factory(device)
+    tf = open_trace(trace, kind="access")
+    passes = 2 if packed_trace else 1
+    with progressbar(tf.num_rows * passes, "designs") as bar:
+        cmp = compare_designs(trace, outdir, ssd=ssd, designs=DesignSet(log=log, zones=zones),
+                              packed_trace=packed_trace, verify=verify, force=True, progress=bar.update,
+                              say=lambda m: click.echo(m, err=True), **budget)
+    text = markdown(cmp)
+    _write(outdir, cmp, text)
+    click.echo(text, nl=False)
+    click.echo(f"wrote {outdir}/designs.md, designs.parquet, designs.json, designs-*.png")
+
+
+def _ssd_factory(device: str):
+    from swaptrace.stages import ssd_config_for
+
+    def make(device_bytes: int):
+        return ssd_config_for(SimpleNamespace(device=device, ssd_capacity_bytes=None), device_bytes)
+
+    make(1 << 30)  # a bad preset name fails before the long work
+    return make
+
+
+def _write(outdir: Path, cmp, text: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pyarrow.parquet as pq
+
+    from swaptrace.figures.designs import plot_device_time, plot_request_size_cdf
+
+    with AtomicPath(outdir / "designs.md", force=True) as a:
+        a.tmp.write_text(text)
+    with AtomicPath(outdir / "designs.parquet", force=True) as a:
+        pq.write_table(cmp.table(), a.tmp)
+    rows = [{k: v for k, v in r.items() if k != "hist"} for r in cmp.rows]
+    with AtomicPath(outdir / "designs.json", force=True) as a:
+        a.tmp.write_text(json.dumps({"rows": rows, "devices": cmp.devices, "steps": cmp.steps}, indent=2,
+                                    default=str))
+    for name, plot in (("write-sizes", lambda ax: plot_request_size_cdf(cmp.rows, "write", ax)),
+                       ("read-sizes", lambda ax: plot_request_size_cdf(cmp.rows, "read", ax)),
+                       ("device-time", lambda ax: plot_device_time(cmp.rows, ax))):
+        fig, ax = plt.subplots(figsize=(7, 3.5))
+        plot(ax)
+        fig.tight_layout()
+        with AtomicPath(outdir / f"designs-{name}.png", force=True) as a:
+            fig.savefig(a.tmp, format="png", dpi=110)
+        plt.close(fig)
