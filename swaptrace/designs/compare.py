@@ -117,6 +117,8 @@ def compare_designs(trace: str | os.PathLike, out_dir: str | os.PathLike, *,
     say = say or (lambda _msg: None)
     logs = designs.logs()
     runs = _run(trace, out, "", logs, verify, force, progress, options)
+    if "zoned" in runs:  # the same stream on the conventional SSD: what the zone-sized segments do alone
+        runs["zoned@ftl"] = runs["zoned"]
     if packed_trace is not None:
         say("packed rows: linux and log")
         runs.update(_run(packed_trace, out, "packed", {"log": designs.log}, verify, force, progress, options))
@@ -126,10 +128,6 @@ def compare_designs(trace: str | os.PathLike, out_dir: str | os.PathLike, *,
         for name, run in runs.items():
             say(f"SSD model: {name}")
             devices[name] = _device(run, device, designs.zones if name == "zoned" else None)
-        if "zoned" in runs:  # the same stream on the conventional SSD: what the zone-sized segments do alone
-            say("SSD model: zoned@ftl")
-            runs["zoned@ftl"] = runs["zoned"]
-            devices["zoned@ftl"] = _device(runs["zoned"], device, None)
     steps = int(open_trace(trace, kind="access").meta.get("steps") or 1)
     rows = [_row(name, run, devices.get(name), steps) for name, run in runs.items()]
     _gains(rows)
