@@ -9,8 +9,9 @@ from types import SimpleNamespace
 import click
 
 from swaptrace.commands._common import progressbar
-from swaptrace.designs.compare import DesignSet, compare_designs, markdown
+from swaptrace.designs.compare import DesignSet, add_disk, compare_designs, markdown
 from swaptrace.designs.log import SWAPINS, VICTIMS, LogConfig
+from swaptrace.designs.ondisk import check_file_target, replay_on_disk
 from swaptrace.errors import OutputError
 from swaptrace.ssd.zns import ZNSConfig
 from swaptrace.traceio import AtomicPath, open_trace
@@ -37,10 +38,18 @@ from swaptrace.units import parse_bytes
 @click.option("--zone-size", default="16MiB", show_default=True, help="Zoned design: zone size.")
 @click.option("--zone-capacity", default=None, help="Zoned design: writable bytes per zone [default: the zone size].")
 @click.option("--max-open-zones", type=int, default=14, show_default=True)
+@click.option("--fio-target", default=None, type=click.Path(dir_okay=False),
+              help="Also replay each design's first steps with fio on this file (e.g. /tmp/swaptrace-fio.dat; "
+                   "never a block device).")
+@click.option("--fio-size", default="1GiB", show_default=True, help="Bytes of the fio target to use.")
+@click.option("--fio-runtime", type=int, default=3, show_default=True,
+              help="fio runtime cap in seconds (a replay may take 10x).")
+@click.option("--fio-requests", type=int, default=100_000, show_default=True,
+              help="Most requests a design's replay may have (sets the common number of steps).")
 @click.option("--verify", is_flag=True, help="Check the shadow map and the log's invariants after every chunk.")
 @click.option("--force", is_flag=True, help="Overwrite existing outputs.")
 def command(trace, out, memory, memory_fraction, device, packed_trace, segment_size, victim, spare, discard, swapin,
-            zone_size, zone_capacity, max_open_zones, verify, force):
+            zone_size, zone_capacity, max_open_zones, fio_target, fio_size, fio_runtime, fio_requests, verify, force):
     """Compare swap designs on TRACE at one DRAM budget: Linux's stream and the fixes'.
 
     Writes each design's swap I/O stream (<design>.swapio.parquet), the table
@@ -58,6 +67,8 @@ def command(trace, out, memory, memory_fraction, device, packed_trace, segment_s
     outdir = Path(out)
     if outdir.exists() and any(outdir.iterdir()) and not force:
         raise OutputError(f"{outdir}: exists and is not empty; pass --force to overwrite")
+    if fio_target is not None:
+        check_file_target(fio_target)
     log = LogConfig(segment_bytes=parse_bytes(segment_size, "--segment-size"), victim=victim, spare_factor=spare,
                     discard=discard, swapin=swapin)
     zcap = parse_bytes(zone_capacity, "--zone-capacity") if zone_capacity else None
@@ -72,6 +83,11 @@ def command(trace, out, memory, memory_fraction, device, packed_trace, segment_s
         cmp = compare_designs(trace, outdir, ssd=ssd, designs=DesignSet(log=log, zones=zones),
                               packed_trace=packed_trace, verify=verify, force=True, progress=bar.update,
                               say=lambda m: click.echo(m, err=True), **budget)
+    if fio_target is not None:
+        streams = {name: run.path for name, run in cmp.runs.items() if name != "zoned@ftl"}
+        add_disk(cmp, replay_on_disk(streams, outdir, target=fio_target, size_bytes=parse_bytes(fio_size, "--fio-size"),
+                                     runtime_s=fio_runtime, max_rows=fio_requests,
+                                     say=lambda m: click.echo(m, err=True)))
     text = markdown(cmp)
     _write(outdir, cmp, text)
     click.echo(text, nl=False)

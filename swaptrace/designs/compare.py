@@ -47,7 +47,12 @@ THESIS_GAINS = {"128 KiB vs 4 KiB requests": 1.75, "sequential vs random writes"
 #: the table's columns, in order
 COLUMNS = ("design", "pages_in", "pages_out", "read_requests", "write_requests", "mean_read_kib", "mean_write_kib",
            "host_write_amplification", "device_waf", "ssd_mb_s", "ssd_steady_mb_s", "device_s", "busy_ms_per_step",
-           "write_request_gain", "device_time_gain", "prefetch_hit", "prefetch_wasted", "segments_cleaned")
+           "write_request_gain", "device_time_gain", "prefetch_hit", "prefetch_wasted", "segments_cleaned",
+           "fio_steps", "disk_s", "disk_time_gain")
+
+
+#: the columns fio fills (:func:`add_disk`)
+FIO_COLUMNS = ("fio_steps", "disk_s", "disk_time_gain")
 
 
 @dataclass(frozen=True)
@@ -195,13 +200,27 @@ def _gains(rows: list[dict[str, Any]]) -> None:
             r["device_time_gain"] = base["device_s"] / r["device_s"]
 
 
+def add_disk(cmp: Comparison, disk: dict[str, dict[str, Any]]) -> None:
+    """Put fio's measured replay times (:func:`swaptrace.designs.ondisk.replay_on_disk`) into the rows."""
+    base = disk.get("linux", {}).get("disk_s")
+    for r in cmp.rows:
+        d = disk.get("zoned" if r["design"] == "zoned@ftl" else r["design"])  # the same stream
+        if d is None:
+            continue
+        r.update(fio_steps=d["steps"], disk_s=d["disk_s"] if d["complete"] else None)
+        if base and r["disk_s"]:
+            r["disk_time_gain"] = base / r["disk_s"]
+
+
 def markdown(cmp: Comparison, *, title: str = "Linux swap vs the fixes") -> str:
     """The table as Markdown, with the thesis's synthetic gains beside the measured ones."""
     fmt = {"pages_in": "{:,}", "pages_out": "{:,}", "read_requests": "{:,}", "write_requests": "{:,}",
            "mean_read_kib": "{:.1f}", "mean_write_kib": "{:.1f}", "host_write_amplification": "{:.2f}",
            "device_waf": "{:.2f}", "ssd_mb_s": "{:.0f}", "ssd_steady_mb_s": "{:.0f}", "device_s": "{:.1f}",
-           "busy_ms_per_step": "{:.1f}", "write_request_gain": "{:.1f}x", "device_time_gain": "{:.2f}x"}
-    cols = [c for c in COLUMNS if c in fmt or c == "design"]
+           "busy_ms_per_step": "{:.1f}", "write_request_gain": "{:.1f}x", "device_time_gain": "{:.2f}x",
+           "fio_steps": "{}", "disk_s": "{:.2f}", "disk_time_gain": "{:.2f}x"}
+    measured = any(r.get("fio_steps") for r in cmp.rows)
+    cols = [c for c in COLUMNS if (c in fmt or c == "design") and (measured or c not in FIO_COLUMNS)]
     lines = [f"## {title}", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in cmp.rows:
         cells = []
@@ -210,6 +229,10 @@ def markdown(cmp: Comparison, *, title: str = "Linux swap vs the fixes") -> str:
             cells.append("-" if v is None or (isinstance(v, float) and np.isnan(v)) else
                          (fmt[c].format(v) if c in fmt else str(v)))
         lines.append("| " + " | ".join(cells) + " |")
+    if measured:
+        lines += ["", "fio_steps, disk_s: fio replayed the requests of each design's first fio_steps steps as fast as "
+                  "this machine's disk allows (same file target, size and runtime cap); disk_s is its runtime "
+                  "(- if the runtime cap cut the replay short)."]
     lines += ["", "The thesis's synthetic fio gains, for comparison: " +
               "; ".join(f"{k} {v:.2f}x" for k, v in THESIS_GAINS.items()) + "."]
     return "\n".join(lines) + "\n"
