@@ -179,3 +179,30 @@ def tiny_trace(tmp_path_factory):
     from swaptrace.generate import generate_trace
 
     return generate_trace("tiny", tmp_path_factory.mktemp("gen") / "tiny.access.parquet", steps=6, seed=0)
+
+
+def test_eviction_log_is_off_by_default_and_counts_every_eviction(tiny_trace):
+    from swaptrace.pagecache import EmulatorConfig, load_profile
+    from swaptrace.pagecache.engine import Emulator, step_counts
+    from swaptrace.traceio import open_trace
+
+    tf = open_trace(tiny_trace, kind="access")
+    cfg = EmulatorConfig.resolve(tf.meta, profile=load_profile(None), source=str(tiny_trace), memory_fraction=0.2)
+    counts = step_counts(tf, 0, 1 << 20)
+    runs = {}
+    for record in (False, True):
+        emu = Emulator(cfg, int(tf.meta["footprint_pages"]), counts, record_evictions=record)
+        rows, ev = [], []
+        for b in tf.iter_batches(columns=["step", "page", "write"], batch_rows=7000):
+            rows += [r["offset"] for r in emu.feed(b["page"], b["write"], b["step"])]
+            if record:
+                ev.append(emu.take_evictions())
+        runs[record] = (emu.counters(), np.concatenate(rows), ev)
+        if not record:
+            with pytest.raises(ValueError):
+                emu.take_evictions()
+    assert runs[False][0] == runs[True][0]  # same counters and rows with the log kept
+    assert np.array_equal(runs[False][1], runs[True][1])
+    at = np.concatenate([a for a, _ in runs[True][2]])
+    assert at.size == runs[True][0].evictions > 0
+    assert np.all(np.diff(at) >= 0) and at[-1] < runs[True][0].accesses
