@@ -25,6 +25,7 @@ class NaiveLog:
     victim: str = "greedy"
     swapin: str = "page"
     pf_cap: int = 0
+    pf_window: int | None = None  # slots of the aligned window a segment swap-in reads (None: the segment)
     low: int = 4
     high: int = 8
     discard: bool = False
@@ -205,6 +206,9 @@ class NaiveLog:
             return
         base = s * self.stride
         end = base + (self.written if s == self.head else self.seg)
+        w = min(self.pf_window or self.seg, self.seg)
+        base += (slot - base) // w * w
+        end = min(end, base + w)
         lo = hi = slot
         for k in range(base, end):
             if k in self.slot:

@@ -48,7 +48,8 @@ def _naive(cfg: LogConfig, swap: LogSwap, pages, writes, evictions) -> NaiveLog:
     seg = cfg.segment_bytes // PB
     return NaiveLog(seg=seg, nsegs=swap.nsegs, chunk=(cfg.write_bytes or cfg.segment_bytes) // PB,
                     stride=(cfg.stride_bytes or cfg.segment_bytes) // PB, victim=cfg.victim, swapin=cfg.swapin,
-                    pf_cap=int(swap.r[kl.P_PF_CAP]), low=cfg.low_segments, high=cfg.high_segments,
+                    pf_cap=int(swap.r[kl.P_PF_CAP]), low=cfg.low_segments,
+                    pf_window=(cfg.prefetch_window_bytes or cfg.segment_bytes) // PB, high=cfg.high_segments,
                     discard=cfg.discard, free_at_half=cfg.free_at_half).run(pages, writes, evictions)
 
 
@@ -66,6 +67,7 @@ def traces(draw):
                     stride_bytes=(seg + draw(st.integers(0, 2))) * PB, spare_factor=draw(st.sampled_from([0.5, 1.0])),
                     victim=draw(st.sampled_from(["greedy", "cost-benefit"])),
                     swapin=draw(st.sampled_from(["page", "segment"])), prefetch_pages=draw(st.integers(0, 5)),
+                    prefetch_window_bytes=draw(st.sampled_from([None, PB, 2 * PB])),
                     low_segments=2, high_segments=draw(st.integers(2, 4)), discard=draw(st.booleans()),
                     free_at_half=draw(st.booleans()))
     return F, pages, writes, evictions, cfg

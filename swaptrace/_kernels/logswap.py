@@ -90,6 +90,7 @@ P_HIGH = 49
 P_DISCARD = 50
 P_OUT_CAP = 51
 P_FREE_AT_HALF = 52  # free a swapped-in page's slot when more than half the slots are live (vm_swap_full)
+P_PF_WINDOW = 53  # slots of the aligned window a segment swap-in reads (clipped to the segment)
 NREGS = 56
 
 
@@ -285,8 +286,11 @@ def _swap_in(r, flags, loc, ver, pf_seq, pf_ver, pf_ring, slot_page, slot_ver, o
     end = base + r[P_SEG]
     if s == r[R_HEAD]:
         end = base + r[R_WRITTEN]
+    w = r[P_PF_WINDOW]  # the aligned window of the segment that holds the page (Linux's cluster readahead shape)
+    base = base + ((slot - base) // w) * w
+    end = min(end, base + w)
     lo, hi = slot, slot
-    for k in range(base, end):  # the segment's neighbours that are on the log only
+    for k in range(base, end):  # the window's neighbours that are on the log only
         q = slot_page[k]
         if q >= 0 and q != page and not (flags[q] & IN_MEM) and pf_seq[q] < 0:
             lo = min(lo, k)

@@ -35,6 +35,8 @@ from swaptrace.units import parse_bytes
 @click.option("--discard/--no-discard", default=True, show_default=True, help="Discard (TRIM) emptied segments.")
 @click.option("--swapin", type=click.Choice(list(SWAPINS)), default="page", show_default=True,
               help="The log design's swap-in (log-prefetch always reads the segment).")
+@click.option("--prefetch-window", default="32KiB", show_default=True,
+              help="log-prefetch: the aligned part of the segment read around a faulting page, or 'segment'.")
 @click.option("--zone-size", default="16MiB", show_default=True, help="Zoned design: zone size.")
 @click.option("--zone-capacity", default=None, help="Zoned design: writable bytes per zone [default: the zone size].")
 @click.option("--max-open-zones", type=int, default=14, show_default=True)
@@ -49,7 +51,7 @@ from swaptrace.units import parse_bytes
 @click.option("--verify", is_flag=True, help="Check the shadow map and the log's invariants after every chunk.")
 @click.option("--force", is_flag=True, help="Overwrite existing outputs.")
 def command(trace, out, memory, memory_fraction, device, packed_trace, segment_size, victim, spare, discard, swapin,
-            zone_size, zone_capacity, max_open_zones, fio_target, fio_size, fio_runtime, fio_requests, verify, force):
+            prefetch_window, zone_size, zone_capacity, max_open_zones, fio_target, fio_size, fio_runtime, fio_requests, verify, force):
     """Compare swap designs on TRACE at one DRAM budget: Linux's stream and the fixes'.
 
     Writes each design's swap I/O stream (<design>.swapio.parquet), the table
@@ -71,6 +73,7 @@ def command(trace, out, memory, memory_fraction, device, packed_trace, segment_s
         check_file_target(fio_target)
     log = LogConfig(segment_bytes=parse_bytes(segment_size, "--segment-size"), victim=victim, spare_factor=spare,
                     discard=discard, swapin=swapin)
+    window = None if prefetch_window == "segment" else parse_bytes(prefetch_window, "--prefetch-window")
     zcap = parse_bytes(zone_capacity, "--zone-capacity") if zone_capacity else None
     zones = ZNSConfig(zone_bytes=parse_bytes(zone_size, "--zone-size"), zone_capacity_bytes=zcap,
                       max_open_zones=max_open_zones)
@@ -80,7 +83,7 @@ def command(trace, out, memory, memory_fraction, device, packed_trace, segment_s
     tf = open_trace(trace, kind="access")
     passes = 2 if packed_trace else 1
     with progressbar(tf.num_rows * passes, "designs") as bar:
-        cmp = compare_designs(trace, outdir, ssd=ssd, designs=DesignSet(log=log, zones=zones),
+        cmp = compare_designs(trace, outdir, ssd=ssd, designs=DesignSet(log=log, zones=zones, prefetch_window_bytes=window),
                               packed_trace=packed_trace, verify=verify, force=True, progress=bar.update,
                               say=lambda m: click.echo(m, err=True), **budget)
     if fio_target is not None:

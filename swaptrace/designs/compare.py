@@ -8,7 +8,8 @@ Designs (docs/designs.md):
     Aggregated, log-structured swap-out (:mod:`swaptrace.designs.log`): one
     sequential write per segment, segment cleaning, freed segments discarded.
 ``log-prefetch``
-    ``log`` whose swap-ins read the faulting page's segment neighbours too.
+    ``log`` whose swap-ins read the faulting page's segment neighbours too (an aligned
+    window of the segment, 32 KiB by default).
 ``zoned``
     The log on a zoned SSD (:mod:`swaptrace.ssd.zns`): segments are zones, written
     in ``write_bytes`` appends and reset when empty; the device does no GC.
@@ -64,12 +65,15 @@ class DesignSet:
     #: bytes per append to a zone (the zoned design's write requests)
     zone_write_bytes: int = 1 << 20
     prefetch: bool = True
+    #: the part of a segment ``log-prefetch`` reads around a faulting page (None: all of it); 32 KiB is the
+    #: window of Linux's readahead at vm.page-cluster 3
+    prefetch_window_bytes: int | None = 32 << 10
     zoned: bool = True
 
     def logs(self) -> dict[str, LogConfig]:
         out = {"log": self.log}
         if self.prefetch:
-            out["log-prefetch"] = replace(self.log, swapin="segment")
+            out["log-prefetch"] = replace(self.log, swapin="segment", prefetch_window_bytes=self.prefetch_window_bytes)
         if self.zoned:
             z = self.zones
             out["zoned"] = replace(self.log, segment_bytes=z.capacity_bytes, stride_bytes=z.zone_bytes,

@@ -49,6 +49,9 @@ class LogConfig:
         neighbours on the log too: pages evicted together are read together).
     prefetch_pages : int or None
         Pages the prefetch buffer holds (first in, first out; default 8 segments).
+    prefetch_window_bytes : int or None
+        With ``swapin="segment"``: the aligned part of the segment around the
+        faulting page that is read (default: the whole segment).
     low_segments, high_segments : int
         The cleaner starts when free segments fall below ``low`` and stops at ``high``.
     discard : bool
@@ -65,6 +68,7 @@ class LogConfig:
     victim: str = "greedy"
     swapin: str = "page"
     prefetch_pages: int | None = None
+    prefetch_window_bytes: int | None = None
     low_segments: int = 4
     high_segments: int = 8
     discard: bool = False
@@ -72,7 +76,7 @@ class LogConfig:
 
     def check(self, page_bytes: int) -> None:
         """Raise ConfigError for a value the log cannot use with ``page_bytes`` pages."""
-        for name in ("segment_bytes", "write_bytes", "stride_bytes"):
+        for name in ("segment_bytes", "write_bytes", "stride_bytes", "prefetch_window_bytes"):
             v = getattr(self, name)
             if v is not None and (v < page_bytes or v % page_bytes):
                 raise ConfigError(f"--{name.replace('_bytes', '').replace('_', '-')} must be a positive multiple of "
@@ -169,6 +173,7 @@ class LogSwap:
         r[kl.P_PAGE_BYTES], r[kl.P_VICTIM], r[kl.P_SWAPIN] = page_bytes, VICTIMS[cfg.victim], SWAPINS[cfg.swapin]
         r[kl.P_PF_CAP], r[kl.P_LOW], r[kl.P_HIGH] = pf_cap, cfg.low_segments, cfg.high_segments
         r[kl.P_DISCARD], r[kl.P_FREE_AT_HALF] = int(cfg.discard), int(cfg.free_at_half)
+        r[kl.P_PF_WINDOW] = min(seg, (cfg.prefetch_window_bytes or cfg.segment_bytes) // page_bytes)
         # rows one access may add: its evictions' writes plus a cleaning pass (reads, writes, discards)
         margin = 4 * (cfg.high_segments + 2) * (seg + 2) + 4 * F // max(chunk, 1) + 64
         r[kl.P_OUT_CAP] = OUT_ROWS + margin
