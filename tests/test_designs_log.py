@@ -208,3 +208,49 @@ def test_eviction_log_is_off_by_default_and_counts_every_eviction(tiny_trace):
     at = np.concatenate([a for a, _ in runs[True][2]])
     assert at.size == runs[True][0].evictions > 0
     assert np.all(np.diff(at) >= 0) and at[-1] < runs[True][0].accesses
+
+
+@st.composite
+def emulated(draw):
+    """A random trace, a budget and a policy: the evictions come from the real emulator."""
+    F = draw(st.integers(2, 64))
+    n = draw(st.integers(1, 600))
+    hot = draw(st.integers(1, F))
+    pages = np.array(draw(st.lists(st.integers(0, F - 1), min_size=n, max_size=n)), np.int64) % np.int64(hot + 1)
+    pages = np.minimum(pages, F - 1)
+    writes = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)), np.bool_)
+    steps = np.sort(np.array(draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)), np.int64))
+    budget = draw(st.integers(1, F))
+    policy = draw(st.sampled_from(["linux", "lru", "clock"]))
+    seg = draw(st.sampled_from([1, 2, 4, 8]))
+    cfg = LogConfig(segment_bytes=seg * PB, victim=draw(st.sampled_from(["greedy", "cost-benefit"])),
+                    swapin=draw(st.sampled_from(["page", "segment"])), spare_factor=1.0, discard=draw(st.booleans()))
+    return F, pages, writes, steps, budget, policy, cfg
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(emulated())
+def test_invariants_on_emulated_traces(case):
+    """With the emulator's evictions: the shadow map holds, nothing leaks, and the log sees every eviction."""
+    from swaptrace.pagecache import EmulatorConfig, load_profile
+    from swaptrace.pagecache.engine import Emulator
+
+    F, pages, writes, steps, budget, policy, cfg = case
+    ecfg = EmulatorConfig.resolve({"footprint_pages": F, "page_bytes": PB}, profile=load_profile(None),
+                                  memory_bytes=budget * PB, policy=policy)
+    emu = Emulator(ecfg, F, np.bincount(steps, minlength=4), nsteps=4, record_evictions=True)
+    swap = LogSwap(cfg, footprint_pages=F, page_bytes=PB, nsteps=4)
+    for _ in emu.feed(pages, writes, steps):
+        pass
+    at, pg = emu.take_evictions()
+    for _ in swap.feed(pages, writes, steps, at, pg):
+        pass
+    swap.finish()
+    c = swap.counters()
+    assert swap.check_invariants() == []
+    assert c.pages_out + c.clean_drops + c.ignored_evictions == emu.counters().evictions
+    # the same residency: a page in memory for the log has a frame (or the zero page) in the linux run
+    from swaptrace._kernels import swapstate as ks
+
+    in_mem = np.flatnonzero(swap.flags & kl.IN_MEM)
+    assert np.all(emu.state.flags[in_mem] & (ks.RESIDENT | ks.ZERO_PAGE))
