@@ -72,7 +72,9 @@ fio-run: $(JOBS)/manifest.json
 # model on each stream and, with fio installed, each stream's first steps replayed on $(TARGET) (a file).
 PACKED := $(OUT)/access-packed.parquet
 DESIGNS_DEVICE ?= nvme-tlc
-FIO_DESIGNS = $(if $(shell command -v fio),--fio-target $(TARGET) --fio-size $(SIZE) --fio-runtime $(RUNTIME))
+DESIGNS_REPEATS ?= 3
+FIO_DESIGNS = $(if $(shell command -v fio),--fio-target $(TARGET) --fio-size $(SIZE) --fio-runtime $(RUNTIME) \
+	--fio-repeats $(DESIGNS_REPEATS))
 
 designs: $(ACCESS) $(PACKED) | fio
 	for pct in 10 50; do \

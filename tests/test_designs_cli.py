@@ -83,13 +83,14 @@ def test_designs_fio_replays_each_stream_on_a_file(traces, tmp_path):
     r = CliRunner().invoke(cli, ["designs", str(traces / "default.parquet"), "--memory-fraction", "0.3",
                                  "--segment-size", "64KiB", "--zone-size", "256KiB", "--device", "none",
                                  "--fio-target", str(tmp_path / "t.dat"), "--fio-size", "64MiB", "--fio-runtime", "1",
-                                 "--fio-requests", "3000", "-o", str(out)])
+                                 "--fio-requests", "3000", "--fio-repeats", "2", "-o", str(out)])
     assert r.exit_code == 0, r.output
     rows = {row["design"]: row for row in pq.read_table(out / "designs.parquet").to_pylist()}
     steps = {row["fio_steps"] for row in rows.values()}
     assert len(steps) == 1 and steps.pop() >= 1  # every design replays the same training steps
     assert rows["linux"]["disk_time_gain"] == 1.0
     assert rows["zoned@ftl"]["disk_s"] == rows["zoned"]["disk_s"]
+    assert (out / "fio" / "log" / "run-2" / "results.parquet").exists()
 
 
 def test_designs_refuses_a_block_device_target(traces, tmp_path):

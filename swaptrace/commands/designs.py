@@ -48,10 +48,13 @@ from swaptrace.units import parse_bytes
               help="fio runtime cap in seconds (a replay may take 10x).")
 @click.option("--fio-requests", type=int, default=100_000, show_default=True,
               help="Most requests a design's replay may have (sets the common number of steps).")
+@click.option("--fio-repeats", type=int, default=1, show_default=True,
+              help="Rounds of replays (designs take turns; the median runtime counts).")
 @click.option("--verify", is_flag=True, help="Check the shadow map and the log's invariants after every chunk.")
 @click.option("--force", is_flag=True, help="Overwrite existing outputs.")
 def command(trace, out, memory, memory_fraction, device, packed_trace, segment_size, victim, spare, discard, swapin,
-            prefetch_window, zone_size, zone_capacity, max_open_zones, fio_target, fio_size, fio_runtime, fio_requests, verify, force):
+            prefetch_window, zone_size, zone_capacity, max_open_zones, fio_target, fio_size, fio_runtime,
+            fio_requests, fio_repeats, verify, force):
     """Compare swap designs on TRACE at one DRAM budget: Linux's stream and the fixes'.
 
     Writes each design's swap I/O stream (<design>.swapio.parquet), the table
@@ -89,7 +92,7 @@ def command(trace, out, memory, memory_fraction, device, packed_trace, segment_s
     if fio_target is not None:
         streams = {name: run.path for name, run in cmp.runs.items() if name != "zoned@ftl"}
         add_disk(cmp, replay_on_disk(streams, outdir, target=fio_target, size_bytes=parse_bytes(fio_size, "--fio-size"),
-                                     runtime_s=fio_runtime, max_rows=fio_requests,
+                                     runtime_s=fio_runtime, max_rows=fio_requests, repeats=fio_repeats,
                                      say=lambda m: click.echo(m, err=True)))
     text = markdown(cmp)
     _write(outdir, cmp, text)

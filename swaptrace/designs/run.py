@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,35 +69,42 @@ def run_designs(trace: str | os.PathLike, outputs: dict[str, str | os.PathLike],
     for path in outputs.values():
         check_output_path(path, force)
     first_step = int(tf.meta.get("first_step", 0))
-    counts = step_counts(tf, first_step, chunk_rows)
-    footprint = int(tf.meta["footprint_pages"])
-    emu = Emulator(config, footprint, counts, nsteps=counts.size, first_step=first_step,
-                   regions=tf.meta.get("regions"), record_evictions=True)
     if config.initial_state != "untouched":
         raise ConfigError("the log designs start from an empty swap area: use --initial-state untouched")
-    swaps = {name: LogSwap(cfg, footprint_pages=footprint, page_bytes=config.page_bytes, nsteps=counts.size,
-                           first_step=first_step) for name, cfg in logs.items()}
+    footprint = int(tf.meta["footprint_pages"])
     with ExitStack() as stack:
+        pool = stack.enter_context(ThreadPoolExecutor(2))  # the step counting pass, then the Parquet writes
+        nsteps = int(tf.meta.get("steps") or 0)
+        counts = pool.submit(step_counts, tf, first_step, chunk_rows) if nsteps else step_counts(tf, first_step,
+                                                                                                  chunk_rows)
+        nsteps = nsteps or counts.size
+        emu = Emulator(config, footprint, counts, nsteps=nsteps, first_step=first_step,
+                       regions=tf.meta.get("regions"), record_evictions=True)
+        swaps = {name: LogSwap(cfg, footprint_pages=footprint, page_bytes=config.page_bytes, nsteps=nsteps,
+                               first_step=first_step) for name, cfg in logs.items()}
         writers = {"linux": stack.enter_context(TraceWriter(outputs["linux"], "swapio", _meta(tf, emu, None),
                                                             force=force))}
         for name, swap in swaps.items():
             writers[name] = stack.enter_context(TraceWriter(outputs[name], "swapio", _meta(tf, emu, swap),
                                                             force=force))
         hists = {name: {"read": {}, "write": {}} for name in swaps}
+        out = _Writes(pool)
+        stack.callback(out.wait)  # on an error too: no write in flight while the writers close
         for batch in prefetch(tf.iter_batches(columns=["step", "page", "write"], batch_rows=chunk_rows)):
             pages, writes, steps = kernel_columns(batch["page"], batch["write"], batch["step"])
             for rows in emu.feed(pages, writes, steps, progress=progress):
-                writers["linux"].write(**rows)
+                out.write(writers["linux"], rows)
             ev_at, ev_page = emu.take_evictions()
             for name, swap in swaps.items():
                 for rows in swap.feed(pages, writes, steps, ev_at, ev_page):
-                    _write_rows(writers[name], rows, emu, hists[name])
+                    out.write(writers[name], _convert(rows, emu, hists[name]))
                 if verify:
                     _raise_problems(name, swap.check_invariants())
         for name, swap in swaps.items():
             rows = swap.finish()
             if rows is not None:
-                _write_rows(writers[name], rows, emu, hists[name])
+                out.write(writers[name], _convert(rows, emu, hists[name]))
+        out.wait()
         results = {"linux": _finish_linux(writers["linux"], emu)}
         for name, swap in swaps.items():
             problems = swap.check_invariants()
@@ -139,7 +147,24 @@ def _meta(tf, emu: Emulator, swap: LogSwap | None) -> dict[str, Any]:
     return meta
 
 
-def _write_rows(writer: TraceWriter, rows: dict[str, np.ndarray], emu: Emulator, hist: dict[str, dict[int, int]]):
+class _Writes:
+    """Parquet writes on a worker thread while the (GIL-free) kernels go on, one batch in flight."""
+
+    def __init__(self, pool: ThreadPoolExecutor):
+        self.pool, self.pending = pool, None
+
+    def write(self, writer: TraceWriter, rows: dict[str, np.ndarray]) -> None:
+        self.wait()
+        self.pending = self.pool.submit(writer.write, **rows)
+
+    def wait(self) -> None:
+        if self.pending is not None:
+            self.pending.result()
+            self.pending = None
+
+
+def _convert(rows: dict[str, np.ndarray], emu: Emulator, hist: dict[str, dict[int, int]]) -> dict[str, np.ndarray]:
+    """The log's rows with ``t_us`` in microseconds (as the emulator's), counted into ``hist``."""
     counts = emu.step_counts()
     si = rows["step"].astype(np.int64) - emu.first_step
     rows["t_us"] = (si + rows["t_us"] / np.maximum(counts[si], 1)) * emu.cfg.step_us
@@ -147,7 +172,7 @@ def _write_rows(writer: TraceWriter, rows: dict[str, np.ndarray], emu: Emulator,
         sizes, n = np.unique(rows["length"][rows["op"] == code], return_counts=True)
         for size, k in zip(sizes.tolist(), n.tolist(), strict=True):
             hist[name][size] = hist[name].get(size, 0) + k
-    writer.write(**rows)
+    return rows
 
 
 def _log_summary(swap: LogSwap, emu: Emulator, hist: dict[str, dict[int, int]]) -> dict[str, Any]:
