@@ -11,7 +11,7 @@ cleaning, the cost-benefit victim policy); docs/designs.md.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -122,7 +122,6 @@ class LogCounters:
     ignored_evictions: int
     fault_reads: int
     live_slots: int
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def host_write_amplification(self) -> float:

@@ -188,6 +188,6 @@ def _log_summary(swap: LogSwap, emu: Emulator, hist: dict[str, dict[int, int]]) 
         "bytes_written": c.write_pages * pb,
         "requests": {"read": c.read_requests, "write": c.write_requests, "discard": c.discards},
         "request_size_hist": {k: {str(s): n for s, n in sorted(h.items())} for k, h in hist.items()},
-        "log": {**{k: v for k, v in vars(c).items() if k != "extra"},
+        "log": {**vars(c),
                 "host_write_amplification": c.host_write_amplification},
     }
