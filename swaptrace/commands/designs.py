@@ -123,9 +123,8 @@ def _write(outdir: Path, cmp, text: str) -> None:
         a.tmp.write_text(text)
     with AtomicPath(outdir / "designs.parquet", force=True) as a:
         pq.write_table(cmp.table(), a.tmp)
-    rows = [{k: v for k, v in r.items() if k != "hist"} for r in cmp.rows]
-    with AtomicPath(outdir / "designs.json", force=True) as a:
-        a.tmp.write_text(json.dumps({"rows": rows, "devices": cmp.devices, "steps": cmp.steps}, indent=2,
+    with AtomicPath(outdir / "designs.json", force=True) as a:  # rows with their request-size histograms
+        a.tmp.write_text(json.dumps({"rows": cmp.rows, "devices": cmp.devices, "steps": cmp.steps}, indent=2,
                                     default=str))
     for name, plot in (("write-sizes", lambda ax: plot_request_size_cdf(cmp.rows, "write", ax)),
                        ("read-sizes", lambda ax: plot_request_size_cdf(cmp.rows, "read", ax)),
