@@ -211,7 +211,8 @@ def add_disk(cmp: Comparison, disk: dict[str, dict[str, Any]]) -> None:
         d = disk.get("zoned" if r["design"] == "zoned@ftl" else r["design"])  # the same stream
         if d is None:
             continue
-        r.update(fio_steps=d["steps"], disk_s=d["disk_s"] if d["complete"] else None)
+        r.update(fio_steps=d["steps"], disk_s=d["disk_s"] if d["complete"] else None,
+                 disk_s_runs=d.get("disk_s_runs"))
         if base and r["disk_s"]:
             r["disk_time_gain"] = base / r["disk_s"]
 
