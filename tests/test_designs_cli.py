@@ -97,3 +97,16 @@ def test_designs_refuses_a_block_device_target(traces, tmp_path):
     r = CliRunner().invoke(cli, ["designs", str(traces / "default.parquet"), "--memory-fraction", "0.3",
                                  "--device", "none", "--fio-target", "/dev/sda", "-o", str(tmp_path / "d")])
     assert r.exit_code == 2 and "file target only" in r.output
+
+
+def test_report_shows_the_designs_of_its_folder(traces, tmp_path):
+    from swaptrace.report import build_report
+
+    r = CliRunner().invoke(cli, ["designs", str(traces / "default.parquet"), "--memory-fraction", "0.3",
+                                 "--segment-size", "64KiB", "--zone-size", "256KiB", "--device", "tiny",
+                                 "-o", str(tmp_path / "designs-30")])
+    assert r.exit_code == 0, r.output
+    rep = build_report(tmp_path)
+    text = rep.path.read_text()
+    assert "## Linux swap vs the fixes" in text and "### designs-30" in text and "| zoned |" in text
+    assert (rep.path.parent / "designs-30-device-time.png").exists()
