@@ -15,6 +15,8 @@ THESIS = "ssd-thesis.json"
 FIO_JOBS = "fio"
 FIO_RUN = "fio-run"
 REPORT = "report"
+#: ``swaptrace designs`` at the pipeline's budget (``run --designs``); the report shows every ``designs*/``
+DESIGNS = "designs"
 #: a real-kernel capture of the same trace, compared with the emulator's stream when present
 KERNEL_STREAM = "kernel.swapio.parquet"
 #: what each stage ran with (parameters and input fingerprints)

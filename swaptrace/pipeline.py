@@ -36,6 +36,7 @@ from swaptrace import stages as S
 from swaptrace.errors import ConfigError
 from swaptrace.filenames import (  # noqa: F401  (the pipeline's file names, re-exported)
     ACCESS,
+    DESIGNS,
     FIO_JOBS,
     FIO_RUN,
     KERNEL_STREAM,
@@ -85,6 +86,8 @@ class PipelineOptions:
     fio_size_bytes: int = 256 << 20
     fio_runtime_s: int = 3
     thesis: bool = True
+    #: also compare the swap designs at this budget (``swaptrace designs``; docs/designs.md)
+    designs: bool = False
 
     def __post_init__(self) -> None:
         if self.memory_bytes is None and self.memory_fraction is None:
@@ -153,7 +156,9 @@ def plan(opts: PipelineOptions, out_dir: Path) -> list[Stage]:
         Stage("fio-run", (FIO_JOBS,), (FIO_RUN,),
               {"target": opts.fio_target, "size": opts.fio_size_bytes, "runtime_s": opts.fio_runtime_s},
               runs(S.run_fio), skip_reason=fio_skip),
-        Stage("report", (ACCESS, MRC_CSV, SWAPIO, SSD), (REPORT,), {"fio": opts.fio, "thesis": opts.thesis},
+        Stage("designs", (ACCESS,), (DESIGNS,), {**mem, "device": opts.device, "capacity": opts.ssd_capacity_bytes},
+              runs(S.run_designs), skip_reason=None if opts.designs else "not asked for (--designs)"),
+        Stage("report", (ACCESS, MRC_CSV, SWAPIO, SSD, DESIGNS), (REPORT,), {"fio": opts.fio, "thesis": opts.thesis},
               runs(S.run_report)),
     ]
 

@@ -182,8 +182,9 @@ def build_report(folder: str | os.PathLike, out: str | os.PathLike | None = None
 
 
 def _designs_parts(d: Path, out_dir: Path, report: Report) -> None:
-    """The tables and device-time figures of ``swaptrace designs`` runs in ``designs-*/`` (``make designs``)."""
-    found = sorted(d.glob("designs-*/designs.md"))
+    """The tables and device-time figures of ``swaptrace designs`` runs in ``designs*/`` (``run --designs``,
+    ``make designs``)."""
+    found = sorted(d.glob("designs*/designs.md"))
     for md in found:
         name = md.parent.name
         table = [line for line in md.read_text().splitlines() if not line.startswith("## ")]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -14,7 +13,8 @@ from swaptrace.designs.log import SWAPINS, VICTIMS, LogConfig
 from swaptrace.designs.ondisk import check_file_target, replay_on_disk
 from swaptrace.errors import OutputError
 from swaptrace.ssd.zns import ZNSConfig
-from swaptrace.traceio import AtomicPath, open_trace
+from swaptrace.stages import save_designs, ssd_config_for
+from swaptrace.traceio import open_trace
 from swaptrace.units import parse_bytes
 
 
@@ -94,44 +94,14 @@ def command(trace, out, memory, memory_fraction, device, packed_trace, segment_s
         add_disk(cmp, replay_on_disk(streams, outdir, target=fio_target, size_bytes=parse_bytes(fio_size, "--fio-size"),
                                      runtime_s=fio_runtime, max_rows=fio_requests, repeats=fio_repeats,
                                      say=lambda m: click.echo(m, err=True)))
-    text = markdown(cmp)
-    _write(outdir, cmp, text)
-    click.echo(text, nl=False)
+    save_designs(cmp, outdir)
+    click.echo(markdown(cmp), nl=False)
     click.echo(f"wrote {outdir}/designs.md, designs.parquet, designs.json, designs-*.png")
 
 
 def _ssd_factory(device: str):
-    from swaptrace.stages import ssd_config_for
-
     def make(device_bytes: int):
         return ssd_config_for(SimpleNamespace(device=device, ssd_capacity_bytes=None), device_bytes)
 
     make(1 << 30)  # a bad preset name fails before the long work
     return make
-
-
-def _write(outdir: Path, cmp, text: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import pyarrow.parquet as pq
-
-    from swaptrace.figures.designs import plot_device_time, plot_request_size_cdf
-
-    with AtomicPath(outdir / "designs.md", force=True) as a:
-        a.tmp.write_text(text)
-    with AtomicPath(outdir / "designs.parquet", force=True) as a:
-        pq.write_table(cmp.table(), a.tmp)
-    with AtomicPath(outdir / "designs.json", force=True) as a:  # rows with their request-size histograms
-        a.tmp.write_text(json.dumps({"rows": cmp.rows, "devices": cmp.devices, "steps": cmp.steps}, indent=2,
-                                    default=str))
-    for name, plot in (("write-sizes", lambda ax: plot_request_size_cdf(cmp.rows, "write", ax)),
-                       ("read-sizes", lambda ax: plot_request_size_cdf(cmp.rows, "read", ax)),
-                       ("device-time", lambda ax: plot_device_time(cmp.rows, ax))):
-        fig, ax = plt.subplots(figsize=(7, 3.5))
-        plot(ax)
-        fig.tight_layout()
-        with AtomicPath(outdir / f"designs-{name}.png", force=True) as a:
-            fig.savefig(a.tmp, format="png", dpi=110)
-        plt.close(fig)
