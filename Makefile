@@ -24,7 +24,7 @@ SWAPIO := $(OUT)/swapio.parquet
 SSDOUT := $(OUT)/ssd.parquet
 JOBS := fio_jobs/$(PRESET)
 
-.PHONY: setup fio demo trace emulate mrc ssd fio-jobs fio-run report reproduce test test-fast bench lint clean
+.PHONY: setup fio demo trace emulate mrc ssd fio-jobs fio-run report reproduce designs test test-fast bench lint clean
 
 setup: $(STAMP) fio
 
@@ -67,6 +67,23 @@ $(JOBS)/manifest.json: $(SWAPIO) | fio
 
 fio-run: $(JOBS)/manifest.json
 	$(SWAPTRACE) fio run $(JOBS) --target $(TARGET) --size $(SIZE) --runtime $(RUNTIME)
+
+# Linux swap vs the fixes (docs/designs.md): every design at a tight (10 %) and a loose (50 %) budget, the SSD
+# model on each stream and, with fio installed, each stream's first steps replayed on $(TARGET) (a file).
+PACKED := $(OUT)/access-packed.parquet
+DESIGNS_DEVICE ?= nvme-tlc
+DESIGNS_REPEATS ?= 3
+FIO_DESIGNS = $(if $(shell command -v fio),--fio-target $(TARGET) --fio-size $(SIZE) --fio-runtime $(RUNTIME) \
+	--fio-repeats $(DESIGNS_REPEATS))
+
+designs: $(ACCESS) $(PACKED) | fio
+	for pct in 10 50; do \
+		$(SWAPTRACE) designs $(ACCESS) --memory-fraction 0.$$pct --packed $(PACKED) --device $(DESIGNS_DEVICE) \
+			$(FIO_DESIGNS) -o $(OUT)/designs-$$pct --force || exit 1; \
+	done
+
+$(PACKED): | $(STAMP)
+	$(SWAPTRACE) generate --preset $(PRESET) $(if $(STEPS),--steps $(STEPS)) --seed $(SEED) --row-layout packed -o $@ --force
 
 report: | $(STAMP)
 	$(SWAPTRACE) report $(OUT) -o $(OUT)/report

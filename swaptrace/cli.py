@@ -16,6 +16,7 @@ from swaptrace import __version__
 from swaptrace.commands import (
     capture,
     compare,
+    designs,
     emulate,
     export,
     fio,
@@ -68,5 +69,6 @@ def cli() -> None:
 
 
 # in pipeline order, as ``--help`` lists them
-for _module in (presets, generate, inspect, emulate, mrc, export, capture, compare, ssd, fio, time, run, report):
+for _module in (presets, generate, inspect, emulate, mrc, export, capture, compare, ssd, fio, time, designs, run,
+                report):
     cli.add_command(_module.command)

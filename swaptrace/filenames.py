@@ -17,6 +17,8 @@ FIO_RUN = "fio-run"
 REPORT = "report"
 #: the time model's per-step table on the pipeline's SSD, and on this machine's disk (from fio's profile jobs)
 TIMING, TIMING_DISK = "timing.parquet", "timing-disk.parquet"
+#: ``swaptrace designs`` at the pipeline's budget (``run --designs``); the report shows every ``designs*/``
+DESIGNS = "designs"
 #: a real-kernel capture of the same trace, compared with the emulator's stream when present
 KERNEL_STREAM = "kernel.swapio.parquet"
 #: what each stage ran with (parameters and input fingerprints)

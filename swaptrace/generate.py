@@ -105,6 +105,11 @@ class _Plan:
         self.scratch = region(lay.scratch_region)
 
 
+#: ``--row-layout``: each name's ``scatter`` value. ``scattered`` maps Zipf rank k to a row by a seeded
+#: bijection (today's default); ``packed`` keeps rank k at row k - 1, so rows lie in order of expected
+#: popularity and the hot rows share pages (the training-side fix of docs/designs.md).
+ROW_LAYOUTS = {"scattered": True, "packed": False}
+
 def _check_options(steps: int, seed: int, first_step: int, reuse: float, dedup: str | None) -> None:
     errors = []
     if not isinstance(steps, int | np.integer) or steps < 1:

@@ -36,6 +36,7 @@ from swaptrace import stages as S
 from swaptrace.errors import ConfigError
 from swaptrace.filenames import (  # noqa: F401  (the pipeline's file names, re-exported)
     ACCESS,
+    DESIGNS,
     FIO_JOBS,
     FIO_RUN,
     KERNEL_STREAM,
@@ -89,6 +90,8 @@ class PipelineOptions:
     #: also run fio's queue-depth profile jobs (~2 minutes), so the time model predicts on this machine's disk
     fio_profile: bool = False
     thesis: bool = True
+    #: also compare the swap designs at this budget (``swaptrace designs``; docs/designs.md)
+    designs: bool = False
 
     def __post_init__(self) -> None:
         if self.memory_bytes is None and self.memory_fraction is None:
@@ -161,7 +164,9 @@ def plan(opts: PipelineOptions, out_dir: Path) -> list[Stage]:
               runs(S.run_fio), skip_reason=fio_skip),
         Stage("time", (ACCESS, SWAPIO, FIO_RUN), (TIMING,), {"device": opts.device, "compute": "mlp"},
               runs(S.run_time)),
-        Stage("report", (ACCESS, MRC_CSV, SWAPIO, SSD), (REPORT,), {"fio": opts.fio, "thesis": opts.thesis},
+        Stage("designs", (ACCESS,), (DESIGNS,), {**mem, "device": opts.device, "capacity": opts.ssd_capacity_bytes},
+              runs(S.run_designs), skip_reason=None if opts.designs else "not asked for (--designs)"),
+        Stage("report", (ACCESS, MRC_CSV, SWAPIO, SSD, DESIGNS), (REPORT,), {"fio": opts.fio, "thesis": opts.thesis},
               runs(S.run_report)),
     ]
 

@@ -176,9 +176,24 @@ def build_report(folder: str | os.PathLike, out: str | os.PathLike | None = None
     if (d / KERNEL_STREAM).exists() and swapio is not None:
         _try(report, "emulator vs kernel", lambda: _kernel_parts(d, out_dir, report))
     _try(report, "time model", lambda: _timing_parts(d, out_dir, report))
+    _try(report, "swap designs", lambda: _designs_parts(d, out_dir, report))
     with AtomicPath(report.path) as ap:
         ap.tmp.write_text(render_markdown(report, d))
     return report
+
+
+def _designs_parts(d: Path, out_dir: Path, report: Report) -> None:
+    """The tables and device-time figures of ``swaptrace designs`` runs in ``designs*/`` (``run --designs``,
+    ``make designs``)."""
+    found = sorted(d.glob("designs*/designs.md"))
+    for md in found:
+        name = md.parent.name
+        table = [line for line in md.read_text().splitlines() if not line.startswith("## ")]
+        report.numbers.setdefault("designs", []).append({"name": name, "markdown": "\n".join(table).strip()})
+        png = md.parent / "designs-device-time.png"
+        if png.exists():
+            shutil.copyfile(png, out_dir / f"{name}-device-time.png")
+            report.figures.append(out_dir / f"{name}-device-time.png")
 
 
 def _rank_frequency(access, out_dir: Path, report: Report) -> None:
@@ -395,6 +410,10 @@ def render_markdown(report: Report, folder: Path) -> str:
     if "kernel" in n:
         lines += ["## Emulator vs real kernel", "", n["kernel"]["verdict"], ""]
     lines += _timing_lines(n.get("timing"))
+    if n.get("designs"):
+        lines += ["## Linux swap vs the fixes", "", "`swaptrace designs` runs in this folder (docs/designs.md).", ""]
+        for part in n["designs"]:
+            lines += [f"### {part['name']}", "", part["markdown"], ""]
     lines += ["## Figures", ""]
     for fig in report.figures:
         lines += [f"![{fig.stem}]({fig.name})", ""]

@@ -17,6 +17,7 @@ from typing import Any
 
 from swaptrace.filenames import (
     ACCESS,
+    DESIGNS,
     FIO_JOBS,
     FIO_RUN,
     MRC_CSV,
@@ -159,6 +160,54 @@ def run_fio(d: Path, opts, say, bar) -> dict[str, Any]:
                        out_dir=d / FIO_RUN, only=only, force=True, echo=lambda line: say(f"      {line}"))
     save_run_figures(outcome.out_dir)
     return {"ratios": getattr(outcome, "ratios", None)}
+
+
+def run_designs(d: Path, opts, say, bar) -> dict[str, Any]:
+    """``swaptrace designs`` at the pipeline's budget and SSD, with a packed-rows twin of the trace."""
+    from swaptrace.designs.compare import compare_designs
+    from swaptrace.generate import ROW_LAYOUTS, generate_trace
+    from swaptrace.traceio import open_trace
+
+    out = d / DESIGNS
+    out.mkdir(exist_ok=True)
+    tf = open_trace(d / ACCESS, "access")
+    say("designs: the packed-rows trace")
+    packed = generate_trace(opts.preset, out / "access-packed.parquet", steps=int(tf.meta["steps"]), seed=opts.seed,
+                            scatter=ROW_LAYOUTS["packed"], force=True)
+    with bar(2 * tf.num_rows, "accesses") as b:
+        cmp = compare_designs(d / ACCESS, out, ssd=lambda nbytes: ssd_config_for(opts, nbytes), packed_trace=packed,
+                              force=True, say=say, progress=b.update, memory_bytes=opts.memory_bytes,
+                              memory_fraction=opts.memory_fraction)
+    save_designs(cmp, out)
+    return {r["design"]: r.get("device_time_gain") for r in cmp.rows}
+
+
+def save_designs(cmp, out: Path) -> None:
+    """Write ``designs.md``, ``designs.parquet``, ``designs.json`` and the three figures of a comparison."""
+    import json
+
+    import pyarrow.parquet as pq
+    from matplotlib.figure import Figure
+
+    from swaptrace.designs.compare import markdown
+    from swaptrace.figures.designs import plot_device_time, plot_request_size_cdf
+    from swaptrace.traceio import AtomicPath
+
+    with AtomicPath(out / "designs.md", force=True) as a:
+        a.tmp.write_text(markdown(cmp))
+    with AtomicPath(out / "designs.parquet", force=True) as a:
+        pq.write_table(cmp.table(), a.tmp)
+    with AtomicPath(out / "designs.json", force=True) as a:  # rows with their request-size histograms
+        a.tmp.write_text(json.dumps({"rows": cmp.rows, "devices": cmp.devices, "steps": cmp.steps}, indent=2,
+                                    default=str))
+    for name, plot in (("write-sizes", lambda ax: plot_request_size_cdf(cmp.rows, "write", ax)),
+                       ("read-sizes", lambda ax: plot_request_size_cdf(cmp.rows, "read", ax)),
+                       ("device-time", lambda ax: plot_device_time(cmp.rows, ax))):
+        fig = Figure(figsize=(7, 3.5))
+        plot(fig.subplots())
+        fig.tight_layout()
+        with AtomicPath(out / f"designs-{name}.png", force=True) as a:
+            fig.savefig(a.tmp, format="png", dpi=110)
 
 
 def run_report(d: Path, opts, say, bar) -> dict[str, Any]:

@@ -67,6 +67,7 @@ from swaptrace._kernels.swapstate import (
     OP_READ,
     P_BATCH,
     P_BUDGET,
+    P_EV_CAP,
     P_FIRST_STEP,
     P_FOOTPRINT,
     P_MAX_ROWS_PER_ACCESS,
@@ -80,6 +81,8 @@ from swaptrace._kernels.swapstate import (
     POLICY_LRU,
     R_CRA_HITS,
     R_ERROR,
+    R_EV_AT,
+    R_EV_N,
     R_OUT_N,
     R_RA_HITS,
     R_RA_PREV,
@@ -258,6 +261,8 @@ def _run(b, m, f, pages, writes, steps, start):
     """
     n = pages.shape[0]
     limit = m[P_OUT_CAP] - m[P_MAX_ROWS_PER_ACCESS]
+    # the eviction log (if kept) must have room for one access evicting every resident page
+    ev_limit = m[P_EV_CAP] - m[P_BUDGET] - 1 if m[P_EV_CAP] > 0 else 1 << 62
     first = m[P_FIRST_STEP]
     nsteps = m[P_NSTEPS]
     footprint = m[P_FOOTPRINT]
@@ -267,7 +272,7 @@ def _run(b, m, f, pages, writes, steps, start):
     hits = 0
     i = start
     while i < n:
-        if m[R_OUT_N] > limit or m[R_ERROR] != 0:
+        if m[R_OUT_N] > limit or m[R_ERROR] != 0 or m[R_EV_N] > ev_limit:
             break
         si = np.int64(steps[i]) - first
         page = np.int64(pages[i])
@@ -294,6 +299,7 @@ def _run(b, m, f, pages, writes, steps, start):
         else:
             f[F_NOW] = seen  # the caller turns (step, index in step) into t_us
             m[R_STEP] = si + first
+            m[R_EV_AT] = m[C_ACCESSES] + i - start
             _fault(b, m, f, page, writes[i])
         i += 1
     m[C_HITS] += hits

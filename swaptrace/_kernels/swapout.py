@@ -11,8 +11,13 @@ from swaptrace._kernels.swapstate import (
     C_PAGES_OUT,
     CAUSE_RECLAIM,
     DIRTY,
+    O_EV_AT,
+    O_EV_PAGE,
     O_SLOT,
     OP_WRITE,
+    P_EV_CAP,
+    R_EV_AT,
+    R_EV_N,
     R_RESIDENT,
     TOUCHED,
 )
@@ -33,3 +38,8 @@ def _evict(b, m, f, page):
     b[page] = TOUCHED
     m[R_RESIDENT] -= 1
     m[C_EVICTIONS] += 1
+    if m[P_EV_CAP] > 0:  # the swap designs replay this run's evictions (swaptrace.designs)
+        n = m[R_EV_N]
+        m[m[O_EV_AT] + n] = m[R_EV_AT]
+        m[m[O_EV_PAGE] + n] = page
+        m[R_EV_N] = n + 1

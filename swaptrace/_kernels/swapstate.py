@@ -45,7 +45,7 @@ ERR_BAD_PAGE = 2  # a page number outside the footprint
 ERR_BAD_STEP = 3  # a step outside the trace's steps
 ERR_OUT_FULL = 4  # the output columns overflowed (a bug: max_rows_per_access too small)
 
-# ---- state registers (m[0:32]): allocator, readahead, writeback clock, flushed statistics
+# ---- state registers (m[0:34]): allocator, readahead, writeback clock, flushed statistics, eviction log
 R_RESIDENT = 0
 R_N_ACTIVE = 1  # linux: pages on the active list (list 0)
 R_N_INACTIVE = 2  # linux: pages on the inactive list (list 1)
@@ -78,85 +78,90 @@ R_WB_MARK = 28  # linux, WB_BY_NEXT_LEVEL: R_WB_CLOCK as the last priority level
 R_WB_DEV = 29  # linux, WB_BY_DEVICE: R_WB_CLOCK by which the device has written every write handed to it
 R_WB_PLUGGED = 30  # linux, WB_BY_DEVICE: the newest writes in O_WBQ, still in the level's plug (not on the device)
 R_FILL_SEEN = 31  # linux, WB_BY_DEVICE: the C_ZERO_FILL already turned into device time
+R_EV_N = 32  # rows in it
+R_EV_AT = 33  # index (from the run's first access) of the access being processed, set on each fault
 
-# ---- counters (m[32:56]): what happened so far; callers read them through EmuState.counters()
-C_ZERO_PAGE = 32  # reads of never-written pages that mapped the shared zero page (linux)
-C_ACCESSES = 33
-C_HITS = 34
-C_FAULTS = 35
-C_ZERO_FILL = 36
-C_MAJOR = 37
-C_PAGES_IN = 38
-C_PAGES_OUT = 39
-C_RA_ISSUED = 40
-C_RA_HIT = 41
-C_EVICTIONS = 42
-C_CLEAN_DROPS = 43
-C_SLOT_FREES = 44
-C_REQ_READ = 45
-C_REQ_WRITE = 46
-C_BYTES_READ = 47
-C_BYTES_WRITTEN = 48
-C_RECLAIM_CALLS = 49
-C_ACTIVATIONS = 50
-C_DEACTIVATIONS = 51
-C_SCANNED = 52
-C_REFAULT_ACTIVATIONS = 53  # linux: swap-ins put straight on the active list (WORKINGSET_ACTIVATE_ANON)
-C_SWAPCACHE_HIT = 54  # minor faults on pages unmapped by reclaim and still in the swap cache
-C_WB_WAITS = 55  # linux: reclaim met a page still under writeback and waited (cgroup v1 memcg reclaim)
+# ---- counters (m[34:58]): what happened so far; callers read them through EmuState.counters()
+C_ZERO_PAGE = 34  # reads of never-written pages that mapped the shared zero page (linux)
+C_ACCESSES = 35
+C_HITS = 36
+C_FAULTS = 37
+C_ZERO_FILL = 38
+C_MAJOR = 39
+C_PAGES_IN = 40
+C_PAGES_OUT = 41
+C_RA_ISSUED = 42
+C_RA_HIT = 43
+C_EVICTIONS = 44
+C_CLEAN_DROPS = 45
+C_SLOT_FREES = 46
+C_REQ_READ = 47
+C_REQ_WRITE = 48
+C_BYTES_READ = 49
+C_BYTES_WRITTEN = 50
+C_RECLAIM_CALLS = 51
+C_ACTIVATIONS = 52
+C_DEACTIVATIONS = 53
+C_SCANNED = 54
+C_REFAULT_ACTIVATIONS = 55  # linux: swap-ins put straight on the active list (WORKINGSET_ACTIVATE_ANON)
+C_SWAPCACHE_HIT = 56  # minor faults on pages unmapped by reclaim and still in the swap cache
+C_WB_WAITS = 57  # linux: reclaim met a page still under writeback and waited (cgroup v1 memcg reclaim)
 
-# ---- parameters (m[56:81]): set once by new_state
-P_POLICY = 56
-P_BUDGET = 57  # resident pages allowed
-P_BATCH = 58  # pages reclaimed per reclaim call (at least)
-P_RA_MODE = 59
-P_PAGE_CLUSTER = 60
-P_MAX_REQ_PAGES = 61
-P_PAGE_BYTES = 62
-P_PMD_PAGES = 63  # pages per 2 MiB region (VMA readahead clamp)
-P_CLUSTER_SLOTS = 64
-P_NSLOTS = 65  # slots on the device, header slot 0 included
-P_USABLE_SLOTS = 66  # total_swap_pages (vm_swap_full() denominator)
-P_FIRST_STEP = 67
-P_FOOTPRINT = 68  # F; list heads are F (lru/clock/active) and F + 1 (inactive)
-P_MAX_ROWS_PER_ACCESS = 69
-P_NCLUSTERS = 70  # C; cluster list heads are C (free) and C + 1 (non-full)
-P_OUT_CAP = 71
-P_NSTEPS = 72
-P_WB_LAG = 73  # linux: a write completes once reclaim has isolated this many more pages; 0: at once
-P_ZERO_PAGE = 74  # linux: a read of a never-written page maps the zero page (do_anonymous_page)
-P_WB_THROTTLE = 75  # linux: pages a reclaim call may write beyond the lag before it waits for them all
-P_STATS_FLUSH = 76  # linux: the memcg statistics reclaim reads are flushed every this many steps; 0: always exact
-P_SCAN_PRIO = 77  # linux: reclaim walks the kernel's priority levels instead of 32-page rounds
-P_WB_LEVEL = 78  # linux, with P_SCAN_PRIO: writes complete by level (WB_BY_*; P_WB_LAG is then WB_ALL)
-P_WB_COST = 79  # linux, WB_BY_DEVICE: pages reclaim isolates in the time the device writes one page
-P_FILL_CREDIT = 80  # linux, WB_BY_DEVICE: eighths of a writeback-clock unit per zero-filled page, until the first major fault
+# ---- parameters (m[58:84]): set once by new_state
+P_POLICY = 58
+P_BUDGET = 59  # resident pages allowed
+P_BATCH = 60  # pages reclaimed per reclaim call (at least)
+P_RA_MODE = 61
+P_PAGE_CLUSTER = 62
+P_MAX_REQ_PAGES = 63
+P_PAGE_BYTES = 64
+P_PMD_PAGES = 65  # pages per 2 MiB region (VMA readahead clamp)
+P_CLUSTER_SLOTS = 66
+P_NSLOTS = 67  # slots on the device, header slot 0 included
+P_USABLE_SLOTS = 68  # total_swap_pages (vm_swap_full() denominator)
+P_FIRST_STEP = 69
+P_FOOTPRINT = 70  # F; list heads are F (lru/clock/active) and F + 1 (inactive)
+P_MAX_ROWS_PER_ACCESS = 71
+P_NCLUSTERS = 72  # C; cluster list heads are C (free) and C + 1 (non-full)
+P_OUT_CAP = 73
+P_NSTEPS = 74
+P_WB_LAG = 75  # linux: a write completes once reclaim has isolated this many more pages; 0: at once
+P_ZERO_PAGE = 76  # linux: a read of a never-written page maps the zero page (do_anonymous_page)
+P_WB_THROTTLE = 77  # linux: pages a reclaim call may write beyond the lag before it waits for them all
+P_STATS_FLUSH = 78  # linux: the memcg statistics reclaim reads are flushed every this many steps; 0: always exact
+P_SCAN_PRIO = 79  # linux: reclaim walks the kernel's priority levels instead of 32-page rounds
+P_WB_LEVEL = 80  # linux, with P_SCAN_PRIO: writes complete by level (WB_BY_*; P_WB_LAG is then WB_ALL)
+P_WB_COST = 81  # linux, WB_BY_DEVICE: pages reclaim isolates in the time the device writes one page
+P_FILL_CREDIT = 82  # linux, WB_BY_DEVICE: eighths of a writeback-clock unit per zero-filled page, until the first major fault
+P_EV_CAP = 83  # rows of the eviction log; 0: not recorded (the default)
 
-# ---- offsets (m[81:103]) of the arrays that follow the header inside m
-O_SLOT = 81  # [F] slot of each page, -1 if none
-O_NEXT = 82  # [2 (F + 2)] list links, next and prev interleaved (O_PREV = O_NEXT + 1)
-O_PREV = 83
-O_SLOT_PAGE = 84  # [S] page in each slot, -1 free, -2 never usable
-O_CL_USED = 85  # [C] slots used (or unusable) per cluster
-O_CL_WHERE = 86  # [C] CL_FREE / CL_NONFULL / CL_OTHER
-O_CL_NEXT = 87  # [2 (C + 2)] cluster list links, interleaved like the page lists
-O_CL_PREV = 88
-O_STEP_N = 89  # [steps] accesses per step (unused by the kernels; kept for callers)
-O_STEP_SEEN = 90  # [steps] accesses processed per step
-O_TMP = 91  # [scratch] reclaim isolation (first 32) and readahead candidates (from 64)
-O_OUT_STEP = 92  # [cap] output columns
-O_OUT_OP = 93
-O_OUT_OFF = 94
-O_OUT_LEN = 95
-O_OUT_CAUSE = 96
-O_CL_HINT = 97  # [C] no free slot of the cluster lies below this slot
-O_SHADOW = 98  # [F] linux: nonresident_age at the page's eviction (its shadow entry), -1 if none
-O_WBQ = 99  # [F] linux: ring of pages under writeback, oldest first
-O_WBT = 100  # [F] linux: R_WB_CLOCK when each of them was written (WB_BY_DEVICE: when it completes)
-O_STEP_MAJOR = 101  # [steps] major faults per step (swap-ins that read)
-O_STEP_MINOR = 102  # [steps] minor faults per step (every other fault)
+# ---- offsets (m[84:108]) of the arrays that follow the header inside m
+O_SLOT = 84  # [F] slot of each page, -1 if none
+O_NEXT = 85  # [2 (F + 2)] list links, next and prev interleaved (O_PREV = O_NEXT + 1)
+O_PREV = 86
+O_SLOT_PAGE = 87  # [S] page in each slot, -1 free, -2 never usable
+O_CL_USED = 88  # [C] slots used (or unusable) per cluster
+O_CL_WHERE = 89  # [C] CL_FREE / CL_NONFULL / CL_OTHER
+O_CL_NEXT = 90  # [2 (C + 2)] cluster list links, interleaved like the page lists
+O_CL_PREV = 91
+O_STEP_N = 92  # [steps] accesses per step (unused by the kernels; kept for callers)
+O_STEP_SEEN = 93  # [steps] accesses processed per step
+O_TMP = 94  # [scratch] reclaim isolation (first 32) and readahead candidates (from 64)
+O_OUT_STEP = 95  # [cap] output columns
+O_OUT_OP = 96
+O_OUT_OFF = 97
+O_OUT_LEN = 98
+O_OUT_CAUSE = 99
+O_CL_HINT = 100  # [C] no free slot of the cluster lies below this slot
+O_SHADOW = 101  # [F] linux: nonresident_age at the page's eviction (its shadow entry), -1 if none
+O_WBQ = 102  # [F] linux: ring of pages under writeback, oldest first
+O_WBT = 103  # [F] linux: R_WB_CLOCK when each of them was written (WB_BY_DEVICE: when it completes)
+O_STEP_MAJOR = 104  # [steps] major faults per step (swap-ins that read)
+O_STEP_MINOR = 105  # [steps] minor faults per step (every other fault)
+O_EV_AT = 106  # [P_EV_CAP] the access during which each page was evicted (before that access completes)
+O_EV_PAGE = 107  # [P_EV_CAP] the evicted page
 
-HEADER = 103
+HEADER = 108
 TMP_CANDIDATES = 64
 
 # ---- f -------------------------------------------------------------------
@@ -329,6 +334,15 @@ class EmuState:
         return rows
 
 
+    def take_evictions(self) -> tuple[np.ndarray, np.ndarray]:
+        """Copy out and clear the eviction log: ``(at, page)``, ``at`` the index of the access (from the
+        run's first) during which ``page`` left memory, before that access's page was mapped."""
+        n = int(self.m[R_EV_N])
+        at, page = self._part(O_EV_AT, n).copy(), self._part(O_EV_PAGE, n).copy()
+        self.m[R_EV_N] = 0
+        return at, page
+
+
 def new_state(
     *,
     footprint_pages: int,
@@ -338,8 +352,13 @@ def new_state(
     params: dict[str, int],
     step_us: float,
     out_rows: int,
+    event_rows: int = 0,
 ) -> EmuState:
-    """Allocate a fresh emulator state (no page resident, every slot free but the header)."""
+    """Allocate a fresh emulator state (no page resident, every slot free but the header).
+
+    ``event_rows`` > 0 records every eviction (:meth:`EmuState.take_evictions`); it must exceed
+    the budget, since one access may evict every resident page.
+    """
     F = int(footprint_pages)
     C = -(-int(nslots) // int(cluster_slots))
     S = C * int(cluster_slots)
@@ -350,6 +369,7 @@ def new_state(
         (O_STEP_MAJOR, nsteps), (O_STEP_MINOR, nsteps), (O_TMP, tmp),
         (O_OUT_STEP, out_rows), (O_OUT_OP, out_rows), (O_OUT_OFF, out_rows), (O_OUT_LEN, out_rows),
         (O_OUT_CAUSE, out_rows), (O_CL_HINT, C), (O_SHADOW, F), (O_WBQ, F), (O_WBT, F),
+        (O_EV_AT, event_rows), (O_EV_PAGE, event_rows),
     ]
     m = np.zeros(HEADER + sum(n for _, n in sizes), np.int64)
     o = HEADER
@@ -385,6 +405,7 @@ def new_state(
     m[R_WB_MARK] = -1
     m[P_WB_COST] = params.get("write_cost", 0)
     m[P_FILL_CREDIT] = params.get("fill_write_credit", 0)
+    m[P_EV_CAP] = event_rows
     m[R_STAT_STEP] = params["first_step"]  # flushed as the run starts: every list empty
     st.f[F_STEP_US] = step_us
     m[R_CUR_CLUSTER] = -1

@@ -9,7 +9,7 @@ import click
 
 from swaptrace.commands._common import echo_summary, force_option, json_option, progressbar
 from swaptrace.errors import ConfigError
-from swaptrace.generate import generate_trace
+from swaptrace.generate import ROW_LAYOUTS, generate_trace
 from swaptrace.spec import load_spec
 from swaptrace.traceio import open_trace
 from swaptrace.units import format_bytes, parse_bytes
@@ -25,23 +25,30 @@ from swaptrace.units import format_bytes, parse_bytes
 @click.option("--alpha", type=float, default=None, help="Zipf exponent (> 0) for every table, overriding the spec.")
 @click.option("--optimizer", default=None, metavar="NAME", help="Override the optimizer: sgd, rowwise-adagrad, adagrad, adam.")
 @click.option("--page-bytes", default="4096", show_default=True, help="Page size: 4096 or 2MiB.")
-@click.option("--scatter/--no-scatter", default=True, show_default=True, help="Scatter hot ranks over row ids.")
+@click.option("--scatter/--no-scatter", default=None, show_default="scatter", help="Scatter hot ranks over row ids.")
+@click.option("--row-layout", type=click.Choice(list(ROW_LAYOUTS)), default=None, show_default="scattered",
+              help="Where each table's rows lie: 'scattered' (hot ranks over row ids by a seeded bijection) or "
+                   "'packed' (rows in order of expected popularity, so hot rows share pages; docs/designs.md).")
 @click.option("--reuse", type=float, default=0.0, show_default=True, help="Fraction of indices repeated from the previous step.")
 @click.option("--dedup", default="none", show_default=True, metavar="none|step", help="Drop repeated page touches within a step.")
 @force_option
 @json_option
-def command(preset, spec_file, steps, seed, first_step, output, alpha, optimizer, page_bytes, scatter, reuse, dedup,
-            force, as_json) -> None:
+def command(preset, spec_file, steps, seed, first_step, output, alpha, optimizer, page_bytes, scatter, row_layout,
+            reuse, dedup, force, as_json) -> None:
     """Generate a page-level access trace of DLRM training steps (Parquet).
 
     \b
     Examples:
       swaptrace generate --preset demo --steps 200 --seed 0 -o traces/demo.access.parquet
       swaptrace generate --spec my-model.toml --alpha 1.15 --page-bytes 2MiB -o traces/mine.access.parquet
+      swaptrace generate --preset demo --row-layout packed -o traces/demo-packed.access.parquet
     """
     if preset is not None and spec_file is not None:
         raise ConfigError("give either --preset or --spec, not both")
     spec = load_spec(spec_file if spec_file is not None else (preset or "demo"))
+    if row_layout is not None and scatter is not None and ROW_LAYOUTS[row_layout] != scatter:
+        raise ConfigError(f"--row-layout {row_layout} contradicts --{'' if scatter else 'no-'}scatter; give one")
+    scatter = ROW_LAYOUTS[row_layout] if row_layout is not None else (True if scatter is None else scatter)
     if dedup not in ("none", "step"):
         raise ConfigError(f"dedup: must be 'none' or 'step', got {dedup!r}")
     out = Path(output) if output else Path("traces") / f"{spec.name}.access.parquet"

@@ -27,11 +27,13 @@ from swaptrace.units import parse_bytes
 @click.option("--fio-target", default=None, help="File for fio to use [default: /tmp/swaptrace-fio.dat].")
 @click.option("--fio-size", default="256MiB", show_default=True, help="Bytes of the fio target to use.")
 @click.option("--fio-runtime", type=int, default=3, show_default=True, help="Seconds per time-based fio job.")
+@click.option("--designs", is_flag=True,
+              help="Also compare the swap designs at this budget (swaptrace designs; into DIR/designs).")
 @click.option("-o", "--output", "out", default=None, type=click.Path(file_okay=False),
               help="Output folder [default: traces/PRESET].")
 @click.option("--force", is_flag=True, help="Rerun every stage even if its inputs and parameters are unchanged.")
 def command(preset, steps, seed, memory, memory_fraction, policy, readahead, device, ssd_capacity, no_fio, fio_profile,
-            no_thesis, fio_target, fio_size, fio_runtime, out, force):
+            no_thesis, fio_target, fio_size, fio_runtime, designs, out, force):
     """Run generate → mrc → emulate → ssd → fio jobs → fio run → report.
 
     Each stage's output lands in the folder; a rerun skips stages whose
@@ -61,6 +63,7 @@ def command(preset, steps, seed, memory, memory_fraction, policy, readahead, dev
         fio_runtime_s=fio_runtime,
         fio_profile=fio_profile,
         thesis=not no_thesis,
+        designs=designs,
     )
     folder = out or f"traces/{name}"
     result = run_pipeline(opts, folder, force=force, announce=lambda line: click.echo(line, err=True),

@@ -42,10 +42,14 @@ class Emulator:
         Step number of ``step_counts[0]``.
     regions : list of dict, optional
         The trace's regions (used by ``initial_state="swapped"``).
+    record_evictions : bool
+        Keep every page that leaves memory, with the access during which it
+        left (:meth:`take_evictions`; the swap designs replay them). The rows
+        and counters are the same either way.
     """
 
     def __init__(self, cfg: EmulatorConfig, footprint_pages: int, step_counts: Any, *, nsteps: int | None = None,
-                 first_step: int = 0, regions: list[dict[str, Any]] | None = None):
+                 first_step: int = 0, regions: list[dict[str, Any]] | None = None, record_evictions: bool = False):
         if nsteps is None:
             nsteps = len(step_counts)
         self._counts = step_counts
@@ -62,7 +66,9 @@ class Emulator:
             step_us=cfg.step_us,
             # the by-level rules bound an access's rows by the budget: room for OUT_ROWS more, not four times it
             out_rows=OUT_ROWS + max_rows if by_level else max(OUT_ROWS, 4 * max_rows),
+            event_rows=OUT_ROWS + cfg.budget_pages + 2 if record_evictions else 0,
         )
+        self._evictions: list[tuple[np.ndarray, np.ndarray]] | None = [] if record_evictions else None
         self.hist = _new_hist()
         self.first_step = first_step
         self.nsteps = int(nsteps)
@@ -121,15 +127,29 @@ class Emulator:
                                       max_rows_per_access=cfg.max_rows_per_access)
         other.hist = {op: dict(h) for op, h in self.hist.items()}
         other._counts = step_counts
+        other._evictions = None if self._evictions is None else []
         return other
 
     def counters(self) -> Counters:
         """The counters so far."""
         return self.state.counters()
 
+    def take_evictions(self) -> tuple[np.ndarray, np.ndarray]:
+        """The evictions since the last call, ``(at, page)`` int64 arrays in order: ``page`` left memory
+        during access ``at`` (counted from the run's first access), before that access's page was mapped.
+        Needs ``record_evictions=True``."""
+        if self._evictions is None:
+            raise ValueError("this emulator does not record evictions (record_evictions=False)")
+        parts, self._evictions = self._evictions, []
+        if not parts:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.concatenate([a for a, _ in parts]), np.concatenate([p for _, p in parts])
+
     def _advance(self, pages: np.ndarray, writes: np.ndarray, steps: np.ndarray, i: int) -> int:
         st, cfg = self.state, self.cfg
         j = _run(st.b, st.m, st.f, pages, writes, steps, i)
+        if self._evictions is not None:
+            self._evictions.append(st.take_evictions())
         error = st.error
         if error == ks.ERR_BAD_PAGE:
             raise ConfigError(f"page {int(pages[j])} is outside the footprint of {self.footprint_pages} pages")
