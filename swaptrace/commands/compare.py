@@ -7,6 +7,7 @@ import json
 import click
 
 from swaptrace.commands._common import force_option, json_option
+from swaptrace.traceio import check_output_path
 
 
 @click.command("compare")
@@ -32,6 +33,8 @@ def command(a, b, tolerance, ks_tolerance, plot_path, force, as_json):
     """
     from swaptrace.compare import compare_streams, render_comparison
 
+    if plot_path:
+        check_output_path(plot_path, force)  # before the comparison's work
     result = compare_streams(a, b, tolerance=tolerance, ks_tolerance=ks_tolerance)
     if plot_path:
         import matplotlib

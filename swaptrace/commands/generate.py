@@ -44,7 +44,7 @@ def command(preset, spec_file, steps, seed, first_step, output, alpha, optimizer
     spec = load_spec(spec_file if spec_file is not None else (preset or "demo"))
     if dedup not in ("none", "step"):
         raise ConfigError(f"dedup: must be 'none' or 'step', got {dedup!r}")
-    out = Path(output) if output else Path("traces") / f"{spec.name}.access.parquet"
+    out = output if output is not None else Path("traces") / f"{spec.name}.access.parquet"
     n_steps = spec.default_steps if steps is None else steps
     started = time.perf_counter()
     with progressbar(max(n_steps, 0), "generating steps") as bar:

@@ -43,12 +43,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from swaptrace import __version__, traceio
-from swaptrace.errors import ConfigError, OutputError, TraceFileError
+from swaptrace.errors import ConfigError, TraceFileError
 from swaptrace.fio import fit as fitmod
 from swaptrace.fio import iolog
 from swaptrace.fio.jobfile import validate_job_file
@@ -268,7 +267,7 @@ def build_jobs(
     remap = iolog.plan_remap(end, max_len, size_bytes)
     out = Path(out_dir)
     _check_out_dir(out, force)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
+    tmp = traceio.make_partial_folder(out)
     try:
         info = iolog.write_iolog_v2(stream, tmp / IOLOG_NAME, remap, timed=True, max_requests=max_requests)
         fit = fitmod.fit_stream(stream, remap)
@@ -293,16 +292,7 @@ def build_jobs(
 
 
 def _check_out_dir(out: Path, force: bool) -> None:
-    if out.exists() and not out.is_dir():
-        raise OutputError(f"{out}: exists and is not a folder")
-    if out.is_dir() and any(out.iterdir()) and not force:
-        raise OutputError(f"{out}: exists and is not empty; pass --force to replace it")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"{out.parent}: cannot create folder ({exc.strerror})") from None
-    if not os.access(out.parent, os.W_OK):
-        raise OutputError(f"{out.parent}: folder is not writable")
+    traceio.check_output_folder(out, force)
 
 
 def _manifest(stream, stream_path, remap, info, fit, pre, jobs, ioengine, iodepth, direct) -> dict:
