@@ -41,7 +41,7 @@ import pyarrow.parquet as pq
 
 from swaptrace._kernels._jit import jit
 from swaptrace.errors import ConfigError
-from swaptrace.traceio import AtomicPath, check_output_path, open_trace, partial_name
+from swaptrace.traceio import AtomicPath, check_output_path, damaged_data, open_trace, partial_name
 
 #: libCacheSim oracleGeneral record (packed, 24 bytes)
 ORACLE_GENERAL_DTYPE = np.dtype([("clock_time", "<u4"), ("obj_id", "<u8"), ("obj_size", "<u4"), ("next_access_vtime", "<i8")])
@@ -121,7 +121,7 @@ def export_trace(
     check_output_path(out, force)
     page_bytes = tf.page_bytes
     pf = pq.ParquetFile(tf.path)
-    with AtomicPath(out, force) as ap:
+    with damaged_data(tf.path), AtomicPath(out, force) as ap:
         if fmt == "libcachesim":
             with open(ap.tmp, "r+b") as fh:
                 fh.truncate(tf.num_rows * ORACLE_GENERAL_DTYPE.itemsize)

@@ -232,6 +232,10 @@ def _swap_numbers(swapio) -> dict[str, Any]:
     return out
 
 
+def _fixed(x: float | None, fmt: str) -> str:
+    return "n/a" if x is None or x != x else fmt.format(x)
+
+
 def _ssd_parts(d: Path, out_dir: Path, report: Report) -> None:
     from swaptrace.figures import ssd as F
     from swaptrace.ssd.run import read_timeline
@@ -242,8 +246,9 @@ def _ssd_parts(d: Path, out_dir: Path, report: Report) -> None:
         bw = timeline["bandwidth_mb_s"]
         report.numbers["ssd"] = {
             "device": _device_text(meta.get("device") or {}),
-            "WAF": f"{summary.get('waf', float('nan')):.2f}",
-            "throughput": f"{summary.get('throughput_mb_s', float('nan')):.0f} MB/s",
+            # an empty stream (no writes) has no WAF and no throughput: the summary holds None for them
+            "WAF": _fixed(summary.get("waf"), "{:.2f}"),
+            "throughput": _fixed(summary.get("throughput_mb_s"), "{:.0f} MB/s"),
             "bandwidth, first window -> last window": f"{bw[0]:.0f} -> {bw[-1]:.0f} MB/s" if len(bw) else "n/a",
         }
         _figure(out_dir, "ssd_bandwidth.png", lambda fig: F.plot_bandwidth_vs_written(timeline, ax=fig.subplots()),

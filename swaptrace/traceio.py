@@ -42,6 +42,7 @@ Reading a trace elsewhere::
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import shutil
@@ -428,6 +429,19 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"cannot store {type(obj).__name__} in metadata")
 
 
+@contextlib.contextmanager
+def damaged_data(path: str | os.PathLike) -> Iterator[None]:
+    """Turn pyarrow's errors on data pages it cannot decode (a corrupt ZSTD frame or page header under a
+    valid footer) into one :class:`TraceFileError` naming the file."""
+    try:
+        yield
+    except (FileNotFoundError, PermissionError):
+        raise
+    except (OSError, pa.ArrowException) as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise TraceFileError(f"{path}: its data is damaged ({first}); write the file again") from None
+
+
 @dataclass(frozen=True)
 class TraceFile:
     """An opened swaptrace Parquet file: its kind, metadata and a chunked reader."""
@@ -449,8 +463,13 @@ class TraceFile:
         dictionary (e.g. :data:`OPS`), whatever order the file stored them in.
         """
         dictionaries = DICTIONARIES.get(self.kind, {})
-        pf = pq.ParquetFile(self.path)
-        for batch in pf.iter_batches(batch_size=batch_rows, columns=columns):
+        with damaged_data(self.path):
+            batches = iter(pq.ParquetFile(self.path).iter_batches(batch_size=batch_rows, columns=columns))
+        while True:
+            with damaged_data(self.path):
+                batch = next(batches, None)
+            if batch is None:
+                return
             out: dict[str, np.ndarray] = {}
             for name, col in zip(batch.schema.names, batch.columns, strict=True):
                 if name in dictionaries:
@@ -458,6 +477,11 @@ class TraceFile:
                 else:
                     out[name] = col.to_numpy(zero_copy_only=False)
             yield out
+
+    def read_row_group(self, index: int, columns: list[str] | None = None) -> pa.Table:
+        """One row group as an Arrow table (damaged data raises :class:`TraceFileError`)."""
+        with damaged_data(self.path):
+            return pq.ParquetFile(self.path).read_row_group(index, columns=columns)
 
     def read_all(self, columns: list[str] | None = None) -> dict[str, np.ndarray]:
         """Whole file as numpy arrays (for small files and tests)."""

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import click
 
-from swaptrace.commands._common import echo_summary, force_option, json_option, progressbar
+from swaptrace.commands._common import MAX_SEED, count, echo_summary, force_option, json_option, number, progressbar
 from swaptrace.errors import ConfigError
 from swaptrace.generate import generate_trace
-from swaptrace.spec import load_spec
+from swaptrace.spec import MAX_ALPHA, MAX_STEPS, load_spec
 from swaptrace.traceio import open_trace
 from swaptrace.units import format_bytes, parse_bytes
 
@@ -18,15 +18,15 @@ from swaptrace.units import format_bytes, parse_bytes
 @click.command("generate")
 @click.option("--preset", default=None, metavar="NAME", help="Model preset (see `swaptrace presets`); default demo.")
 @click.option("--spec", "spec_file", default=None, metavar="FILE.toml", help="Your own model spec instead of a preset.")
-@click.option("--steps", type=int, default=None, help="Training steps (default: the spec's default_steps).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed; with the step number it fixes every draw.")
-@click.option("--first-step", type=int, default=0, show_default=True, help="Number of the first step (to make ranges apart).")
+@click.option("--steps", type=count(1, MAX_STEPS), default=None, help="Training steps (default: the spec's default_steps).")
+@click.option("--seed", type=count(0, MAX_SEED), default=0, show_default=True, help="Seed; with the step number it fixes every draw.")
+@click.option("--first-step", type=count(0, MAX_STEPS - 1), default=0, show_default=True, help="Number of the first step (to make ranges apart).")
 @click.option("-o", "--output", default=None, metavar="FILE", help="Output Parquet file [default: traces/<preset>.access.parquet].")
-@click.option("--alpha", type=float, default=None, help="Zipf exponent (> 0) for every table, overriding the spec.")
+@click.option("--alpha", type=number(0, MAX_ALPHA, min_open=True), default=None, help="Zipf exponent (> 0) for every table, overriding the spec.")
 @click.option("--optimizer", default=None, metavar="NAME", help="Override the optimizer: sgd, rowwise-adagrad, adagrad, adam.")
 @click.option("--page-bytes", default="4096", show_default=True, help="Page size: 4096 or 2MiB.")
 @click.option("--scatter/--no-scatter", default=True, show_default=True, help="Scatter hot ranks over row ids.")
-@click.option("--reuse", type=float, default=0.0, show_default=True, help="Fraction of indices repeated from the previous step.")
+@click.option("--reuse", type=number(0, 1), default=0.0, show_default=True, help="Fraction of indices repeated from the previous step.")
 @click.option("--dedup", default="none", show_default=True, metavar="none|step", help="Drop repeated page touches within a step.")
 @force_option
 @json_option

@@ -50,7 +50,7 @@ from swaptrace import __version__, traceio
 from swaptrace.errors import ConfigError, TraceFileError
 from swaptrace.fio import fit as fitmod
 from swaptrace.fio import iolog
-from swaptrace.fio.jobfile import validate_job_file
+from swaptrace.fio.jobfile import IOENGINES, validate_job_file
 from swaptrace.units import format_bytes, parse_bytes
 
 #: fixed request sizes of the sweep (fio size suffixes are binary)
@@ -251,14 +251,7 @@ def build_jobs(
         ``out_dir`` exists (without ``force``) or cannot be written.
     """
     stream = traceio.open_trace(stream_path, "swapio")
-    if iodepth < 1:
-        raise ConfigError(f"iodepth: must be at least 1, got {iodepth}")
-    if max_requests is not None and max_requests < 1:
-        raise ConfigError(f"max-requests: must be at least 1, got {max_requests}")
-    for label in sweep_sizes:
-        size = parse_bytes(label, "sweep size")
-        if size <= 0 or size % 512:
-            raise ConfigError(f"sweep size: {label!r} is not a positive multiple of 512 bytes")
+    _check_job_options(ioengine, iodepth, max_requests, sweep_sizes)
     end, max_len, n = iolog.stream_extent(stream)
     if n == 0:
         raise TraceFileError(f"{stream_path}: the stream has no read or write requests")
@@ -289,6 +282,21 @@ def build_jobs(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return JobFolder(out, manifest, tuple(jobs))
+
+
+def _check_job_options(ioengine: str, iodepth: int, max_requests: int | None, sweep_sizes: tuple[str, ...]) -> None:
+    if ioengine not in IOENGINES:
+        raise ConfigError(f"ioengine: {ioengine!r} is not one of {', '.join(IOENGINES)}")
+    if iodepth < 1:
+        raise ConfigError(f"iodepth: must be at least 1, got {iodepth}")
+    if max_requests is not None and max_requests < 1:
+        raise ConfigError(f"max-requests: must be at least 1, got {max_requests}")
+    if not sweep_sizes:
+        raise ConfigError("sweep: give at least one request size")
+    for label in sweep_sizes:
+        size = parse_bytes(label, "sweep size")
+        if size <= 0 or size % 512:
+            raise ConfigError(f"sweep size: {label!r} is not a positive multiple of 512 bytes")
 
 
 def _check_out_dir(out: Path, force: bool) -> None:
