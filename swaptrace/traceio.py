@@ -457,26 +457,45 @@ class TraceFile:
         return int(self.meta.get("page_bytes", 4096))
 
     def iter_batches(self, columns: list[str] | None = None, batch_rows: int = DEFAULT_ROW_GROUP) -> Iterator[dict[str, np.ndarray]]:
-        """Yield dicts of numpy arrays, ``batch_rows`` rows at a time.
+        """Yield dicts of numpy arrays, ``batch_rows`` rows at a time (the last batch may be shorter).
 
         Dictionary columns come back as int8 codes into this kind's canonical
         dictionary (e.g. :data:`OPS`), whatever order the file stored them in.
+        Reads one row group at a time: pyarrow's ``ParquetFile.iter_batches``
+        keeps about a byte per row it has read (pyarrow 15-21), which made
+        ``emulate`` and ``mrc`` grow with the trace's length.
         """
+        with damaged_data(self.path):
+            pf = pq.ParquetFile(self.path)
+        pending: list[dict[str, np.ndarray]] = []
+        have = 0
+        for g in range(pf.num_row_groups):
+            part = self._numpy_group(pf, g, columns)
+            n = len(next(iter(part.values()))) if part else 0
+            if n == 0:
+                continue
+            pending.append(part)
+            have += n
+            while have >= batch_rows:
+                merged = _concat(pending)
+                yield {k: v[:batch_rows] for k, v in merged.items()}
+                pending = [{k: v[batch_rows:] for k, v in merged.items()}]
+                have -= batch_rows
+        if have:
+            yield _concat(pending)
+
+    def _numpy_group(self, pf: pq.ParquetFile, index: int, columns: list[str] | None) -> dict[str, np.ndarray]:
         dictionaries = DICTIONARIES.get(self.kind, {})
         with damaged_data(self.path):
-            batches = iter(pq.ParquetFile(self.path).iter_batches(batch_size=batch_rows, columns=columns))
-        while True:
-            with damaged_data(self.path):
-                batch = next(batches, None)
-            if batch is None:
-                return
-            out: dict[str, np.ndarray] = {}
-            for name, col in zip(batch.schema.names, batch.columns, strict=True):
-                if name in dictionaries:
-                    out[name] = _canonical_codes(col, dictionaries[name], self.path, name)
-                else:
-                    out[name] = col.to_numpy(zero_copy_only=False)
-            yield out
+            table = pf.read_row_group(index, columns=columns)
+        out: dict[str, np.ndarray] = {}
+        for name, col in zip(table.schema.names, table.columns, strict=True):
+            col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+            if name in dictionaries:
+                out[name] = _canonical_codes(col, dictionaries[name], self.path, name)
+            else:
+                out[name] = col.to_numpy(zero_copy_only=False)
+        return out
 
     def read_row_group(self, index: int, columns: list[str] | None = None) -> pa.Table:
         """One row group as an Arrow table (damaged data raises :class:`TraceFileError`)."""
@@ -491,6 +510,12 @@ class TraceFile:
             schema = KINDS[self.kind]
             return {n: np.empty(0, dtype=_numpy_dtype(schema.field(n).type)) for n in names}
         return {n: np.concatenate([p[n] for p in parts]) for n in names}
+
+
+def _concat(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    if len(parts) == 1:
+        return parts[0]
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
 def _numpy_dtype(t: pa.DataType) -> np.dtype:
