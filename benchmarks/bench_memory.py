@@ -1,7 +1,8 @@
 """Peak memory of ``swaptrace emulate`` and ``swaptrace mrc`` against trace length (should be flat).
 
 Generates ``criteo-kaggle`` traces of two lengths (default 4,000 and 40,000 steps: about 33 M and 330 M
-accesses; kept in ``--folder`` and reused), then runs each command once per trace in a child process and
+accesses; kept in ``--folder`` and reused), then runs each command (``emulate`` at half the footprint with
+its default ensemble and with ``--no-ensemble``) once per trace in a child process and
 reads its peak RSS (``getrusage(RUSAGE_CHILDREN)`` of a parent whose only child it is). Prints a markdown
 table with the long/short ratio; the target is within 10 % (ratio <= 1.10).
 
@@ -49,10 +50,12 @@ def measure(steps: int, folder: Path) -> dict[str, float]:
 
     t = trace(steps, folder)
     exe = swaptrace_exe()
-    emulate = child_peak_rss_mib([exe, "emulate", str(t), "--memory-fraction", "0.5", "--force",
-                                  "-o", str(folder / f"{t.stem}.swapio.parquet")])
+    out = str(folder / f"{t.stem}.swapio.parquet")
+    emulate = child_peak_rss_mib([exe, "emulate", str(t), "--memory-fraction", "0.5", "--force", "-o", out])
+    single = child_peak_rss_mib([exe, "emulate", str(t), "--memory-fraction", "0.5", "--no-ensemble", "--force",
+                                 "-o", out])
     mrc = child_peak_rss_mib([exe, "mrc", str(t), "--force", "-o", str(folder / f"{t.stem}.mrc.csv")])
-    return {"steps": steps, "accesses": open_trace(t).num_rows, "emulate": emulate, "mrc": mrc}
+    return {"steps": steps, "accesses": open_trace(t).num_rows, "emulate": emulate, "single": single, "mrc": mrc}
 
 
 def main() -> None:
@@ -65,13 +68,14 @@ def main() -> None:
     args.folder.mkdir(parents=True, exist_ok=True)
     rows = [measure(s, args.folder) for s in steps]
     print(f"## peak RSS against trace length ({PRESET}, emulate at half the footprint)\n")
-    print("| steps | page accesses | peak RSS emulate (MiB) | peak RSS mrc (MiB) |")
-    print("|---:|---:|---:|---:|")
+    print("| steps | page accesses | peak RSS emulate (MiB) | emulate --no-ensemble (MiB) | peak RSS mrc (MiB) |")
+    print("|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['steps']:,} | {r['accesses']:,} | {r['emulate']:.0f} | {r['mrc']:.0f} |")
+        print(f"| {r['steps']:,} | {r['accesses']:,} | {r['emulate']:.0f} | {r['single']:.0f} | {r['mrc']:.0f} |")
     short, long = rows
-    print(f"| ratio {long['steps'] // short['steps']}x steps | {long['accesses'] / short['accesses']:.1f}x | "
-          f"{long['emulate'] / short['emulate']:.3f} | {long['mrc'] / short['mrc']:.3f} |")
+    print(f"| ratio ({long['steps'] // short['steps']}x the steps) | {long['accesses'] / short['accesses']:.1f}x | "
+          f"{long['emulate'] / short['emulate']:.3f} | {long['single'] / short['single']:.3f} | "
+          f"{long['mrc'] / short['mrc']:.3f} |")
 
 
 if __name__ == "__main__":

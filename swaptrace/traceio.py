@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import itertools
 import json
 import os
 import shutil
@@ -457,32 +458,28 @@ class TraceFile:
         return int(self.meta.get("page_bytes", 4096))
 
     def iter_batches(self, columns: list[str] | None = None, batch_rows: int = DEFAULT_ROW_GROUP) -> Iterator[dict[str, np.ndarray]]:
-        """Yield dicts of numpy arrays, ``batch_rows`` rows at a time (the last batch may be shorter).
+        """Yield dicts of numpy arrays, ``batch_rows`` rows at a time (fewer at a row group's end).
 
         Dictionary columns come back as int8 codes into this kind's canonical
         dictionary (e.g. :data:`OPS`), whatever order the file stored them in.
-        Reads one row group at a time: pyarrow's ``ParquetFile.iter_batches``
-        keeps about a byte per row it has read (pyarrow 15-21), which made
-        ``emulate`` and ``mrc`` grow with the trace's length.
+        Reads one row group at a time and cuts the batches where pyarrow's
+        ``ParquetFile.iter_batches`` does (tests/test_traceio.py compares them),
+        whose reader keeps about a byte per row it has read (pyarrow 15-21), which
+        made ``emulate`` and ``mrc`` grow with the trace's length.
         """
         with damaged_data(self.path):
             pf = pq.ParquetFile(self.path)
-        pending: list[dict[str, np.ndarray]] = []
-        have = 0
+        start = 0  # rows before this row group
         for g in range(pf.num_row_groups):
             part = self._numpy_group(pf, g, columns)
             n = len(next(iter(part.values()))) if part else 0
-            if n == 0:
-                continue
-            pending.append(part)
-            have += n
-            while have >= batch_rows:
-                merged = _concat(pending)
-                yield {k: v[:batch_rows] for k, v in merged.items()}
-                pending = [{k: v[batch_rows:] for k, v in merged.items()}]
-                have -= batch_rows
-        if have:
-            yield _concat(pending)
+            # the batches pyarrow gave: cut at every multiple of batch_rows from the file's start and at
+            # every row group's end
+            cuts = [start, *range((start // batch_rows + 1) * batch_rows, start + n, batch_rows), start + n]
+            for a, b in itertools.pairwise(cuts):
+                if b > a:
+                    yield part if b - a == n else {k: v[a - start:b - start] for k, v in part.items()}
+            start += n
 
     def _numpy_group(self, pf: pq.ParquetFile, index: int, columns: list[str] | None) -> dict[str, np.ndarray]:
         dictionaries = DICTIONARIES.get(self.kind, {})
@@ -510,12 +507,6 @@ class TraceFile:
             schema = KINDS[self.kind]
             return {n: np.empty(0, dtype=_numpy_dtype(schema.field(n).type)) for n in names}
         return {n: np.concatenate([p[n] for p in parts]) for n in names}
-
-
-def _concat(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    if len(parts) == 1:
-        return parts[0]
-    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
 def _numpy_dtype(t: pa.DataType) -> np.dtype:
