@@ -38,15 +38,37 @@ class UserError(click.ClickException):
     exit_code = 2
 
 
+def _one_line_usage_error(exc: click.UsageError) -> UserError:
+    """click's three-line Usage/Try/Error as one line that names the command and, where it has them,
+    the valid choices (click's own message already lists a Choice's values and similar options)."""
+    message = " ".join(exc.format_message().split())
+    if isinstance(exc, click.NoSuchOption) and not exc.possibilities and exc.ctx is not None:
+        names = sorted({o for p in exc.ctx.command.params for o in getattr(p, "opts", []) if o.startswith("--")})
+        message += f" (options: {', '.join(names)})" if names else ""
+    elif "No such command" in message and exc.ctx is not None and isinstance(exc.ctx.command, click.Group):
+        message += f" (commands: {', '.join(exc.ctx.command.list_commands(exc.ctx))})"
+    # the program's own name, also when run as `python -m` or from click's test runner
+    where = " ".join(["swaptrace", *exc.ctx.command_path.split()[1:]]) if exc.ctx is not None else "swaptrace"
+    return UserError(f"{where}: {message}")
+
+
 class SwaptraceGroup(click.Group):
-    """Keeps commands in pipeline order and maps library errors to exit code 2."""
+    """Keeps commands in pipeline order and maps library and usage errors to one line and exit code 2."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(self.commands)
 
+    def make_context(self, info_name, args, parent=None, **extra):
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.UsageError as exc:
+            raise _one_line_usage_error(exc) from None
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:
+            raise _one_line_usage_error(exc) from None
         except SwaptraceError as exc:
             raise UserError(str(exc)) from None
         except (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError) as exc:

@@ -51,7 +51,7 @@ import pyarrow.parquet as pq
 
 from swaptrace._kernels._jit import jit
 from swaptrace.errors import ConfigError
-from swaptrace.traceio import AtomicPath, check_output_path, open_trace
+from swaptrace.traceio import AtomicPath, check_output_path, damaged_data, open_trace, partial_name
 
 #: libCacheSim oracleGeneral record (packed, 24 bytes)
 ORACLE_GENERAL_DTYPE = np.dtype([("clock_time", "<u4"), ("obj_id", "<u8"), ("obj_size", "<u4"), ("next_access_vtime", "<i8")])
@@ -137,7 +137,7 @@ def export_trace(
     check_output_path(out, force)
     page_bytes = tf.page_bytes
     pf = pq.ParquetFile(tf.path)
-    with AtomicPath(out, force) as ap:
+    with damaged_data(tf.path), AtomicPath(out, force) as ap:
         if fmt == "libcachesim":
             with open(ap.tmp, "r+b") as fh:
                 fh.truncate(tf.num_rows * ORACLE_GENERAL_DTYPE.itemsize)
@@ -151,12 +151,15 @@ def export_trace(
                     fh.seek(start * ORACLE_GENERAL_DTYPE.itemsize)
                     fh.write(rec.tobytes())
         else:
-            _write_csv(tf, pf, footprint, page_bytes, ap.tmp, progress)
+            _write_csv(tf, pf, footprint, page_bytes, ap, progress)
     return ap.path
 
 
-def _write_csv(tf, pf, footprint, page_bytes, tmp_path, progress) -> None:
-    fd, scratch = tempfile.mkstemp(prefix=".next-access.", suffix=".i8", dir=Path(tmp_path).parent)
+def _write_csv(tf, pf, footprint, page_bytes, ap: AtomicPath, progress) -> None:
+    tmp_path = ap.tmp
+    # named like the output's own temporary (owner pid inside), so a killed export's scratch is cleared too
+    prefix, suffix = partial_name(ap.path)
+    fd, scratch = tempfile.mkstemp(prefix=prefix, suffix=".next-access" + suffix, dir=Path(tmp_path).parent)
     os.close(fd)
     try:
         n = tf.num_rows

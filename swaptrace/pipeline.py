@@ -50,7 +50,7 @@ from swaptrace.filenames import (  # noqa: F401  (the pipeline's file names, re-
     TIMING,
     TIMING_DISK,
 )
-from swaptrace.traceio import AtomicPath
+from swaptrace.traceio import AtomicPath, check_output_folder
 
 #: ``bar(length, label)``: a context manager whose value has ``update(n)`` (click's progressbar fits)
 ProgressBar = Callable[[int, str], contextlib.AbstractContextManager]
@@ -233,9 +233,8 @@ def run_pipeline(
     """
     say = announce or (lambda line: None)
     out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"{out}: exists and is not a folder")
     check_options(opts)  # every option checked before anything is written
+    check_output_folder(out)
     out.mkdir(parents=True, exist_ok=True)
     manifest_path = out / MANIFEST
     try:

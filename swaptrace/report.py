@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 
 from swaptrace import filenames as S
-from swaptrace.errors import TraceFileError
-from swaptrace.traceio import AtomicPath, open_trace
+from swaptrace.errors import OutputError, TraceFileError
+from swaptrace.traceio import AtomicPath, check_output_folder, make_partial_folder, open_trace
 from swaptrace.units import format_bytes
 
 #: the thesis's findings, for the side-by-side table (README.md, "The thesis reproduced")
@@ -136,12 +136,30 @@ def build_report(folder: str | os.PathLike, out: str | os.PathLike | None = None
     d = Path(folder)
     if not d.is_dir():
         raise TraceFileError(f"{d}: not a folder")
-    out_dir = Path(out) if out is not None else d / S.REPORT
-    if out_dir.exists() and not force:
-        raise TraceFileError(f"{out_dir}: exists; pass --force to rewrite it")
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    out_dir.mkdir(parents=True)
+    final = Path(out) if out is not None else d / S.REPORT
+    if final.resolve() == d.resolve() or final.resolve() in d.resolve().parents:
+        raise OutputError(f"{final}: would replace the folder the report reads; give another --output")
+    if final.is_dir() and any(final.iterdir()) and not (final / "report.md").exists():
+        raise OutputError(f"{final}: is a folder that holds no report.md; give a new or report folder")
+    check_output_folder(final, force)
+    # drawn into a temporary sibling renamed into place at the end: a failure or an interrupt leaves the
+    # earlier report (or nothing), never a half-written folder
+    out_dir = make_partial_folder(final)
+    try:
+        report = _draw_report(d, out_dir)
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(out_dir, final)
+    except BaseException:
+        shutil.rmtree(out_dir, ignore_errors=True)
+        raise
+    report.path = final / report.path.name
+    report.figures = [final / f.name for f in report.figures]
+    return report
+
+
+def _draw_report(d: Path, out_dir: Path) -> Report:
+    """Every figure and report.md into ``out_dir``."""
     report = Report(out_dir / "report.md")
     n = report.numbers
 
@@ -230,6 +248,10 @@ def _swap_numbers(swapio) -> dict[str, Any]:
     return out
 
 
+def _fixed(x: float | None, fmt: str) -> str:
+    return "n/a" if x is None or x != x else fmt.format(x)
+
+
 def _ssd_parts(d: Path, out_dir: Path, report: Report) -> None:
     from swaptrace.figures import ssd as F
     from swaptrace.ssd.run import read_timeline
@@ -241,8 +263,9 @@ def _ssd_parts(d: Path, out_dir: Path, report: Report) -> None:
         report.numbers["ssd"] = {
             "device": _device_text(meta.get("device") or {}),
             **_ssd_state_lines(meta.get("device") or {}, summary),
-            "WAF (cumulative)": f"{summary.get('waf', float('nan')):.2f}",
-            "throughput": f"{summary.get('throughput_mb_s', float('nan')):.0f} MB/s",
+            # an empty stream (no writes) has no WAF and no throughput: the summary holds None for them
+            "WAF (cumulative)": _fixed(summary.get("waf"), "{:.2f}"),
+            "throughput": _fixed(summary.get("throughput_mb_s"), "{:.0f} MB/s"),
             "bandwidth, first window -> last window": f"{bw[0]:.0f} -> {bw[-1]:.0f} MB/s" if len(bw) else "n/a",
         }
         _figure(out_dir, "ssd_bandwidth.png", lambda fig: F.plot_bandwidth_vs_written(timeline, ax=fig.subplots()),

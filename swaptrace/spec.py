@@ -71,6 +71,19 @@ _STATE_PER_ROW = {"sgd": (0, 0), "rowwise-adagrad": (1, 0), "adagrad": (0, 1), "
 _STATE_PER_PARAM = {"sgd": 0, "rowwise-adagrad": 1, "adagrad": 1, "adam": 2}
 MAX_ROWS = 1 << 31
 DEFAULT_STEPS = 100
+#: Upper bounds that keep a typo (``dim = 1e12``) a one-line error instead of a MemoryError: far above any
+#: published DLRM (MLPerf DCNv2: dim 128, batch 65,536, bags up to 100; Naumov et al. 2019, arXiv:1906.00091).
+MAX_DIM = 1 << 16
+MAX_BATCH = 1 << 22
+MAX_LOOKUPS = 1 << 16
+MAX_COUNT = 1 << 12
+MAX_WIDTH = 1 << 20
+#: steps are uint32 in the access trace
+MAX_STEPS = (1 << 32) - 1
+#: a Zipf exponent this large already puts every draw on rank 1 (float64 underflows past ~1e3)
+MAX_ALPHA = 100.0
+#: lookups of one step (batch x bag sizes): the generator holds a step's indices in memory
+MAX_LOOKUPS_PER_STEP = 1 << 28
 
 _MODEL_KEYS = {"name", "description", "batch_size", "optimizer", "bottom_mlp", "top_mlp", "alpha", "default_steps", "tables"}
 _TABLE_KEYS = {"name", "rows", "dim", "dtype", "lookups", "alpha", "count"}
@@ -202,8 +215,8 @@ class ModelSpec:
                 raise SpecError(f"optimizer: must be one of {', '.join(OPTIMIZERS)}, got {optimizer!r}")
             spec = replace(spec, optimizer=optimizer)
         if alpha is not None:
-            if not (isinstance(alpha, int | float) and math.isfinite(alpha) and alpha > 0):
-                raise SpecError(f"alpha: must be a number > 0, got {alpha!r}")
+            if not (isinstance(alpha, int | float) and math.isfinite(alpha) and 0 < alpha <= MAX_ALPHA):
+                raise SpecError(f"alpha: must be a number in (0, {MAX_ALPHA:g}], got {alpha!r}")
             spec = replace(spec, alpha=float(alpha), tables=tuple(replace(t, alpha=float(alpha)) for t in spec.tables))
         return spec
 
@@ -232,16 +245,16 @@ def _is_number(v: Any) -> bool:
 
 
 def _check_widths(value: Any, key: str, errors: list[str], min_len: int) -> tuple[int, ...]:
-    if not isinstance(value, list) or len(value) < min_len or not all(_is_int(w) and w > 0 for w in value):
-        errors.append(f"{key}: must be a list of at least {min_len} positive integers, got {value!r}")
+    if not isinstance(value, list) or len(value) < min_len or not all(_is_int(w) and 0 < w <= MAX_WIDTH for w in value):
+        errors.append(f"{key}: must be a list of at least {min_len} integers in [1, {MAX_WIDTH}], got {value!r}")
         return (1,) * max(min_len, 1)
     return tuple(value)
 
 
 def _parse_lookups(value: Any, key: str, errors: list[str]) -> Lookups:
     if _is_int(value):
-        if value < 1:
-            errors.append(f"{key}: must be >= 1, got {value}")
+        if not 1 <= value <= MAX_LOOKUPS:
+            errors.append(f"{key}: must be in [1, {MAX_LOOKUPS}], got {value}")
             return Lookups((1,), (1.0,))
         return Lookups((value,), (1.0,))
     if isinstance(value, dict):
@@ -250,8 +263,8 @@ def _parse_lookups(value: Any, key: str, errors: list[str]) -> Lookups:
             errors.append(f"{key}: unknown key(s) {', '.join(sorted(unknown))} (expected values, probs)")
         values, probs = value.get("values"), value.get("probs")
         ok = True
-        if not isinstance(values, list) or not values or not all(_is_int(v) and v >= 0 for v in values):
-            errors.append(f"{key}.values: must be a non-empty list of integers >= 0, got {values!r}")
+        if not isinstance(values, list) or not values or not all(_is_int(v) and 0 <= v <= MAX_LOOKUPS for v in values):
+            errors.append(f"{key}.values: must be a non-empty list of integers in [0, {MAX_LOOKUPS}], got {values!r}")
             ok = False
         if not isinstance(probs, list) or not all(_is_number(p) and p > 0 for p in probs):
             errors.append(f"{key}.probs: must be a list of positive numbers, got {probs!r}")
@@ -293,8 +306,8 @@ def _tables_from_entry(t: Any, i: int, alpha: float, errors: list[str]) -> list[
         errors.append(f"{key}.rows: must be an integer in [1, 2**31], got {rows!r}")
         rows = 1
     dim = t.get("dim")
-    if not _is_int(dim) or dim < 1:
-        errors.append(f"{key}.dim: must be an integer >= 1, got {dim!r}")
+    if not _is_int(dim) or not 1 <= dim <= MAX_DIM:
+        errors.append(f"{key}.dim: must be an integer in [1, {MAX_DIM}], got {dim!r}")
         dim = 1
     dtype = t.get("dtype", "float32")
     if dtype not in DTYPE_BYTES:
@@ -305,12 +318,12 @@ def _tables_from_entry(t: Any, i: int, alpha: float, errors: list[str]) -> list[
     else:
         lookups = _parse_lookups(t["lookups"], f"{key}.lookups", errors)
     talpha = t.get("alpha", alpha)
-    if not _is_number(talpha) or talpha <= 0:
-        errors.append(f"{key}.alpha: must be a number > 0, got {talpha!r}")
+    if not _is_number(talpha) or not 0 < talpha <= MAX_ALPHA:
+        errors.append(f"{key}.alpha: must be a number in (0, {MAX_ALPHA:g}], got {talpha!r}")
         talpha = 1.0
     count = t.get("count", 1)
-    if not _is_int(count) or count < 1:
-        errors.append(f"{key}.count: must be an integer >= 1, got {count!r}")
+    if not _is_int(count) or not 1 <= count <= MAX_COUNT:
+        errors.append(f"{key}.count: must be an integer in [1, {MAX_COUNT}], got {count!r}")
         count = 1
     names = [tname] if count == 1 else [f"{tname}_{j}" for j in range(count)]
     return [TableSpec(n, rows, dim, dtype, lookups, float(talpha)) for n in names]
@@ -341,8 +354,8 @@ def spec_from_dict(data: dict[str, Any], *, where: str = "spec", default_name: s
         description = ""
 
     batch_size = data.get("batch_size")
-    if not _is_int(batch_size) or batch_size < 1:
-        errors.append(f"batch_size: must be an integer >= 1, got {batch_size!r}")
+    if not _is_int(batch_size) or not 1 <= batch_size <= MAX_BATCH:
+        errors.append(f"batch_size: must be an integer in [1, {MAX_BATCH}], got {batch_size!r}")
         batch_size = 1
     optimizer = data.get("optimizer", "sgd")
     if optimizer not in OPTIMIZERS:
@@ -351,12 +364,12 @@ def spec_from_dict(data: dict[str, Any], *, where: str = "spec", default_name: s
     bottom = _check_widths(data.get("bottom_mlp"), "bottom_mlp", errors, 2)
     top = _check_widths(data.get("top_mlp"), "top_mlp", errors, 1)
     alpha = data.get("alpha", 1.05)
-    if not _is_number(alpha) or alpha <= 0:
-        errors.append(f"alpha: must be a number > 0, got {alpha!r}")
+    if not _is_number(alpha) or not 0 < alpha <= MAX_ALPHA:
+        errors.append(f"alpha: must be a number in (0, {MAX_ALPHA:g}], got {alpha!r}")
         alpha = 1.0
     default_steps = data.get("default_steps", DEFAULT_STEPS)
-    if not _is_int(default_steps) or default_steps < 1:
-        errors.append(f"default_steps: must be an integer >= 1, got {default_steps!r}")
+    if not _is_int(default_steps) or not 1 <= default_steps <= MAX_STEPS:
+        errors.append(f"default_steps: must be an integer in [1, {MAX_STEPS}], got {default_steps!r}")
         default_steps = DEFAULT_STEPS
 
     tables: list[TableSpec] = []
@@ -372,6 +385,9 @@ def spec_from_dict(data: dict[str, Any], *, where: str = "spec", default_name: s
         if t.name in seen:
             errors.append(f"tables: name {t.name!r} is used twice")
         seen.add(t.name)
+    if not errors and batch_size * sum(t.lookups.mean for t in tables) > MAX_LOOKUPS_PER_STEP:
+        errors.append(f"batch_size x lookups: {batch_size * sum(t.lookups.mean for t in tables):.3g} lookups per "
+                      f"step is above {MAX_LOOKUPS_PER_STEP}")
     if errors:
         raise SpecError(f"{where}: " + "; ".join(errors))
     return ModelSpec(

@@ -42,9 +42,13 @@ Reading a trace elsewhere::
 from __future__ import annotations
 
 import base64
+import contextlib
+import itertools
 import json
 import os
+import shutil
 import signal
+import stat
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -117,41 +121,175 @@ def _encode_column(values: Any, field: pa.Field, dictionary: tuple[str, ...] | N
     return pa.array(np.asarray(values), type=field.type)
 
 
+#: suffix of every temporary output; the part before it names the owner's pid (see :func:`partial_name`)
+PARTIAL_SUFFIX = ".partial"
+
+
+def _describe_special(st: os.stat_result) -> str | None:
+    """What a non-regular file is ("a FIFO", "a character device", ...), or None for a regular file."""
+    mode = st.st_mode
+    if stat.S_ISREG(mode):
+        return None
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
 def check_output_path(path: str | os.PathLike, force: bool) -> Path:
-    """Refuse an existing output (unless ``force``) or a folder we cannot write into."""
+    """Refuse an output that is not a regular file or a new name, an existing one without ``force``,
+    or a folder we cannot write into.
+
+    Every file a command writes passes here (through :class:`AtomicPath`), so this is the one place that
+    keeps ``-o /dev/null --force`` or ``-o FIFO --force`` from replacing a device node or special file:
+    outputs are regular files or new names, whatever ``force`` says.
+    """
+    if not str(path).strip():
+        raise OutputError("output path is empty; give a file name")
     out = Path(path)
-    if out.is_dir():
-        raise OutputError(f"{out}: is a folder; give a file name")
-    if out.exists() and not force:
-        raise OutputError(f"{out}: exists; pass --force to overwrite")
-    parent = out.parent if str(out.parent) else Path(".")
+    if os.path.lexists(out):
+        try:
+            st = out.stat()  # follows a symlink: a link to a device is refused like the device
+        except OSError:
+            raise OutputError(f"{out}: is a dangling symbolic link; give a regular file or a new name") from None
+        kind = _describe_special(st)
+        if kind == "a folder":
+            raise OutputError(f"{out}: is a folder; give a file name")
+        if kind is not None:
+            raise OutputError(f"{out}: is {kind}; outputs must be regular files or new names")
+        if not force:
+            raise OutputError(f"{out}: exists; pass --force to overwrite")
+    _ensure_writable_parent(out.parent if str(out.parent) else Path("."))
+    return out
+
+
+def check_output_folder(path: str | os.PathLike, force: bool = True) -> Path:
+    """Refuse an output folder that exists as anything but a folder (or, without ``force``, is not empty).
+
+    The folder twin of :func:`check_output_path`, for commands that write a folder (``fio jobs``,
+    ``fio run``, ``report``, ``run``); creates the parent folder.
+    """
+    if not str(path).strip():
+        raise OutputError("output folder is empty; give a folder name")
+    out = Path(path)
+    if os.path.lexists(out):
+        try:
+            st = out.stat()
+        except OSError:
+            raise OutputError(f"{out}: is a dangling symbolic link; give a folder or a new name") from None
+        if not stat.S_ISDIR(st.st_mode):
+            raise OutputError(f"{out}: exists and is not a folder")
+        if not force and any(out.iterdir()):
+            raise OutputError(f"{out}: exists and is not empty; pass --force to replace it")
+    _ensure_writable_parent(out.parent if str(out.parent) else Path("."))
+    return out
+
+
+def _ensure_writable_parent(parent: Path) -> None:
     if not parent.exists():
         try:
             parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise OutputError(f"{parent}: cannot create folder ({exc.strerror})") from None
+    if not parent.is_dir():
+        raise OutputError(f"{parent}: is not a folder")
     if not os.access(parent, os.W_OK):
         raise OutputError(f"{parent}: folder is not writable")
-    return out
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def clear_stale_partials(path: str | os.PathLike) -> list[Path]:
+    """Remove temporary siblings of ``path`` left by a killed run (their owner pid no longer lives).
+
+    Temporary names are ``.NAME.PID.RANDOM.partial`` (files or folders); a SIGKILLed command cannot
+    remove its own, so the next command writing the same output does. Returns what was removed.
+    """
+    out = Path(path)
+    parent = out.parent if str(out.parent) else Path(".")
+    removed = []
+    prefix = f".{out.name}."
+    try:
+        entries = list(parent.iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        name = entry.name
+        if not (name.startswith(prefix) and name.endswith(PARTIAL_SUFFIX)):
+            continue
+        pid_text = name[len(prefix):-len(PARTIAL_SUFFIX)].split(".", 1)[0]
+        if not pid_text.isdigit() or int(pid_text) == os.getpid() or _pid_alive(int(pid_text)):
+            continue
+        try:
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+            removed.append(entry)
+        except OSError:
+            pass  # another process got there first, or no right to: leave it
+    return removed
+
+
+def partial_name(path: Path) -> tuple[str, str]:
+    """``(prefix, suffix)`` for ``tempfile.mkstemp``/``mkdtemp``: the temp name carries our pid."""
+    return f".{path.name}.{os.getpid()}.", PARTIAL_SUFFIX
+
+
+def make_partial_folder(path: str | os.PathLike) -> Path:
+    """A temporary sibling folder of output folder ``path`` (renamed into place when complete).
+
+    Clears stale partial folders of ``path`` first, as :class:`AtomicPath` does for files.
+    """
+    out = Path(path)
+    parent = out.parent if str(out.parent) else Path(".")
+    clear_stale_partials(out)
+    prefix, suffix = partial_name(out)
+    return Path(tempfile.mkdtemp(prefix=prefix, suffix=suffix, dir=parent))
 
 
 class AtomicPath:
     """A temporary sibling of ``path`` that becomes ``path`` on :meth:`commit`.
 
-    Used for any output (Parquet, CSV, PNG, JSON): write to ``.tmp``, then
-    commit; :meth:`discard` (or leaving a ``with`` block by an exception)
+    Used for any output (Parquet, CSV, PNG, JSON): write to the temporary,
+    then commit; :meth:`discard` (or leaving a ``with`` block by an exception)
     deletes it. SIGTERM is turned into an exception while open, so a killed
-    command cleans up too.
+    command cleans up too; after a SIGKILL the temporary
+    (``.NAME.PID.RANDOM.partial``) stays until the next command writing
+    ``path`` removes it (:func:`clear_stale_partials`). ``path`` is checked
+    by :func:`check_output_path` (regular file or new name).
     """
 
     def __init__(self, path: str | os.PathLike, force: bool = True):
         self.path = check_output_path(path, force)
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".partial", dir=self.path.parent or ".")
-        os.close(fd)
+        clear_stale_partials(self.path)
+        prefix, suffix = partial_name(self.path)
+        fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=self.path.parent)
+        try:
+            os.fchmod(fd, 0o666 & ~_umask())  # mkstemp's 0600 would make every output private
+        finally:
+            os.close(fd)
         self.tmp = Path(tmp)
         self._done = False
 
     def commit(self) -> Path:
+        # checked again at the last moment: a FIFO or device node made meanwhile is not replaced
+        check_output_path(self.path, True)
         os.replace(self.tmp, self.path)
         self._done = True
         return self.path
@@ -166,7 +304,11 @@ class AtomicPath:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is None and not self._done:
-            self.commit()
+            try:
+                self.commit()
+            except BaseException:
+                self.discard()
+                raise
         else:
             self.discard()
 
@@ -243,7 +385,11 @@ class TraceWriter:
                                              ARROW_SCHEMA_KEY: base64.b64encode(schema.serialize()).decode()})
         self._writer.close()
         self._restore_signal()
-        return self._atomic.commit()
+        try:
+            return self._atomic.commit()
+        except BaseException:
+            self._atomic.discard()
+            raise
 
     def abort(self) -> None:
         """Close and delete the temporary file; nothing appears under the final name."""
@@ -284,6 +430,19 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"cannot store {type(obj).__name__} in metadata")
 
 
+@contextlib.contextmanager
+def damaged_data(path: str | os.PathLike) -> Iterator[None]:
+    """Turn pyarrow's errors on data pages it cannot decode (a corrupt ZSTD frame or page header under a
+    valid footer) into one :class:`TraceFileError` naming the file."""
+    try:
+        yield
+    except (FileNotFoundError, PermissionError):
+        raise
+    except (OSError, pa.ArrowException) as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise TraceFileError(f"{path}: its data is damaged ({first}); write the file again") from None
+
+
 @dataclass(frozen=True)
 class TraceFile:
     """An opened swaptrace Parquet file: its kind, metadata and a chunked reader."""
@@ -299,21 +458,46 @@ class TraceFile:
         return int(self.meta.get("page_bytes", 4096))
 
     def iter_batches(self, columns: list[str] | None = None, batch_rows: int = DEFAULT_ROW_GROUP) -> Iterator[dict[str, np.ndarray]]:
-        """Yield dicts of numpy arrays, ``batch_rows`` rows at a time.
+        """Yield dicts of numpy arrays, ``batch_rows`` rows at a time (fewer at a row group's end).
 
         Dictionary columns come back as int8 codes into this kind's canonical
         dictionary (e.g. :data:`OPS`), whatever order the file stored them in.
+        Reads one row group at a time and cuts the batches where pyarrow's
+        ``ParquetFile.iter_batches`` does (tests/test_traceio.py compares them),
+        whose reader keeps about a byte per row it has read (pyarrow 15-21), which
+        made ``emulate`` and ``mrc`` grow with the trace's length.
         """
+        with damaged_data(self.path):
+            pf = pq.ParquetFile(self.path)
+        start = 0  # rows before this row group
+        for g in range(pf.num_row_groups):
+            part = self._numpy_group(pf, g, columns)
+            n = len(next(iter(part.values()))) if part else 0
+            # the batches pyarrow gave: cut at every multiple of batch_rows from the file's start and at
+            # every row group's end
+            cuts = [start, *range((start // batch_rows + 1) * batch_rows, start + n, batch_rows), start + n]
+            for a, b in itertools.pairwise(cuts):
+                if b > a:
+                    yield part if b - a == n else {k: v[a - start:b - start] for k, v in part.items()}
+            start += n
+
+    def _numpy_group(self, pf: pq.ParquetFile, index: int, columns: list[str] | None) -> dict[str, np.ndarray]:
         dictionaries = DICTIONARIES.get(self.kind, {})
-        pf = pq.ParquetFile(self.path)
-        for batch in pf.iter_batches(batch_size=batch_rows, columns=columns):
-            out: dict[str, np.ndarray] = {}
-            for name, col in zip(batch.schema.names, batch.columns, strict=True):
-                if name in dictionaries:
-                    out[name] = _canonical_codes(col, dictionaries[name], self.path, name)
-                else:
-                    out[name] = col.to_numpy(zero_copy_only=False)
-            yield out
+        with damaged_data(self.path):
+            table = pf.read_row_group(index, columns=columns)
+        out: dict[str, np.ndarray] = {}
+        for name, col in zip(table.schema.names, table.columns, strict=True):
+            col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+            if name in dictionaries:
+                out[name] = _canonical_codes(col, dictionaries[name], self.path, name)
+            else:
+                out[name] = col.to_numpy(zero_copy_only=False)
+        return out
+
+    def read_row_group(self, index: int, columns: list[str] | None = None) -> pa.Table:
+        """One row group as an Arrow table (damaged data raises :class:`TraceFileError`)."""
+        with damaged_data(self.path):
+            return pq.ParquetFile(self.path).read_row_group(index, columns=columns)
 
     def read_all(self, columns: list[str] | None = None) -> dict[str, np.ndarray]:
         """Whole file as numpy arrays (for small files and tests)."""

@@ -28,7 +28,11 @@ _MULTIPLIERS = {
 _SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*$")
 
 
-def parse_bytes(text: str | int, what: str = "size") -> int:
+#: the largest size any option takes: 1 EiB, far beyond any device, and still exact in int64 offsets
+MAX_BYTES = 1 << 60
+
+
+def parse_bytes(text: str | int, what: str = "size", *, positive: bool = False) -> int:
     """Parse a byte size; raise ConfigError naming ``what`` if it is not one.
 
     Parameters
@@ -37,11 +41,13 @@ def parse_bytes(text: str | int, what: str = "size") -> int:
         ``"4k"``, ``"128KiB"``, ``"2GiB"``, ``"0.5G"`` or a plain integer (bytes).
     what : str
         Name of the option, used in the error message.
+    positive : bool
+        Refuse 0 too (a budget, a capacity), not only negative sizes.
 
     Returns
     -------
     int
-        Bytes (fractions are rounded down to whole bytes).
+        Bytes (fractions are rounded down to whole bytes), at most :data:`MAX_BYTES`.
     """
     if isinstance(text, int):
         value = text
@@ -49,9 +55,16 @@ def parse_bytes(text: str | int, what: str = "size") -> int:
         match = _SIZE_RE.match(str(text))
         if not match or match.group(2).lower() not in _MULTIPLIERS:
             raise ConfigError(f"{what}: cannot read {text!r} as a byte size (examples: 4096, 4k, 128KiB, 2GiB)")
-        value = int(float(match.group(1)) * _MULTIPLIERS[match.group(2).lower()])
+        number = float(match.group(1)) * _MULTIPLIERS[match.group(2).lower()]
+        if number > MAX_BYTES:
+            raise ConfigError(f"{what}: {text!r} is above the largest size taken (1 EiB)")
+        value = int(number)
     if value < 0:
         raise ConfigError(f"{what}: must not be negative, got {text!r}")
+    if value > MAX_BYTES:
+        raise ConfigError(f"{what}: {text!r} is above the largest size taken (1 EiB)")
+    if positive and value == 0:
+        raise ConfigError(f"{what}: must be above 0 bytes, got {text!r}")
     return value
 
 

@@ -327,7 +327,7 @@ def trace(tmp_path_factory):
         (["--writeback-completes", "level", "--policy", "lru"], "applies to the linux policy only"),
         (["--writeback-completes", "level", "--scan-priorities", "--writeback-lag", "64"], "--writeback-lag"),
         (["--writeback-completes", "soon", "--scan-priorities"], "'soon' is not one of 'lag', 'level'"),
-        (["--write-cost", "0"], "--write-cost must be at least 1"),
+        (["--write-cost", "0"], "'--write-cost': 0 is not in the range 1<=x"),
         (["--write-cost", "4", "--writeback-completes", "next-level"], "--write-cost applies to"),
         (["--write-cost", "many"], "'many' is not a valid integer"),
     ],

@@ -96,7 +96,7 @@ def test_stream_larger_than_device(tmp_path, runner):
     ("args", "message"),
     [
         (["--device", "no-such-ssd"], "unknown device"),
-        (["--device", "tiny", "--pages-per-block", "0"], "pages_per_block"),
+        (["--device", "tiny", "--pages-per-block", "0"], "--pages-per-block"),
         (["--device", "tiny", "--spare-factor", "0"], "spare"),
         (["--device", "tiny", "--op", "-0.1"], "--op"),
         (["--device", "tiny", "--op", "0.001"], "spare blocks"),

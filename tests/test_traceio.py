@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from swaptrace.errors import OutputError, TraceFileError
 from swaptrace.generate import generate_arrays, generate_trace
-from swaptrace.traceio import TraceWriter, open_trace
+from swaptrace.traceio import OPS, TraceWriter, open_trace
 
 
 def test_generated_trace_round_trip(tmp_path):
@@ -104,3 +105,22 @@ def test_the_metadata_is_in_the_arrow_schema_too(tmp_path):
     from_footer = json.loads(pq.read_metadata(tmp_path / "a.access.parquet").metadata[b"swaptrace"])
     assert from_schema == from_footer and from_schema["summary"] == {"late": 1} and from_schema["rows"] == 2
     assert table.column("page").to_pylist() == [1, 2]
+
+
+@pytest.mark.parametrize("batch_rows", [1, 7, 100, 333, 1000, 5000])
+def test_iter_batches_cuts_batches_as_pyarrow_does(tmp_path, batch_rows):
+    # row groups of uneven sizes (one per write call), read back in batches that cross them
+    rng = np.random.default_rng(3)
+    path = tmp_path / "x.swapio.parquet"
+    with TraceWriter(path, "swapio", {"page_bytes": 4096}) as w:
+        for n in (5, 0, 300, 1, 977, 64):
+            w.write(t_us=rng.random(n), step=np.zeros(n, np.uint32), op=rng.integers(0, 3, n),
+                    offset=rng.integers(0, 1 << 30, n, dtype=np.uint64), length=np.full(n, 4096, np.uint32),
+                    cause=rng.integers(0, 5, n))
+    tf = open_trace(path, "swapio")
+    ours = list(tf.iter_batches(["offset", "op"], batch_rows=batch_rows))
+    theirs = list(pq.ParquetFile(path).iter_batches(batch_size=batch_rows, columns=["offset", "op"]))
+    assert [len(b["offset"]) for b in ours] == [b.num_rows for b in theirs]
+    for a, b in zip(ours, theirs, strict=True):
+        np.testing.assert_array_equal(a["offset"], b.column("offset").to_numpy())
+        assert list(np.asarray(OPS)[a["op"]]) == b.column("op").to_pylist()

@@ -51,7 +51,7 @@ from swaptrace.capture.swapdev import SwapDevice, remove_swap_leftovers
 from swaptrace.compare import summarize_requests
 from swaptrace.errors import ConfigError, PrivilegeError, SwaptraceError, ToolError, TraceFileError
 from swaptrace.pagecache.config import EmulatorConfig
-from swaptrace.traceio import OP_DISCARD, TraceWriter, check_output_path, open_trace
+from swaptrace.traceio import OP_DISCARD, AtomicPath, TraceWriter, check_output_path, open_trace
 
 PREFIX = "swaptrace-capture-"
 DEFAULT_WORK_BASE = Path("/var/tmp")
@@ -684,7 +684,8 @@ class CaptureSession:
         with open(self.raw_path, errors="replace") as fh:
             parsed = parse_lines(fh, device=device)
         if self.raw_trace_out is not None:
-            shutil.copyfile(self.raw_path, self.raw_trace_out)
+            with AtomicPath(self.raw_trace_out, self.force) as ap:
+                shutil.copyfile(self.raw_path, ap.tmp)
         stream = to_stream(parsed, first_step=self.prep["first_step"])
         reclaim = None
         if self.trace_reclaim:

@@ -3,11 +3,60 @@
 from __future__ import annotations
 
 import json
+import math
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
 
 import click
+
+#: the largest count any option takes (steps, pages, requests, ...): int64's positive range
+MAX_COUNT = (1 << 63) - 1
+#: seeds feed numpy's SeedSequence with the step number; kept to 64 bits as the generator's check does
+MAX_SEED = (1 << 64) - 1
+#: the longest fio job time taken (seconds): a week
+MAX_RUNTIME_S = 7 * 24 * 3600
+#: the deepest queue any option takes (fio's own iodepth limit is 65535 for most engines)
+MAX_IODEPTH = 65535
+
+
+class FiniteFloat(click.FloatRange):
+    """A float option that refuses nan and +-inf (click's FloatRange lets nan through every bound)."""
+
+    name = "number"
+
+    def convert(self, value, param, ctx):
+        number = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return super().convert(number, param, ctx)
+
+
+def number(min: float | None = None, max: float | None = None, *, min_open: bool = False,
+           max_open: bool = False) -> FiniteFloat:
+    """A finite float in [min, max] (open ends when asked), refused in one line otherwise."""
+    return FiniteFloat(min, max, min_open=min_open, max_open=max_open)
+
+
+def count(min: int = 0, max: int = MAX_COUNT) -> click.IntRange:
+    """An integer in [min, max]."""
+    return click.IntRange(min, max)
+
+
+def figure_format(path: str) -> str:
+    """The matplotlib format of a figure path from its suffix, or a one-line error naming those it draws."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    from swaptrace.errors import ConfigError
+
+    formats = FigureCanvasBase.get_supported_filetypes()
+    suffix = os.path.splitext(str(path))[1].lstrip(".").lower()
+    if suffix not in formats:
+        raise ConfigError(f"{path}: cannot draw a figure {'without a suffix' if not suffix else 'as .' + suffix}; "
+                          f"give one of {', '.join('.' + f for f in sorted(formats))}")
+    return suffix
+
 
 force_option = click.option("--force", is_flag=True, help="Overwrite an existing output file.")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (for machines).")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from swaptrace.commands._common import echo_summary, force_option, json_option, progressbar
+from swaptrace.commands._common import echo_summary, force_option, json_option, number, progressbar
 from swaptrace.errors import ConfigError
 from swaptrace.traceio import open_trace
 from swaptrace.units import format_bytes, parse_bytes
@@ -58,7 +58,7 @@ def _render(result) -> str:
 @click.argument("trace", type=click.Path(dir_okay=False), required=False)
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="swapio file to write (source: kernel).")
 @click.option("--memory", "memory", help="Budget for the model's pages, e.g. 64MiB (on top of the child's baseline).")
-@click.option("--memory-fraction", type=float, help="Budget as a fraction of the trace's footprint, e.g. 0.5.")
+@click.option("--memory-fraction", type=number(0, 1, min_open=True), help="Budget as a fraction of the trace's footprint, e.g. 0.5.")
 @click.option("--compute", type=click.Choice(["none", "mlp"]), default="none", show_default=True,
               help="Run the preset's dense MLP forward/backward (numpy) between steps.")
 @click.option("--baseline/--no-baseline", "unlimited_run", default=True, show_default=True,
@@ -69,7 +69,7 @@ def _render(result) -> str:
 @click.option("--rotational", is_flag=True, help="Present the swap device as a disk (cluster readahead) not an SSD.")
 @click.option("--work-dir", type=click.Path(file_okay=False), help="Folder for the swap file (default /var/tmp; not tmpfs).")
 @click.option("--buffer-size", default="32MiB", show_default=True, help="tracefs ring buffer per CPU.")
-@click.option("--timeout", "timeout_s", type=float, help="Give up if a replay takes longer (seconds).")
+@click.option("--timeout", "timeout_s", type=number(0, 1e7, min_open=True), help="Give up if a replay takes longer (seconds).")
 @click.option("--raw-trace", type=click.Path(dir_okay=False), help="Also keep the raw ftrace text in this file.")
 @click.option("--trace-reclaim", is_flag=True,
               help="Also record the vmscan/memcg reclaim tracepoints; counters per step go to the metadata.")
@@ -101,13 +101,17 @@ def command(trace, out, memory, memory_fraction, compute, unlimited_run, lock_ba
         return
     if trace is None or out is None:
         raise ConfigError("give TRACE and -o OUTPUT (or --cleanup)")
-    memory_bytes = parse_bytes(memory, "--memory") if memory is not None else None
+    memory_bytes = parse_bytes(memory, "--memory", positive=True) if memory is not None else None
+    swap_bytes = parse_bytes(swap_size, "--swap-size", positive=True) if swap_size is not None else None
+    buffer_kb = parse_bytes(buffer_size, "--buffer-size", positive=True) // 1024
+    if buffer_kb < 1:
+        raise ConfigError(f"--buffer-size: at least 1 KiB per CPU, got {buffer_size!r}")
     steps = int(open_trace(trace, kind="access").meta.get("steps", 0))
     with progressbar(steps, "replaying") as bar:
         result = capture(
             trace, out, memory_bytes=memory_bytes, memory_fraction=memory_fraction, compute=compute,
-            unlimited_run=unlimited_run, swap_bytes=parse_bytes(swap_size, "--swap-size") if swap_size else None,
-            rotational=rotational, work_base=work_dir, buffer_kb=parse_bytes(buffer_size, "--buffer-size") // 1024,
+            unlimited_run=unlimited_run, swap_bytes=swap_bytes,
+            rotational=rotational, work_base=work_dir, buffer_kb=buffer_kb,
             timeout_s=timeout_s, lock_baseline=lock_baseline, raw_trace_out=raw_trace, trace_reclaim=trace_reclaim, force=force,
             progress=bar.update,
         )

@@ -6,15 +6,16 @@ import json
 
 import click
 
-from swaptrace.commands._common import force_option, json_option
+from swaptrace.commands._common import figure_format, force_option, json_option, number
+from swaptrace.traceio import check_output_path
 
 
 @click.command("compare")
 @click.argument("a", type=click.Path(dir_okay=False))
 @click.argument("b", type=click.Path(dir_okay=False))
-@click.option("--tolerance", type=float, default=0.15, show_default=True,
+@click.option("--tolerance", type=number(0), default=0.15, show_default=True,
               help="Largest accepted |relative error| on pages read and written.")
-@click.option("--ks-tolerance", type=float, default=0.2, show_default=True,
+@click.option("--ks-tolerance", type=number(0, 1), default=0.2, show_default=True,
               help="Largest accepted KS distance of request sizes.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="Write a figure (PNG, SVG, PDF).")
 @force_option
@@ -32,6 +33,9 @@ def command(a, b, tolerance, ks_tolerance, plot_path, force, as_json):
     """
     from swaptrace.compare import compare_streams, render_comparison
 
+    if plot_path:
+        figure_format(plot_path)
+        check_output_path(plot_path, force)  # before the comparison's work
     result = compare_streams(a, b, tolerance=tolerance, ks_tolerance=ks_tolerance)
     if plot_path:
         import matplotlib
@@ -44,8 +48,7 @@ def command(a, b, tolerance, ks_tolerance, plot_path, force, as_json):
 
         fig = plot_compare_figure(result)
         with AtomicPath(plot_path, force=force) as out:
-            fmt = out.path.suffix.lstrip(".") or "png"
-            fig.savefig(out.tmp, format=fmt, dpi=120)
+            fig.savefig(out.tmp, format=figure_format(plot_path), dpi=120)
         plt.close(fig)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, sort_keys=True, default=str))

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from swaptrace.commands._common import echo_summary, force_option, json_option, progressbar
+from swaptrace.commands._common import count, echo_summary, force_option, json_option, number, progressbar
 from swaptrace.errors import ConfigError
 from swaptrace.pagecache import (
     DEFAULT_FILL_WRITE_CREDIT,
@@ -25,6 +25,7 @@ from swaptrace.pagecache import (
     load_profile,
     profile_names,
 )
+from swaptrace.spec import MAX_STEPS
 from swaptrace.traceio import open_trace
 from swaptrace.units import format_bytes, parse_bytes
 
@@ -56,23 +57,23 @@ def _render(s: dict[str, Any]) -> str:
 @click.argument("trace", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False), help="Swap I/O stream to write (.swapio.parquet).")
 @click.option("--memory", "memory", default=None, help="DRAM budget, e.g. 2GiB (or use --memory-fraction).")
-@click.option("--memory-fraction", type=float, default=None, help="DRAM budget as a fraction of the trace's footprint.")
+@click.option("--memory-fraction", type=number(0, 1, min_open=True), default=None, help="DRAM budget as a fraction of the trace's footprint.")
 @click.option("--policy", type=click.Choice(list(POLICIES)), default="linux", show_default=True, help="Residency policy.")
 @click.option("--readahead", type=click.Choice(list(READAHEAD_MODES)), default="vma", show_default=True, help="Swap readahead.")
-@click.option("--page-cluster", type=int, default=3, show_default=True, help="vm.page-cluster: readahead of at most 2^N pages.")
-@click.option("--cluster-slots", type=int, default=256, show_default=True, help="Slots per swap allocator cluster.")
+@click.option("--page-cluster", type=count(0, 10), default=3, show_default=True, help="vm.page-cluster: readahead of at most 2^N pages.")
+@click.option("--cluster-slots", type=count(1, 1 << 20), default=256, show_default=True, help="Slots per swap allocator cluster.")
 @click.option("--swap-bytes", default=None, help="Swap device size [default: the footprint plus the header page].")
 @click.option("--max-request", "max_request", default="512KiB", show_default=True, help="Largest merged block request.")
-@click.option("--step-us", type=float, default=None, help=f"Duration of one step in the time model [default: {DEFAULT_STEP_US:g}].")
+@click.option("--step-us", type=number(0, 1e12, min_open=True), default=None, help=f"Duration of one step in the time model [default: {DEFAULT_STEP_US:g}].")
 @click.option("--initial-state", type=click.Choice(INITIAL_STATES), default="untouched", show_default=True,
               help="'swapped': table pages start on swap (model loaded, then pushed out).")
-@click.option("--reclaim-batch", type=int, default=None, help="Pages per reclaim call [default: 32 for linux, 1 for lru/clock].")
-@click.option("--writeback-lag", type=int, default=None,
+@click.option("--reclaim-batch", type=count(1, 1 << 20), default=None, help="Pages per reclaim call [default: 32 for linux, 1 for lru/clock].")
+@click.option("--writeback-lag", type=count(0, 1 << 30), default=None,
               help=f"linux: pages reclaim isolates while a write is in flight; 0 = synchronous device; implies "
                    f"--writeback-completes lag [default for lag: {DEFAULT_WRITEBACK_LAG}].")
 @click.option("--zero-page/--no-zero-page", default=None,
               help="linux: a load of a never-written page maps the shared zero page (no frame) [default: on].")
-@click.option("--stats-flush-steps", type=int, default=None,
+@click.option("--stats-flush-steps", type=count(0, MAX_STEPS), default=None,
               help="linux: reclaim reads memcg statistics flushed every N steps, as the kernel does (2 s, "
                    "and at each memory.stat read, as swaptrace capture does every step); 0 = exact "
                    f"[default: {DEFAULT_STATS_FLUSH_STEPS}].")
@@ -89,10 +90,10 @@ def _render(s: dict[str, Any]) -> str:
                    "device: as a first-in first-out device of --write-cost gets to it. "
                    "all but lag need --scan-priorities "
                    f"[default: {DEFAULT_WRITEBACK_COMPLETION}].")
-@click.option("--write-cost", type=int, default=None,
+@click.option("--write-cost", type=count(1, 1 << 20), default=None,
               help="linux, --writeback-completes device: pages reclaim scans in the time the device writes one "
                    f"page [default: {DEFAULT_WRITE_COST}].")
-@click.option("--fill-write-credit", type=int, default=None,
+@click.option("--fill-write-credit", type=count(0, 1 << 20), default=None,
               help="linux, --writeback-completes device: eighths of a clock unit the device gets per page the "
                    f"process zero-fills before the first swap-in [default: {DEFAULT_FILL_WRITE_CREDIT}].")
 @click.option("--profile", default=DEFAULT_PROFILE, show_default=True,

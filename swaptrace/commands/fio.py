@@ -4,8 +4,18 @@ from __future__ import annotations
 
 import click
 
-from swaptrace.commands._common import echo_summary, force_option, json_option
+from swaptrace.commands._common import MAX_IODEPTH, MAX_RUNTIME_S, count, echo_summary, force_option, json_option
+from swaptrace.errors import ConfigError
+from swaptrace.fio.jobfile import IOENGINES
 from swaptrace.units import format_bytes, parse_bytes
+
+
+def _names(text: str, what: str) -> tuple[str, ...]:
+    """A comma-separated list with at least one name (``--jobs ""`` must not mean every job)."""
+    names = tuple(s.strip() for s in text.split(","))
+    if not all(names):
+        raise ConfigError(f"{what}: give comma-separated names with none empty, got {text!r}")
+    return names
 
 
 @click.group("fio")
@@ -24,9 +34,9 @@ def command() -> None:
 @click.argument("stream", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", "out", required=True, type=click.Path(file_okay=False), help="Job folder to write.")
 @click.option("--size", "size", default=None, help="Target size the replay is mapped onto (default: stream extent, <= 1GiB).")
-@click.option("--max-requests", default=100_000, show_default=True, type=int, help="Cap on requests in the replay log.")
-@click.option("--ioengine", default="psync", show_default=True, help="fio ioengine of every job.")
-@click.option("--iodepth", default=1, show_default=True, type=int, help="fio iodepth of every job.")
+@click.option("--max-requests", default=100_000, show_default=True, type=count(1, 1 << 31), help="Cap on requests in the replay log.")
+@click.option("--ioengine", default="psync", show_default=True, type=click.Choice(IOENGINES), help="fio ioengine of every job.")
+@click.option("--iodepth", default=1, show_default=True, type=count(1, MAX_IODEPTH), help="fio iodepth of every job.")
 @click.option("--buffered", is_flag=True, help="Use the page cache (direct=0) instead of O_DIRECT.")
 @click.option("--sweep", default="4k,8k,16k,32k,64k,128k,256k,512k,1m", show_default=True,
               help="Fixed request sizes of the sweep, comma-separated.")
@@ -52,7 +62,7 @@ def jobs_cmd(stream, out, size, max_requests, ioengine, iodepth, buffered, sweep
         ioengine=ioengine,
         iodepth=iodepth,
         direct=not buffered,
-        sweep_sizes=tuple(s.strip() for s in sweep.split(",") if s.strip()),
+        sweep_sizes=_names(sweep, "--sweep"),
         force=force,
     )
     m = folder.manifest
@@ -73,7 +83,7 @@ def jobs_cmd(stream, out, size, max_requests, ioengine, iodepth, buffered, sweep
 @click.argument("jobs_dir", type=click.Path(file_okay=False))
 @click.option("--target", required=True, type=click.Path(), help="File (created and filled) or block device.")
 @click.option("--size", default="1GiB", show_default=True, help="Bytes of the target to use.")
-@click.option("--runtime", default=3, show_default=True, type=int,
+@click.option("--runtime", default=3, show_default=True, type=count(1, MAX_RUNTIME_S),
               help="Seconds per time-based job (times each job's factor; replays at most 10x).")
 @click.option("--jobs", "only", default=None, help="Comma-separated job names to run (default: all).")
 @click.option("-o", "--output", "out", default=None, type=click.Path(file_okay=False),
@@ -100,7 +110,7 @@ def run_cmd(jobs_dir, target, size, runtime, only, out, no_precondition, allow_d
         size_bytes=parse_bytes(size, "--size"),
         runtime_s=runtime,
         out_dir=out,
-        only=[s.strip() for s in only.split(",") if s.strip()] if only else None,
+        only=list(_names(only, "--jobs")) if only is not None else None,
         allow_device=allow_device,
         force=force,
         dry_run=dry_run,
@@ -141,7 +151,7 @@ def results_cmd(results, as_json) -> None:
 @click.argument("iolog", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False), help="swapio Parquet to write.")
 @click.option("--file", "file_name", default=None, help="Keep requests to this file name (logs naming several files).")
-@click.option("--page-bytes", default=4096, show_default=True, type=int, help="Page size recorded in the metadata.")
+@click.option("--page-bytes", default=4096, show_default=True, type=count(512, 1 << 30), help="Page size recorded in the metadata.")
 @click.option("--device-size", default=None, help="Size of the recorded device (default: end of the furthest request).")
 @force_option
 @json_option
@@ -157,7 +167,8 @@ def import_cmd(iolog, out, file_name, page_bytes, device_size, force, as_json) -
 
     path = iol.import_iolog(
         iolog, out, file=file_name, page_bytes=page_bytes,
-        device_bytes=parse_bytes(device_size, "--device-size") if device_size else None, force=force,
+        device_bytes=parse_bytes(device_size, "--device-size", positive=True) if device_size is not None else None,
+        force=force,
     )
     meta = traceio.open_trace(path, "swapio").meta
     s = meta["summary"]

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import click
 
-from swaptrace.commands._common import echo_summary, force_option, json_option, progressbar
+from swaptrace.commands._common import MAX_SEED, count, echo_summary, force_option, json_option, number, progressbar
 from swaptrace.errors import ConfigError
 from swaptrace.generate import ROW_LAYOUTS, generate_trace
-from swaptrace.spec import load_spec
+from swaptrace.spec import MAX_ALPHA, MAX_STEPS, load_spec
 from swaptrace.traceio import open_trace
 from swaptrace.units import format_bytes, parse_bytes
 
@@ -18,18 +18,18 @@ from swaptrace.units import format_bytes, parse_bytes
 @click.command("generate")
 @click.option("--preset", default=None, metavar="NAME", help="Model preset (see `swaptrace presets`); default demo.")
 @click.option("--spec", "spec_file", default=None, metavar="FILE.toml", help="Your own model spec instead of a preset.")
-@click.option("--steps", type=int, default=None, help="Training steps (default: the spec's default_steps).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed; with the step number it fixes every draw.")
-@click.option("--first-step", type=int, default=0, show_default=True, help="Number of the first step (to make ranges apart).")
+@click.option("--steps", type=count(1, MAX_STEPS), default=None, help="Training steps (default: the spec's default_steps).")
+@click.option("--seed", type=count(0, MAX_SEED), default=0, show_default=True, help="Seed; with the step number it fixes every draw.")
+@click.option("--first-step", type=count(0, MAX_STEPS - 1), default=0, show_default=True, help="Number of the first step (to make ranges apart).")
 @click.option("-o", "--output", default=None, metavar="FILE", help="Output Parquet file [default: traces/<preset>.access.parquet].")
-@click.option("--alpha", type=float, default=None, help="Zipf exponent (> 0) for every table, overriding the spec.")
+@click.option("--alpha", type=number(0, MAX_ALPHA, min_open=True), default=None, help="Zipf exponent (> 0) for every table, overriding the spec.")
 @click.option("--optimizer", default=None, metavar="NAME", help="Override the optimizer: sgd, rowwise-adagrad, adagrad, adam.")
 @click.option("--page-bytes", default="4096", show_default=True, help="Page size: 4096 or 2MiB.")
 @click.option("--scatter/--no-scatter", default=None, show_default="scatter", help="Scatter hot ranks over row ids.")
 @click.option("--row-layout", type=click.Choice(list(ROW_LAYOUTS)), default=None, show_default="scattered",
               help="Where each table's rows lie: 'scattered' (hot ranks over row ids by a seeded bijection) or "
                    "'packed' (rows in order of expected popularity, so hot rows share pages; docs/designs.md).")
-@click.option("--reuse", type=float, default=0.0, show_default=True, help="Fraction of indices repeated from the previous step.")
+@click.option("--reuse", type=number(0, 1), default=0.0, show_default=True, help="Fraction of indices repeated from the previous step.")
 @click.option("--dedup", default="none", show_default=True, metavar="none|step", help="Drop repeated page touches within a step.")
 @force_option
 @json_option
@@ -51,7 +51,7 @@ def command(preset, spec_file, steps, seed, first_step, output, alpha, optimizer
     scatter = ROW_LAYOUTS[row_layout] if row_layout is not None else (True if scatter is None else scatter)
     if dedup not in ("none", "step"):
         raise ConfigError(f"dedup: must be 'none' or 'step', got {dedup!r}")
-    out = Path(output) if output else Path("traces") / f"{spec.name}.access.parquet"
+    out = output if output is not None else Path("traces") / f"{spec.name}.access.parquet"
     n_steps = spec.default_steps if steps is None else steps
     started = time.perf_counter()
     with progressbar(max(n_steps, 0), "generating steps") as bar:

@@ -8,7 +8,7 @@ from typing import Any
 import click
 import numpy as np
 
-from swaptrace.commands._common import echo_summary, json_option
+from swaptrace.commands._common import count, echo_summary, json_option
 from swaptrace.traceio import TraceFile, open_trace
 from swaptrace.units import format_bytes
 
@@ -90,7 +90,7 @@ def _render(facts: dict[str, Any]) -> str:
 
 @click.command("inspect")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--top", default=10, show_default=True, help="Regions to list by accesses.")
+@click.option("--top", type=count(0, 1 << 20), default=10, show_default=True, help="Regions to list by accesses.")
 @json_option
 def command(file: str, top: int, as_json: bool) -> None:
     """Show what a swaptrace Parquet file holds: kind, rows, steps, footprint,

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import click
 
-from swaptrace.commands._common import echo_summary, force_option, json_option, progressbar
+from swaptrace.commands._common import (
+    count,
+    echo_summary,
+    figure_format,
+    force_option,
+    json_option,
+    number,
+    progressbar,
+)
 from swaptrace.errors import ConfigError
 from swaptrace.mrc import exact_mrc, shards_mrc, write_csv
 from swaptrace.traceio import AtomicPath, check_output_path, open_trace
@@ -14,9 +22,9 @@ from swaptrace.units import format_bytes, parse_bytes
 @click.command("mrc")
 @click.argument("trace", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False), help="CSV to write (.mrc.csv).")
-@click.option("--sample-rate", type=float, default=None, help="SHARDS fixed-rate sampling, e.g. 0.01 (default: exact).")
-@click.option("--sample-pages", type=int, default=None, help="SHARDS fixed-size sampling: track at most N pages.")
-@click.option("--points", type=int, default=1000, show_default=True, help="CSV rows (evenly spaced sizes); 0 = every size.")
+@click.option("--sample-rate", type=number(0, 1, min_open=True), default=None, help="SHARDS fixed-rate sampling, e.g. 0.01 (default: exact).")
+@click.option("--sample-pages", type=count(1), default=None, help="SHARDS fixed-size sampling: track at most N pages.")
+@click.option("--points", type=count(0, 1 << 24), default=1000, show_default=True, help="CSV rows (evenly spaced sizes); 0 = every size.")
 @click.option("--plot", "plot", type=click.Path(dir_okay=False), default=None, help="Also draw the curve to this PNG/SVG/PDF.")
 @click.option("--budget", default=None, help="Memory budget to mark on the plot, e.g. 2GiB.")
 @force_option
@@ -36,7 +44,9 @@ def command(trace, out, sample_rate, sample_pages, points, plot, budget, force, 
         raise ConfigError("give at most one of --sample-rate and --sample-pages")
     if points < 0:
         raise ConfigError(f"--points must not be negative, got {points}")
-    budget_bytes = parse_bytes(budget, "--budget") if budget is not None else None
+    budget_bytes = parse_bytes(budget, "--budget", positive=True) if budget is not None else None
+    if plot is not None:
+        figure_format(plot)
     tf = open_trace(trace, kind="access")
     check_output_path(out, force)
     if plot is not None:
@@ -59,7 +69,7 @@ def command(trace, out, sample_rate, sample_pages, points, plot, budget, force, 
         plot_mrc(curve, ax=ax, budget_bytes=budget_bytes)
         fig.tight_layout()
         with AtomicPath(plot, force) as ap:
-            fig.savefig(ap.tmp, format=str(plot).rsplit(".", 1)[-1] if "." in str(plot) else "png", dpi=120)
+            fig.savefig(ap.tmp, format=figure_format(plot), dpi=120)
         plt.close(fig)
     half = curve.sizes_pages.size // 2
     summary = {

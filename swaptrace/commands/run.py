@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import click
 
-from swaptrace.commands._common import progressbar
+from swaptrace.commands._common import MAX_RUNTIME_S, MAX_SEED, count, number, progressbar
 from swaptrace.pipeline import PipelineOptions, run_pipeline
+from swaptrace.spec import MAX_STEPS
 from swaptrace.units import parse_bytes
 
 
 @click.command("run")
 @click.option("--preset", default="demo", show_default=True, help="Preset name or a model spec .toml file.")
-@click.option("--steps", type=int, default=None, help="Training steps (default: the preset's default_steps).")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--steps", type=count(1, MAX_STEPS), default=None, help="Training steps (default: the preset's default_steps).")
+@click.option("--seed", type=count(0, MAX_SEED), default=0, show_default=True)
 @click.option("--memory", default=None, help="DRAM budget in bytes, e.g. 256MiB (default: --memory-fraction).")
-@click.option("--memory-fraction", type=float, default=None, help="DRAM budget as a fraction of the footprint [default: 0.5].")
+@click.option("--memory-fraction", type=number(0, 1, min_open=True), default=None, help="DRAM budget as a fraction of the footprint [default: 0.5].")
 @click.option("--policy", default="linux", show_default=True, help="Emulator residency policy: linux, lru, clock.")
 @click.option("--readahead", default="vma", show_default=True, help="Swap readahead: vma, cluster, none.")
 @click.option("--device", default="nvme-tlc", show_default=True, help="SSD model preset or .toml file.")
@@ -26,7 +27,7 @@ from swaptrace.units import parse_bytes
 @click.option("--no-thesis", is_flag=True, help="Skip the SSD model's request-size and sequential-write sweep.")
 @click.option("--fio-target", default=None, help="File for fio to use [default: /tmp/swaptrace-fio.dat].")
 @click.option("--fio-size", default="256MiB", show_default=True, help="Bytes of the fio target to use.")
-@click.option("--fio-runtime", type=int, default=3, show_default=True, help="Seconds per time-based fio job.")
+@click.option("--fio-runtime", type=count(1, MAX_RUNTIME_S), default=3, show_default=True, help="Seconds per time-based fio job.")
 @click.option("--designs", is_flag=True,
               help="Also compare the swap designs at this budget (swaptrace designs; into DIR/designs).")
 @click.option("-o", "--output", "out", default=None, type=click.Path(file_okay=False),
@@ -56,7 +57,7 @@ def command(preset, steps, seed, memory, memory_fraction, policy, readahead, dev
         policy=policy,
         readahead=readahead,
         device=device,
-        ssd_capacity_bytes=parse_bytes(ssd_capacity, "--ssd-capacity") if ssd_capacity else None,
+        ssd_capacity_bytes=parse_bytes(ssd_capacity, "--ssd-capacity") if ssd_capacity is not None else None,
         fio=not no_fio,
         fio_target=fio_target,
         fio_size_bytes=parse_bytes(fio_size, "--fio-size"),

@@ -7,7 +7,16 @@ from typing import Any
 
 import click
 
-from swaptrace.commands._common import echo_summary, force_option, json_option, progressbar
+from swaptrace.commands._common import (
+    MAX_IODEPTH,
+    MAX_SEED,
+    count,
+    echo_summary,
+    force_option,
+    json_option,
+    number,
+    progressbar,
+)
 from swaptrace.errors import ConfigError
 from swaptrace.ssd import config as ssd_config
 from swaptrace.ssd import run as ssd_run
@@ -35,26 +44,27 @@ def device_options(f):
         click.option("--device", default=None, show_default="mqsim-default",
                      help=f"Preset ({', '.join(ssd_config.DEVICES)}) or a TOML file of SSDConfig fields."),
         click.option("--capacity", default=None, help="User capacity (e.g. 4GiB); sets blocks per plane."),
-        click.option("--op", type=float, default=None,
+        click.option("--op", type=number(0, 100, min_open=True), default=None,
                      help="Physical over-provisioning (T-U)/U, e.g. 0.07 or 0.28 (the GC reserve comes out of it)."),
-        click.option("--spare-factor", type=float, default=None, help="Spare factor (T-U)/T (instead of --op)."),
-        click.option("--channels", type=int, default=None),
-        click.option("--dies-per-channel", type=int, default=None),
-        click.option("--planes", type=int, default=None),
-        click.option("--blocks-per-plane", type=int, default=None),
-        click.option("--pages-per-block", type=int, default=None),
+        click.option("--spare-factor", type=number(0, 1, min_open=True, max_open=True), default=None,
+                     help="Spare factor (T-U)/T (instead of --op)."),
+        click.option("--channels", type=count(1, 1 << 10), default=None),
+        click.option("--dies-per-channel", type=count(1, 1 << 10), default=None),
+        click.option("--planes", type=count(1, 1 << 6), default=None),
+        click.option("--blocks-per-plane", type=count(1, 1 << 24), default=None),
+        click.option("--pages-per-block", type=count(1, 1 << 16), default=None),
         click.option("--page-size", default=None, help="Flash page size (e.g. 16k)."),
-        click.option("--read-us", type=float, default=None, help="tR, µs."),
-        click.option("--program-us", type=float, default=None, help="tPROG, µs."),
-        click.option("--erase-us", type=float, default=None, help="tBERS, µs."),
-        click.option("--channel-mb-s", type=float, default=None, help="Channel rate, MB/s."),
-        click.option("--host-mb-s", type=float, default=None, help="Host link rate, MB/s."),
+        click.option("--read-us", type=number(0, 1e9), default=None, help="tR, µs."),
+        click.option("--program-us", type=number(0, 1e9), default=None, help="tPROG, µs."),
+        click.option("--erase-us", type=number(0, 1e9), default=None, help="tBERS, µs."),
+        click.option("--channel-mb-s", type=number(0, 1e9, min_open=True), default=None, help="Channel rate, MB/s."),
+        click.option("--host-mb-s", type=number(0, 1e9, min_open=True), default=None, help="Host link rate, MB/s."),
         click.option("--gc", "gc_policy", type=click.Choice(list(ssd_config.GC_POLICIES)), default=None,
                      help="GC victim policy."),
-        click.option("--gc-free", type=float, default=None,
+        click.option("--gc-free", type=number(0, 1, max_open=True), default=None,
                      help="GC free-block reserve: fraction of a die's blocks foreground GC keeps erased. "
                           "It comes out of --op; the output states the effective spare."),
-        click.option("--bg-gc-free", type=float, default=None, help="Background GC threshold (0 = off)."),
+        click.option("--bg-gc-free", type=number(0, 1, max_open=True), default=None, help="Background GC threshold (0 = off)."),
         click.option("--write-buffer", default=None, help="Device write-back buffer (e.g. 64MiB)."),
         click.option("--separate-gc-stream/--mixed-gc-stream", default=None,
                      help="Write GC-relocated (cold) data to its own frontier."),
@@ -69,9 +79,9 @@ def device_options(f):
 def background_options(f):
     """The swap partition's place and the rest of the drive's background (for ``--precondition steady``)."""
     opts = [
-        click.option("--fill", type=float, default=Background.fill, show_default=True,
+        click.option("--fill", type=number(0, 1), default=Background.fill, show_default=True,
                      help="steady: fraction of the drive outside the swap partition holding data."),
-        click.option("--overwritten", type=float, default=Background.overwritten, show_default=True,
+        click.option("--overwritten", type=number(0, 1), default=Background.overwritten, show_default=True,
                      help="steady: fraction of that data overwritten at random (in steady state); the rest is "
                           "static, written once."),
         click.option("--swap-prior", type=click.Choice(SWAP_PRIORS), default=Background.swap_prior,
@@ -95,6 +105,8 @@ def build_config(device: str | None, capacity: str | None, op: float | None, spa
     """The SSDConfig named by the device options."""
     if op is not None and spare_factor is not None:
         raise ConfigError("give --op or --spare-factor, not both")
+    if device is not None and not device.strip():
+        raise ConfigError(f"--device: empty; give a preset ({', '.join(ssd_config.DEVICES)}) or a .toml file")
     if spare_factor is not None and not 0.0 < spare_factor < 1.0:
         raise ConfigError(f"--spare-factor must be in (0, 1), got {spare_factor}")
     if op is not None and not op > 0:
@@ -111,7 +123,10 @@ def build_config(device: str | None, capacity: str | None, op: float | None, spa
         "hot_cold_streams": overrides.pop("hot_cold_streams"),
         "spare_factor": spare_factor,
     }
-    cap = parse_bytes(capacity, "--capacity") if capacity is not None else None
+    for key, flag in (("page_bytes", "--page-size"), ("write_buffer_bytes", "--write-buffer")):
+        if fields[key] is not None:
+            fields[key] = parse_bytes(fields[key], flag, positive=key == "page_bytes")
+    cap = parse_bytes(capacity, "--capacity", positive=True) if capacity is not None else None
     return ssd_config.load_device(device, fields, capacity_bytes=cap, op=op)
 
 
@@ -202,7 +217,7 @@ def command() -> None:
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), default=None,
               help="Timeline Parquet file (kind ssd-timeline).")
 @device_options
-@click.option("--iodepth", type=int, default=32, show_default=True,
+@click.option("--iodepth", type=count(0, MAX_IODEPTH), default=32, show_default=True,
               help="Outstanding requests (0 = unlimited, with --timestamps).")
 @click.option("--timestamps", "use_timestamps", is_flag=True, help="Issue requests no earlier than the stream's t_us.")
 @click.option("--precondition", type=click.Choice(PRECONDITIONS), default="seq", show_default=True)
@@ -210,7 +225,7 @@ def command() -> None:
               help="Stream device larger than the SSD: refuse, wrap (modulo) or scale offsets.")
 @click.option("--window", default=None, help="Timeline window of written bytes (default ~1/64 of the stream).")
 @background_options
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=count(0, MAX_SEED), default=0, show_default=True)
 @force_option
 @json_option
 def replay_cmd(stream, out, iodepth, use_timestamps, precondition, fit, window, fill, overwritten, swap_prior,
@@ -220,13 +235,17 @@ def replay_cmd(stream, out, iodepth, use_timestamps, precondition, fit, window, 
     Example: swaptrace ssd traces/demo/swapio.parquet --device nvme-tlc --capacity 4GiB -o traces/demo/ssd.parquet
     """
     cfg = _split_device(kw)
-    window_bytes = parse_bytes(window, "--window") if window else None
+    window_bytes = parse_bytes(window, "--window", positive=True) if window is not None else None
     with progressbar(open_trace(stream, "swapio").num_rows, "ssd requests") as bar:
         res = ssd_run.replay(stream, cfg, out=out, iodepth=iodepth, use_timestamps=use_timestamps,
                              precondition=precondition, fit=fit, window_bytes=window_bytes, seed=seed, force=force,
                              progress=bar.update, background=_background(fill, overwritten, swap_prior),
                              swap_offset_bytes=parse_bytes(swap_offset, "--swap-offset"))
     echo_summary(res.summary, as_json, _render)
+
+
+#: the most host data a synthetic run or the thesis study moves, in user capacities (SNIA PTS fills 2x)
+MAX_VOLUME_FACTOR = 1000.0
 
 
 def _parse_volume(text: str, user_bytes: int) -> int:
@@ -236,10 +255,10 @@ def _parse_volume(text: str, user_bytes: int) -> int:
             factor = float(t[:-1])
         except ValueError:
             raise ConfigError(f"--volume: cannot read {text!r} (examples: 4x, 16GiB)") from None
-        if factor <= 0:
-            raise ConfigError("--volume must be > 0")
-        return int(factor * user_bytes)
-    return parse_bytes(text, "--volume")
+        if not 0 < factor <= MAX_VOLUME_FACTOR:  # also refuses nan and inf
+            raise ConfigError(f"--volume: {text!r}; give a factor in (0, {MAX_VOLUME_FACTOR}] of the user capacity")
+        return max(1, int(factor * user_bytes))
+    return parse_bytes(text, "--volume", positive=True)
 
 
 @command.command("synth")
@@ -247,18 +266,18 @@ def _parse_volume(text: str, user_bytes: int) -> int:
 @click.option("--bs", default="4k", show_default=True, help="Request size.")
 @click.option("--volume", default="4x", show_default=True, help="Host bytes to move, or Nx the user capacity.")
 @device_options
-@click.option("--iodepth", type=int, default=32, show_default=True)
+@click.option("--iodepth", type=count(1, MAX_IODEPTH), default=32, show_default=True)
 @click.option("--precondition", type=click.Choice(PRECONDITIONS), default="seq", show_default=True)
-@click.option("--rwmix-read", type=float, default=50.0, show_default=True, help="Percent reads (randrw, swap).")
-@click.option("--hot-writes", type=float, default=0.8, show_default=True, help="hotcold: fraction of writes to hot data.")
-@click.option("--hot-fraction", type=float, default=0.2, show_default=True, help="hotcold: hot fraction of the space.")
+@click.option("--rwmix-read", type=number(0, 100), default=50.0, show_default=True, help="Percent reads (randrw, swap).")
+@click.option("--hot-writes", type=number(0, 1, min_open=True, max_open=True), default=0.8, show_default=True, help="hotcold: fraction of writes to hot data.")
+@click.option("--hot-fraction", type=number(0, 1, min_open=True, max_open=True), default=0.2, show_default=True, help="hotcold: hot fraction of the space.")
 @click.option("--no-timing", is_flag=True, help="Pure FTL (WAF only, much faster).")
 @click.option("--window", default=None, help="Timeline window of written bytes.")
 @background_options
 @click.option("--swap-size", default=None,
               help="The partition the pattern runs on (default: the whole drive); with --precondition steady the "
                    "rest holds the background.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=count(0, MAX_SEED), default=0, show_default=True)
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), default=None)
 @force_option
 @json_option
@@ -276,7 +295,8 @@ def synth_cmd(pattern, bs, volume, iodepth, precondition, rwmix_read, hot_writes
     with progressbar(volume_bytes, f"ssd {pattern}") as bar:
         res = ssd_run.synth(cfg, pattern, bs_bytes=parse_bytes(bs, "--bs"), volume_bytes=volume_bytes,
                             iodepth=iodepth, precondition=precondition, rwmix_read=rwmix_read, hot_writes=hot_writes,
-                            hot_fraction=hot_fraction, window_bytes=parse_bytes(window, "--window") if window else None,
+                            hot_fraction=hot_fraction,
+                            window_bytes=parse_bytes(window, "--window", positive=True) if window is not None else None,
                             seed=seed, timing=not no_timing, out=out, force=force, progress=bar.update,
                             region=region, background=_background(fill, overwritten, swap_prior))
     echo_summary(res.summary, as_json, _render)
@@ -284,20 +304,20 @@ def synth_cmd(pattern, bs, volume, iodepth, precondition, rwmix_read, hot_writes
 
 @command.command("thesis")
 @device_options
-@click.option("--iodepth", type=int, default=8, show_default=True, help="Queue depth of the read experiment.")
-@click.option("--write-iodepth", type=int, default=32, show_default=True)
-@click.option("--drive-writes", type=float, default=3.0, show_default=True,
+@click.option("--iodepth", type=count(1, MAX_IODEPTH), default=8, show_default=True, help="Queue depth of the read experiment.")
+@click.option("--write-iodepth", type=count(1, MAX_IODEPTH), default=32, show_default=True)
+@click.option("--drive-writes", type=number(0, MAX_VOLUME_FACTOR, min_open=True), default=3.0, show_default=True,
               help="Random-write volume in user capacities.")
 @click.option("--real", is_flag=True,
               help="The two ratios on the real drive (default the full nvme-tlc) in the sampled steady state of "
                    "its background, swap partition --swap-size, instead of the scaled-down study.")
 @click.option("--sensitivity", is_flag=True, help="With --real: also the grid OP 7/12/28 % x fill 50/80/100 %.")
-@click.option("--fill", type=float, default=ssd_thesis.REAL_BACKGROUND["fill"], show_default=True,
+@click.option("--fill", type=number(0, 1), default=ssd_thesis.REAL_BACKGROUND["fill"], show_default=True,
               help="--real: fraction of the drive outside the swap partition holding data.")
-@click.option("--overwritten", type=float, default=ssd_thesis.REAL_BACKGROUND["overwritten"], show_default=True,
+@click.option("--overwritten", type=number(0, 1), default=ssd_thesis.REAL_BACKGROUND["overwritten"], show_default=True,
               help="--real: fraction of that data overwritten at random (steady state).")
 @click.option("--swap-size", default="16GiB", show_default=True, help="--real: the swap partition.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=count(0, MAX_SEED), default=0, show_default=True)
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), default=None, help="Write the JSON here.")
 @force_option
 @json_option

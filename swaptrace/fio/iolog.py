@@ -247,6 +247,28 @@ class IologRequests:
     skipped: dict
 
 
+#: file actions of a v2/v3 log (fio iolog.c, ``file_action``)
+_FILE_ACTIONS = ("add", "open", "close")
+#: request actions carried in the log but not block transfers
+_SKIPPED_ACTIONS = ("sync", "datasync")
+#: requests are whole 512-byte sectors on a block device (the kernel's SECTOR_SIZE)
+SECTOR_BYTES = 512
+
+
+def _check_request(p: Path, lineno: int, action: str, offset: int, length: int) -> None:
+    """A block request the stream can hold: a known action, sector-aligned, non-empty, within uint64/uint32."""
+    if action not in _DIRECTIONS:
+        raise TraceFileError(f"{p}:{lineno}: unknown action {action!r} (fio writes "
+                             f"{', '.join([*_DIRECTIONS, *_SKIPPED_ACTIONS, 'wait'])})")
+    if offset < 0 or offset >= 1 << 63:
+        raise TraceFileError(f"{p}:{lineno}: offset {offset} is outside 0..2**63")
+    if not 0 < length < 1 << 32:
+        raise TraceFileError(f"{p}:{lineno}: length {length} must be in 1..2**32-1 bytes")
+    if offset % SECTOR_BYTES or length % SECTOR_BYTES:
+        raise TraceFileError(f"{p}:{lineno}: offset {offset} and length {length} must be multiples of "
+                             f"{SECTOR_BYTES} bytes (whole sectors)")
+
+
 def read_iolog(path: str | os.PathLike) -> IologRequests:
     """Parse a fio v2 or v3 iolog into arrays.
 
@@ -292,6 +314,9 @@ def read_iolog(path: str | os.PathLike) -> IologRequests:
                     raise TraceFileError(f"{p}:{lineno}: expected a timestamp, got {parts[0]!r}") from None
                 parts = parts[1:]
             if len(parts) == 2:
+                if parts[1] not in _FILE_ACTIONS:
+                    raise TraceFileError(f"{p}:{lineno}: unknown file action {parts[1]!r} (fio writes "
+                                         f"{', '.join(_FILE_ACTIONS)})")
                 skipped[parts[1]] = skipped.get(parts[1], 0) + 1
                 continue
             if len(parts) != 4:
@@ -301,14 +326,12 @@ def read_iolog(path: str | os.PathLike) -> IologRequests:
                 x, y = int(a), int(b)
             except ValueError:
                 raise TraceFileError(f"{p}:{lineno}: offset/length are not integers in {line.strip()[:80]!r}") from None
-            if action == "wait":
-                if version == 2:
-                    clock_us = x * 1000.0
-                skipped["wait"] = skipped.get("wait", 0) + 1
-                continue
-            if action not in _DIRECTIONS:
+            if action == "wait" and version == 2:
+                clock_us = x * 1000.0
+            if action == "wait" or action in _SKIPPED_ACTIONS:
                 skipped[action] = skipped.get(action, 0) + 1
                 continue
+            _check_request(p, lineno, action, x, y)
             t_list.append(clock_us)
             op_list.append(_DIRECTIONS[action])
             off_list.append(x)
@@ -360,6 +383,8 @@ def import_iolog(
         ``out``. Times come from v3 timestamps or v2 ``wait`` lines; ``step``
         is 0 and ``cause`` is ``unknown`` (an iolog records neither).
     """
+    if page_bytes < SECTOR_BYTES or page_bytes & (page_bytes - 1):
+        raise ConfigError(f"page-bytes: must be a power of two of at least {SECTOR_BYTES}, got {page_bytes}")
     log = read_iolog(path)
     if file is not None:
         if file not in log.files:
@@ -375,6 +400,8 @@ def import_iolog(
     t0 = float(t_us.min())
     t_rel = t_us - t0
     end = int((off + ln.astype(np.uint64)).max())
+    if device_bytes is not None and device_bytes < end:
+        raise ConfigError(f"device-size: {device_bytes} bytes is less than the end of the furthest request ({end})")
     summary = _summary(op, ln)
     meta = {
         "source": "fio",

@@ -21,6 +21,9 @@ from swaptrace.fio import iolog
 from swaptrace.units import parse_bytes
 
 _ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+#: fio's block-I/O engines the generated jobs make sense with (fio HOWTO, "I/O engine"); the others
+#: (net, cpuio, rados, http, ...) do not read or write a file or device the way a swap replay needs
+IOENGINES = ("psync", "sync", "pvsync", "pvsync2", "vsync", "libaio", "io_uring", "posixaio", "mmap", "null")
 _RW = {"read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim", "trimwrite"}
 
 
@@ -92,6 +95,8 @@ def validate_job_file(path: str | os.PathLike, env: dict[str, str]) -> None:
                     problems.append(f"[{name}] size must be positive")
             except ConfigError as exc:
                 problems.append(f"[{name}] {exc}")
+        if opts.get("ioengine", "psync") not in IOENGINES:
+            problems.append(f"[{name}] ioengine={opts['ioengine']!r} is not one of {', '.join(IOENGINES)}")
         rw = opts.get("rw", "read")
         if rw not in _RW:
             problems.append(f"[{name}] rw={rw!r} is not a fio direction")

@@ -48,15 +48,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from swaptrace import __version__, traceio
-from swaptrace.errors import ConfigError, OutputError, TraceFileError
+from swaptrace.errors import ConfigError, TraceFileError
 from swaptrace.fio import fit as fitmod
 from swaptrace.fio import iolog
-from swaptrace.fio.jobfile import validate_job_file
+from swaptrace.fio.jobfile import IOENGINES, validate_job_file
 from swaptrace.units import format_bytes, parse_bytes
 
 #: fixed request sizes of the sweep (fio size suffixes are binary)
@@ -277,14 +276,7 @@ def build_jobs(
         ``out_dir`` exists (without ``force``) or cannot be written.
     """
     stream = traceio.open_trace(stream_path, "swapio")
-    if iodepth < 1:
-        raise ConfigError(f"iodepth: must be at least 1, got {iodepth}")
-    if max_requests is not None and max_requests < 1:
-        raise ConfigError(f"max-requests: must be at least 1, got {max_requests}")
-    for label in sweep_sizes:
-        size = parse_bytes(label, "sweep size")
-        if size <= 0 or size % 512:
-            raise ConfigError(f"sweep size: {label!r} is not a positive multiple of 512 bytes")
+    _check_job_options(ioengine, iodepth, max_requests, sweep_sizes)
     end, max_len, n = iolog.stream_extent(stream)
     if n == 0:
         raise TraceFileError(f"{stream_path}: the stream has no read or write requests")
@@ -293,7 +285,7 @@ def build_jobs(
     remap = iolog.plan_remap(end, max_len, size_bytes)
     out = Path(out_dir)
     _check_out_dir(out, force)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
+    tmp = traceio.make_partial_folder(out)
     try:
         info = iolog.write_iolog_v2(stream, tmp / IOLOG_NAME, remap, timed=True, max_requests=max_requests)
         fit = fitmod.fit_stream(stream, remap)
@@ -317,17 +309,23 @@ def build_jobs(
     return JobFolder(out, manifest, tuple(jobs))
 
 
+def _check_job_options(ioengine: str, iodepth: int, max_requests: int | None, sweep_sizes: tuple[str, ...]) -> None:
+    if ioengine not in IOENGINES:
+        raise ConfigError(f"ioengine: {ioengine!r} is not one of {', '.join(IOENGINES)}")
+    if iodepth < 1:
+        raise ConfigError(f"iodepth: must be at least 1, got {iodepth}")
+    if max_requests is not None and max_requests < 1:
+        raise ConfigError(f"max-requests: must be at least 1, got {max_requests}")
+    if not sweep_sizes:
+        raise ConfigError("sweep: give at least one request size")
+    for label in sweep_sizes:
+        size = parse_bytes(label, "sweep size")
+        if size <= 0 or size % 512:
+            raise ConfigError(f"sweep size: {label!r} is not a positive multiple of 512 bytes")
+
+
 def _check_out_dir(out: Path, force: bool) -> None:
-    if out.exists() and not out.is_dir():
-        raise OutputError(f"{out}: exists and is not a folder")
-    if out.is_dir() and any(out.iterdir()) and not force:
-        raise OutputError(f"{out}: exists and is not empty; pass --force to replace it")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"{out.parent}: cannot create folder ({exc.strerror})") from None
-    if not os.access(out.parent, os.W_OK):
-        raise OutputError(f"{out.parent}: folder is not writable")
+    traceio.check_output_folder(out, force)
 
 
 def _manifest(stream, stream_path, remap, info, fit, pre, jobs, ioengine, iodepth, direct) -> dict:

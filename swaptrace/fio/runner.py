@@ -38,14 +38,13 @@ import shutil
 import signal
 import stat
 import subprocess
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from swaptrace import blockdev
+from swaptrace import blockdev, traceio
 from swaptrace.errors import ConfigError, OutputError, ToolError
 from swaptrace.fio import jobs as jobsmod
 from swaptrace.fio import results as resmod
@@ -364,9 +363,9 @@ def run_jobs(
             echo(f"note: {fio_bin.text}; swaptrace's fio workarounds were verified on fio-3.33")
         final = (Path(out_dir) if out_dir else
                  jdir / jobsmod.RUNS_DIR / _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ"))
-        if final.exists() and (not final.is_dir() or any(final.iterdir())) and not force:
+        if final.is_dir() and any(final.iterdir()) and not force:
             raise OutputError(f"{final}: exists; choose another --output or pass --force")
-        final.parent.mkdir(parents=True, exist_ok=True)
+        traceio.check_output_folder(final, force=True)
         run_info = {"target": str(tpath), "target_is_device": tgt.is_device, "size_bytes": size_bytes,
                     "runtime_s": runtime_s, "fio": fio_bin.text, "jobs_dir": str(jdir.resolve())}
         outcome = _run_into(final, steps, manifest, fio_bin, jdir, tgt, tpath, size_bytes, run_info, echo)
@@ -420,7 +419,7 @@ def _dry_run(steps, fio_bin: Fio, jdir: Path, tpath: Path, tgt: Target, size_byt
 def _run_into(final: Path, steps, manifest: dict, fio_bin: Fio, jdir: Path, tgt: Target, tpath: Path,
               size_bytes: int, run_info: dict, echo) -> RunOutcome:
     """Run every step into a temporary folder renamed to ``final`` at the end (removed on any failure)."""
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
+    tmp = traceio.make_partial_folder(final)
     commands: list[str] = []
     old_sigterm = _sigterm_as_interrupt()
     try:

@@ -1,0 +1,426 @@
+"""Every command against a table of bad inputs: one line on stderr, exit 2, no traceback, nothing left.
+
+The table is built from option classes (docs/safety.md lists them): each command's numeric options get
+non-numbers, negatives, zero, nan, inf and huge values; sizes get junk and absurd sizes; choices get
+unknown names; file arguments get missing files, folders, plain Parquet, text, empty files, the wrong
+kind and a trace whose data pages are corrupt under a valid footer; plus rows for single options
+(``ssd synth --volume nanx``, ``fio import`` of malformed logs, bad model specs, ...). For each row the
+test snapshots the output folder (and the inputs' folder) before and after: no new file anywhere.
+A few rows also run as real subprocesses to see the interpreter's own stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from safety_helpers import invoke, make_inputs, snapshot
+
+# where a row's own outputs go; replaced per row by a fresh folder
+OUT = "{out}"
+
+
+def _trace_files():
+    """File-argument classes: (id, placeholder) for a path that is not a good input of the wanted kind."""
+    return [("missing", "{base}/no-such.parquet"), ("folder", "{folder}"), ("plain-parquet", "{plain}"),
+            ("text", "{text}"), ("empty-file", "{empty}"), ("corrupt-pages", "{corrupt}")]
+
+
+NUMBER_JUNK = [("word", "abc"), ("empty", "")]
+FLOAT_BAD = [("nan", "nan"), ("inf", "inf"), ("-inf", "-inf"), ("huge", "1e30")]
+SIZE_BAD = [("word", "abc"), ("empty", ""), ("negative", "-1"), ("nan", "nan"), ("inf", "inf"), ("huge", "1e30"),
+            ("unit", "12xyz"), ("hex", "0x10")]
+
+
+def _rows():
+    rows: list[tuple[str, list[str]]] = []
+
+    def add(cls: str, *args):
+        rows.append((cls, [str(a) for a in args]))
+
+    # -- presets ---------------------------------------------------------------------------------
+    add("preset:unknown", "presets", "nope")
+    add("preset:missing-toml", "presets", "{base}/nope.toml")
+    add("preset:text-toml", "presets", "{badtoml}")
+    for cid, v in SIZE_BAD + [("zero", "0"), ("odd", "3000"), ("huge-int", "99999999999999999999")]:
+        add(f"presets --page-bytes {cid}", "presets", "tiny", "--page-bytes", v)
+    for key, _text in _SPEC_ROWS:
+        add(f"spec:{key}", "presets", "{spec_" + key + "}")
+
+    # -- generate ----------------------------------------------------------------------------------
+    gen = ["generate", "--preset", "tiny", "-o", OUT + "/g.access.parquet"]
+    for opt, bad in (("--steps", ["abc", "", "-1", "0", "1e12", "99999999999999999999", "nan"]),
+                     ("--seed", ["abc", "", "-1", "1e30", "99999999999999999999999"]),
+                     ("--first-step", ["abc", "-1", "99999999999999999999", "4294967295"]),
+                     ("--alpha", ["abc", "", "0", "-1", "nan", "inf", "1e30", "-inf"]),
+                     ("--reuse", ["abc", "-0.5", "1.5", "nan", "inf"]),
+                     ("--optimizer", ["bogus", ""]),
+                     ("--dedup", ["bogus", ""]),
+                     ("--page-bytes", ["abc", "0", "3000", "-1", "nan", "1e30", "1TiB"])):
+        for v in bad:
+            add(f"generate {opt} {v or 'empty'}", *gen, opt, v)
+    add("generate --preset unknown", "generate", "--preset", "nope", "-o", OUT + "/g.parquet")
+    add("generate --preset and --spec", "generate", "--preset", "tiny", "--spec", "{spec_dim}", "-o", OUT + "/g.parquet")
+    add("generate -o empty", "generate", "--preset", "tiny", "-o", "")
+    add("generate -o folder", "generate", "--preset", "tiny", "-o", OUT)
+    add("generate --steps absent-folder-parent-is-file", "generate", "--preset", "tiny", "-o", "{text}/x.parquet")
+    for key, _ in _SPEC_ROWS:
+        add(f"generate --spec {key}", "generate", "--spec", "{spec_" + key + "}", "-o", OUT + "/g.parquet")
+    add("generate --spec missing", "generate", "--spec", "{base}/nope.toml", "-o", OUT + "/g.parquet")
+    add("generate --spec not-toml", "generate", "--spec", "{badtoml}", "-o", OUT + "/g.parquet")
+    add("generate unknown option", *gen, "--bogus", "1")
+
+    # -- inspect -----------------------------------------------------------------------------------
+    for cid, p in _trace_files():
+        if cid != "corrupt-pages":  # inspect reads the metadata only
+            add(f"inspect {cid}", "inspect", p)
+    for v in ("-1", "abc", "", "nan", "99999999999999999999"):
+        add(f"inspect --top {v or 'empty'}", "inspect", "{access}", "--top", v)
+
+    # -- emulate -----------------------------------------------------------------------------------
+    emu = ["emulate", "{access}", "-o", OUT + "/s.swapio.parquet"]
+    emf = [*emu, "--memory-fraction", "0.5"]
+    for cid, p in [*_trace_files(), ("swapio-kind", "{stream}")]:
+        add(f"emulate trace {cid}", "emulate", p, "-o", OUT + "/s.parquet", "--memory-fraction", "0.5")
+    for cid, v in SIZE_BAD + [("zero", "0"), ("above-footprint", "1TiB")]:
+        add(f"emulate --memory {cid}", *emu, "--memory", v)
+    for v in ("abc", "", "0", "-0.5", "1.5", "nan", "inf", "1e30"):
+        add(f"emulate --memory-fraction {v or 'empty'}", *emu, "--memory-fraction", v)
+    add("emulate both budgets", *emu, "--memory", "1MiB", "--memory-fraction", "0.5")
+    add("emulate no budget", *emu)
+    for opt, bad in (("--policy", ["bogus", ""]), ("--readahead", ["bogus", ""]),
+                     ("--initial-state", ["bogus"]), ("--writeback-completes", ["bogus"]),
+                     ("--profile", ["bogus", "{base}/nope.toml", "{badtoml}"]),
+                     ("--page-cluster", ["abc", "-1", "11", "99999999999999999999"]),
+                     ("--cluster-slots", ["abc", "0", "-1", "99999999999999999999"]),
+                     ("--swap-bytes", ["abc", "-1", "4096", "nan", "1e30"]),
+                     ("--max-request", ["abc", "0", "100", "-1", "nan", "1e30"]),
+                     ("--step-us", ["abc", "0", "-1", "nan", "inf", "1e300"]),
+                     ("--reclaim-batch", ["abc", "0", "-1", "99999999999999999999"]),
+                     ("--writeback-lag", ["abc", "-1", "99999999999999999999"]),
+                     ("--stats-flush-steps", ["abc", "-1", "99999999999999999999"]),
+                     ("--write-cost", ["abc", "0", "-1", "99999999999999999999"]),
+                     ("--fill-write-credit", ["abc", "-1", "99999999999999999999"])):
+        for v in bad:
+            add(f"emulate {opt} {v or 'empty'}", *emf, opt, v)
+    add("emulate -o folder", "emulate", "{access}", "-o", OUT, "--memory-fraction", "0.5")
+    add("emulate -o exists", "emulate", "{access}", "-o", "{stream}", "--memory-fraction", "0.5")
+
+    # -- mrc -----------------------------------------------------------------------------------------
+    mrc = ["mrc", "{access}", "-o", OUT + "/m.csv"]
+    for cid, p in [*_trace_files(), ("swapio-kind", "{stream}")]:
+        add(f"mrc trace {cid}", "mrc", p, "-o", OUT + "/m.csv")
+    for opt, bad in (("--sample-rate", ["abc", "", "0", "-1", "1.5", "nan", "inf", "1e30"]),
+                     ("--sample-pages", ["abc", "0", "-1", "99999999999999999999"]),
+                     ("--points", ["abc", "-1", "99999999999999999999"]),
+                     ("--budget", ["abc", "", "0", "-1", "nan", "1e30"]),
+                     ("--plot", [OUT + "/x.xyz", OUT + "/x", OUT, OUT + "/x.PNGX"])):
+        for v in bad:
+            add(f"mrc {opt} {v.replace(OUT, 'OUT') or 'empty'}", *mrc, opt, v)
+    add("mrc both samplings", *mrc, "--sample-rate", "0.1", "--sample-pages", "100")
+    add("mrc -o exists", "mrc", "{access}", "-o", "{iolog}")
+
+    # -- export --------------------------------------------------------------------------------------
+    for cid, p in [*_trace_files(), ("swapio-kind", "{stream}")]:
+        for fmt in ("libcachesim", "csv"):
+            add(f"export {fmt} {cid}", "export", p, "--format", fmt, "-o", OUT + "/e.bin")
+    add("export --format bogus", "export", "{access}", "--format", "bogus", "-o", OUT + "/e.bin")
+    add("export -o missing", "export", "{access}")
+    add("export -o folder", "export", "{access}", "-o", OUT)
+
+    # -- compare -------------------------------------------------------------------------------------
+    for cid, p in [*_trace_files(), ("access-kind", "{access}")]:
+        add(f"compare a {cid}", "compare", p, "{stream}")
+        add(f"compare b {cid}", "compare", "{stream}", p)
+    for opt in ("--tolerance", "--ks-tolerance"):
+        for v in ("abc", "", "-1", "nan", "inf", "-inf"):
+            add(f"compare {opt} {v or 'empty'}", "compare", "{stream}", "{stream}", opt, v)
+    add("compare --plot x.xyz", "compare", "{stream}", "{stream}", "--plot", OUT + "/c.xyz")
+    add("compare --plot no-suffix", "compare", "{stream}", "{stream}", "--plot", OUT + "/c")
+
+    # -- ssd -----------------------------------------------------------------------------------------
+    synth = ["ssd", "synth", "--pattern", "randwrite", "--volume", "0.05x", "--capacity", "64MiB", "--no-timing",
+             "-o", OUT + "/t.parquet"]
+    replay = ["ssd", "replay", "{stream}", "--capacity", "256MiB", "-o", OUT + "/t.parquet"]
+    thesis = ["ssd", "thesis", "-o", OUT + "/t.json"]
+    device_bad = (("--device", ["bogus", "{base}/nope.toml", "{badtoml}", ""]),
+                  ("--capacity", ["abc", "0", "-1", "nan", "1e30", "1EiB"]),
+                  ("--op", ["abc", "0", "-1", "nan", "inf", "1e30"]),
+                  ("--spare-factor", ["abc", "0", "1", "-1", "nan", "inf"]),
+                  ("--channels", ["abc", "0", "-1", "99999999999999999999"]),
+                  ("--dies-per-channel", ["0", "-1", "99999999999999999999"]),
+                  ("--planes", ["0", "-1", "99999999999999999999"]),
+                  ("--blocks-per-plane", ["0", "-1", "99999999999999999999"]),
+                  ("--pages-per-block", ["0", "-1", "99999999999999999999"]),
+                  ("--page-size", ["abc", "0", "-1", "3000", "1e30"]),
+                  ("--read-us", ["abc", "-1", "nan", "inf"]),
+                  ("--program-us", ["-1", "nan", "inf"]),
+                  ("--erase-us", ["-1", "nan", "inf"]),
+                  ("--channel-mb-s", ["0", "-1", "nan", "inf"]),
+                  ("--host-mb-s", ["0", "-1", "nan", "inf"]),
+                  ("--gc", ["bogus", ""]),
+                  ("--gc-free", ["-1", "1", "nan", "inf"]),
+                  ("--bg-gc-free", ["-1", "1", "nan", "inf"]),
+                  ("--write-buffer", ["abc", "-1", "nan", "1e30"]))
+    for opt, bad in device_bad:
+        for v in bad:
+            add(f"ssd synth {opt} {v or 'empty'}", *synth, opt, v)
+    for opt, bad in device_bad[:4]:
+        for v in bad:
+            add(f"ssd replay {opt} {v or 'empty'}", *replay, opt, v)
+            add(f"ssd thesis {opt} {v or 'empty'}", *thesis, opt, v)
+    add("ssd synth --op and --spare-factor", *synth, "--op", "0.1", "--spare-factor", "0.1")
+    for opt, bad in (("--pattern", ["bogus", ""]), ("--bs", ["abc", "0", "-1", "100", "nan", "1e30", "1TiB"]),
+                     ("--volume", ["abc", "nanx", "infx", "1e30x", "0x", "-1x", "0", "-1", "x", "1e30"]),
+                     ("--iodepth", ["abc", "-1", "99999999999999999999"]),
+                     ("--precondition", ["bogus"]),
+                     ("--rwmix-read", ["abc", "-1", "101", "nan", "inf"]),
+                     ("--hot-writes", ["-1", "0", "1", "2", "nan"]),
+                     ("--hot-fraction", ["-1", "0", "1", "2", "nan"]),
+                     ("--window", ["abc", "0", "-1", "nan", "1e30"]),
+                     ("--seed", ["abc", "-1", "99999999999999999999"])):
+        for v in bad:
+            add(f"ssd synth {opt} {v or 'empty'}", *synth, opt, v)
+    for cid, p in [*_trace_files(), ("access-kind", "{access}")]:
+        add(f"ssd replay stream {cid}", "ssd", "replay", p, "--capacity", "256MiB", "-o", OUT + "/t.parquet")
+    for opt, bad in (("--iodepth", ["abc", "-1", "0", "99999999999999999999"]),
+                     ("--precondition", ["bogus"]), ("--fit", ["bogus", ""]),
+                     ("--window", ["abc", "0", "-1", "nan"]), ("--seed", ["-1", "99999999999999999999"])):
+        for v in bad:
+            add(f"ssd replay {opt} {v or 'empty'}", *replay, opt, v)
+    add("ssd replay too small a device", "ssd", "replay", "{stream}", "--capacity", "1MiB", "-o", OUT + "/t.parquet")
+    for opt, bad in (("--drive-writes", ["abc", "", "0", "-1", "nan", "inf", "1e30"]),
+                     ("--iodepth", ["abc", "0", "-1", "99999999999999999999"]),
+                     ("--write-iodepth", ["0", "-1", "99999999999999999999"]),
+                     ("--seed", ["-1", "99999999999999999999"])):
+        for v in bad:
+            add(f"ssd thesis {opt} {v or 'empty'}", *thesis, opt, v)
+    add("ssd unknown subcommand", "ssd", "bogus")
+
+    # -- fio -----------------------------------------------------------------------------------------
+    jobs = ["fio", "jobs", "{stream}", "-o", OUT + "/jobs"]
+    for cid, p in [*_trace_files(), ("access-kind", "{access}")]:
+        add(f"fio jobs stream {cid}", "fio", "jobs", p, "-o", OUT + "/jobs")
+    for opt, bad in (("--size", ["abc", "0", "-1", "nan", "1e30", "100"]),
+                     ("--max-requests", ["abc", "0", "-1", "99999999999999999999"]),
+                     ("--ioengine", ["bogus", "", "psync;rm", "libaio extra"]),
+                     ("--iodepth", ["abc", "0", "-1", "99999999999999999999"]),
+                     ("--sweep", ["", ",", "abc", "0", "100", "4k,,-1", "1e30"])):
+        for v in bad:
+            add(f"fio jobs {opt} {v or 'empty'}", *jobs, opt, v)
+    add("fio jobs -o a file", "fio", "jobs", "{stream}", "-o", "{iolog}")
+    run = ["fio", "run", "{jobs}", "--target", OUT + "/target.dat", "--size", "8MiB", "--runtime", "1",
+           "-o", OUT + "/run"]
+    for opt, bad in (("--size", ["abc", "0", "-1", "nan", "1e30", "4k"]),
+                     ("--runtime", ["abc", "0", "-1", "99999999999999999999"]),
+                     ("--jobs", ["", ",", "bogus", "seqwrite,bogus"]),
+                     ("--target", ["", OUT, "/dev/null", "{base}/no-folder/t.dat"]),
+                     ("--fio", ["{base}/no-such-fio"])):
+        for v in bad:
+            add(f"fio run {opt} {v.replace(OUT, 'OUT') or 'empty'}", *run, opt, v)
+    for cid, p in (("missing", "{base}/nope"), ("file", "{iolog}"), ("not-jobs", "{folder}")):
+        add(f"fio run jobs-dir {cid}", "fio", "run", p, "--target", OUT + "/target.dat", "-o", OUT + "/run")
+        add(f"fio results {cid}", "fio", "results", p)
+        add(f"fio compare {cid}", "fio", "compare", p)
+    imp = ["fio", "import", "{iolog}", "-o", OUT + "/i.swapio.parquet"]
+    for key in _IOLOG_ROWS:
+        add(f"fio import log {key}", "fio", "import", "{iolog_" + key + "}", "-o", OUT + "/i.swapio.parquet")
+    for cid, p in (("missing", "{base}/nope.log"), ("folder", "{folder}"), ("parquet", "{access}"),
+                   ("empty-file", "{empty}")):
+        add(f"fio import log {cid}", "fio", "import", p, "-o", OUT + "/i.swapio.parquet")
+    for opt, bad in (("--page-bytes", ["abc", "0", "-1", "3000", "99999999999999999999"]),
+                     ("--device-size", ["abc", "0", "-1", "nan", "1e30", "4k"]),
+                     ("--file", ["/dev/other"])):
+        for v in bad:
+            add(f"fio import {opt} {v}", *imp, opt, v)
+    add("fio compare --model missing", "fio", "compare", "{folder}", "--model", "{base}/nope.json")
+
+    # -- run -----------------------------------------------------------------------------------------
+    prun = ["run", "--preset", "tiny", "--steps", "2", "--no-fio", "--no-thesis", "-o", OUT + "/p"]
+    for opt, bad in (("--preset", ["bogus", "{base}/nope.toml", "{spec_dim}"]),
+                     ("--steps", ["abc", "0", "-1", "99999999999999999999"]),
+                     ("--seed", ["abc", "-1", "99999999999999999999"]),
+                     ("--memory", ["abc", "0", "-1", "nan", "1e30", "1TiB", ""]),
+                     ("--memory-fraction", ["abc", "0", "-1", "2", "nan", "inf"]),
+                     ("--policy", ["bogus", ""]), ("--readahead", ["bogus", ""]),
+                     ("--device", ["bogus", "{badtoml}"]),
+                     ("--ssd-capacity", ["abc", "0", "-1", "nan", "1e30"]),
+                     ("--fio-size", ["abc", "0", "-1", "nan"]),
+                     ("--fio-runtime", ["abc", "0", "-1", "99999999999999999999"])):
+        for v in bad:
+            add(f"run {opt} {v or 'empty'}", *prun, opt, v)
+    add("run both budgets", *prun, "--memory", "1MiB", "--memory-fraction", "0.5")
+    add("run -o a file", "run", "--preset", "tiny", "--steps", "2", "--no-fio", "-o", "{iolog}")
+
+    # -- report --------------------------------------------------------------------------------------
+    add("report missing folder", "report", "{base}/nope")
+    add("report a file", "report", "{iolog}")
+    add("report -o the input folder", "report", "{base}", "-o", "{base}")
+    add("report -o a parent of the input", "report", "{base}", "-o", "{base}/..")
+    add("report -o a folder of other files", "report", "{base}", "-o", "{folder_full}")
+    add("report -o a file", "report", "{base}", "-o", "{iolog}")
+
+    # -- capture (refused before anything is set up) -------------------------------------------------
+    cap = ["capture", "{access}", "-o", OUT + "/k.swapio.parquet", "--memory-fraction", "0.5"]
+    add("capture no trace", "capture")
+    for cid, p in (("missing", "{base}/nope.parquet"), ("folder", "{folder}"), ("swapio-kind", "{stream}")):
+        add(f"capture trace {cid}", "capture", p, "-o", OUT + "/k.parquet", "--memory", "1MiB")
+    for v in ("abc", "-1", "nan", "0"):
+        add(f"capture --memory {v}", "capture", "{access}", "-o", OUT + "/k.parquet", "--memory", v)
+    for opt, bad in (("--memory-fraction", ["abc", "nan", "inf", "0", "2"]),
+                     ("--compute", ["bogus"]), ("--swap-size", ["abc", "-1", "nan"]),
+                     ("--buffer-size", ["abc", "-1", "0", "nan"]), ("--timeout", ["abc", "0", "-1", "nan"])):
+        for v in bad:
+            add(f"capture {opt} {v}", *cap, opt, v)
+
+    # -- the group -----------------------------------------------------------------------------------
+    add("unknown command", "bogus")
+    add("unknown fio subcommand", "fio", "bogus")
+    return rows
+
+
+#: model specs with one bad value each (TOML text appended to a valid one-table spec)
+_SPEC_BASE = 'name = "x"\nbatch_size = {batch}\nbottom_mlp = [4, 4]\ntop_mlp = [4]\n\n[[tables]]\nrows = 100\n'
+_SPEC_ROWS = [
+    ("dim", _SPEC_BASE.format(batch=4) + "dim = 1000000000000\n"),
+    ("dim-float", _SPEC_BASE.format(batch=4) + "dim = 1e12\n"),
+    ("batch", _SPEC_BASE.format(batch=1000000000000) + "dim = 4\n"),
+    ("lookups", _SPEC_BASE.format(batch=4) + "dim = 4\nlookups = 1000000000000\n"),
+    ("lookups-values", _SPEC_BASE.format(batch=4) + "dim = 4\nlookups = { values = [1000000000000], probs = [1.0] }\n"),
+    ("alpha", _SPEC_BASE.format(batch=4) + "dim = 4\nalpha = 1e30\n"),
+    ("alpha-nan", _SPEC_BASE.format(batch=4) + "dim = 4\nalpha = nan\n"),
+    ("rows", _SPEC_BASE.format(batch=4).replace("rows = 100", "rows = 0") + "dim = 4\n"),
+    ("count", _SPEC_BASE.format(batch=4) + "dim = 4\ncount = 1000000000\n"),
+    ("width", _SPEC_BASE.format(batch=4).replace("[4, 4]", "[4, 1000000000000]") + "dim = 4\n"),
+    ("lookups-per-step", _SPEC_BASE.format(batch=4000000) + "dim = 4\nlookups = 60000\n"),
+    ("dtype", _SPEC_BASE.format(batch=4) + 'dim = 4\ndtype = "float128"\n'),
+    ("unknown-key", _SPEC_BASE.format(batch=4) + "dim = 4\nbogus = 1\n"),
+    ("no-tables", 'name = "x"\nbatch_size = 4\nbottom_mlp = [4, 4]\ntop_mlp = [4]\n'),
+]
+
+#: fio iologs with one problem each
+_IOLOG_HEAD = "fio version 2 iolog\n/dev/x add\n/dev/x open\n"
+_IOLOG_ROWS = {
+    "unknown-op": _IOLOG_HEAD + "/dev/x write 0 4096\n/dev/x frobnicate 0 4096\n",
+    "zero-length": _IOLOG_HEAD + "/dev/x write 0 0\n",
+    "unaligned-offset": _IOLOG_HEAD + "/dev/x write 100 4096\n",
+    "unaligned-length": _IOLOG_HEAD + "/dev/x write 0 1000\n",
+    "negative": _IOLOG_HEAD + "/dev/x write -4096 4096\n",
+    "not-a-number": _IOLOG_HEAD + "/dev/x write zero 4096\n",
+    "no-header": "/dev/x write 0 4096\n",
+    "version-9": "fio version 9 iolog\n/dev/x write 0 4096\n",
+    "no-requests": _IOLOG_HEAD + "/dev/x close\n",
+    "huge": _IOLOG_HEAD + "/dev/x write 99999999999999999999999 4096\n",
+    "binary": "fio version 2 iolog\n\x00\x01\x02\xff\n",
+}
+
+ROWS = _rows()
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    base = tmp_path_factory.mktemp("bad-inputs")
+    paths = make_inputs(base)
+    for key, text in _SPEC_ROWS:
+        paths[f"spec_{key}"] = base / f"spec-{key}.toml"
+        paths[f"spec_{key}"].write_text(text)
+    for key, text in _IOLOG_ROWS.items():
+        paths[f"iolog_{key}"] = base / f"{key}.iolog"
+        paths[f"iolog_{key}"].write_bytes(text.encode("latin-1"))
+    paths["badtoml"] = base / "bad.toml"
+    paths["badtoml"].write_text("this is [not toml\n")
+    paths["folder_full"] = base / "other-files"
+    paths["folder_full"].mkdir()
+    (paths["folder_full"] / "keep.txt").write_text("keep")
+    return paths
+
+
+def _fill(args: list[str], inputs: dict, out) -> list[str]:
+    values = {k: str(v) for k, v in inputs.items()} | {"out": str(out)}
+    return [a.format(**values) for a in args]
+
+
+def test_the_table_is_large_and_its_ids_unique():
+    assert len(ROWS) >= 450
+    assert len({cls for cls, _ in ROWS}) == len(ROWS)
+
+
+@pytest.mark.parametrize("args", [a for _, a in ROWS], ids=[c for c, _ in ROWS])
+def test_bad_input(inputs, tmp_path, monkeypatch, args):
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.chdir(tmp_path)  # generate's default output (traces/...) would land here
+    before, before_inputs = snapshot(tmp_path), snapshot(inputs["base"])
+    r = invoke(*_fill(args, inputs, out))
+    assert r.exit_code == 2, (r.exit_code, r.output, r.exception)
+    assert "Traceback" not in r.output
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), r.stderr
+    assert snapshot(tmp_path) == before, "left files behind"
+    assert snapshot(inputs["base"]) == before_inputs, "left files beside the inputs"
+
+
+#: rows run as real processes: the interpreter's own stderr, exit code and nothing after it
+SUBPROCESS_ROWS = ["generate --spec dim", "emulate trace corrupt-pages", "mrc trace corrupt-pages",
+                   "export csv corrupt-pages", "mrc --plot OUT/x.xyz", "ssd synth --volume nanx",
+                   "ssd thesis --drive-writes nan", "run --memory 0", "run --memory-fraction nan",
+                   "run --ssd-capacity 0", "emulate --policy bogus", "fio jobs --sweep empty"]
+
+
+@pytest.mark.parametrize("cls", SUBPROCESS_ROWS)
+def test_bad_input_in_a_real_process(inputs, tmp_path, cls):
+    (args,) = [a for c, a in ROWS if c == cls]
+    out = tmp_path / "out"
+    out.mkdir()
+    before = snapshot(tmp_path)
+    env = dict(os.environ, PYTHONWARNINGS="error")
+    exe = Path(sys.executable).with_name("swaptrace")  # the installed console script, as users run it
+    r = subprocess.run([str(exe), *_fill(args, inputs, out)], capture_output=True,
+                       text=True, cwd=tmp_path, env=env, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr
+    assert len(r.stderr.splitlines()) == 1, r.stderr
+    assert snapshot(tmp_path) == before
+
+
+def test_a_run_whose_stream_is_empty_gets_a_report(tmp_path):
+    # the whole footprint fits: no swap I/O at all, so the SSD summary has no WAF (None)
+    r = invoke("run", "--preset", "tiny", "--steps", "3", "--memory-fraction", "1", "--no-fio", "--no-thesis",
+               "-o", tmp_path / "p")
+    assert r.exit_code == 0, r.output
+    from swaptrace.traceio import open_trace
+
+    assert open_trace(tmp_path / "p" / "swapio.parquet").num_rows == 0
+    text = (tmp_path / "p" / "report" / "report.md").read_text()
+    assert "n/a" in text
+
+
+def test_a_failing_report_leaves_the_earlier_one_whole(inputs, tmp_path, monkeypatch):
+    import shutil
+
+    from swaptrace import report as rep
+
+    folder = tmp_path / "f"
+    shutil.copytree(inputs["base"], folder, ignore=shutil.ignore_patterns("*.toml", "*.iolog", "other-files"))
+    shutil.copyfile(inputs["access"], folder / "access.parquet")
+    shutil.copyfile(inputs["stream"], folder / "swapio.parquet")
+    assert invoke("report", folder).exit_code == 0
+    first = {p.name: p.read_bytes() for p in (folder / "report").iterdir()}
+    calls = []
+
+    def failing(out, name, draw, report, size=(7, 4)):
+        calls.append(name)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # as a Ctrl-C half-way through the figures
+        return real(out, name, draw, report, size)
+
+    real = rep._figure
+    monkeypatch.setattr(rep, "_figure", failing)
+    before = snapshot(folder)
+    r = invoke("report", folder)
+    assert r.exit_code == 130
+    assert snapshot(folder) == before  # no partial folder beside it
+    assert {p.name: p.read_bytes() for p in (folder / "report").iterdir()} == first
