@@ -26,6 +26,7 @@ from swaptrace.commands import (
     report,
     run,
     ssd,
+    sweep,
 )
 from swaptrace.errors import SwaptraceError
 
@@ -67,5 +68,5 @@ def cli() -> None:
 
 
 # in pipeline order, as ``--help`` lists them
-for _module in (presets, generate, inspect, emulate, mrc, export, capture, compare, ssd, fio, run, report):
+for _module in (presets, generate, inspect, emulate, mrc, export, capture, compare, ssd, fio, run, sweep, report):
     cli.add_command(_module.command)
