@@ -215,7 +215,7 @@ def run_point(point: SweepPoint, trace: str, out_dir: str) -> dict[str, Any]:
            "memory_bytes": int(res.params["requested_memory_bytes"]),
            "accesses": res.accesses, "faults": res.faults, "pages_in": res.pages_in, "pages_out": res.pages_out,
            "read_requests": int(requests.get("read", 0)), "write_requests": int(requests.get("write", 0)),
-           "bytes_read": res.bytes_read, "bytes_written": res.bytes_written, "waf": float(ssd["waf"]),
+           "bytes_read": res.bytes_read, "bytes_written": res.bytes_written, "waf": ssd.get("waf"),  # None when nothing was written
            "throughput_mb_s": ssd.get("throughput_mb_s"), "read_mb_s": ssd.get("read_mb_s"),
            "write_mb_s": ssd.get("write_mb_s"), "step_time_us": None, "emulate_s": t1 - t0, "ssd_s": t2 - t1,
            "worker": f"{socket.gethostname()}:{os.getpid()}"}
