@@ -69,8 +69,18 @@ def connect(workers: int | None = None, scheduler: str | None = None) -> Iterato
         yield client
 
 
-def single_threaded() -> None:
-    """Hold numba's parallel kernels to one thread in this worker (the cluster gives one core per worker)."""
+@contextlib.contextmanager
+def single_threaded() -> Iterator[None]:
+    """Hold numba's parallel kernels to one thread while a task runs (the cluster gives one core per worker).
+
+    numba's thread count is per calling thread; the previous count comes back on exit, so a task
+    called in-process (tests, benchmarks) leaves the caller as it was.
+    """
     import numba
 
+    before = numba.get_num_threads()
     numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)

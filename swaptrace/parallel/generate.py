@@ -42,8 +42,8 @@ def step_ranges(first_step: int, steps: int, parts: int) -> list[tuple[int, int]
 
 
 def _part_task(spec: ModelSpec, path: str, first_step: int, steps: int, options: dict[str, Any]):
-    single_threaded()
-    _, summary, seen = generate_part(spec, path, steps=steps, first_step=first_step, **options)
+    with single_threaded():
+        _, summary, seen = generate_part(spec, path, steps=steps, first_step=first_step, **options)
     return summary, seen
 
 

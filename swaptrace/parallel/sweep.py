@@ -182,9 +182,9 @@ def _generate_input(preset: str, steps: int | None, seed: int, path: str) -> str
     """Generate a preset's trace for the sweep unless a finished one is already there."""
     from swaptrace.generate import generate_trace
 
-    single_threaded()
     if not Path(path).exists():
-        generate_trace(preset, path, steps=steps, seed=seed, force=True)
+        with single_threaded():
+            generate_trace(preset, path, steps=steps, seed=seed, force=True)
     return path
 
 
@@ -198,9 +198,8 @@ def run_point(point: SweepPoint, trace: str, out_dir: str) -> dict[str, Any]:
     from swaptrace.ssd.run import replay
     from swaptrace.stages import ssd_config_for
 
-    single_threaded()
     budget = {"memory_bytes": point.memory_bytes} if point.memory_bytes else {"memory_fraction": point.memory_fraction}
-    with tempfile.TemporaryDirectory(prefix="swaptrace-sweep-") as tmp:
+    with single_threaded(), tempfile.TemporaryDirectory(prefix="swaptrace-sweep-") as tmp:
         swapio = Path(tmp) / "swapio.parquet"
         t0 = time.perf_counter()
         res = emulate(trace, swapio, policy=point.policy, force=True, workers=1, **budget)
