@@ -9,7 +9,7 @@ count means other work took CPU time from the run):
   emulated and replayed on the SSD model; serial = :func:`run_point` one
   after the other in this process, Dask = :func:`run_sweep` on a running
   2-worker local cluster (cluster start-up reported apart);
-* **generation**: a demo trace; serial = :func:`generate_trace` in this
+* **generation**: an rm1 trace (100 steps, 45 M accesses; ``--quick`` 20); serial = :func:`generate_trace` in this
   process (numba on all cores, as ``swaptrace generate`` runs, and on one
   thread), Dask = :func:`generate_dataset` with 2 workers of one thread each.
 
@@ -53,15 +53,56 @@ def _row(name: str, med: float, times: list[float], loads: list[float], base: fl
             f"{', '.join(f'{x:.1f}' for x in loads)} | {speed} |")
 
 
+GEN_PRESET = "rm1"
+_counter = iter(range(1000))
+
+
+def _warm() -> None:
+    """Compile the generator's kernels in a worker (numba caches them per process)."""
+    with tempfile.TemporaryDirectory() as d:
+        generate_trace(GEN_PRESET, Path(d) / "w.access.parquet", steps=1)
+
+
+def _sweep_rows(points, spec, trace, root: Path, addr: str, args) -> list[str]:
+    def serial_sweep():
+        out = root / f"serial-{next(_counter)}"
+        out.mkdir()
+        for p in points:
+            run_point(p, str(trace), str(out))
+
+    s_med, s_t, s_l = _timed(serial_sweep, args.repeats)
+    d_med, d_t, d_l = _timed(lambda: run_sweep(spec, root / f"dask-{next(_counter)}", scheduler=addr), args.repeats)
+    return [_row("sweep, 16 points, serial (1 process)", s_med, s_t, s_l),
+            _row(f"sweep, 16 points, Dask {args.workers} workers", d_med, d_t, d_l, s_med)]
+
+
+def _generation_rows(root: Path, addr: str, steps: int, args) -> list[str]:
+    name = f"generate {GEN_PRESET} {steps} steps"
+    g_med, g_t, g_l = _timed(lambda: generate_trace(GEN_PRESET, root / "g.access.parquet", steps=steps, force=True),
+                             args.repeats)
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)
+    g1_med, g1_t, g1_l = _timed(lambda: generate_trace(GEN_PRESET, root / "g1.access.parquet", steps=steps,
+                                                       force=True), args.repeats)
+    numba.set_num_threads(threads)
+    gd_med, gd_t, gd_l = _timed(lambda: generate_dataset(GEN_PRESET, root / "gd.access.parquet", steps=steps,
+                                                         scheduler=addr, force=True), args.repeats)
+    return [_row(f"{name}, serial (numba {threads} threads)", g_med, g_t, g_l),
+            _row(f"{name}, serial (numba 1 thread)", g1_med, g1_t, g1_l),
+            _row(f"{name}, Dask {args.workers} workers (vs numba threads)", gd_med, gd_t, gd_l, g_med),
+            f"| (same Dask run vs serial on 1 thread) | | | | {g1_med / gd_med:.2f}x |"]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller trace and sweep")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--only", choices=("sweep", "generation"), default=None, help="run one of the two")
     args = ap.parse_args()
     from distributed import Client, LocalCluster
 
-    sweep_steps, gen_steps = (30, 100) if args.quick else (100, 600)
+    sweep_steps, gen_steps = (30, 20) if args.quick else (100, 100)
     root = Path(tempfile.mkdtemp(prefix="swaptrace-bench-dask-"))
     try:
         trace = generate_trace("demo", root / "demo.access.parquet", steps=sweep_steps, seed=0)
@@ -70,42 +111,18 @@ def main() -> None:
         points = spec.points()
         assert len(points) == 16
         run_point(points[0], str(trace), str(root / "warm"))  # numba compiles here, not in the timings
-        generate_trace("demo", root / "warm.access.parquet", steps=2)
-        counter = iter(range(1000))
-
-        def serial_sweep():
-            out = root / f"serial-{next(counter)}"
-            out.mkdir()
-            for p in points:
-                run_point(p, str(trace), str(out))
-
+        generate_trace(GEN_PRESET, root / "warm.access.parquet", steps=2)
         t = time.perf_counter()
         with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None,
                           silence_logs=40) as cluster, Client(cluster) as client:
             startup = time.perf_counter() - t
-            client.run(lambda: generate_trace("demo", tempfile.mktemp(suffix=".parquet"), steps=1))  # warm workers
+            client.run(_warm)
             addr = cluster.scheduler_address
             rows = ["| run | median s | runs s | load avg (1 min) at each run | speed-up |", "|---|---|---|---|---|"]
-            s_med, s_t, s_l = _timed(serial_sweep, args.repeats)
-            rows.append(_row("sweep, 16 points, serial (1 process)", s_med, s_t, s_l))
-            d_med, d_t, d_l = _timed(lambda: run_sweep(spec, root / f"dask-{next(counter)}", scheduler=addr),
-                                     args.repeats)
-            rows.append(_row(f"sweep, 16 points, Dask {args.workers} workers", d_med, d_t, d_l, s_med))
-            g_med, g_t, g_l = _timed(lambda: generate_trace("demo", root / "g.access.parquet", steps=gen_steps,
-                                                            force=True), args.repeats)
-            rows.append(_row(f"generate demo {gen_steps} steps, serial (numba {numba.get_num_threads()} threads)",
-                             g_med, g_t, g_l))
-            threads = numba.get_num_threads()
-            numba.set_num_threads(1)
-            g1_med, g1_t, g1_l = _timed(lambda: generate_trace("demo", root / "g1.access.parquet", steps=gen_steps,
-                                                               force=True), args.repeats)
-            numba.set_num_threads(threads)
-            rows.append(_row(f"generate demo {gen_steps} steps, serial (numba 1 thread)", g1_med, g1_t, g1_l))
-            gd_med, gd_t, gd_l = _timed(lambda: generate_dataset("demo", root / "gd.access.parquet", steps=gen_steps,
-                                                                 scheduler=addr, force=True), args.repeats)
-            rows.append(_row(f"generate demo {gen_steps} steps, Dask {args.workers} workers (vs numba threads)",
-                             gd_med, gd_t, gd_l, g_med))
-            rows.append(f"| (same Dask run vs serial on 1 thread) | | | | {g1_med / gd_med:.2f}x |")
+            if args.only in (None, "sweep"):
+                rows += _sweep_rows(points, spec, trace, root, addr, args)
+            if args.only in (None, "generation"):
+                rows += _generation_rows(root, addr, gen_steps, args)
         print(f"cores: {os.cpu_count()}, local cluster start-up {startup:.1f} s (not in the times below)\n")
         print("\n".join(rows))
     finally:
