@@ -12,6 +12,7 @@ from cli_helpers import run_cli, the_error
 
 from swaptrace.errors import ConfigError
 from swaptrace.pagecache import emulate
+from swaptrace.parallel.cluster import SCHEDULER_ENV
 from swaptrace.parallel.sweep import SweepSpec, finished_keys, load_sweep_spec, read_results, run_sweep
 
 pytest.importorskip("distributed", reason="the dask extra is not installed")
@@ -51,7 +52,7 @@ def test_bad_sweeps_are_refused_before_anything_runs(tmp_path, args, message):
     assert not (tmp_path / "out").exists()
 
 
-def test_sweep_writes_one_row_per_point_equal_to_a_direct_run_and_resumes(tmp_path):
+def test_sweep_writes_one_row_per_point_equal_to_a_direct_run_and_resumes(tmp_path, monkeypatch):
     out = tmp_path / "out"
     r = run_cli("sweep", "--preset", "tiny", "--steps", 4, "--memory-fraction", 0.3, "--memory-fraction", 0.6,
                 "--policy", "linux", "--policy", "lru", "--workers", 2, "-o", out, "--plot", tmp_path / "s.png")
@@ -70,8 +71,16 @@ def test_sweep_writes_one_row_per_point_equal_to_a_direct_run_and_resumes(tmp_pa
     before = {p: p.stat().st_mtime_ns for p in out.glob("point-*.parquet")}
     again = run_sweep(SweepSpec(**SMALL), out, workers=1)
     assert (again.ran, again.skipped) == (0, 4)
-    wider = run_sweep(SweepSpec(**{**SMALL, "policies": ("linux", "lru", "clock")}), out, workers=2)
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+                      silence_logs=50) as cluster, Client(cluster) as client:
+        monkeypatch.setenv(SCHEDULER_ENV, cluster.scheduler_address)  # an existing cluster, found by the variable
+        wider = run_sweep(SweepSpec(**{**SMALL, "policies": ("linux", "lru", "clock")}), out, workers=2)
+        pids = set(client.run(os.getpid).values())
     assert (wider.ran, wider.skipped, wider.failed) == (2, 4, [])
+    clock_rows = [x for x in read_results(out).to_pylist() if x["policy"] == "clock"]
+    assert {int(x["worker"].rsplit(":", 1)[1]) for x in clock_rows} <= pids
     assert all(p.stat().st_mtime_ns == t for p, t in before.items())
     assert read_results(out).num_rows == 6
 
