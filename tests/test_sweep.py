@@ -120,3 +120,13 @@ def test_a_worker_killed_mid_sweep_loses_no_point_and_leaves_nothing_half_writte
     for f in out.glob("point-*.parquet"):
         assert pq.read_table(f).num_rows == 1
     np.testing.assert_array_less(0, table.column("accesses").to_numpy())
+
+
+def test_longest_points_are_submitted_first():
+    from swaptrace.parallel.sweep import cost_hint
+
+    spec = SweepSpec(presets=("tiny",), steps=4, memory_fractions=(0.2, 0.6), policies=("lru", "linux"))
+    order = sorted(spec.points(), key=lambda p: -cost_hint(p, 1000))
+    assert [(p.policy, p.memory_fraction) for p in order] == [("linux", 0.2), ("linux", 0.6), ("lru", 0.2),
+                                                              ("lru", 0.6)]
+    assert cost_hint(order[0], 2000) == 2 * cost_hint(order[0], 1000)
