@@ -31,7 +31,7 @@ setup: $(STAMP) fio
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,dask]'
 	touch $(STAMP)
 
 # fio comes from Debian's packages; later stages (fio jobs, fio run) need it.

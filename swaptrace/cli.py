@@ -27,6 +27,7 @@ from swaptrace.commands import (
     report,
     run,
     ssd,
+    sweep,
     time,
 )
 from swaptrace.errors import SwaptraceError
@@ -92,5 +93,5 @@ def cli() -> None:
 
 # in pipeline order, as ``--help`` lists them
 for _module in (presets, generate, inspect, emulate, mrc, export, capture, compare, ssd, fio, time, designs, run,
-                report):
+                sweep, report):
     cli.add_command(_module.command)

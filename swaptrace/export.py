@@ -47,11 +47,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
 
 from swaptrace._kernels._jit import jit
 from swaptrace.errors import ConfigError
-from swaptrace.traceio import AtomicPath, check_output_path, damaged_data, open_trace, partial_name
+from swaptrace.traceio import AtomicPath, TraceFile, check_output_path, damaged_data, open_trace, partial_name
 
 #: libCacheSim oracleGeneral record (packed, 24 bytes)
 ORACLE_GENERAL_DTYPE = np.dtype([("clock_time", "<u4"), ("obj_id", "<u8"), ("obj_size", "<u4"), ("next_access_vtime", "<i8")])
@@ -81,15 +80,15 @@ def next_access_vtimes(pages: np.ndarray) -> np.ndarray:
     return out
 
 
-def _backward_chunks(path: Path, footprint: int, progress: Callable[[int], None] | None):
-    """Yield ``(start_row, next_vtimes)`` for the row groups, last first."""
-    pf = pq.ParquetFile(path)
-    starts = np.concatenate([[0], np.cumsum([pf.metadata.row_group(i).num_rows for i in range(pf.num_row_groups)])])
+def _backward_chunks(tf: TraceFile, footprint: int, progress: Callable[[int], None] | None):
+    """Yield ``(start_row, group, next_vtimes)`` for the row groups (of a file or a dataset's parts), last first."""
+    sizes = tf.row_group_rows()
+    starts = np.concatenate([[0], np.cumsum(sizes)])
     next_seen = np.full(footprint, -1, np.int64)
-    for g in range(pf.num_row_groups - 1, -1, -1):
-        pages = np.ascontiguousarray(pf.read_row_group(g, columns=["page"]).column(0).to_numpy(), dtype=np.int64)
+    for g in range(sizes.size - 1, -1, -1):
+        pages = np.ascontiguousarray(tf.read_row_group(g, columns=["page"]).column(0).to_numpy(), dtype=np.int64)
         if pages.size and (pages.min() < 0 or pages.max() >= footprint):
-            raise ConfigError(f"{path}: page {int(pages.max())} outside the footprint of {footprint} pages")
+            raise ConfigError(f"{tf.path}: page {int(pages.max())} outside the footprint of {footprint} pages")
         out = np.empty(pages.size, np.int64)
         _next_access_backward(pages, int(starts[g]), next_seen, out)
         if progress is not None:
@@ -136,13 +135,12 @@ def export_trace(
         raise ConfigError(f"{tf.path}: metadata has no positive footprint_pages")
     check_output_path(out, force)
     page_bytes = tf.page_bytes
-    pf = pq.ParquetFile(tf.path)
     with damaged_data(tf.path), AtomicPath(out, force) as ap:
         if fmt == "libcachesim":
             with open(ap.tmp, "r+b") as fh:
                 fh.truncate(tf.num_rows * ORACLE_GENERAL_DTYPE.itemsize)
-                for start, g, nxt in _backward_chunks(tf.path, footprint, progress):
-                    table = pf.read_row_group(g, columns=["step", "page"])
+                for start, g, nxt in _backward_chunks(tf, footprint, progress):
+                    table = tf.read_row_group(g, columns=["step", "page"])
                     rec = np.empty(nxt.size, ORACLE_GENERAL_DTYPE)
                     rec["clock_time"] = table.column("step").to_numpy()
                     rec["obj_id"] = table.column("page").to_numpy()
@@ -151,11 +149,11 @@ def export_trace(
                     fh.seek(start * ORACLE_GENERAL_DTYPE.itemsize)
                     fh.write(rec.tobytes())
         else:
-            _write_csv(tf, pf, footprint, page_bytes, ap, progress)
+            _write_csv(tf, footprint, page_bytes, ap, progress)
     return ap.path
 
 
-def _write_csv(tf, pf, footprint, page_bytes, ap: AtomicPath, progress) -> None:
+def _write_csv(tf, footprint, page_bytes, ap: AtomicPath, progress) -> None:
     tmp_path = ap.tmp
     # named like the output's own temporary (owner pid inside), so a killed export's scratch is cleared too
     prefix, suffix = partial_name(ap.path)
@@ -164,7 +162,7 @@ def _write_csv(tf, pf, footprint, page_bytes, ap: AtomicPath, progress) -> None:
     try:
         n = tf.num_rows
         nxt_all = np.memmap(scratch, dtype=np.int64, mode="w+", shape=(max(n, 1),))
-        for start, _g, nxt in _backward_chunks(tf.path, footprint, progress):
+        for start, _g, nxt in _backward_chunks(tf, footprint, progress):
             nxt_all[start : start + nxt.size] = nxt
         nxt_all.flush()
         schema = pa.schema(
@@ -176,8 +174,8 @@ def _write_csv(tf, pf, footprint, page_bytes, ap: AtomicPath, progress) -> None:
         with open(tmp_path, "wb") as fh, pacsv.CSVWriter(fh, schema, write_options=options) as w:
             fh.write((",".join(schema.names) + "\n").encode())
             start = 0
-            for g in range(pf.num_row_groups):
-                t = pf.read_row_group(g, columns=["step", "page", "write"])
+            for g in range(tf.num_row_groups):
+                t = tf.read_row_group(g, columns=["step", "page", "write"])
                 k = t.num_rows
                 op = ops.take(pa.array(t.column("write").to_numpy(zero_copy_only=False).astype(np.int8)))
                 w.write_table(pa.table(

@@ -47,7 +47,7 @@ from swaptrace._kernels.generate import _count_segments, _draw, _emit, _emit_seg
 from swaptrace.errors import ConfigError
 from swaptrace.layout import Layout, build_layout
 from swaptrace.spec import ModelSpec, load_spec
-from swaptrace.traceio import DEFAULT_ROW_GROUP, TraceWriter
+from swaptrace.traceio import DEFAULT_ROW_GROUP, TraceWriter, open_trace
 from swaptrace.zipf import scramble_params, zipf_constants
 
 DEDUP_CHOICES = (None, "step")
@@ -448,6 +448,53 @@ def generate_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int 
     pathlib.Path
         The written file; its metadata follows the access-trace contract.
     """
+    path, _seen = _write_trace(spec, out, steps=steps, seed=seed, first_step=first_step, page_bytes=page_bytes,
+                               alpha=alpha, optimizer=optimizer, scatter=scatter, reuse=reuse, dedup=dedup,
+                               force=force, progress=progress)
+    return path
+
+
+def generate_part(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int, first_step: int,
+                  **options: Any) -> tuple[Path, dict[str, Any], np.ndarray]:
+    """One step range of a partitioned trace: :func:`generate_trace` into ``out``, plus what a merge needs.
+
+    Returns
+    -------
+    path : pathlib.Path
+        The part file (its metadata describes its own step range).
+    summary : dict
+        Its summary (accesses, reads, writes, unique_pages, region_accesses).
+    seen : numpy.ndarray
+        ``np.packbits`` of the pages it touched (footprint / 8 bytes), so the
+        whole trace's ``unique_pages`` is the popcount of the parts' union.
+    """
+    path, seen = _write_trace(spec, out, steps=steps, first_step=first_step, **options)
+    return path, read_summary(path), np.packbits(seen.astype(bool))
+
+
+def trace_metadata(spec: ModelSpec | str, *, steps: int, seed: int = 0, first_step: int = 0, page_bytes: int = 4096,
+                   alpha: float | None = None, optimizer: str | None = None, scatter: bool = True,  # noqa: ARG001
+                   reuse: float = 0.0, dedup: str | None = None) -> dict[str, Any]:
+    """The metadata :func:`generate_trace` would write for these options, before the summary (checks them too)."""
+    if not isinstance(spec, ModelSpec):
+        spec = load_spec(spec)
+    spec, layout = _prepare(spec, steps=steps, seed=seed, first_step=first_step, page_bytes=page_bytes,
+                            alpha=alpha, optimizer=optimizer, reuse=reuse, dedup=dedup)
+    return _access_meta(spec, layout, steps=steps, seed=seed, first_step=first_step, page_bytes=page_bytes,
+                        alpha=alpha, scatter=scatter, reuse=reuse, dedup=dedup)
+
+
+def read_summary(path: str | os.PathLike) -> dict[str, Any]:
+    """The ``summary`` of a written access trace (file or dataset)."""
+    return dict(open_trace(path, "access").meta["summary"])
+
+
+def _write_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int | None, seed: int = 0,
+                 first_step: int = 0, page_bytes: int = 4096, alpha: float | None = None,
+                 optimizer: str | None = None, scatter: bool = True, reuse: float = 0.0,
+                 dedup: str | None = None, force: bool = False,
+                 progress: Callable[[int], Any] | None = None) -> tuple[Path, np.ndarray]:
+    """:func:`generate_trace`'s body; also returns the per-page touched flags (uint8, one per page)."""
     if not isinstance(spec, ModelSpec):
         spec = load_spec(spec)
     if steps is None:
@@ -474,4 +521,4 @@ def generate_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int 
             "unique_pages": int(np.count_nonzero(seen)),
             "region_accesses": region_counts.tolist(),
         }
-    return writer.path
+    return writer.path, seen[:layout.footprint_pages]

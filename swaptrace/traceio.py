@@ -33,6 +33,13 @@ Kinds and their columns (see docs/formats.md):
 
 Other stages register their own kinds with :func:`register_kind`.
 
+A **dataset** is a folder of such files (``part-*.parquet``, each a range of
+steps, in order) with a sidecar ``_swaptrace.json`` holding the whole
+trace's metadata and the list of parts; :func:`open_trace` opens it as it
+opens one file, and pyarrow, DuckDB and Polars read the folder as one table
+(they skip names that start with ``_`` or ``.``). Datasets are written to a
+temporary sibling folder and renamed into place (:class:`DatasetWriter`).
+
 Reading a trace elsewhere::
 
     import duckdb
@@ -445,20 +452,32 @@ def damaged_data(path: str | os.PathLike) -> Iterator[None]:
 
 @dataclass(frozen=True)
 class TraceFile:
-    """An opened swaptrace Parquet file: its kind, metadata and a chunked reader."""
+    """An opened swaptrace Parquet file or dataset folder: its kind, metadata and a chunked reader.
+
+    For a dataset, ``path`` is the folder and ``parts`` its part files in
+    order; every reader below walks the parts in that order, so a dataset
+    reads exactly as the single file it was split from.
+    """
 
     path: Path
     kind: str
     meta: dict[str, Any]
     num_rows: int
     num_row_groups: int
+    parts: tuple[Path, ...] = ()
 
     @property
     def page_bytes(self) -> int:
         return int(self.meta.get("page_bytes", 4096))
 
+    @property
+    def files(self) -> tuple[Path, ...]:
+        """The Parquet files holding the rows, in order (the file itself, or a dataset's parts)."""
+        return self.parts or (self.path,)
+
     def iter_batches(self, columns: list[str] | None = None, batch_rows: int = DEFAULT_ROW_GROUP) -> Iterator[dict[str, np.ndarray]]:
-        """Yield dicts of numpy arrays, ``batch_rows`` rows at a time (fewer at a row group's end).
+        """Yield dicts of numpy arrays, ``batch_rows`` rows at a time (fewer at a row group's end; a batch never
+        spans two parts of a dataset).
 
         Dictionary columns come back as int8 codes into this kind's canonical
         dictionary (e.g. :data:`OPS`), whatever order the file stored them in.
@@ -467,37 +486,59 @@ class TraceFile:
         whose reader keeps about a byte per row it has read (pyarrow 15-21), which
         made ``emulate`` and ``mrc`` grow with the trace's length.
         """
-        with damaged_data(self.path):
-            pf = pq.ParquetFile(self.path)
-        start = 0  # rows before this row group
-        for g in range(pf.num_row_groups):
-            part = self._numpy_group(pf, g, columns)
-            n = len(next(iter(part.values()))) if part else 0
-            # the batches pyarrow gave: cut at every multiple of batch_rows from the file's start and at
-            # every row group's end
-            cuts = [start, *range((start // batch_rows + 1) * batch_rows, start + n, batch_rows), start + n]
-            for a, b in itertools.pairwise(cuts):
-                if b > a:
-                    yield part if b - a == n else {k: v[a - start:b - start] for k, v in part.items()}
-            start += n
+        for path in self.files:
+            with damaged_data(path):
+                pf = pq.ParquetFile(path)
+            start = 0  # rows of this file before the row group
+            for g in range(pf.num_row_groups):
+                group = self._numpy_group(pf, g, columns, path)
+                n = len(next(iter(group.values()))) if group else 0
+                # the batches pyarrow gave: cut at every multiple of batch_rows from the file's start and at
+                # every row group's end
+                cuts = [start, *range((start // batch_rows + 1) * batch_rows, start + n, batch_rows), start + n]
+                for a, b in itertools.pairwise(cuts):
+                    if b > a:
+                        yield group if b - a == n else {k: v[a - start:b - start] for k, v in group.items()}
+                start += n
 
-    def _numpy_group(self, pf: pq.ParquetFile, index: int, columns: list[str] | None) -> dict[str, np.ndarray]:
-        dictionaries = DICTIONARIES.get(self.kind, {})
-        with damaged_data(self.path):
+    def _numpy_group(self, pf: pq.ParquetFile, index: int, columns: list[str] | None, path: Path) -> dict[str, np.ndarray]:
+        with damaged_data(path):
             table = pf.read_row_group(index, columns=columns)
+        return self._to_numpy(table, path)
+
+    def _to_numpy(self, batch: pa.RecordBatch | pa.Table, part: Path) -> dict[str, np.ndarray]:
+        dictionaries = DICTIONARIES.get(self.kind, {})
         out: dict[str, np.ndarray] = {}
-        for name, col in zip(table.schema.names, table.columns, strict=True):
-            col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+        for name, col in zip(batch.schema.names, batch.columns, strict=True):
+            if isinstance(col, pa.ChunkedArray):
+                col = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
             if name in dictionaries:
-                out[name] = _canonical_codes(col, dictionaries[name], self.path, name)
+                out[name] = _canonical_codes(col, dictionaries[name], part, name)
             else:
                 out[name] = col.to_numpy(zero_copy_only=False)
         return out
 
+    def row_group_rows(self) -> np.ndarray:
+        """Rows of each row group over all parts, in order (int64)."""
+        sizes = []
+        for part in self.files:
+            md = pq.ParquetFile(part).metadata
+            sizes.extend(md.row_group(i).num_rows for i in range(md.num_row_groups))
+        return np.asarray(sizes, dtype=np.int64)
+
     def read_row_group(self, index: int, columns: list[str] | None = None) -> pa.Table:
-        """One row group as an Arrow table (damaged data raises :class:`TraceFileError`)."""
-        with damaged_data(self.path):
-            return pq.ParquetFile(self.path).read_row_group(index, columns=columns)
+        """Row group ``index`` counted over all parts in order, as an Arrow table."""
+        for part in self.files:
+            pf = pq.ParquetFile(part)
+            if index < pf.num_row_groups:
+                with damaged_data(part):
+                    return pf.read_row_group(index, columns=columns)
+            index -= pf.num_row_groups
+        raise IndexError("row group out of range")
+
+    def read_table(self) -> pa.Table:
+        """All rows as one Arrow table (small files: results, fio runs)."""
+        return pa.concat_tables([pq.read_table(p) for p in self.files])
 
     def read_all(self, columns: list[str] | None = None) -> dict[str, np.ndarray]:
         """Whole file as numpy arrays (for small files and tests)."""
@@ -536,7 +577,7 @@ def open_trace(path: str | os.PathLike, kind: str | tuple[str, ...] | None = Non
     Parameters
     ----------
     path : path-like
-        The file.
+        The file, or a dataset folder (module docstring).
     kind : str or tuple of str, optional
         Accepted kind(s); ``None`` accepts any known kind.
 
@@ -550,7 +591,7 @@ def open_trace(path: str | os.PathLike, kind: str | tuple[str, ...] | None = Non
     if not p.exists():
         raise TraceFileError(f"{p}: no such file")
     if p.is_dir():
-        raise TraceFileError(f"{p}: is a folder, not a Parquet file")
+        return _open_dataset(p, kind)
     try:
         pf = pq.ParquetFile(p)
     except Exception as exc:  # pyarrow raises several types for non-Parquet input
@@ -562,15 +603,118 @@ def open_trace(path: str | os.PathLike, kind: str | tuple[str, ...] | None = Non
         meta = json.loads(kv[METADATA_KEY])
     except ValueError:
         raise TraceFileError(f"{p}: swaptrace metadata is not valid JSON") from None
+    file_kind = _check_kind(p, meta, kind)
+    _check_columns(p, file_kind, pf.schema_arrow.names)
+    return TraceFile(p, file_kind, meta, pf.metadata.num_rows, pf.metadata.num_row_groups)
+
+
+def _check_kind(p: Path, meta: dict[str, Any], kind: str | tuple[str, ...] | None) -> str:
     file_kind = meta.get("kind")
     wanted = (kind,) if isinstance(kind, str) else kind
     if wanted is not None and file_kind not in wanted:
         raise TraceFileError(f"{p}: is a {file_kind!r} file; expected {' or '.join(repr(k) for k in wanted)}")
-    if file_kind in KINDS:
-        missing = [n for n in KINDS[file_kind].names if n not in pf.schema_arrow.names]
+    return file_kind
+
+
+def _check_columns(p: Path, kind: str, names: list[str]) -> None:
+    if kind in KINDS:
+        missing = [n for n in KINDS[kind].names if n not in names]
         if missing:
-            raise TraceFileError(f"{p}: {file_kind} file lacks column(s) {', '.join(missing)}")
-    return TraceFile(p, file_kind, meta, pf.metadata.num_rows, pf.metadata.num_row_groups)
+            raise TraceFileError(f"{p}: {kind} file lacks column(s) {', '.join(missing)}")
+
+
+#: a dataset folder's sidecar: the whole trace's metadata and its parts in order
+DATASET_SIDECAR = "_swaptrace.json"
+DATASET_FORMAT = "swaptrace-dataset"
+
+
+def _open_dataset(p: Path, kind: str | tuple[str, ...] | None) -> TraceFile:
+    sidecar = p / DATASET_SIDECAR
+    if not sidecar.is_file():
+        raise TraceFileError(f"{p}: is a folder without {DATASET_SIDECAR} (not a swaptrace dataset)")
+    try:
+        doc = json.loads(sidecar.read_text())
+        meta, parts = doc["meta"], doc["parts"]
+    except (ValueError, KeyError, TypeError):
+        raise TraceFileError(f"{sidecar}: not a swaptrace dataset sidecar") from None
+    file_kind = _check_kind(p, meta, kind)
+    files, rows, groups = [], 0, 0
+    for part in parts:
+        f = p / part["file"]
+        if not f.is_file():
+            raise TraceFileError(f"{p}: part {part['file']} is missing")
+        md = pq.ParquetFile(f).metadata
+        if md.num_rows != int(part["rows"]):
+            raise TraceFileError(f"{f}: has {md.num_rows} rows; the sidecar says {part['rows']}")
+        if not files:
+            _check_columns(f, file_kind, pq.ParquetFile(f).schema_arrow.names)
+        files.append(f)
+        rows += md.num_rows
+        groups += md.num_row_groups
+    return TraceFile(p, file_kind, meta, rows, groups, tuple(files))
+
+
+def is_dataset(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a dataset folder (has the sidecar)."""
+    return (Path(path) / DATASET_SIDECAR).is_file()
+
+
+class DatasetWriter:
+    """Build a dataset folder in a temporary sibling, then rename it into place.
+
+    Parts are written (by any process that sees the folder) into
+    :attr:`tmp` under names from :meth:`part_path`; :meth:`commit` writes the
+    sidecar listing them in order and renames the folder to its final name
+    (replacing an old dataset only with ``force``). Leaving a ``with`` block
+    by an exception deletes the temporary folder.
+    """
+
+    def __init__(self, path: str | os.PathLike, force: bool = False):
+        self.path = Path(path)
+        if self.path.exists() and not force:
+            raise OutputError(f"{self.path}: exists; pass --force to overwrite")
+        if self.path.is_dir() and not is_dataset(self.path):
+            raise OutputError(f"{self.path}: is a folder that is not a swaptrace dataset; refusing to replace it")
+        parent = self.path.parent
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OutputError(f"{parent}: cannot create folder ({exc.strerror})") from None
+        if not os.access(parent, os.W_OK):
+            raise OutputError(f"{parent}: folder is not writable")
+        self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.", suffix=".partial", dir=parent))
+        self._done = False
+
+    @staticmethod
+    def part_name(index: int, first_step: int, steps: int) -> str:
+        """A part's file name; zero-padded so names sort in step order."""
+        return f"part-{index:05d}-steps-{first_step:010d}-{first_step + steps:010d}.parquet"
+
+    def commit(self, meta: dict[str, Any], parts: list[dict[str, Any]]) -> Path:
+        """Write the sidecar (``parts``: dicts with ``file`` and ``rows``, in order) and rename into place."""
+        doc = {"format": DATASET_FORMAT, "meta": meta, "parts": parts}
+        (self.tmp / DATASET_SIDECAR).write_text(json.dumps(doc, default=_json_default, indent=1))
+        old = None
+        if self.path.exists():  # --force: move the old one aside first, so the swap is two renames
+            old = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.", suffix=".old", dir=self.path.parent))
+            os.replace(self.path, old / "old")
+        os.replace(self.tmp, self.path)
+        self._done = True
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        return self.path
+
+    def discard(self) -> None:
+        if not self._done:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            self._done = True
+
+    def __enter__(self) -> DatasetWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            self.discard()
 
 
 def read_metadata(path: str | os.PathLike) -> dict[str, Any]:

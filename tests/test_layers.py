@@ -21,6 +21,8 @@ PKG = Path(__file__).resolve().parent.parent / "swaptrace"
 LAYERS = (
     (90, "cli", ("swaptrace.cli",)),
     (80, "commands", ("swaptrace.commands",)),
+    # work spread over a Dask cluster (sweeps, generation by step ranges); uses the pipeline's stage helpers
+    (75, "parallel", ("swaptrace.parallel",)),
     (70, "pipeline", ("swaptrace.pipeline",)),
     # the pipeline's per-stage run functions; they never import swaptrace.pipeline
     (65, "pipeline stage runners", ("swaptrace.stages",)),
@@ -206,7 +208,7 @@ def test_cycle_finder_finds_a_cycle_and_passes_a_chain():
 
 
 @pytest.mark.parametrize("module, layer", [
-    ("swaptrace.cli", "cli"), ("swaptrace.commands.run", "commands"), ("swaptrace.pipeline", "pipeline"),
+    ("swaptrace.cli", "cli"), ("swaptrace.commands.run", "commands"), ("swaptrace.parallel.sweep", "parallel"), ("swaptrace.pipeline", "pipeline"),
     ("swaptrace.report", "report"), ("swaptrace.figures.fio", "figures"), ("swaptrace.fio.runner", "stages"),
     ("swaptrace.capture.session", "stages"), ("swaptrace.traceio", "foundation"), ("swaptrace", "foundation"),
     ("swaptrace._kernels.swap", "kernels"),

@@ -54,7 +54,7 @@ def _render(s: dict[str, Any]) -> str:
 
 
 @click.command("emulate")
-@click.argument("trace", type=click.Path(dir_okay=False))
+@click.argument("trace", type=click.Path())
 @click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False), help="Swap I/O stream to write (.swapio.parquet).")
 @click.option("--memory", "memory", default=None, help="DRAM budget, e.g. 2GiB (or use --memory-fraction).")
 @click.option("--memory-fraction", type=number(0, 1, min_open=True), default=None, help="DRAM budget as a fraction of the trace's footprint.")

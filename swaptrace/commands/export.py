@@ -12,7 +12,7 @@ from swaptrace.traceio import open_trace
 
 
 @click.command("export")
-@click.argument("trace", type=click.Path(dir_okay=False))
+@click.argument("trace", type=click.Path())
 @click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False), help="File to write.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="libcachesim", show_default=True,
               help="libcachesim: oracleGeneral 24-byte records; csv: time,obj_id,obj_size,op,next_access_vtime; "

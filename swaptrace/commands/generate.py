@@ -31,10 +31,15 @@ from swaptrace.units import format_bytes, parse_bytes
                    "'packed' (rows in order of expected popularity, so hot rows share pages; docs/designs.md).")
 @click.option("--reuse", type=number(0, 1), default=0.0, show_default=True, help="Fraction of indices repeated from the previous step.")
 @click.option("--dedup", default="none", show_default=True, metavar="none|step", help="Drop repeated page touches within a step.")
+@click.option("--workers", type=count(1, 1 << 10), default=None, metavar="N",
+              help="Generate on a local Dask cluster of N processes; writes a dataset folder (needs the dask extra).")
+@click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
+              help="Generate on a running Dask scheduler (default with --workers: $DASK_SCHEDULER_ADDRESS if set).")
+@click.option("--parts", type=count(1, 1 << 20), default=None, help="Step ranges (part files) of a dataset [default: 4 per worker].")
 @force_option
 @json_option
 def command(preset, spec_file, steps, seed, first_step, output, alpha, optimizer, page_bytes, scatter, row_layout,
-            reuse, dedup, force, as_json) -> None:
+            reuse, dedup, workers, scheduler, parts, force, as_json) -> None:
     """Generate a page-level access trace of DLRM training steps (Parquet).
 
     \b
@@ -42,6 +47,11 @@ def command(preset, spec_file, steps, seed, first_step, output, alpha, optimizer
       swaptrace generate --preset demo --steps 200 --seed 0 -o traces/demo.access.parquet
       swaptrace generate --spec my-model.toml --alpha 1.15 --page-bytes 2MiB -o traces/mine.access.parquet
       swaptrace generate --preset demo --row-layout packed -o traces/demo-packed.access.parquet
+      swaptrace generate --preset rm2 --steps 2000 --workers 2 -o traces/rm2.access.parquet   # a dataset folder
+
+    With --workers or --scheduler the output is a folder of part files, one
+    per step range, with the same rows as the single file; every command that
+    reads a trace reads it as it reads a file.
     """
     if preset is not None and spec_file is not None:
         raise ConfigError("give either --preset or --spec, not both")
@@ -54,12 +64,19 @@ def command(preset, spec_file, steps, seed, first_step, output, alpha, optimizer
     out = output if output is not None else Path("traces") / f"{spec.name}.access.parquet"
     n_steps = spec.default_steps if steps is None else steps
     started = time.perf_counter()
+    options = dict(steps=n_steps, seed=seed, first_step=first_step, page_bytes=parse_bytes(page_bytes, "page-bytes"),
+                   alpha=alpha, optimizer=optimizer, scatter=scatter, reuse=reuse,
+                   dedup=None if dedup == "none" else dedup, force=force)
+    if parts is not None and workers is None and scheduler is None:
+        raise ConfigError("--parts needs --workers or --scheduler (a dataset is written only on Dask)")
     with progressbar(max(n_steps, 0), "generating steps") as bar:
-        path = generate_trace(
-            spec, out, steps=n_steps, seed=seed, first_step=first_step, page_bytes=parse_bytes(page_bytes, "page-bytes"),
-            alpha=alpha, optimizer=optimizer, scatter=scatter, reuse=reuse, dedup=None if dedup == "none" else dedup,
-            force=force, progress=bar.update,
-        )
+        if workers is not None or scheduler is not None:
+            from swaptrace.parallel.generate import generate_dataset
+
+            path = generate_dataset(spec, out, workers=workers, scheduler=scheduler, parts=parts,
+                                    progress=bar.update, **options)
+        else:
+            path = generate_trace(spec, out, progress=bar.update, **options)
     seconds = time.perf_counter() - started
     meta = open_trace(path, "access").meta
     summary = meta["summary"]

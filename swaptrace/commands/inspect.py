@@ -63,6 +63,8 @@ def describe(path: str, top: int = 10) -> dict[str, Any]:
     trace = open_trace(path)
     facts: dict[str, Any] = {"file": str(trace.path), "kind": trace.kind, "rows": trace.num_rows,
                              "row_groups": trace.num_row_groups}
+    if trace.parts:
+        facts["parts"] = len(trace.parts)
     if trace.kind == "access":
         facts.update(_access_facts(trace, top))
     elif "steps" in trace.meta:
@@ -73,7 +75,7 @@ def describe(path: str, top: int = 10) -> dict[str, Any]:
 
 def _render(facts: dict[str, Any]) -> str:
     lines = []
-    for key in ("file", "kind", "rows", "row_groups", "steps", "first_step", "footprint", "reads", "writes"):
+    for key in ("file", "kind", "rows", "row_groups", "parts", "steps", "first_step", "footprint", "reads", "writes"):
         if key in facts and facts[key] is not None:
             lines.append(f"{key:<11} {facts[key]}")
     if "write_share" in facts:
@@ -89,7 +91,7 @@ def _render(facts: dict[str, Any]) -> str:
 
 
 @click.command("inspect")
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=click.Path())
 @click.option("--top", type=count(0, 1 << 20), default=10, show_default=True, help="Regions to list by accesses.")
 @json_option
 def command(file: str, top: int, as_json: bool) -> None:

@@ -20,7 +20,7 @@ from swaptrace.units import format_bytes, parse_bytes
 
 
 @click.command("mrc")
-@click.argument("trace", type=click.Path(dir_okay=False))
+@click.argument("trace", type=click.Path())
 @click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False), help="CSV to write (.mrc.csv).")
 @click.option("--sample-rate", type=number(0, 1, min_open=True), default=None, help="SHARDS fixed-rate sampling, e.g. 0.01 (default: exact).")
 @click.option("--sample-pages", type=count(1), default=None, help="SHARDS fixed-size sampling: track at most N pages.")

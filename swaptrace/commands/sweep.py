@@ -1,0 +1,78 @@
+"""``swaptrace sweep``: traces or presets x budgets x policies x devices, each point a Dask task."""
+
+from __future__ import annotations
+
+import click
+
+from swaptrace.commands._common import echo_summary, json_option, progressbar
+from swaptrace.errors import ConfigError
+
+
+@click.command("sweep")
+@click.argument("spec_file", required=False, type=click.Path(dir_okay=False), metavar="[SWEEP.toml]")
+@click.option("-o", "--output", "out", required=True, metavar="FOLDER",
+              help="Results dataset folder (one Parquet file per point); a rerun skips finished points.")
+@click.option("--trace", "traces", multiple=True, metavar="PATH", help="An access trace (file or dataset); repeatable.")
+@click.option("--preset", "presets", multiple=True, metavar="NAME", help="A preset, generated once per sweep; repeatable.")
+@click.option("--steps", type=int, default=None, help="Steps of the presets' traces [default: the preset's].")
+@click.option("--seed", type=int, default=None, help="Seed of the presets' traces [default 0].")
+@click.option("--memory", multiple=True, metavar="SIZE", help="A DRAM budget, e.g. 64MiB; repeatable.")
+@click.option("--memory-fraction", "memory_fractions", multiple=True, type=float,
+              help="A DRAM budget as a fraction of the footprint; repeatable.")
+@click.option("--policy", "policies", multiple=True, metavar="NAME", help="linux, lru or clock; repeatable [linux].")
+@click.option("--device", "devices", multiple=True, metavar="NAME", help="SSD model device; repeatable [nvme-tlc].")
+@click.option("--workers", type=int, default=None, metavar="N", help="Local cluster processes [one per CPU].")
+@click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
+              help="A running Dask scheduler [$DASK_SCHEDULER_ADDRESS; else a local cluster].")
+@click.option("--plot", default=None, type=click.Path(dir_okay=False), metavar="FILE.png",
+              help="Draw pages in against budget, one line per trace/policy/device.")
+@json_option
+def command(spec_file, out, traces, presets, steps, seed, memory, memory_fractions, policies, devices, workers,
+            scheduler, plot, as_json) -> None:
+    """Run a parameter sweep on Dask distributed and write one Parquet dataset of results.
+
+    Every point (trace x budget x policy x device) emulates the trace and
+    replays its swap stream on the SSD model; its row (pages in/out,
+    requests, bytes, WAF, bandwidth) is written as its own file, so an
+    interrupted sweep resumes where it stopped. Options add to (and, for
+    steps and seed, override) a sweep TOML file. Needs the dask extra.
+
+    \b
+    Examples:
+      swaptrace sweep --preset tiny --steps 20 --memory-fraction 0.25 --memory-fraction 0.5 \\
+          --policy linux --policy lru -o traces/sweep --plot traces/sweep.png
+      swaptrace sweep sweeps/rm.toml -o /shared/sweep --scheduler tcp://head:8786
+    """
+    from swaptrace.parallel.cluster import require_dask
+    from swaptrace.parallel.sweep import load_sweep_spec, read_results, run_sweep, spec_from_values
+
+    require_dask()
+    values = {"traces": traces, "presets": presets, "steps": steps, "seed": seed, "memory": memory,
+              "memory_fractions": memory_fractions, "policies": policies, "devices": devices}
+    spec = load_sweep_spec(spec_file, **values) if spec_file else spec_from_values(**values)
+    if plot is not None and not str(plot).endswith((".png", ".svg", ".pdf")):
+        raise ConfigError(f"{plot}: --plot takes a .png, .svg or .pdf name")
+    bars: list = []
+
+    def start(n: int) -> None:
+        bars.append(progressbar(n, "sweep points").__enter__())
+
+    try:
+        result = run_sweep(spec, out, workers=workers, scheduler=scheduler, on_start=start,
+                           progress=lambda n: bars[0].update(n) if bars else None)
+    finally:
+        for bar in bars:
+            bar.__exit__(None, None, None)
+    if plot is not None:
+        from swaptrace.figures.sweep import draw_sweep_figure
+
+        draw_sweep_figure(read_results(out), plot)
+    summary = {"output": str(result.path), "points": result.points, "ran": result.ran, "skipped": result.skipped,
+               "failed": len(result.failed), "seconds": round(result.seconds, 3)}
+    if plot is not None:
+        summary["figure"] = str(plot)
+    echo_summary(summary, as_json)
+    for key, message in result.failed:
+        click.echo(f"point {key} failed: {message}", err=True)
+    if result.failed:
+        raise SystemExit(1)

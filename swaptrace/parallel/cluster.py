@@ -1,0 +1,86 @@
+"""Connecting to Dask distributed: a local cluster sized to the machine, or a scheduler's address.
+
+Every task here is a long-running, GIL-releasing numba kernel, so each worker
+is a process with one thread (``threads_per_worker=1``) and numba is held to
+one thread inside it (:func:`single_threaded`): the cluster, not numba,
+spreads the work over the cores.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from swaptrace.errors import ConfigError
+
+#: the environment variable Dask's own tools read for the scheduler's address
+SCHEDULER_ENV = "DASK_SCHEDULER_ADDRESS"
+MISSING = "Dask is not installed; install the extra with: pip install 'swaptrace[dask]'"
+
+
+def require_dask() -> Any:
+    """Import ``dask.distributed`` or raise :class:`ConfigError` with the one-line install hint."""
+    try:
+        import distributed
+    except ImportError:
+        raise ConfigError(MISSING) from None
+    return distributed
+
+
+def scheduler_address(scheduler: str | None) -> str | None:
+    """The address given, else ``$DASK_SCHEDULER_ADDRESS``, else ``None`` (start a local cluster)."""
+    return scheduler or os.environ.get(SCHEDULER_ENV) or None
+
+
+def default_workers() -> int:
+    """Worker processes of a local cluster: the CPUs this process may run on."""
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+
+
+@contextlib.contextmanager
+def connect(workers: int | None = None, scheduler: str | None = None) -> Iterator[Any]:
+    """A ``distributed.Client``: on ``scheduler`` (or ``$DASK_SCHEDULER_ADDRESS``), else on a new local cluster.
+
+    Parameters
+    ----------
+    workers : int, optional
+        Worker processes of the local cluster (default :func:`default_workers`);
+        ignored with a scheduler.
+    scheduler : str, optional
+        ``tcp://HOST:PORT`` of a running ``dask scheduler``.
+    """
+    distributed = require_dask()
+    address = scheduler_address(scheduler)
+    if workers is not None and workers < 1:
+        raise ConfigError(f"--workers must be at least 1, got {workers}")
+    if address is not None:
+        try:
+            client = distributed.Client(address, timeout="20s")
+        except OSError as exc:
+            raise ConfigError(f"cannot reach the Dask scheduler at {address} ({exc})") from None
+        with client:
+            yield client
+        return
+    with distributed.LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1, processes=True,
+                                  dashboard_address=None, silence_logs=40) as cluster, \
+            distributed.Client(cluster) as client:
+        yield client
+
+
+@contextlib.contextmanager
+def single_threaded() -> Iterator[None]:
+    """Hold numba's parallel kernels to one thread while a task runs (the cluster gives one core per worker).
+
+    numba's thread count is per calling thread; the previous count comes back on exit, so a task
+    called in-process (tests, benchmarks) leaves the caller as it was.
+    """
+    import numba
+
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)

@@ -1,0 +1,376 @@
+"""Parameter sweeps on Dask: traces x DRAM budgets x policies x devices, one task per point.
+
+A point is one emulation (:func:`swaptrace.pagecache.emulate`) of one access
+trace at one budget with one policy, whose swap stream is then replayed on
+one SSD model (:func:`swaptrace.ssd.run.replay`, sized as the pipeline sizes
+it). Points are independent, so each is a Dask task; a preset's trace is
+generated once, by its own task, into ``<out>/_inputs/`` and the points that
+use it wait for it.
+
+The results are one Parquet dataset, the folder ``out``: one single-row file
+``point-<key>.parquet`` per finished point, where ``key`` hashes the point's
+parameters. Each is written to a hidden temporary name and renamed when
+complete, so a point is either wholly there or absent; a rerun skips the
+points whose file exists (resume after an interruption or a lost worker),
+and pyarrow, DuckDB or Polars read the folder as one table (they skip the
+``_`` and ``.`` names: ``_sweep.json``, ``_inputs/``, temporaries). Every
+worker must see ``out`` and the traces at the same path (a shared
+filesystem on a real cluster; docs/sweep.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import socket
+import tempfile
+import time
+import tomllib
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from swaptrace.errors import ConfigError
+from swaptrace.parallel.cluster import connect, require_dask, single_threaded
+from swaptrace.traceio import AtomicPath, TraceWriter, open_trace, register_kind
+from swaptrace.units import parse_bytes
+
+SWEEP_POINT_SCHEMA = pa.schema([
+    ("key", pa.string()), ("trace", pa.string()), ("preset", pa.string()), ("steps", pa.int64()),
+    ("seed", pa.int64()), ("memory_bytes", pa.int64()), ("memory_fraction", pa.float64()),
+    ("budget_pages", pa.int64()), ("policy", pa.string()), ("device", pa.string()), ("design", pa.string()),
+    ("accesses", pa.int64()), ("faults", pa.int64()), ("pages_in", pa.int64()), ("pages_out", pa.int64()),
+    ("read_requests", pa.int64()), ("write_requests", pa.int64()), ("bytes_read", pa.int64()),
+    ("bytes_written", pa.int64()), ("waf", pa.float64()), ("throughput_mb_s", pa.float64()),
+    ("read_mb_s", pa.float64()), ("write_mb_s", pa.float64()),
+    # null until the step-time model lands
+    ("step_time_us", pa.float64()),
+    ("emulate_s", pa.float64()), ("ssd_s", pa.float64()), ("worker", pa.string()),
+])
+register_kind("sweep-point", SWEEP_POINT_SCHEMA)
+
+SIDECAR = "_sweep.json"
+INPUTS = "_inputs"
+DEFAULT_DEVICE = "nvme-tlc"
+#: keys of a sweep TOML file (top level or under ``[sweep]``)
+SPEC_KEYS = ("traces", "presets", "steps", "seed", "memory", "memory_fractions", "policies", "devices")
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One point: a trace (a file or dataset path, or a preset generated with ``steps`` and ``seed``),
+    a budget (``memory_bytes`` or ``memory_fraction`` of the footprint), a policy and a device."""
+
+    trace: str | None
+    preset: str | None
+    steps: int | None
+    seed: int
+    memory_bytes: int | None
+    memory_fraction: float | None
+    policy: str
+    device: str
+    design: str | None = None
+
+    @property
+    def key(self) -> str:
+        """16 hex digits of SHA-256 over the parameters (the result file's name)."""
+        text = json.dumps(asdict(self), sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def input_name(self) -> str:
+        """File name of a preset's generated trace under ``_inputs/``."""
+        return f"{self.preset}-steps{self.steps}-seed{self.seed}.access.parquet"
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """The axes of a sweep; :meth:`points` is their product (traces first, then presets)."""
+
+    traces: tuple[str, ...] = ()
+    presets: tuple[str, ...] = ()
+    steps: int | None = None
+    seed: int = 0
+    memory: tuple[int, ...] = ()
+    memory_fractions: tuple[float, ...] = ()
+    policies: tuple[str, ...] = ("linux",)
+    devices: tuple[str, ...] = (DEFAULT_DEVICE,)
+
+    def points(self) -> list[SweepPoint]:
+        inputs: list[tuple[str | None, str | None, int | None]] = [(str(Path(t).resolve()), None, None)
+                                                                   for t in self.traces]
+        inputs += [(None, p, self.steps) for p in self.presets]
+        budgets = [(m, None) for m in self.memory] + [(None, f) for f in self.memory_fractions]
+        return [SweepPoint(trace=t, preset=p, steps=s, seed=self.seed, memory_bytes=m, memory_fraction=f,
+                           policy=pol, device=dev)
+                for (t, p, s), (m, f), pol, dev in itertools.product(inputs, budgets, self.policies, self.devices)]
+
+    def check(self) -> None:
+        """Refuse an empty axis, an unknown policy, preset or device, or a bad budget (before any task runs)."""
+        from swaptrace.pagecache.config import POLICIES
+        from swaptrace.spec import load_spec
+        from swaptrace.ssd.config import load_device
+
+        if not self.traces and not self.presets:
+            raise ConfigError("sweep: give at least one trace or preset")
+        if not self.memory and not self.memory_fractions:
+            raise ConfigError("sweep: give at least one budget (memory or memory fraction)")
+        if not self.policies or not self.devices:
+            raise ConfigError("sweep: give at least one policy and one device")
+        for f in self.memory_fractions:
+            if not 0.0 < f <= 1.0:
+                raise ConfigError(f"sweep: memory fraction must be in (0, 1], got {f}")
+        for m in self.memory:
+            if m <= 0:
+                raise ConfigError(f"sweep: memory must be positive, got {m}")
+        for pol in self.policies:
+            if pol not in POLICIES:
+                raise ConfigError(f"sweep: unknown policy {pol!r}; choose from {', '.join(POLICIES)}")
+        for dev in self.devices:
+            load_device(dev)
+        for preset in self.presets:
+            load_spec(preset)
+        if self.steps is not None and self.steps < 1:
+            raise ConfigError(f"sweep: steps must be at least 1, got {self.steps}")
+        for t in self.traces:
+            open_trace(t, "access")
+
+
+def load_sweep_spec(path: str | os.PathLike, **overrides: Any) -> SweepSpec:
+    """Read a sweep TOML file (docs/sweep.md); non-empty ``overrides`` (CLI options) take precedence."""
+    try:
+        raw = tomllib.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    raw = raw.get("sweep", raw)
+    unknown = sorted(set(raw) - set(SPEC_KEYS))
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)}; known: {', '.join(SPEC_KEYS)}")
+    values = {k: v for k, v in raw.items()}
+    values.update({k: v for k, v in overrides.items() if v not in (None, ())})
+    return spec_from_values(**values)
+
+
+def spec_from_values(**values: Any) -> SweepSpec:
+    """A :class:`SweepSpec` from plain values (memory sizes as ``"64MiB"`` or bytes)."""
+    def tup(name: str, conv: Callable[[Any], Any]) -> tuple:
+        v = values.get(name) or ()
+        return tuple(conv(x) for x in ([v] if isinstance(v, str | int | float) else v))
+
+    defaults = SweepSpec()
+    return SweepSpec(
+        traces=tup("traces", str), presets=tup("presets", str),
+        steps=None if values.get("steps") is None else int(values["steps"]), seed=int(values.get("seed") or 0),
+        memory=tup("memory", lambda x: parse_bytes(x, "memory") if isinstance(x, str) else int(x)),
+        memory_fractions=tup("memory_fractions", float),
+        policies=tup("policies", str) or defaults.policies, devices=tup("devices", str) or defaults.devices,
+    )
+
+
+# --- the tasks (run on the workers) ----------------------------------------------------------------
+
+
+def _generate_input(preset: str, steps: int | None, seed: int, path: str) -> str:
+    """Generate a preset's trace for the sweep unless a finished one is already there."""
+    from swaptrace.generate import generate_trace
+
+    if not Path(path).exists():
+        with single_threaded():
+            generate_trace(preset, path, steps=steps, seed=seed, force=True)
+    return path
+
+
+def run_point(point: SweepPoint, trace: str, out_dir: str) -> dict[str, Any]:
+    """Emulate ``point`` on ``trace``, replay its stream on the SSD model, write ``point-<key>.parquet``.
+
+    The swap stream goes to a temporary folder on the worker and is deleted;
+    the result file is written atomically into ``out_dir``. Returns the row.
+    """
+    from swaptrace.pagecache import emulate
+    from swaptrace.ssd.run import replay
+    from swaptrace.stages import ssd_config_for
+
+    budget = {"memory_bytes": point.memory_bytes} if point.memory_bytes else {"memory_fraction": point.memory_fraction}
+    with single_threaded(), tempfile.TemporaryDirectory(prefix="swaptrace-sweep-") as tmp:
+        swapio = Path(tmp) / "swapio.parquet"
+        t0 = time.perf_counter()
+        res = emulate(trace, swapio, policy=point.policy, force=True, workers=1, **budget)
+        t1 = time.perf_counter()
+        device_bytes = int(open_trace(swapio, "swapio").meta.get("device_bytes") or 0)
+        cfg = ssd_config_for(SimpleNamespace(device=point.device, ssd_capacity_bytes=None), device_bytes)
+        ssd = replay(swapio, cfg, precondition="seq").summary
+        t2 = time.perf_counter()
+    requests = res.summary.get("requests", {})
+    row = {**asdict(point), "key": point.key, "trace": trace, "budget_pages": res.memory_pages,
+           # the budget asked for (the figure's x); budget_pages is the run written (an ensemble member's)
+           "memory_bytes": int(res.params["requested_memory_bytes"]),
+           "accesses": res.accesses, "faults": res.faults, "pages_in": res.pages_in, "pages_out": res.pages_out,
+           "read_requests": int(requests.get("read", 0)), "write_requests": int(requests.get("write", 0)),
+           "bytes_read": res.bytes_read, "bytes_written": res.bytes_written, "waf": ssd.get("waf"),  # None when nothing was written
+           "throughput_mb_s": ssd.get("throughput_mb_s"), "read_mb_s": ssd.get("read_mb_s"),
+           "write_mb_s": ssd.get("write_mb_s"), "step_time_us": None, "emulate_s": t1 - t0, "ssd_s": t2 - t1,
+           "worker": f"{socket.gethostname()}:{os.getpid()}"}
+    table = pa.Table.from_pylist([row], schema=SWEEP_POINT_SCHEMA)
+    with TraceWriter(Path(out_dir) / f"point-{point.key}.parquet", "sweep-point",
+                     {"point": asdict(point), "trace": trace}, force=True, row_group_rows=1) as writer:
+        writer.write_table(table)
+    return row
+
+
+# --- the client side -------------------------------------------------------------------------------
+
+
+@dataclass
+class SweepResult:
+    """What :func:`run_sweep` did: the results folder and the points run, skipped and failed."""
+
+    path: Path
+    points: int
+    ran: int
+    skipped: int
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def finished_keys(out: str | os.PathLike) -> set[str]:
+    """Keys of the points whose result file exists (complete by construction: they are renamed into place)."""
+    return {p.name[len("point-"):-len(".parquet")] for p in Path(out).glob("point-*.parquet")}
+
+
+def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, workers: int | None = None, scheduler: str | None = None,
+              progress: Callable[[int], Any] | None = None,
+              on_start: Callable[[int], Any] | None = None) -> SweepResult:
+    """Run every point of ``spec`` not yet in ``out`` as a Dask task; see the module docstring.
+
+    Parameters
+    ----------
+    spec : SweepSpec
+        The axes (checked here, before anything runs).
+    out : path-like
+        Results folder (created); on a path every worker sees.
+    workers : int, optional
+        Worker processes of a local cluster (default: one per CPU).
+    scheduler : str, optional
+        ``tcp://HOST:PORT`` of a running scheduler (or ``$DASK_SCHEDULER_ADDRESS``).
+    progress : callable, optional
+        Called with 1 as each point finishes (or fails).
+    on_start : callable, optional
+        Called with the number of points to run, before the first is submitted.
+
+    Returns
+    -------
+    SweepResult
+        Failed points are listed with their error's first line; the others are written.
+    """
+    require_dask()
+    spec.check()
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"{out}: exists and is not a folder")
+    out.mkdir(parents=True, exist_ok=True)
+    points = spec.points()
+    _write_sidecar(out, spec, points)
+    done = finished_keys(out)
+    todo = [p for p in points if p.key not in done]
+    if on_start is not None:
+        on_start(len(todo))
+    started = time.perf_counter()
+    failed: list[tuple[str, str]] = []
+    if todo:
+        failed = _submit_all(todo, out, workers, scheduler, progress)
+    _remove_stale_temporaries(out)
+    return SweepResult(out, len(points), len(todo) - len(failed), len(points) - len(todo), failed,
+                       time.perf_counter() - started)
+
+
+#: how much longer a point of each policy takes than an ``lru`` point, measured on the RM presets
+#: (docs/sweep.md: ``linux`` runs its ensemble, 5-11x)
+POLICY_COST = {"linux": 8.0, "clock": 1.0, "lru": 1.0}
+
+
+def cost_hint(point: SweepPoint, accesses: int) -> float:
+    """A point's relative cost: accesses x the policy's factor x more for smaller budgets (more faults).
+
+    Only the order matters: the longest points are submitted first, so the
+    longest does not start last and stretch the sweep's wall time.
+    """
+    fraction = point.memory_fraction if point.memory_fraction is not None else 0.5
+    return accesses * POLICY_COST.get(point.policy, 1.0) * (1.5 - min(fraction, 1.0))
+
+
+def _accesses(point: SweepPoint, cache: dict) -> int:
+    """The trace's accesses: its row count, or for a preset its lookups per step (batch x mean bag sizes) x steps."""
+    from swaptrace.spec import load_spec
+
+    ident = point.trace or (point.preset, point.steps)
+    if ident not in cache:
+        if point.trace is not None:
+            cache[ident] = open_trace(point.trace, "access").num_rows
+        else:
+            spec = load_spec(point.preset)
+            lookups = spec.batch_size * sum(t.lookups.mean for t in spec.tables)
+            cache[ident] = int(lookups * (point.steps or spec.default_steps))
+    return cache[ident]
+
+
+def _submit_all(todo: Sequence[SweepPoint], out: Path, workers: int | None, scheduler: str | None,
+                progress: Callable[[int], Any] | None) -> list[tuple[str, str]]:
+    failed: list[tuple[str, str]] = []
+    with connect(workers, scheduler) as client:
+        from distributed import as_completed
+
+        inputs: dict[tuple[str, int | None, int], Any] = {}
+        (out / INPUTS).mkdir(exist_ok=True)
+        futures = {}
+        sizes: dict = {}
+        for p in sorted(todo, key=lambda p: -cost_hint(p, _accesses(p, sizes))):
+            trace: Any = p.trace
+            if trace is None:
+                ident = (p.preset, p.steps, p.seed)
+                if ident not in inputs:
+                    inputs[ident] = client.submit(_generate_input, p.preset, p.steps, p.seed,
+                                                  str((out / INPUTS / p.input_name()).resolve()),
+                                                  key=f"input-{p.input_name()}", pure=False,
+                                                  priority=len(todo) + 1)
+                trace = inputs[ident]
+            # priority: Dask runs the highest first among the ready tasks; the list is already longest first
+            futures[client.submit(run_point, p, trace, str(out.resolve()), key=f"point-{p.key}", pure=False,
+                                  priority=len(todo) - len(futures))] = p
+        for fut in as_completed(futures):
+            try:
+                fut.result()
+            except Exception as exc:  # noqa: BLE001 - one point's failure is reported; the others go on
+                failed.append((futures[fut].key, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
+            fut.release()
+            if progress is not None:
+                progress(1)
+    return failed
+
+
+def _write_sidecar(out: Path, spec: SweepSpec, points: list[SweepPoint]) -> None:
+    doc = {"spec": asdict(spec), "points": [{"key": p.key, **asdict(p)} for p in points]}
+    with AtomicPath(out / SIDECAR) as ap:
+        ap.tmp.write_text(json.dumps(doc, indent=1))
+
+
+def _remove_stale_temporaries(out: Path) -> None:
+    """Temporaries of point files whose writer died (a killed worker); their points were rerun."""
+    for p in out.glob(".point-*.partial"):
+        p.unlink(missing_ok=True)
+
+
+def read_results(out: str | os.PathLike) -> pa.Table:
+    """All finished points of a results folder as one Arrow table, sorted by key."""
+    files = sorted(Path(out).glob("point-*.parquet"))
+    if not files:
+        return SWEEP_POINT_SCHEMA.empty_table()
+    table = pa.concat_tables([pq.read_table(f).cast(SWEEP_POINT_SCHEMA) for f in files])
+    return table.sort_by("key")
