@@ -12,16 +12,15 @@ Run: ``python benchmarks/bench_capture.py [--quick]`` (medians of 3 repeats).
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from _measure import median_time  # noqa: E402
 from naive_capture import naive_replay  # noqa: E402
 
 from swaptrace._kernels.replay import _replay  # noqa: E402
@@ -31,12 +30,9 @@ from swaptrace.traceio import TraceWriter  # noqa: E402
 
 
 def _median(fn, repeats=3):
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return median_time(fn, repeats)[0]
+
+
 
 
 def _lines(n, rng):

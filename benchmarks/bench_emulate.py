@@ -22,23 +22,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from _measure import child_peak_rss_mib, median_time  # noqa: E402  (benchmarks/, the script's folder)
 
 ACCESSES_PER_DEMO_STEP = 63_700  # measured: the demo preset touches ~63.7k pages per step
 
 
-def median_time(fn, repeats):
-    times, result = [], None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), result
 
 
 def demo_trace(steps: int, folder: Path) -> Path:
@@ -51,15 +43,6 @@ def demo_trace(steps: int, folder: Path) -> Path:
     return path
 
 
-def child_peak_rss_mib(args: list[str]) -> float:
-    """Peak RSS of one command, measured by a fresh parent whose only child it is."""
-    probe = (
-        "import resource, subprocess, sys; "
-        "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
-        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
-    )
-    out = subprocess.run([sys.executable, "-c", probe, *args], check=True, capture_output=True, text=True)
-    return int(out.stdout.split()[-1]) / 1024.0
 
 
 def main(argv=None) -> int:

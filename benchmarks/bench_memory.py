@@ -18,6 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from _measure import child_peak_rss_mib  # noqa: E402  (benchmarks/, the script's folder)
+
 PRESET = "criteo-kaggle"
 
 
@@ -25,15 +27,6 @@ def swaptrace_exe() -> str:
     return str(Path(sys.executable).with_name("swaptrace"))
 
 
-def child_peak_rss_mib(args: list[str]) -> float:
-    """Peak RSS of one command, measured by a fresh parent whose only child it is."""
-    probe = (
-        "import resource, subprocess, sys; "
-        "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
-        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
-    )
-    out = subprocess.run([sys.executable, "-c", probe, *args], check=True, capture_output=True, text=True)
-    return int(out.stdout.strip()) / 1024
 
 
 def trace(steps: int, folder: Path) -> Path:

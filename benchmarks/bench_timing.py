@@ -16,7 +16,6 @@ compiles the kernel (medians of 3):
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -28,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 import naive_timing  # noqa: E402
+from _measure import median_time as _median_time  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 
 from swaptrace import timing  # noqa: E402
@@ -39,12 +39,9 @@ WORK = ROOT / "benchmarks" / "results" / "timing"
 
 
 def median_time(fn, repeats: int = 3) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return _median_time(fn, repeats)[0]
+
+
 
 
 def main(argv=None) -> int:
