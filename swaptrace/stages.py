@@ -110,16 +110,51 @@ def ssd_config_for(opts, device_bytes: int):
     return load_device(opts.device, SSD_OVERRIDES.get(opts.device), capacity_bytes=opts.ssd_capacity_bytes)
 
 
-def run_ssd(d: Path, opts, say, bar) -> dict[str, Any]:
+def replay_like_pipeline(stream, device: str, capacity_bytes: int | None = None, *, out=None, force: bool = False,
+                         progress=None):
+    """Replay a swap stream on the SSD the pipeline uses: ``device`` at its real size, in a sampled steady state.
+
+    The one place that says how ``swaptrace run`` (:func:`run_ssd`) and ``swaptrace sweep``
+    (:func:`swaptrace.parallel.sweep.run_point`) put a stream on a drive: :func:`ssd_config_for` sizes
+    it, the swap partition sits at the drive's start and the rest holds :data:`SSD_BACKGROUND`
+    (precondition ``steady``, :mod:`swaptrace.ssd.steady`).
+
+    Parameters
+    ----------
+    stream : path-like
+        A ``swapio`` file.
+    device : str
+        SSD preset name or device ``.toml``.
+    capacity_bytes : int, optional
+        Resize the preset to this many bytes (default: its real size).
+    out, force, progress
+        As :func:`swaptrace.ssd.run.replay` (timeline file, overwrite, requests done).
+
+    Returns
+    -------
+    tuple of (SSDConfig, SSDResult)
+        The drive the stream ran on (the time model's device) and the replay's result.
+    """
+    from types import SimpleNamespace
+
     from swaptrace.ssd.run import replay
     from swaptrace.ssd.steady import Background
     from swaptrace.traceio import open_trace
 
+    device_bytes = int(open_trace(stream, "swapio").meta.get("device_bytes") or 0)
+    cfg = ssd_config_for(SimpleNamespace(device=device, ssd_capacity_bytes=capacity_bytes), device_bytes)
+    res = replay(stream, cfg, out=out, precondition="steady", background=Background(**SSD_BACKGROUND), force=force,
+                 progress=progress)
+    return cfg, res
+
+
+def run_ssd(d: Path, opts, say, bar) -> dict[str, Any]:
+    from swaptrace.traceio import open_trace
+
     tf = open_trace(d / SWAPIO, "swapio")
-    cfg = ssd_config_for(opts, int(tf.meta.get("device_bytes") or 0))
     with bar(tf.num_rows, "requests") as b:
-        res = replay(d / SWAPIO, cfg, out=d / SSD, precondition="steady", background=Background(**SSD_BACKGROUND),
-                     force=True, progress=b.update)
+        _, res = replay_like_pipeline(d / SWAPIO, opts.device, opts.ssd_capacity_bytes, out=d / SSD, force=True,
+                                      progress=b.update)
     keep = ("waf", "steady_waf", "op", "start", "throughput_mb_s", "write_mb_s", "read_mb_s", "simulated_time_us",
             "host_write_bytes")
     return {k: res.summary[k] for k in keep if k in res.summary}
