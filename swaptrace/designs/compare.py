@@ -48,7 +48,7 @@ THESIS_GAINS = {"128 KiB vs 4 KiB requests": 1.75, "sequential vs random writes"
 #: the table's columns, in order
 COLUMNS = ("design", "pages_in", "pages_out", "read_requests", "write_requests", "mean_read_kib", "mean_write_kib",
            "host_write_amplification", "device_waf", "ssd_mb_s", "ssd_steady_mb_s", "device_s", "busy_ms_per_step",
-           "write_request_gain", "device_time_gain", "prefetch_hit", "prefetch_wasted", "segments_cleaned",
+           "step_time_ms", "slowdown", "write_request_gain", "device_time_gain", "prefetch_hit", "prefetch_wasted", "segments_cleaned",
            "fio_steps", "disk_s", "disk_time_gain")
 
 
@@ -89,6 +89,8 @@ class Comparison:
     runs: dict[str, DesignRun]
     devices: dict[str, dict[str, Any]]
     steps: int
+    #: the given compute time per step of the predicted step times (0: paging time only)
+    step_compute_us: float = 0.0
 
     def table(self):
         import pyarrow as pa
@@ -100,7 +102,8 @@ def compare_designs(trace: str | os.PathLike, out_dir: str | os.PathLike, *,
                     ssd: Callable[[int], SSDConfig] | None,
                     designs: DesignSet = DesignSet(), packed_trace: str | os.PathLike | None = None,
                     verify: bool = False, force: bool = False, say: Callable[[str], None] | None = None,
-                    progress: Callable[[int], None] | None = None, **options: Any) -> Comparison:
+                    progress: Callable[[int], None] | None = None, step_compute_us: float = 0.0,
+                    **options: Any) -> Comparison:
     """Run every design on ``trace`` (and ``packed_trace``) at one budget; replay each stream on the SSD model.
 
     Parameters
@@ -118,6 +121,10 @@ def compare_designs(trace: str | os.PathLike, out_dir: str | os.PathLike, *,
         The same model generated with ``--row-layout packed``.
     verify : bool
         Check the log's shadow map and invariants after every chunk.
+    step_compute_us : float
+        Compute time of every step without paging, microseconds, for the predicted step
+        time and slowdown (:func:`design_step_time`); 0: the step time is paging time alone
+        and no slowdown is defined.
     options
         ``EmulatorConfig.resolve`` options (``memory_bytes`` or ``memory_fraction``, ...).
     """
@@ -139,8 +146,33 @@ def compare_designs(trace: str | os.PathLike, out_dir: str | os.PathLike, *,
             devices[name] = _device(run, device, designs.zones if name == "zoned" else None)
     steps = int(open_trace(trace, kind="access").meta.get("steps") or 1)
     rows = [_row(name, run, devices.get(name), steps) for name, run in runs.items()]
+    if ssd is not None:
+        for row, (name, run) in zip(rows, runs.items(), strict=True):
+            res = design_step_time(run.path, device, devices[name].get("waf"), step_compute_us)
+            row.update(step_time_ms=res.total_us / 1e3 / max(len(res.steps), 1), slowdown=res.slowdown)
     _gains(rows)
-    return Comparison(rows, runs, devices, steps)
+    return Comparison(rows, runs, devices, steps, step_compute_us)
+
+
+def design_step_time(stream: str | os.PathLike, ssd: SSDConfig, waf: float | None, step_compute_us: float):
+    """Predicted step times of a design's stream (:func:`swaptrace.timing.simulate`).
+
+    The device is the SSD model's latency table (:func:`swaptrace.timing.device_from_ssd`) with the
+    write amplification the model measured on this stream (``device_waf``; 1 on the zoned device), so
+    a design that spares the drive its GC is credited with it; None (nothing written) keeps the
+    model's steady-state prediction. The costs are given, as in ``swaptrace sweep``: every step
+    computes ``step_compute_us`` and the kernel CPU costs are :class:`~swaptrace.timing.CpuCosts`'
+    defaults.
+
+    Returns
+    -------
+    swaptrace.timing.TimingResult
+    """
+    from swaptrace import timing
+
+    req = timing.read_stream(stream)
+    dev = timing.device_from_ssd(ssd, waf=None if waf is None else max(float(waf), 1.0))
+    return timing.simulate(req, dev, timing.given_compute(req.nsteps, step_compute_us), timing.CpuCosts())
 
 
 def _run(trace, out: Path, prefix: str, logs: dict[str, LogConfig], verify: bool, force: bool, progress,
@@ -222,7 +254,7 @@ def markdown(cmp: Comparison, *, title: str = "Linux swap vs the fixes") -> str:
     fmt = {"pages_in": "{:,}", "pages_out": "{:,}", "read_requests": "{:,}", "write_requests": "{:,}",
            "mean_read_kib": "{:.1f}", "mean_write_kib": "{:.1f}", "host_write_amplification": "{:.2f}",
            "device_waf": "{:.2f}", "ssd_mb_s": "{:.0f}", "ssd_steady_mb_s": "{:.0f}", "device_s": "{:.1f}",
-           "busy_ms_per_step": "{:.1f}", "write_request_gain": "{:.1f}x", "device_time_gain": "{:.2f}x",
+           "busy_ms_per_step": "{:.1f}", "step_time_ms": "{:.1f}", "slowdown": "{:.2f}x", "write_request_gain": "{:.1f}x", "device_time_gain": "{:.2f}x",
            "fio_steps": "{}", "disk_s": "{:.2f}", "disk_time_gain": "{:.2f}x"}
     measured = any(r.get("fio_steps") for r in cmp.rows)
     cols = [c for c in COLUMNS if (c in fmt or c == "design") and (measured or c not in FIO_COLUMNS)]
@@ -238,6 +270,11 @@ def markdown(cmp: Comparison, *, title: str = "Linux swap vs the fixes") -> str:
         lines += ["", "fio_steps, disk_s: fio replayed the requests of each design's first fio_steps steps as fast as "
                   "this machine's disk allows (same file target, size and runtime cap); disk_s is its runtime "
                   "(- if the runtime cap cut the replay short)."]
+    if any(r.get("step_time_ms") is not None for r in cmp.rows):
+        given = (f"with {cmp.step_compute_us:g} us of compute per step; slowdown: step time over that compute time"
+                 if cmp.step_compute_us else "paging time alone (no compute time given, so no slowdown)")
+        lines += ["", "step_time_ms: the time model's mean step time on the SSD model at each design's device WAF, "
+                  f"{given}. busy_ms_per_step: the SSD model's busy time per step."]
     lines += ["", "The thesis's synthetic fio gains, for comparison: " +
               "; ".join(f"{k} {v:.2f}x" for k, v in THESIS_GAINS.items()) + "."]
     return "\n".join(lines) + "\n"
