@@ -213,8 +213,37 @@ def run_designs(d: Path, opts, say, bar) -> dict[str, Any]:
         cmp = compare_designs(d / ACCESS, out, ssd=lambda nbytes: ssd_config_for(opts, nbytes), packed_trace=packed,
                               force=True, say=say, progress=b.update, memory_bytes=opts.memory_bytes,
                               memory_fraction=opts.memory_fraction)
+    cmp = add_step_times(cmp)
     save_designs(cmp, out)
     return {r["design"]: r.get("device_time_gain") for r in cmp.rows}
+
+
+def add_step_times(cmp, step_compute_us: float = 0.0):
+    """A design comparison with each design's predicted step time and slowdown (``step_time_ms``, ``slowdown``).
+
+    Each design's stream is priced by the time model (:func:`swaptrace.timing.simulate`) on the
+    SSD model's latency table (:func:`swaptrace.timing.device_from_ssd`) of the drive the streams
+    were replayed on, with the write amplification the model measured on that stream (``device_waf``;
+    1 on the zoned device), so a design that spares the drive its GC is credited with it; None
+    (nothing written) keeps the model's steady-state prediction. The costs are given, as in
+    ``swaptrace sweep``: every step computes ``step_compute_us`` (0: the step time is paging time
+    alone and there is no slowdown) and the kernel CPU costs are :class:`~swaptrace.timing.CpuCosts`'
+    defaults. Without a device model (``cmp.ssd`` None) the comparison is returned unchanged.
+    """
+    from dataclasses import replace
+
+    from swaptrace import timing
+
+    if cmp.ssd is None:
+        return cmp
+    for row in cmp.rows:
+        name = row["design"]
+        req = timing.read_stream(cmp.runs[name].path)
+        waf = cmp.devices[name].get("waf")
+        dev = timing.device_from_ssd(cmp.ssd, waf=None if waf is None else max(float(waf), 1.0))
+        res = timing.simulate(req, dev, timing.given_compute(req.nsteps, step_compute_us), timing.CpuCosts())
+        row.update(step_time_ms=res.total_us / 1e3 / max(req.nsteps, 1), slowdown=res.slowdown)
+    return replace(cmp, step_compute_us=float(step_compute_us))
 
 
 def save_designs(cmp, out: Path) -> None:
@@ -233,7 +262,8 @@ def save_designs(cmp, out: Path) -> None:
     with AtomicPath(out / "designs.parquet", force=True) as a:
         pq.write_table(cmp.table(), a.tmp)
     with AtomicPath(out / "designs.json", force=True) as a:  # rows with their request-size histograms
-        a.tmp.write_text(json.dumps({"rows": cmp.rows, "devices": cmp.devices, "steps": cmp.steps}, indent=2,
+        a.tmp.write_text(json.dumps({"rows": cmp.rows, "devices": cmp.devices, "steps": cmp.steps,
+                                    "step_compute_us": cmp.step_compute_us}, indent=2,
                                     default=str))
     for name, plot in (("write-sizes", lambda ax: plot_request_size_cdf(cmp.rows, "write", ax)),
                        ("read-sizes", lambda ax: plot_request_size_cdf(cmp.rows, "read", ax)),

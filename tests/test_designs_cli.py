@@ -69,7 +69,8 @@ def test_designs_command_writes_table_streams_and_figures(traces, tmp_path):
             assert open_trace(out / f"{name}.swapio.parquet", kind="swapio").num_rows > 0
     assert {p.name for p in out.glob("designs-*.png")} == {"designs-write-sizes.png", "designs-read-sizes.png",
                                                           "designs-device-time.png"}
-    assert json.loads((out / "designs.json").read_text())["steps"] == 6
+    doc = json.loads((out / "designs.json").read_text())
+    assert doc["steps"] == 6 and doc["step_compute_us"] == 2000.0
     assert "1.75x" in (out / "designs.md").read_text()
     check_step_times(out, rows, 2000.0)
     assert "| step_time_ms | slowdown |" in (out / "designs.md").read_text()

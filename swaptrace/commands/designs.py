@@ -13,7 +13,7 @@ from swaptrace.designs.log import SWAPINS, VICTIMS, LogConfig
 from swaptrace.designs.ondisk import check_file_target, replay_on_disk
 from swaptrace.errors import OutputError
 from swaptrace.ssd.zns import ZNSConfig
-from swaptrace.stages import save_designs, ssd_config_for
+from swaptrace.stages import add_step_times, save_designs, ssd_config_for
 from swaptrace.traceio import open_trace
 from swaptrace.units import parse_bytes
 
@@ -92,8 +92,8 @@ def command(trace, out, memory, memory_fraction, device, packed_trace, segment_s
     with progressbar(tf.num_rows * passes, "designs") as bar:
         cmp = compare_designs(trace, outdir, ssd=ssd, designs=DesignSet(log=log, zones=zones, prefetch_window_bytes=window),
                               packed_trace=packed_trace, verify=verify, force=True, progress=bar.update,
-                              step_compute_us=step_compute_us,
                               say=lambda m: click.echo(m, err=True), **budget)
+    cmp = add_step_times(cmp, step_compute_us)
     if fio_target is not None:
         streams = {name: run.path for name, run in cmp.runs.items() if name != "zoned@ftl"}
         add_disk(cmp, replay_on_disk(streams, outdir, target=fio_target, size_bytes=parse_bytes(fio_size, "--fio-size"),

@@ -89,7 +89,10 @@ class Comparison:
     runs: dict[str, DesignRun]
     devices: dict[str, dict[str, Any]]
     steps: int
-    #: the given compute time per step of the predicted step times (0: paging time only)
+    #: the conventional SSD the streams were replayed on (None: no device model)
+    ssd: SSDConfig | None = None
+    #: the given compute time per step of the predicted step times (``step_time_ms``, ``slowdown``: filled
+    #: by :func:`swaptrace.stages.add_step_times`, which prices each stream with the time model); 0: paging only
     step_compute_us: float = 0.0
 
     def table(self):
@@ -102,8 +105,7 @@ def compare_designs(trace: str | os.PathLike, out_dir: str | os.PathLike, *,
                     ssd: Callable[[int], SSDConfig] | None,
                     designs: DesignSet = DesignSet(), packed_trace: str | os.PathLike | None = None,
                     verify: bool = False, force: bool = False, say: Callable[[str], None] | None = None,
-                    progress: Callable[[int], None] | None = None, step_compute_us: float = 0.0,
-                    **options: Any) -> Comparison:
+                    progress: Callable[[int], None] | None = None, **options: Any) -> Comparison:
     """Run every design on ``trace`` (and ``packed_trace``) at one budget; replay each stream on the SSD model.
 
     Parameters
@@ -121,10 +123,6 @@ def compare_designs(trace: str | os.PathLike, out_dir: str | os.PathLike, *,
         The same model generated with ``--row-layout packed``.
     verify : bool
         Check the log's shadow map and invariants after every chunk.
-    step_compute_us : float
-        Compute time of every step without paging, microseconds, for the predicted step
-        time and slowdown (:func:`design_step_time`); 0: the step time is paging time alone
-        and no slowdown is defined.
     options
         ``EmulatorConfig.resolve`` options (``memory_bytes`` or ``memory_fraction``, ...).
     """
@@ -146,33 +144,8 @@ def compare_designs(trace: str | os.PathLike, out_dir: str | os.PathLike, *,
             devices[name] = _device(run, device, designs.zones if name == "zoned" else None)
     steps = int(open_trace(trace, kind="access").meta.get("steps") or 1)
     rows = [_row(name, run, devices.get(name), steps) for name, run in runs.items()]
-    if ssd is not None:
-        for row, (name, run) in zip(rows, runs.items(), strict=True):
-            res = design_step_time(run.path, device, devices[name].get("waf"), step_compute_us)
-            row.update(step_time_ms=res.total_us / 1e3 / max(len(res.steps), 1), slowdown=res.slowdown)
     _gains(rows)
-    return Comparison(rows, runs, devices, steps, step_compute_us)
-
-
-def design_step_time(stream: str | os.PathLike, ssd: SSDConfig, waf: float | None, step_compute_us: float):
-    """Predicted step times of a design's stream (:func:`swaptrace.timing.simulate`).
-
-    The device is the SSD model's latency table (:func:`swaptrace.timing.device_from_ssd`) with the
-    write amplification the model measured on this stream (``device_waf``; 1 on the zoned device), so
-    a design that spares the drive its GC is credited with it; None (nothing written) keeps the
-    model's steady-state prediction. The costs are given, as in ``swaptrace sweep``: every step
-    computes ``step_compute_us`` and the kernel CPU costs are :class:`~swaptrace.timing.CpuCosts`'
-    defaults.
-
-    Returns
-    -------
-    swaptrace.timing.TimingResult
-    """
-    from swaptrace import timing
-
-    req = timing.read_stream(stream)
-    dev = timing.device_from_ssd(ssd, waf=None if waf is None else max(float(waf), 1.0))
-    return timing.simulate(req, dev, timing.given_compute(req.nsteps, step_compute_us), timing.CpuCosts())
+    return Comparison(rows, runs, devices, steps, ssd=device if ssd is not None else None)
 
 
 def _run(trace, out: Path, prefix: str, logs: dict[str, LogConfig], verify: bool, force: bool, progress,
