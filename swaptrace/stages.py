@@ -110,16 +110,51 @@ def ssd_config_for(opts, device_bytes: int):
     return load_device(opts.device, SSD_OVERRIDES.get(opts.device), capacity_bytes=opts.ssd_capacity_bytes)
 
 
-def run_ssd(d: Path, opts, say, bar) -> dict[str, Any]:
+def replay_like_pipeline(stream, device: str, capacity_bytes: int | None = None, *, out=None, force: bool = False,
+                         progress=None):
+    """Replay a swap stream on the SSD the pipeline uses: ``device`` at its real size, in a sampled steady state.
+
+    The one place that says how ``swaptrace run`` (:func:`run_ssd`) and ``swaptrace sweep``
+    (:func:`swaptrace.parallel.sweep.run_point`) put a stream on a drive: :func:`ssd_config_for` sizes
+    it, the swap partition sits at the drive's start and the rest holds :data:`SSD_BACKGROUND`
+    (precondition ``steady``, :mod:`swaptrace.ssd.steady`).
+
+    Parameters
+    ----------
+    stream : path-like
+        A ``swapio`` file.
+    device : str
+        SSD preset name or device ``.toml``.
+    capacity_bytes : int, optional
+        Resize the preset to this many bytes (default: its real size).
+    out, force, progress
+        As :func:`swaptrace.ssd.run.replay` (timeline file, overwrite, requests done).
+
+    Returns
+    -------
+    tuple of (SSDConfig, SSDResult)
+        The drive the stream ran on (the time model's device) and the replay's result.
+    """
+    from types import SimpleNamespace
+
     from swaptrace.ssd.run import replay
     from swaptrace.ssd.steady import Background
     from swaptrace.traceio import open_trace
 
+    device_bytes = int(open_trace(stream, "swapio").meta.get("device_bytes") or 0)
+    cfg = ssd_config_for(SimpleNamespace(device=device, ssd_capacity_bytes=capacity_bytes), device_bytes)
+    res = replay(stream, cfg, out=out, precondition="steady", background=Background(**SSD_BACKGROUND), force=force,
+                 progress=progress)
+    return cfg, res
+
+
+def run_ssd(d: Path, opts, say, bar) -> dict[str, Any]:
+    from swaptrace.traceio import open_trace
+
     tf = open_trace(d / SWAPIO, "swapio")
-    cfg = ssd_config_for(opts, int(tf.meta.get("device_bytes") or 0))
     with bar(tf.num_rows, "requests") as b:
-        res = replay(d / SWAPIO, cfg, out=d / SSD, precondition="steady", background=Background(**SSD_BACKGROUND),
-                     force=True, progress=b.update)
+        _, res = replay_like_pipeline(d / SWAPIO, opts.device, opts.ssd_capacity_bytes, out=d / SSD, force=True,
+                                      progress=b.update)
     keep = ("waf", "steady_waf", "op", "start", "throughput_mb_s", "write_mb_s", "read_mb_s", "simulated_time_us",
             "host_write_bytes")
     return {k: res.summary[k] for k in keep if k in res.summary}
@@ -178,8 +213,37 @@ def run_designs(d: Path, opts, say, bar) -> dict[str, Any]:
         cmp = compare_designs(d / ACCESS, out, ssd=lambda nbytes: ssd_config_for(opts, nbytes), packed_trace=packed,
                               force=True, say=say, progress=b.update, memory_bytes=opts.memory_bytes,
                               memory_fraction=opts.memory_fraction)
+    cmp = add_step_times(cmp)
     save_designs(cmp, out)
     return {r["design"]: r.get("device_time_gain") for r in cmp.rows}
+
+
+def add_step_times(cmp, step_compute_us: float = 0.0):
+    """A design comparison with each design's predicted step time and slowdown (``step_time_ms``, ``slowdown``).
+
+    Each design's stream is priced by the time model (:func:`swaptrace.timing.simulate`) on the
+    SSD model's latency table (:func:`swaptrace.timing.device_from_ssd`) of the drive the streams
+    were replayed on, with the write amplification the model measured on that stream (``device_waf``;
+    1 on the zoned device), so a design that spares the drive its GC is credited with it; None
+    (nothing written) keeps the model's steady-state prediction. The costs are given, as in
+    ``swaptrace sweep``: every step computes ``step_compute_us`` (0: the step time is paging time
+    alone and there is no slowdown) and the kernel CPU costs are :class:`~swaptrace.timing.CpuCosts`'
+    defaults. Without a device model (``cmp.ssd`` None) the comparison is returned unchanged.
+    """
+    from dataclasses import replace
+
+    from swaptrace import timing
+
+    if cmp.ssd is None:
+        return cmp
+    for row in cmp.rows:
+        name = row["design"]
+        req = timing.read_stream(cmp.runs[name].path)
+        waf = cmp.devices[name].get("waf")
+        dev = timing.device_from_ssd(cmp.ssd, waf=None if waf is None else max(float(waf), 1.0))
+        res = timing.simulate(req, dev, timing.given_compute(req.nsteps, step_compute_us), timing.CpuCosts())
+        row.update(step_time_ms=res.total_us / 1e3 / max(req.nsteps, 1), slowdown=res.slowdown)
+    return replace(cmp, step_compute_us=float(step_compute_us))
 
 
 def save_designs(cmp, out: Path) -> None:
@@ -198,7 +262,8 @@ def save_designs(cmp, out: Path) -> None:
     with AtomicPath(out / "designs.parquet", force=True) as a:
         pq.write_table(cmp.table(), a.tmp)
     with AtomicPath(out / "designs.json", force=True) as a:  # rows with their request-size histograms
-        a.tmp.write_text(json.dumps({"rows": cmp.rows, "devices": cmp.devices, "steps": cmp.steps}, indent=2,
+        a.tmp.write_text(json.dumps({"rows": cmp.rows, "devices": cmp.devices, "steps": cmp.steps,
+                                    "step_compute_us": cmp.step_compute_us}, indent=2,
                                     default=str))
     for name, plot in (("write-sizes", lambda ax: plot_request_size_cdf(cmp.rows, "write", ax)),
                        ("read-sizes", lambda ax: plot_request_size_cdf(cmp.rows, "read", ax)),

@@ -187,7 +187,7 @@ def _toml_value(v: Any) -> str:
     return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def device_from_ssd(cfg) -> DeviceTiming:
+def device_from_ssd(cfg, waf: float | None = None) -> DeviceTiming:
     """Latency table of an SSD model configuration (:class:`swaptrace.ssd.config.SSDConfig`).
 
     A read of ``L`` bytes covers ``n = ceil(L / page_bytes)`` flash pages striped over the dies: at
@@ -197,10 +197,18 @@ def device_from_ssd(cfg) -> DeviceTiming:
     steady-state write amplification of the FTL's GC policy (Desnoyers, SYSTOR 2012; greedy
     ``wa_greedy``). At depth ``q`` a request's latency is ``q`` over the throughput (Little's law),
     the throughput being the smallest of ``q / lat1``, the dies' rate and the links' rate.
+
+    ``waf`` replaces that prediction when the write amplification is known otherwise: 1 on a zoned
+    device (no device GC), or what the SSD model measured on a given stream (a sequential log's is
+    near 1, random 4 KiB writes' near the steady-state value).
     """
     from swaptrace.ssd import analytic
 
-    waf = analytic.predict(cfg.gc_policy, cfg.spare_factor, cfg.units_per_block)
+    if waf is not None:
+        if not (math.isfinite(waf) and waf >= 1.0):
+            raise ConfigError(f"device {cfg.name}: write amplification must be a number >= 1, got {waf!r}")
+    else:
+        waf = analytic.predict(cfg.gc_policy, cfg.spare_factor, cfg.units_per_block)
     if not waf >= 1.0:  # policies without a closed form: greedy's is the closest
         waf = analytic.predict("greedy", cfg.spare_factor, cfg.units_per_block)
     host, chan = cfg.host_mb_s, cfg.channel_mb_s  # MB/s = bytes/us

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+from swaptrace import timing
 from swaptrace.cli import cli
+from swaptrace.stages import ssd_config_for
 from swaptrace.traceio import open_trace
 
 
@@ -47,7 +50,8 @@ def test_designs_command_writes_table_streams_and_figures(traces, tmp_path):
     out = tmp_path / "d"
     r = CliRunner().invoke(cli, ["designs", str(traces / "default.parquet"), "--memory-fraction", "0.3",
                                  "--packed", str(traces / "packed.parquet"), "--segment-size", "64KiB",
-                                 "--zone-size", "256KiB", "--device", "tiny", "--verify", "-o", str(out)])
+                                 "--zone-size", "256KiB", "--device", "tiny", "--verify", "--step-compute-us", "2000",
+                                 "-o", str(out)])
     assert r.exit_code == 0, r.output
     table = pq.read_table(out / "designs.parquet").to_pylist()
     names = [row["design"] for row in table]
@@ -65,8 +69,31 @@ def test_designs_command_writes_table_streams_and_figures(traces, tmp_path):
             assert open_trace(out / f"{name}.swapio.parquet", kind="swapio").num_rows > 0
     assert {p.name for p in out.glob("designs-*.png")} == {"designs-write-sizes.png", "designs-read-sizes.png",
                                                           "designs-device-time.png"}
-    assert json.loads((out / "designs.json").read_text())["steps"] == 6
+    doc = json.loads((out / "designs.json").read_text())
+    assert doc["steps"] == 6 and doc["step_compute_us"] == 2000.0
     assert "1.75x" in (out / "designs.md").read_text()
+    check_step_times(out, rows, 2000.0)
+    assert "| step_time_ms | slowdown |" in (out / "designs.md").read_text()
+
+
+def check_step_times(out, rows, compute_us):
+    """Each design's step time and slowdown equal the time model run directly on its stream, on the SSD model
+    sized for the largest stream, at the device WAF the table reports (the zoned device's 1)."""
+    streams = {r: out / f"{'zoned' if r == 'zoned@ftl' else r}.swapio.parquet" for r in rows}
+    device_bytes = max(int(open_trace(p, kind="swapio").meta["device_bytes"]) for p in streams.values())
+    cfg = ssd_config_for(SimpleNamespace(device="tiny", ssd_capacity_bytes=None), device_bytes)
+    for name, row in rows.items():
+        req = timing.read_stream(streams[name])
+        oracle = timing.simulate(req, timing.device_from_ssd(cfg, waf=row["device_waf"]),
+                                 timing.given_compute(req.nsteps, compute_us), timing.CpuCosts())
+        assert row["step_time_ms"] == pytest.approx(oracle.total_us / 1e3 / req.nsteps, rel=1e-12), name
+        assert row["step_time_ms"] * 1e3 >= compute_us
+        if compute_us:
+            assert row["slowdown"] == pytest.approx(oracle.slowdown, rel=1e-12) and row["slowdown"] >= 1.0
+        else:
+            assert row["slowdown"] is None
+    # the drive's GC spared: the zoned stream is no slower on the zoned device than on the conventional one
+    assert rows["zoned"]["step_time_ms"] <= rows["zoned@ftl"]["step_time_ms"] * (1 + 1e-9)
 
 
 def test_designs_bad_option_is_one_line_exit_2(traces, tmp_path):
@@ -110,6 +137,10 @@ def test_report_shows_the_designs_of_its_folder(traces, tmp_path):
     text = rep.path.read_text()
     assert "## Linux swap vs the fixes" in text and "### designs-30" in text and "| zoned |" in text
     assert (rep.path.parent / "designs-30-device-time.png").exists()
+    # no --step-compute-us: step time is paging time alone, and no slowdown is defined
+    rows = {row["design"]: row for row in pq.read_table(tmp_path / "designs-30" / "designs.parquet").to_pylist()}
+    check_step_times(tmp_path / "designs-30", rows, 0.0)
+    assert rows["linux"]["step_time_ms"] > 0
 
 
 def test_run_designs_stage(tmp_path):

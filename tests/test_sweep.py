@@ -10,14 +10,19 @@ import pyarrow.parquet as pq
 import pytest
 from cli_helpers import run_cli, the_error
 
+from swaptrace import timing
 from swaptrace.errors import ConfigError
 from swaptrace.pagecache import emulate
 from swaptrace.parallel.cluster import SCHEDULER_ENV
 from swaptrace.parallel.sweep import SweepSpec, finished_keys, load_sweep_spec, read_results, run_sweep
+from swaptrace.stages import replay_like_pipeline
 
 pytest.importorskip("distributed", reason="the dask extra is not installed")
 
 SMALL = dict(presets=("tiny",), steps=4, memory_fractions=(0.3, 0.6), policies=("linux", "lru"))
+#: what the end-to-end sweep runs: the small SSD preset (its steady state takes milliseconds, a real
+#: drive's seconds) and a given compute time per step
+RUN = {**SMALL, "devices": ("tiny",), "step_compute_us": 1000.0}
 
 
 def test_points_are_the_product_of_the_axes_with_distinct_stable_keys(tmp_path):
@@ -34,6 +39,12 @@ def test_toml_spec_and_options(tmp_path):
     f.write_text('[sweep]\npresets = ["tiny"]\nsteps = 4\nmemory = ["8MiB", "16MiB"]\npolicies = ["lru"]\n')
     spec = load_sweep_spec(f, steps=6, devices=("mqsim-default",))
     assert spec.memory == (8 << 20, 16 << 20) and spec.steps == 6 and spec.devices == ("mqsim-default",)
+    f.write_text('presets = ["tiny"]\nmemory = ["8MiB"]\nstep_compute_us = 250\n')
+    assert load_sweep_spec(f).points()[0].step_compute_us == 250.0
+    assert load_sweep_spec(f, step_compute_us=0.0).step_compute_us == 0.0  # an option overrides, 0 included
+    f.write_text('presets = ["tiny"]\nmemory = ["8MiB"]\nstep_compute_us = -1\n')
+    with pytest.raises(ConfigError, match="step compute time"):
+        load_sweep_spec(f).check()
     f.write_text('presets = ["tiny"]\nbudget = 3\n')
     with pytest.raises(ConfigError, match="unknown key"):
         load_sweep_spec(f)
@@ -45,6 +56,8 @@ def test_toml_spec_and_options(tmp_path):
     (["--memory-fraction", "0.5"], "at least one trace or preset"),
     (["--preset", "tiny", "--memory-fraction", "1.5"], "must be in (0, 1]"),
     (["--preset", "nosuch", "--memory-fraction", "0.5"], "nosuch"),
+    (["--preset", "tiny", "--memory-fraction", "0.5", "--step-compute-us", "-1"], "--step-compute-us"),
+    (["--preset", "tiny", "--memory-fraction", "0.5", "--step-compute-us", "nan"], "--step-compute-us"),
 ])
 def test_bad_sweeps_are_refused_before_anything_runs(tmp_path, args, message):
     r = run_cli("sweep", *args, "-o", tmp_path / "out")
@@ -55,7 +68,8 @@ def test_bad_sweeps_are_refused_before_anything_runs(tmp_path, args, message):
 def test_sweep_writes_one_row_per_point_equal_to_a_direct_run_and_resumes(tmp_path, monkeypatch):
     out = tmp_path / "out"
     r = run_cli("sweep", "--preset", "tiny", "--steps", 4, "--memory-fraction", 0.3, "--memory-fraction", 0.6,
-                "--policy", "linux", "--policy", "lru", "--workers", 2, "-o", out, "--plot", tmp_path / "s.png")
+                "--policy", "linux", "--policy", "lru", "--device", "tiny", "--step-compute-us", 1000, "--workers", 2,
+                "-o", out, "--plot", tmp_path / "s.png")
     assert r.exit_code == 0, r.output
     table = read_results(out)
     assert table.num_rows == 4 and len(set(table.column("key").to_pylist())) == 4
@@ -65,18 +79,29 @@ def test_sweep_writes_one_row_per_point_equal_to_a_direct_run_and_resumes(tmp_pa
     row = next(x for x in table.to_pylist() if x["policy"] == "lru" and x["memory_fraction"] == 0.3)
     direct = emulate(row["trace"], tmp_path / "d.swapio.parquet", policy="lru", memory_fraction=0.3, workers=1)
     assert (row["pages_in"], row["pages_out"], row["faults"]) == (direct.pages_in, direct.pages_out, direct.faults)
-    assert row["step_time_us"] is None and (row["waf"] is None or row["waf"] >= 1.0)
+    assert row["waf"] is None or row["waf"] >= 1.0
+    # the SSD columns are the pipeline's replay (real size, sampled steady state) of the same stream
+    cfg, replayed = replay_like_pipeline(tmp_path / "d.swapio.parquet", "tiny")
+    assert replayed.summary["precondition"] == "steady"
+    assert (row["waf"], row["throughput_mb_s"]) == (replayed.summary.get("waf"), replayed.summary["throughput_mb_s"])
+    # step time: the time model run directly on the same stream and drive, same given costs
+    req = timing.read_stream(tmp_path / "d.swapio.parquet")
+    oracle = timing.simulate(req, timing.device_from_ssd(cfg), timing.given_compute(req.nsteps, 1000.0),
+                             timing.CpuCosts())
+    assert row["step_compute_us"] == 1000.0
+    assert row["step_time_us"] == pytest.approx(oracle.total_us / req.nsteps, rel=1e-12)
+    assert row["step_time_us"] > 1000.0  # it faulted, and waiting for swap-ins costs time on top of compute
     assert row["read_requests"] + row["write_requests"] > 0
     # a rerun runs nothing; a widened sweep runs only its new points
     before = {p: p.stat().st_mtime_ns for p in out.glob("point-*.parquet")}
-    again = run_sweep(SweepSpec(**SMALL), out, workers=1)
+    again = run_sweep(SweepSpec(**RUN), out, workers=1)
     assert (again.ran, again.skipped) == (0, 4)
     from distributed import Client, LocalCluster
 
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
                       silence_logs=50) as cluster, Client(cluster) as client:
         monkeypatch.setenv(SCHEDULER_ENV, cluster.scheduler_address)  # an existing cluster, found by the variable
-        wider = run_sweep(SweepSpec(**{**SMALL, "policies": ("linux", "lru", "clock")}), out, workers=2)
+        wider = run_sweep(SweepSpec(**{**RUN, "policies": ("linux", "lru", "clock")}), out, workers=2)
         pids = set(client.run(os.getpid).values())
     assert (wider.ran, wider.skipped, wider.failed) == (2, 4, [])
     clock_rows = [x for x in read_results(out).to_pylist() if x["policy"] == "clock"]
@@ -89,7 +114,8 @@ def test_sweep_writes_one_row_per_point_equal_to_a_direct_run_and_resumes(tmp_pa
 def test_a_worker_killed_mid_sweep_loses_no_point_and_leaves_nothing_half_written(tmp_path):
     from distributed import Client, LocalCluster
 
-    spec = SweepSpec(presets=("tiny",), steps=12, memory_fractions=(0.2, 0.35, 0.5, 0.65), policies=("linux", "lru"))
+    spec = SweepSpec(presets=("tiny",), steps=12, memory_fractions=(0.2, 0.35, 0.5, 0.65), policies=("linux", "lru"),
+                     devices=("tiny",))
     out = tmp_path / "out"
     killed: list[tuple[int, list[str]]] = []
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,

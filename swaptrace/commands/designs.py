@@ -7,13 +7,13 @@ from types import SimpleNamespace
 
 import click
 
-from swaptrace.commands._common import progressbar
+from swaptrace.commands._common import number, progressbar
 from swaptrace.designs.compare import DesignSet, add_disk, compare_designs, markdown
 from swaptrace.designs.log import SWAPINS, VICTIMS, LogConfig
 from swaptrace.designs.ondisk import check_file_target, replay_on_disk
 from swaptrace.errors import OutputError
 from swaptrace.ssd.zns import ZNSConfig
-from swaptrace.stages import save_designs, ssd_config_for
+from swaptrace.stages import add_step_times, save_designs, ssd_config_for
 from swaptrace.traceio import open_trace
 from swaptrace.units import parse_bytes
 
@@ -50,11 +50,15 @@ from swaptrace.units import parse_bytes
               help="Most requests a design's replay may have (sets the common number of steps).")
 @click.option("--fio-repeats", type=int, default=1, show_default=True,
               help="Rounds of replays (designs take turns; the median runtime counts).")
+@click.option("--step-compute-us", type=number(0, 1e9), default=0.0, show_default=True, metavar="US",
+              help="Compute time of a training step without paging, for the predicted step time and slowdown "
+                   "(0: paging time only).")
 @click.option("--verify", is_flag=True, help="Check the shadow map and the log's invariants after every chunk.")
 @click.option("--force", is_flag=True, help="Overwrite existing outputs.")
 def command(trace, out, memory, memory_fraction, device, packed_trace, segment_size, victim, spare, discard, swapin,
             prefetch_window, zone_size, zone_capacity, max_open_zones, fio_target, fio_size, fio_runtime,
-            fio_requests, fio_repeats, verify, force):
+            fio_requests, fio_repeats, verify, force,
+            step_compute_us=0.0):
     """Compare swap designs on TRACE at one DRAM budget: Linux's stream and the fixes'.
 
     Writes each design's swap I/O stream (<design>.swapio.parquet), the table
@@ -89,6 +93,7 @@ def command(trace, out, memory, memory_fraction, device, packed_trace, segment_s
         cmp = compare_designs(trace, outdir, ssd=ssd, designs=DesignSet(log=log, zones=zones, prefetch_window_bytes=window),
                               packed_trace=packed_trace, verify=verify, force=True, progress=bar.update,
                               say=lambda m: click.echo(m, err=True), **budget)
+    cmp = add_step_times(cmp, step_compute_us)
     if fio_target is not None:
         streams = {name: run.path for name, run in cmp.runs.items() if name != "zoned@ftl"}
         add_disk(cmp, replay_on_disk(streams, outdir, target=fio_target, size_bytes=parse_bytes(fio_size, "--fio-size"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from swaptrace.commands._common import echo_summary, json_option, progressbar
+from swaptrace.commands._common import echo_summary, json_option, number, progressbar
 from swaptrace.errors import ConfigError
 
 
@@ -21,20 +21,23 @@ from swaptrace.errors import ConfigError
               help="A DRAM budget as a fraction of the footprint; repeatable.")
 @click.option("--policy", "policies", multiple=True, metavar="NAME", help="linux, lru or clock; repeatable [linux].")
 @click.option("--device", "devices", multiple=True, metavar="NAME", help="SSD model device; repeatable [nvme-tlc].")
+@click.option("--step-compute-us", type=number(0, 1e9), default=None, metavar="US",
+              help="Compute time of a training step without paging, for the predicted step time [0: paging time only].")
 @click.option("--workers", type=int, default=None, metavar="N", help="Local cluster processes [one per CPU].")
 @click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
               help="A running Dask scheduler [$DASK_SCHEDULER_ADDRESS; else a local cluster].")
 @click.option("--plot", default=None, type=click.Path(dir_okay=False), metavar="FILE.png",
               help="Draw pages in against budget, one line per trace/policy/device.")
 @json_option
-def command(spec_file, out, traces, presets, steps, seed, memory, memory_fractions, policies, devices, workers,
-            scheduler, plot, as_json) -> None:
+def command(spec_file, out, traces, presets, steps, seed, memory, memory_fractions, policies, devices,
+            step_compute_us, workers, scheduler, plot, as_json) -> None:
     """Run a parameter sweep on Dask distributed and write one Parquet dataset of results.
 
     Every point (trace x budget x policy x device) emulates the trace and
-    replays its swap stream on the SSD model; its row (pages in/out,
-    requests, bytes, WAF, bandwidth) is written as its own file, so an
-    interrupted sweep resumes where it stopped. Options add to (and, for
+    replays its swap stream on the SSD model as `swaptrace run` does; its
+    row (pages in/out, requests, bytes, WAF, bandwidth, predicted step time
+    with --step-compute-us of compute per step) is written as its own file,
+    so an interrupted sweep resumes where it stopped. Options add to (and, for
     steps and seed, override) a sweep TOML file. Needs the dask extra.
 
     \b
@@ -48,7 +51,8 @@ def command(spec_file, out, traces, presets, steps, seed, memory, memory_fractio
 
     require_dask()
     values = {"traces": traces, "presets": presets, "steps": steps, "seed": seed, "memory": memory,
-              "memory_fractions": memory_fractions, "policies": policies, "devices": devices}
+              "memory_fractions": memory_fractions, "policies": policies, "devices": devices,
+              "step_compute_us": step_compute_us}
     spec = load_sweep_spec(spec_file, **values) if spec_file else spec_from_values(**values)
     if plot is not None and not str(plot).endswith((".png", ".svg", ".pdf")):
         raise ConfigError(f"{plot}: --plot takes a .png, .svg or .pdf name")

@@ -48,7 +48,7 @@ THESIS_GAINS = {"128 KiB vs 4 KiB requests": 1.75, "sequential vs random writes"
 #: the table's columns, in order
 COLUMNS = ("design", "pages_in", "pages_out", "read_requests", "write_requests", "mean_read_kib", "mean_write_kib",
            "host_write_amplification", "device_waf", "ssd_mb_s", "ssd_steady_mb_s", "device_s", "busy_ms_per_step",
-           "write_request_gain", "device_time_gain", "prefetch_hit", "prefetch_wasted", "segments_cleaned",
+           "step_time_ms", "slowdown", "write_request_gain", "device_time_gain", "prefetch_hit", "prefetch_wasted", "segments_cleaned",
            "fio_steps", "disk_s", "disk_time_gain")
 
 
@@ -89,6 +89,11 @@ class Comparison:
     runs: dict[str, DesignRun]
     devices: dict[str, dict[str, Any]]
     steps: int
+    #: the conventional SSD the streams were replayed on (None: no device model)
+    ssd: SSDConfig | None = None
+    #: the given compute time per step of the predicted step times (``step_time_ms``, ``slowdown``: filled
+    #: by :func:`swaptrace.stages.add_step_times`, which prices each stream with the time model); 0: paging only
+    step_compute_us: float = 0.0
 
     def table(self):
         import pyarrow as pa
@@ -140,7 +145,7 @@ def compare_designs(trace: str | os.PathLike, out_dir: str | os.PathLike, *,
     steps = int(open_trace(trace, kind="access").meta.get("steps") or 1)
     rows = [_row(name, run, devices.get(name), steps) for name, run in runs.items()]
     _gains(rows)
-    return Comparison(rows, runs, devices, steps)
+    return Comparison(rows, runs, devices, steps, ssd=device if ssd is not None else None)
 
 
 def _run(trace, out: Path, prefix: str, logs: dict[str, LogConfig], verify: bool, force: bool, progress,
@@ -222,7 +227,7 @@ def markdown(cmp: Comparison, *, title: str = "Linux swap vs the fixes") -> str:
     fmt = {"pages_in": "{:,}", "pages_out": "{:,}", "read_requests": "{:,}", "write_requests": "{:,}",
            "mean_read_kib": "{:.1f}", "mean_write_kib": "{:.1f}", "host_write_amplification": "{:.2f}",
            "device_waf": "{:.2f}", "ssd_mb_s": "{:.0f}", "ssd_steady_mb_s": "{:.0f}", "device_s": "{:.1f}",
-           "busy_ms_per_step": "{:.1f}", "write_request_gain": "{:.1f}x", "device_time_gain": "{:.2f}x",
+           "busy_ms_per_step": "{:.1f}", "step_time_ms": "{:.1f}", "slowdown": "{:.2f}x", "write_request_gain": "{:.1f}x", "device_time_gain": "{:.2f}x",
            "fio_steps": "{}", "disk_s": "{:.2f}", "disk_time_gain": "{:.2f}x"}
     measured = any(r.get("fio_steps") for r in cmp.rows)
     cols = [c for c in COLUMNS if (c in fmt or c == "design") and (measured or c not in FIO_COLUMNS)]
@@ -238,6 +243,11 @@ def markdown(cmp: Comparison, *, title: str = "Linux swap vs the fixes") -> str:
         lines += ["", "fio_steps, disk_s: fio replayed the requests of each design's first fio_steps steps as fast as "
                   "this machine's disk allows (same file target, size and runtime cap); disk_s is its runtime "
                   "(- if the runtime cap cut the replay short)."]
+    if any(r.get("step_time_ms") is not None for r in cmp.rows):
+        given = (f"with {cmp.step_compute_us:g} us of compute per step; slowdown: step time over that compute time"
+                 if cmp.step_compute_us else "paging time alone (no compute time given, so no slowdown)")
+        lines += ["", "step_time_ms: the time model's mean step time on the SSD model at each design's device WAF, "
+                  f"{given}. busy_ms_per_step: the SSD model's busy time per step."]
     lines += ["", "The thesis's synthetic fio gains, for comparison: " +
               "; ".join(f"{k} {v:.2f}x" for k, v in THESIS_GAINS.items()) + "."]
     return "\n".join(lines) + "\n"

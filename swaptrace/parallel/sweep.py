@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import os
 import socket
 import tempfile
@@ -31,7 +32,6 @@ import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pyarrow as pa
@@ -50,8 +50,8 @@ SWEEP_POINT_SCHEMA = pa.schema([
     ("read_requests", pa.int64()), ("write_requests", pa.int64()), ("bytes_read", pa.int64()),
     ("bytes_written", pa.int64()), ("waf", pa.float64()), ("throughput_mb_s", pa.float64()),
     ("read_mb_s", pa.float64()), ("write_mb_s", pa.float64()),
-    # null until the step-time model lands
-    ("step_time_us", pa.float64()),
+    # mean predicted step time (swaptrace.timing) at the point's given compute time per step
+    ("step_compute_us", pa.float64()), ("step_time_us", pa.float64()),
     ("emulate_s", pa.float64()), ("ssd_s", pa.float64()), ("worker", pa.string()),
 ])
 register_kind("sweep-point", SWEEP_POINT_SCHEMA)
@@ -60,13 +60,15 @@ SIDECAR = "_sweep.json"
 INPUTS = "_inputs"
 DEFAULT_DEVICE = "nvme-tlc"
 #: keys of a sweep TOML file (top level or under ``[sweep]``)
-SPEC_KEYS = ("traces", "presets", "steps", "seed", "memory", "memory_fractions", "policies", "devices")
+SPEC_KEYS = ("traces", "presets", "steps", "seed", "memory", "memory_fractions", "policies", "devices",
+             "step_compute_us")
 
 
 @dataclass(frozen=True)
 class SweepPoint:
     """One point: a trace (a file or dataset path, or a preset generated with ``steps`` and ``seed``),
-    a budget (``memory_bytes`` or ``memory_fraction`` of the footprint), a policy and a device."""
+    a budget (``memory_bytes`` or ``memory_fraction`` of the footprint), a policy and a device; its step
+    time is predicted with ``step_compute_us`` of compute per step (:func:`point_step_time_us`)."""
 
     trace: str | None
     preset: str | None
@@ -77,6 +79,7 @@ class SweepPoint:
     policy: str
     device: str
     design: str | None = None
+    step_compute_us: float = 0.0
 
     @property
     def key(self) -> str:
@@ -101,6 +104,8 @@ class SweepSpec:
     memory_fractions: tuple[float, ...] = ()
     policies: tuple[str, ...] = ("linux",)
     devices: tuple[str, ...] = (DEFAULT_DEVICE,)
+    #: compute time of every training step without paging, microseconds (0: step time is pure paging time)
+    step_compute_us: float = 0.0
 
     def points(self) -> list[SweepPoint]:
         inputs: list[tuple[str | None, str | None, int | None]] = [(str(Path(t).resolve()), None, None)
@@ -108,7 +113,7 @@ class SweepSpec:
         inputs += [(None, p, self.steps) for p in self.presets]
         budgets = [(m, None) for m in self.memory] + [(None, f) for f in self.memory_fractions]
         return [SweepPoint(trace=t, preset=p, steps=s, seed=self.seed, memory_bytes=m, memory_fraction=f,
-                           policy=pol, device=dev)
+                           policy=pol, device=dev, step_compute_us=self.step_compute_us)
                 for (t, p, s), (m, f), pol, dev in itertools.product(inputs, budgets, self.policies, self.devices)]
 
     def check(self) -> None:
@@ -136,6 +141,9 @@ class SweepSpec:
             load_device(dev)
         for preset in self.presets:
             load_spec(preset)
+        if not (isinstance(self.step_compute_us, int | float) and math.isfinite(self.step_compute_us)
+                and self.step_compute_us >= 0):
+            raise ConfigError(f"sweep: step compute time must be a number >= 0 (us), got {self.step_compute_us!r}")
         if self.steps is not None and self.steps < 1:
             raise ConfigError(f"sweep: steps must be at least 1, got {self.steps}")
         for t in self.traces:
@@ -172,7 +180,15 @@ def spec_from_values(**values: Any) -> SweepSpec:
         memory=tup("memory", lambda x: parse_bytes(x, "memory") if isinstance(x, str) else int(x)),
         memory_fractions=tup("memory_fractions", float),
         policies=tup("policies", str) or defaults.policies, devices=tup("devices", str) or defaults.devices,
+        step_compute_us=_float(values.get("step_compute_us") or 0.0, "step_compute_us"),
     )
+
+
+def _float(v: Any, name: str) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        raise ConfigError(f"sweep: {name} must be a number, got {v!r}") from None
 
 
 # --- the tasks (run on the workers) ----------------------------------------------------------------
@@ -188,6 +204,23 @@ def _generate_input(preset: str, steps: int | None, seed: int, path: str) -> str
     return path
 
 
+def point_step_time_us(stream: str | os.PathLike, cfg, step_compute_us: float) -> float:
+    """Mean predicted step time (us) of a point's stream on its drive, from :mod:`swaptrace.timing`.
+
+    The costs are given, not measured, so a point's row does not depend on the
+    worker that ran it: every step computes ``step_compute_us`` (0: pure paging
+    time), the kernel CPU costs are :class:`~swaptrace.timing.CpuCosts`'
+    defaults, and the device is the SSD model's latency table
+    (:func:`~swaptrace.timing.device_from_ssd`) of the drive the stream was replayed on.
+    """
+    from swaptrace import timing
+
+    req = timing.read_stream(stream)
+    res = timing.simulate(req, timing.device_from_ssd(cfg), timing.given_compute(req.nsteps, step_compute_us),
+                          timing.CpuCosts())
+    return res.total_us / max(req.nsteps, 1)
+
+
 def run_point(point: SweepPoint, trace: str, out_dir: str) -> dict[str, Any]:
     """Emulate ``point`` on ``trace``, replay its stream on the SSD model, write ``point-<key>.parquet``.
 
@@ -195,8 +228,7 @@ def run_point(point: SweepPoint, trace: str, out_dir: str) -> dict[str, Any]:
     the result file is written atomically into ``out_dir``. Returns the row.
     """
     from swaptrace.pagecache import emulate
-    from swaptrace.ssd.run import replay
-    from swaptrace.stages import ssd_config_for
+    from swaptrace.stages import replay_like_pipeline
 
     budget = {"memory_bytes": point.memory_bytes} if point.memory_bytes else {"memory_fraction": point.memory_fraction}
     with single_threaded(), tempfile.TemporaryDirectory(prefix="swaptrace-sweep-") as tmp:
@@ -204,9 +236,9 @@ def run_point(point: SweepPoint, trace: str, out_dir: str) -> dict[str, Any]:
         t0 = time.perf_counter()
         res = emulate(trace, swapio, policy=point.policy, force=True, workers=1, **budget)
         t1 = time.perf_counter()
-        device_bytes = int(open_trace(swapio, "swapio").meta.get("device_bytes") or 0)
-        cfg = ssd_config_for(SimpleNamespace(device=point.device, ssd_capacity_bytes=None), device_bytes)
-        ssd = replay(swapio, cfg, precondition="seq").summary
+        cfg, replayed = replay_like_pipeline(swapio, point.device)
+        ssd = replayed.summary
+        step_us = point_step_time_us(swapio, cfg, point.step_compute_us)
         t2 = time.perf_counter()
     requests = res.summary.get("requests", {})
     row = {**asdict(point), "key": point.key, "trace": trace, "budget_pages": res.memory_pages,
@@ -216,7 +248,7 @@ def run_point(point: SweepPoint, trace: str, out_dir: str) -> dict[str, Any]:
            "read_requests": int(requests.get("read", 0)), "write_requests": int(requests.get("write", 0)),
            "bytes_read": res.bytes_read, "bytes_written": res.bytes_written, "waf": ssd.get("waf"),  # None when nothing was written
            "throughput_mb_s": ssd.get("throughput_mb_s"), "read_mb_s": ssd.get("read_mb_s"),
-           "write_mb_s": ssd.get("write_mb_s"), "step_time_us": None, "emulate_s": t1 - t0, "ssd_s": t2 - t1,
+           "write_mb_s": ssd.get("write_mb_s"), "step_time_us": step_us, "emulate_s": t1 - t0, "ssd_s": t2 - t1,
            "worker": f"{socket.gethostname()}:{os.getpid()}"}
     table = pa.Table.from_pylist([row], schema=SWEEP_POINT_SCHEMA)
     with TraceWriter(Path(out_dir) / f"point-{point.key}.parquet", "sweep-point",
