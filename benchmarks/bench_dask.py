@@ -113,7 +113,7 @@ def main() -> None:
         run_point(points[0], str(trace), str(root / "warm"))  # numba compiles here, not in the timings
         generate_trace(GEN_PRESET, root / "warm.access.parquet", steps=2)
         t = time.perf_counter()
-        with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None,
+        with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=":0",
                           silence_logs=40) as cluster, Client(cluster) as client:
             startup = time.perf_counter() - t
             client.run(_warm)

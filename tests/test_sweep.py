@@ -98,7 +98,7 @@ def test_sweep_writes_one_row_per_point_equal_to_a_direct_run_and_resumes(tmp_pa
     assert (again.ran, again.skipped) == (0, 4)
     from distributed import Client, LocalCluster
 
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0",
                       silence_logs=50) as cluster, Client(cluster) as client:
         monkeypatch.setenv(SCHEDULER_ENV, cluster.scheduler_address)  # an existing cluster, found by the variable
         wider = run_sweep(SweepSpec(**{**RUN, "policies": ("linux", "lru", "clock")}), out, workers=2)
@@ -118,7 +118,7 @@ def test_a_worker_killed_mid_sweep_loses_no_point_and_leaves_nothing_half_writte
                      devices=("tiny",))
     out = tmp_path / "out"
     killed: list[tuple[int, list[str]]] = []
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                       silence_logs=50) as cluster, Client(cluster) as client:
 
         def kill_a_busy_worker(_n: int) -> None:

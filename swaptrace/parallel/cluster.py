@@ -64,7 +64,7 @@ def connect(workers: int | None = None, scheduler: str | None = None) -> Iterato
             yield client
         return
     with distributed.LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1, processes=True,
-                                  dashboard_address=None, silence_logs=40) as cluster, \
+                                  dashboard_address=":0", silence_logs=40) as cluster, \
             distributed.Client(cluster) as client:
         yield client
 
