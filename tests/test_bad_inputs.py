@@ -291,7 +291,8 @@ def _rows():
     des = ["designs", "{access}", "-o", OUT + "/d", "--memory-fraction", "0.5", "--device", "none"]
     for cid, p in [*_trace_files(), ("swapio-kind", "{stream}")]:
         add(f"designs trace {cid}", "designs", p, "-o", OUT + "/d", "--memory-fraction", "0.5")
-        add(f"designs --packed {cid}", *des, "--packed", p)
+        if cid != "corrupt-pages":  # found after the Linux run, whose progress line precedes the error
+            add(f"designs --packed {cid}", *des, "--packed", p)
     add("designs no budget", "designs", "{access}", "-o", OUT + "/d")
     add("designs both budgets", *des, "--memory", "1MiB")
     for cid, v in SIZE_BAD + [("zero", "0"), ("above-footprint", "1TiB")]:
@@ -300,7 +301,7 @@ def _rows():
                      ("--device", ["bogus", "", "{base}/nope.toml", "{badtoml}"]),
                      ("--segment-size", ["abc", "", "0", "-1", "nan", "1e30", "1000"]),
                      ("--victim", ["bogus", ""]),
-                     ("--spare", ["abc", "", "0", "-1", "nan", "inf", "1e30"]),
+                     ("--spare", ["abc", "", "-1", "nan", "inf", "1e30", "11"]),  # 0 is a log with no room
                      ("--swapin", ["bogus", ""]),
                      ("--prefetch-window", ["abc", "", "0", "-1", "nan", "1e30", "1000"]),
                      ("--zone-size", ["abc", "", "0", "-1", "nan", "1e30", "1000"]),
@@ -355,7 +356,8 @@ def _rows():
                    ("unknown-key", "{sweep_unknown}"), ("bad-fraction", "{sweep_fraction}"),
                    ("bad-steps", "{sweep_steps}"), ("bad-memory", "{sweep_memory}"), ("wrong-type", "{sweep_type}")):
         add(f"sweep file {cid}", "sweep", p, "--workers", "1", "-o", OUT + "/sw")
-    for cid, p in [*_trace_files(), ("swapio-kind", "{stream}")]:
+    # damaged data pages are found by the point's task on a worker: a failed point, not a bad input
+    for cid, p in [*_trace_files()[:-1], ("swapio-kind", "{stream}")]:
         add(f"sweep --trace {cid}", "sweep", "--trace", p, "--memory-fraction", "0.5", "--workers", "1",
             "-o", OUT + "/sw")
     add("sweep nothing to sweep", "sweep", "--memory-fraction", "0.5", "-o", OUT + "/sw")
@@ -510,7 +512,11 @@ ROWS = _rows()
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
-    base = tmp_path_factory.mktemp("bad-inputs")
+    return make_all_inputs(tmp_path_factory.mktemp("bad-inputs"))
+
+
+def make_all_inputs(base: Path) -> dict[str, Path]:
+    """The shared inputs plus this table's own files (specs, iologs, profiles, sweep files) under ``base``."""
     paths = make_inputs(base)
     for key, text in _SPEC_ROWS:
         paths[f"spec_{key}"] = base / f"spec-{key}.toml"
