@@ -552,7 +552,7 @@ def _fill(args: list[str], inputs: dict, out) -> list[str]:
 
 
 def test_the_table_is_large_and_its_ids_unique():
-    assert len(ROWS) >= 450
+    assert len(ROWS) >= 1000
     assert len({cls for cls, _ in ROWS}) == len(ROWS)
 
 
@@ -575,7 +575,9 @@ def test_bad_input(inputs, tmp_path, monkeypatch, args):
 SUBPROCESS_ROWS = ["generate --spec dim", "emulate trace corrupt-pages", "mrc trace corrupt-pages",
                    "export csv corrupt-pages", "mrc --plot OUT/x.xyz", "ssd synth --volume nanx",
                    "ssd thesis --drive-writes nan", "run --memory 0", "run --memory-fraction nan",
-                   "run --ssd-capacity 0", "emulate --policy bogus", "fio jobs --sweep empty"]
+                   "run --ssd-capacity 0", "emulate --policy bogus", "fio jobs --sweep empty",
+                   "generate --scheduler bogus", "sweep file wrong-type", "sweep --workers 0",
+                   "emulate --profile toml-binary", "designs trace corrupt-pages"]
 
 
 @pytest.mark.parametrize("cls", SUBPROCESS_ROWS)
