@@ -276,6 +276,152 @@ def _rows():
         for v in bad:
             add(f"capture {opt} {v}", *cap, opt, v)
 
+    # -- generate: row layout and Dask options (refused before any cluster starts) -----------------
+    for opt, bad in (("--row-layout", ["bogus", ""]),
+                     ("--workers", ["abc", "", "0", "-1", "nan", "99999999999999999999"]),
+                     ("--parts", ["abc", "", "0", "-1", "nan", "99999999999999999999"]),
+                     ("--scheduler", ["", "bogus", "tcp://", "tcp://host:notaport", "tcp://host:99999"])):
+        for v in bad:
+            add(f"generate {opt} {v or 'empty'}", *gen, opt, v)
+    add("generate --parts without --workers", *gen, "--parts", "4")
+    add("generate --row-layout packed --scatter", *gen, "--row-layout", "packed", "--scatter")
+    add("generate --workers and --scheduler", *gen, "--workers", "2", "--scheduler", "tcp://127.0.0.1:1")
+
+    # -- designs -------------------------------------------------------------------------------------
+    des = ["designs", "{access}", "-o", OUT + "/d", "--memory-fraction", "0.5", "--device", "none"]
+    for cid, p in [*_trace_files(), ("swapio-kind", "{stream}")]:
+        add(f"designs trace {cid}", "designs", p, "-o", OUT + "/d", "--memory-fraction", "0.5")
+        if cid != "corrupt-pages":  # found after the Linux run, whose progress line precedes the error
+            add(f"designs --packed {cid}", *des, "--packed", p)
+    add("designs no budget", "designs", "{access}", "-o", OUT + "/d")
+    add("designs both budgets", *des, "--memory", "1MiB")
+    for cid, v in SIZE_BAD + [("zero", "0"), ("above-footprint", "1TiB")]:
+        add(f"designs --memory {cid}", "designs", "{access}", "-o", OUT + "/d", "--memory", v)
+    for opt, bad in (("--memory-fraction", ["abc", "", "0", "-1", "2", "nan", "inf"]),
+                     ("--device", ["bogus", "", "{base}/nope.toml", "{badtoml}"]),
+                     ("--segment-size", ["abc", "", "0", "-1", "nan", "1e30", "1000"]),
+                     ("--victim", ["bogus", ""]),
+                     ("--spare", ["abc", "", "-1", "nan", "inf", "1e30", "11"]),  # 0 is a log with no room
+                     ("--swapin", ["bogus", ""]),
+                     ("--prefetch-window", ["abc", "", "0", "-1", "nan", "1e30", "1000"]),
+                     ("--zone-size", ["abc", "", "0", "-1", "nan", "1e30", "1000"]),
+                     ("--zone-capacity", ["abc", "0", "-1", "nan", "1e30", "1GiB"]),
+                     ("--max-open-zones", ["abc", "", "0", "-1", "nan", "99999999999999999999"]),
+                     ("--fio-target", ["", OUT, "/dev/null", "{base}/no-folder/t.dat"]),
+                     ("--fio-size", ["abc", "", "0", "-1", "nan", "1e30"]),
+                     ("--fio-runtime", ["abc", "0", "-1", "nan", "99999999999999999999"]),
+                     ("--fio-requests", ["abc", "0", "-1", "99999999999999999999"]),
+                     ("--fio-repeats", ["abc", "0", "-1", "99999999999999999999"])):
+        for v in bad:
+            add(f"designs {opt} {v.replace(OUT, 'OUT') or 'empty'}", *des, opt, v)
+    add("designs -o a file", "designs", "{access}", "-o", "{iolog}", "--memory-fraction", "0.5")
+    add("designs -o a folder of other files", "designs", "{access}", "-o", "{folder_full}", "--memory-fraction", "0.5")
+
+    # -- time ----------------------------------------------------------------------------------------
+    tim = ["time", "{stream}", "--device", "nvme-tlc", "--compute", "none", "--fault-cpu-us", "1",
+           "--reclaim-cpu-us", "1", "-o", OUT + "/t.parquet"]
+    for cid, p in [*_trace_files(), ("access-kind", "{access}")]:
+        add(f"time stream {cid}", "time", p, "--device", "nvme-tlc", "--compute", "none", "--fault-cpu-us", "1",
+            "--reclaim-cpu-us", "1")
+    for cid, p in (("missing", "{base}/no-such.parquet"), ("folder", "{folder}"), ("text", "{text}"),
+                   ("swapio-kind", "{stream}")):
+        add(f"time --trace {cid}", *tim[:5], "mlp", *tim[6:], "--trace", p)
+        add(f"time --compute-baseline {cid}", *tim, "--compute-baseline", p)
+    add("time no device", "time", "{stream}", "--compute", "none")
+    for opt, bad in (("--device", ["bogus", "", "{base}/nope.toml", "{badtoml}", "{folder}", "{kprofile_ok}",
+                                   "{devprof_nan}", "{devprof_negative}", "{devprof_ragged}", "{devprof_empty}"]),
+                     ("--compute", ["bogus", ""]),
+                     ("--step-compute-us", ["abc", "", "-1", "nan", "inf", "1e300"]),
+                     ("--fault-cpu-us", ["abc", "", "-1", "nan", "inf", "1e300"]),
+                     ("--reclaim-cpu-us", ["abc", "", "-1", "nan", "inf", "1e300"]),
+                     ("--write-cpu-us", ["abc", "", "-1", "nan", "inf", "1e300"])):
+        for v in bad:
+            add(f"time {opt} {v or 'empty'}", *tim, opt, v)
+    add("time both compute sources", *tim, "--step-compute-us", "10", "--compute-baseline", "{stream}")
+    add("time -o folder", *tim, "-o", OUT)
+    add("time -o exists", *tim, "-o", "{iolog}")
+    add("time -o empty", *tim, "-o", "")
+
+    # -- fio profile ---------------------------------------------------------------------------------
+    for cid, p in (("missing", "{base}/nope"), ("file", "{iolog}"), ("not-a-run", "{folder}"),
+                   ("jobs-not-run", "{jobs}")):
+        add(f"fio profile run-dir {cid}", "fio", "profile", p, "-o", OUT + "/p.toml")
+    add("fio profile -o missing", "fio", "profile", "{folder}")
+    add("fio profile -o folder", "fio", "profile", "{folder}", "-o", OUT)
+
+    # -- sweep (refused before any Dask cluster starts) ----------------------------------------------
+    swp = ["sweep", "--preset", "tiny", "--steps", "2", "--memory-fraction", "0.5", "--workers", "1",
+           "-o", OUT + "/sw"]
+    for cid, p in (("missing", "{base}/nope.toml"), ("folder", "{folder}"), ("not-toml", "{badtoml}"),
+                   ("unknown-key", "{sweep_unknown}"), ("bad-fraction", "{sweep_fraction}"),
+                   ("bad-steps", "{sweep_steps}"), ("bad-memory", "{sweep_memory}"), ("wrong-type", "{sweep_type}")):
+        add(f"sweep file {cid}", "sweep", p, "--workers", "1", "-o", OUT + "/sw")
+    # damaged data pages are found by the point's task on a worker: a failed point, not a bad input
+    for cid, p in [*_trace_files()[:-1], ("swapio-kind", "{stream}")]:
+        add(f"sweep --trace {cid}", "sweep", "--trace", p, "--memory-fraction", "0.5", "--workers", "1",
+            "-o", OUT + "/sw")
+    add("sweep nothing to sweep", "sweep", "--memory-fraction", "0.5", "-o", OUT + "/sw")
+    add("sweep no budget", "sweep", "--preset", "tiny", "-o", OUT + "/sw")
+    add("sweep no -o", "sweep", "--preset", "tiny", "--memory-fraction", "0.5")
+    add("sweep -o a file", *swp, "-o", "{iolog}")
+    add("sweep -o empty", *swp, "-o", "")
+    for opt, bad in (("--preset", ["bogus", "{base}/nope.toml", "{spec_dim}"]),
+                     ("--steps", ["abc", "", "0", "-1", "nan", "99999999999999999999"]),
+                     ("--seed", ["abc", "", "-1", "nan", "99999999999999999999999"]),
+                     ("--memory", ["abc", "", "0", "-1", "nan", "inf", "1e30", "12xyz"]),
+                     ("--memory-fraction", ["abc", "", "0", "-1", "2", "nan", "inf"]),
+                     ("--policy", ["bogus", ""]),
+                     ("--device", ["bogus", "", "{badtoml}"]),
+                     ("--workers", ["abc", "", "0", "-1", "nan", "99999999999999999999"]),
+                     ("--scheduler", ["", "bogus", "tcp://", "tcp://host:notaport", "tcp://host:99999"]),
+                     ("--plot", [OUT + "/s.xyz", OUT + "/s", OUT])):
+        for v in bad:
+            add(f"sweep {opt} {v.replace(OUT, 'OUT') or 'empty'}", *swp, opt, v)
+    add("sweep --workers and --scheduler", *swp, "--scheduler", "tcp://127.0.0.1:1")
+
+    # -- run: the new stages -------------------------------------------------------------------------
+    add("run --fio-profile with --no-fio", *prun, "--fio-profile")
+    add("run --designs with --policy bogus", *prun, "--designs", "--policy", "bogus")
+    add("run --designs with --device bogus", *prun, "--designs", "--device", "bogus")
+    add("run --designs with --memory 1TiB", *prun, "--designs", "--memory", "1TiB")
+
+    # -- ssd: the drive's background and the swap partition ------------------------------------------
+    steady = ["--precondition", "steady"]
+    background_bad = (("--fill", ["abc", "", "-1", "1.5", "nan", "inf"]),
+                      ("--overwritten", ["abc", "", "-1", "1.5", "nan", "inf"]),
+                      ("--swap-prior", ["bogus", ""]),
+                      ("--swap-offset", ["abc", "", "-1", "nan", "1e30", "1EiB", "100", "1GiB"]))
+    for opt, bad in background_bad:
+        for v in bad:
+            add(f"ssd synth steady {opt} {v or 'empty'}", *synth, *steady, opt, v)
+            add(f"ssd replay steady {opt} {v or 'empty'}", *replay, *steady, opt, v)
+    for v in ("abc", "", "0", "-1", "nan", "1e30", "1GiB", "100"):
+        add(f"ssd synth --swap-size {v or 'empty'}", *synth, *steady, "--swap-size", v)
+    add("ssd synth --swap-offset + --swap-size past the drive", *synth, "--swap-offset", "48MiB",
+        "--swap-size", "32MiB")
+    real = [*thesis, "--real", "--capacity", "64MiB"]
+    for opt, bad in (("--fill", ["abc", "", "-1", "1.5", "nan", "inf"]),
+                     ("--overwritten", ["abc", "", "-1", "1.5", "nan", "inf"]),
+                     ("--swap-size", ["abc", "", "0", "-1", "nan", "1e30", "1GiB", "100"])):
+        for v in bad:
+            add(f"ssd thesis --real {opt} {v or 'empty'}", *real, opt, v)
+    add("ssd thesis --sensitivity without --real", *thesis, "--sensitivity")
+    add("ssd thesis --real --device bogus", *real, "--device", "bogus")
+
+    # -- export --format mqsim -----------------------------------------------------------------------
+    mq = ["export", "{stream}", "--format", "mqsim", "-o", OUT + "/e.trace"]
+    for cid, p in [*_trace_files(), ("access-kind", "{access}")]:
+        add(f"export mqsim {cid}", "export", p, "--format", "mqsim", "-o", OUT + "/e.trace")
+    for v in ("abc", "", "-1", "nan", "inf", "1e30", "1EiB", "100", "12xyz"):
+        add(f"export mqsim --swap-offset {v or 'empty'}", *mq, "--swap-offset", v)
+    add("export mqsim -o folder", "export", "{stream}", "--format", "mqsim", "-o", OUT)
+    add("export mqsim -o exists", "export", "{stream}", "--format", "mqsim", "-o", "{iolog}")
+
+    # -- emulate --profile: names and files ----------------------------------------------------------
+    for cid, p in (("empty", ""), ("folder", "{folder}"), ("folder-slash", "{folder}/"), ("text", "{text}"),
+                   *((f"toml-{key}", "{kprofile_" + key + "}") for key in _KPROFILE_ROWS)):
+        add(f"emulate --profile {cid}", *emf, "--profile", p)
+
     # -- the group -----------------------------------------------------------------------------------
     add("unknown command", "bogus")
     add("unknown fio subcommand", "fio", "bogus")
@@ -317,12 +463,60 @@ _IOLOG_ROWS = {
     "binary": "fio version 2 iolog\n\x00\x01\x02\xff\n",
 }
 
+#: kernel profiles (emulate --profile) with one problem each: the shipped profile with a line replaced
+_KPROFILE_SUBS = {
+    "ok": ("", ""),
+    "no-name": ('name = "linux-6.x-cgroup1"', ""),
+    "unknown-key": ('name = "linux-6.x-cgroup1"', 'name = "x"\nbogus = 1'),
+    "wrong-type": ("write_cost = 4", 'write_cost = "four"'),
+    "float-int": ("write_cost = 4", "write_cost = 4.0"),
+    "zero-write-cost": ("write_cost = 4", "write_cost = 0"),
+    "negative-write-cost": ("write_cost = 4", "write_cost = -1"),
+    "huge-write-cost": ("write_cost = 4", "write_cost = 99999999999"),
+    "negative-lag": ("writeback_lag = 640", "writeback_lag = -1"),
+    "huge-lag": ("writeback_lag = 640", "writeback_lag = 9999999999999"),
+    "negative-credit": ("fill_write_credit = 6", "fill_write_credit = -1"),
+    "negative-flush": ("stats_flush_steps = 1", "stats_flush_steps = -1"),
+    "bad-completion": ('writeback_completion = "device"', 'writeback_completion = "bogus"'),
+    "missing-key": ("write_cost = 4", ""),
+    "linux-not-table": ("[linux]", "linux = 1\n[nothing]"),
+    "ensemble-nan": ("room_offsets = [-0.005, 0.0, 0.005]", "room_offsets = [nan]"),
+    "ensemble-empty": ("write_costs = [3, 4, 5, 6, 8]", "write_costs = []"),
+    "ensemble-zero": ("write_costs = [3, 4, 5, 6, 8]", "write_costs = [0]"),
+    "ensemble-huge": ("write_costs = [3, 4, 5, 6, 8]", "write_costs = [99999999999]"),
+    "binary": None,
+}
+_KPROFILE_ROWS = [k for k in _KPROFILE_SUBS if k != "ok"]
+
+#: measured device profiles (time --device) with one problem each
+_DEVPROF = 'kind = "swaptrace-device-profile"\nname = "d"\nsizes_bytes = [4096, 8192]\ndepths = [1]\n'
+_DEVPROF_ROWS = {
+    "nan": _DEVPROF + "[read]\nlatency_us = [[nan], [90.0]]\n[write]\nlatency_us = [[20.0], [30.0]]\n",
+    "negative": _DEVPROF + "[read]\nlatency_us = [[-5.0], [90.0]]\n[write]\nlatency_us = [[20.0], [30.0]]\n",
+    "ragged": _DEVPROF + "[read]\nlatency_us = [[80.0]]\n[write]\nlatency_us = [[20.0], [30.0, 1.0]]\n",
+    "empty": 'kind = "swaptrace-device-profile"\nname = "d"\nsizes_bytes = []\ndepths = []\n'
+             "[read]\nlatency_us = []\n[write]\nlatency_us = []\n",
+}
+
+#: sweep TOML files with one problem each
+_SWEEP_ROWS = {
+    "unknown": 'presets = ["tiny"]\nmemory_fractions = [0.5]\nbogus = 1\n',
+    "fraction": 'presets = ["tiny"]\nmemory_fractions = [2.0]\n',
+    "steps": 'presets = ["tiny"]\nsteps = -3\nmemory_fractions = [0.5]\n',
+    "memory": 'presets = ["tiny"]\nmemory = ["12xyz"]\n',
+    "type": 'presets = ["tiny"]\nmemory_fractions = ["half"]\n',
+}
+
 ROWS = _rows()
 
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
-    base = tmp_path_factory.mktemp("bad-inputs")
+    return make_all_inputs(tmp_path_factory.mktemp("bad-inputs"))
+
+
+def make_all_inputs(base: Path) -> dict[str, Path]:
+    """The shared inputs plus this table's own files (specs, iologs, profiles, sweep files) under ``base``."""
     paths = make_inputs(base)
     for key, text in _SPEC_ROWS:
         paths[f"spec_{key}"] = base / f"spec-{key}.toml"
@@ -332,6 +526,20 @@ def inputs(tmp_path_factory):
         paths[f"iolog_{key}"].write_bytes(text.encode("latin-1"))
     paths["badtoml"] = base / "bad.toml"
     paths["badtoml"].write_text("this is [not toml\n")
+    shipped = (Path(__file__).parents[1] / "swaptrace" / "profiles" / "linux-6.x-cgroup1.toml").read_text()
+    for key, sub in _KPROFILE_SUBS.items():
+        paths[f"kprofile_{key}"] = base / f"kernel-{key}.toml"
+        if sub is None:
+            paths[f"kprofile_{key}"].write_bytes(b"\x00\xff\xfe binary")
+        else:
+            assert sub[0] in shipped, sub
+            paths[f"kprofile_{key}"].write_text(shipped.replace(sub[0], sub[1], 1))
+    for key, text in _DEVPROF_ROWS.items():
+        paths[f"devprof_{key}"] = base / f"device-{key}.toml"
+        paths[f"devprof_{key}"].write_text(text)
+    for key, text in _SWEEP_ROWS.items():
+        paths[f"sweep_{key}"] = base / f"sweep-{key}.toml"
+        paths[f"sweep_{key}"].write_text(text)
     paths["folder_full"] = base / "other-files"
     paths["folder_full"].mkdir()
     (paths["folder_full"] / "keep.txt").write_text("keep")
@@ -344,7 +552,7 @@ def _fill(args: list[str], inputs: dict, out) -> list[str]:
 
 
 def test_the_table_is_large_and_its_ids_unique():
-    assert len(ROWS) >= 450
+    assert len(ROWS) >= 1000
     assert len({cls for cls, _ in ROWS}) == len(ROWS)
 
 
@@ -367,7 +575,9 @@ def test_bad_input(inputs, tmp_path, monkeypatch, args):
 SUBPROCESS_ROWS = ["generate --spec dim", "emulate trace corrupt-pages", "mrc trace corrupt-pages",
                    "export csv corrupt-pages", "mrc --plot OUT/x.xyz", "ssd synth --volume nanx",
                    "ssd thesis --drive-writes nan", "run --memory 0", "run --memory-fraction nan",
-                   "run --ssd-capacity 0", "emulate --policy bogus", "fio jobs --sweep empty"]
+                   "run --ssd-capacity 0", "emulate --policy bogus", "fio jobs --sweep empty",
+                   "generate --scheduler bogus", "sweep file wrong-type", "sweep --workers 0",
+                   "emulate --profile toml-binary", "designs trace corrupt-pages"]
 
 
 @pytest.mark.parametrize("cls", SUBPROCESS_ROWS)

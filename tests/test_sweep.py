@@ -54,7 +54,7 @@ def test_toml_spec_and_options(tmp_path):
     (["--preset", "tiny", "--memory-fraction", "0.5", "--policy", "fifo"], "unknown policy"),
     (["--preset", "tiny"], "at least one budget"),
     (["--memory-fraction", "0.5"], "at least one trace or preset"),
-    (["--preset", "tiny", "--memory-fraction", "1.5"], "must be in (0, 1]"),
+    (["--preset", "tiny", "--memory-fraction", "1.5"], "1.5 is not in the range 0<x<=1"),  # the option's type refuses it
     (["--preset", "nosuch", "--memory-fraction", "0.5"], "nosuch"),
     (["--preset", "tiny", "--memory-fraction", "0.5", "--step-compute-us", "-1"], "--step-compute-us"),
     (["--preset", "tiny", "--memory-fraction", "0.5", "--step-compute-us", "nan"], "--step-compute-us"),

@@ -44,6 +44,37 @@ def count(min: int = 0, max: int = MAX_COUNT) -> click.IntRange:
     return click.IntRange(min, max)
 
 
+class SchedulerAddress(click.ParamType):
+    """A Dask scheduler address ``PROTOCOL://HOST:PORT``, checked for its form before any cluster is asked.
+
+    Dask's own parser raises ValueError (a traceback) on a missing port and waits out its connect timeout on
+    an empty host; this refuses both in one line. The protocols are distributed's comm backends
+    (distributed/comm/registry.py).
+    """
+
+    name = "address"
+    protocols = ("tcp", "tls", "ucx", "inproc", "ws", "wss")
+
+    def convert(self, value, param, ctx):
+        text = str(value).strip()
+        proto, sep, rest = text.partition("://")
+        host, colon, port = rest.rpartition(":")
+        if not sep or proto not in self.protocols or not host or not colon or not port.isdigit() \
+                or not 0 < int(port) < 65536:
+            self.fail(f"{value!r} is not a scheduler address ({'|'.join(self.protocols)}://HOST:PORT, "
+                      "port 1-65535)", param, ctx)
+        return text
+
+
+def scheduler_address() -> SchedulerAddress:
+    """A ``tcp://HOST:PORT`` option value, refused in one line when malformed."""
+    return SchedulerAddress()
+
+
+#: the most local Dask worker processes an option takes
+MAX_WORKERS = 1 << 10
+
+
 def figure_format(path: str) -> str:
     """The matplotlib format of a figure path from its suffix, or a one-line error naming those it draws."""
     from matplotlib.backend_bases import FigureCanvasBase

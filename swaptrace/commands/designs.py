@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
 import click
 
-from swaptrace.commands._common import number, progressbar
+from swaptrace.commands._common import MAX_COUNT, MAX_RUNTIME_S, count, number, progressbar
 from swaptrace.designs.compare import DesignSet, add_disk, compare_designs, markdown
 from swaptrace.designs.log import SWAPINS, VICTIMS, LogConfig
 from swaptrace.designs.ondisk import check_file_target, replay_on_disk
-from swaptrace.errors import OutputError
+from swaptrace.errors import ConfigError, OutputError
 from swaptrace.ssd.zns import ZNSConfig
 from swaptrace.stages import add_step_times, save_designs, ssd_config_for
 from swaptrace.traceio import open_trace
@@ -22,7 +23,7 @@ from swaptrace.units import parse_bytes
 @click.argument("trace", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", "out", required=True, type=click.Path(file_okay=False), help="Folder to write.")
 @click.option("--memory", default=None, help="DRAM budget, e.g. 2GiB (or use --memory-fraction).")
-@click.option("--memory-fraction", type=float, default=None, help="DRAM budget as a fraction of the footprint.")
+@click.option("--memory-fraction", type=number(0, 1, min_open=True), default=None, help="DRAM budget as a fraction of the footprint.")
 @click.option("--device", default="nvme-tlc", show_default=True,
               help="SSD preset the streams are replayed on (sized as `swaptrace run` does); 'none' skips the model.")
 @click.option("--packed", "packed_trace", default=None, type=click.Path(dir_okay=False),
@@ -30,7 +31,7 @@ from swaptrace.units import parse_bytes
 @click.option("--segment-size", default="1MiB", show_default=True, help="Log segment (one sequential write each).")
 @click.option("--victim", type=click.Choice(list(VICTIMS)), default="greedy", show_default=True,
               help="Segment cleaning victim policy.")
-@click.option("--spare", type=float, default=0.25, show_default=True,
+@click.option("--spare", type=number(0, 10), default=0.25, show_default=True,
               help="Log capacity above the footprint, as a fraction of it.")
 @click.option("--discard/--no-discard", default=True, show_default=True, help="Discard (TRIM) emptied segments.")
 @click.option("--swapin", type=click.Choice(list(SWAPINS)), default="page", show_default=True,
@@ -39,16 +40,16 @@ from swaptrace.units import parse_bytes
               help="log-prefetch: the aligned part of the segment read around a faulting page, or 'segment'.")
 @click.option("--zone-size", default="16MiB", show_default=True, help="Zoned design: zone size.")
 @click.option("--zone-capacity", default=None, help="Zoned design: writable bytes per zone [default: the zone size].")
-@click.option("--max-open-zones", type=int, default=14, show_default=True)
+@click.option("--max-open-zones", type=count(1, 1 << 16), default=14, show_default=True)
 @click.option("--fio-target", default=None, type=click.Path(dir_okay=False),
               help="Also replay each design's first steps with fio on this file (e.g. /tmp/swaptrace-fio.dat; "
                    "never a block device).")
 @click.option("--fio-size", default="1GiB", show_default=True, help="Bytes of the fio target to use.")
-@click.option("--fio-runtime", type=int, default=3, show_default=True,
+@click.option("--fio-runtime", type=count(1, MAX_RUNTIME_S), default=3, show_default=True,
               help="fio runtime cap in seconds (a replay may take 10x).")
-@click.option("--fio-requests", type=int, default=100_000, show_default=True,
+@click.option("--fio-requests", type=count(1, MAX_COUNT), default=100_000, show_default=True,
               help="Most requests a design's replay may have (sets the common number of steps).")
-@click.option("--fio-repeats", type=int, default=1, show_default=True,
+@click.option("--fio-repeats", type=count(1, 1000), default=1, show_default=True,
               help="Rounds of replays (designs take turns; the median runtime counts).")
 @click.option("--step-compute-us", type=number(0, 1e9), default=0.0, show_default=True, metavar="US",
               help="Compute time of a training step without paging, for the predicted step time and slowdown "
@@ -73,33 +74,49 @@ def command(trace, out, memory, memory_fraction, device, packed_trace, segment_s
       swaptrace designs traces/demo.access.parquet --memory-fraction 0.1 \\
           --packed traces/demo-packed.access.parquet -o traces/demo/designs-10
     """
+    if not str(out).strip():
+        raise ConfigError("-o: empty; give the folder to write")
     outdir = Path(out)
     if outdir.exists() and any(outdir.iterdir()) and not force:
         raise OutputError(f"{outdir}: exists and is not empty; pass --force to overwrite")
     if fio_target is not None:
+        if not str(fio_target).strip():
+            raise ConfigError("--fio-target: empty; give a file (e.g. /tmp/swaptrace-fio.dat)")
         check_file_target(fio_target)
+        if not Path(fio_target).resolve().parent.is_dir():
+            raise ConfigError(f"--fio-target {fio_target}: its folder does not exist")
+    if device is not None and not device.strip():
+        raise ConfigError("--device: empty; give an SSD preset (swaptrace ssd devices), a .toml file or 'none'")
     log = LogConfig(segment_bytes=parse_bytes(segment_size, "--segment-size"), victim=victim, spare_factor=spare,
                     discard=discard, swapin=swapin)
     window = None if prefetch_window == "segment" else parse_bytes(prefetch_window, "--prefetch-window")
-    zcap = parse_bytes(zone_capacity, "--zone-capacity") if zone_capacity else None
+    zcap = parse_bytes(zone_capacity, "--zone-capacity", positive=True) if zone_capacity is not None else None
     zones = ZNSConfig(zone_bytes=parse_bytes(zone_size, "--zone-size"), zone_capacity_bytes=zcap,
                       max_open_zones=max_open_zones)
     budget = {"memory_bytes": parse_bytes(memory, "--memory") if memory is not None else None,
               "memory_fraction": memory_fraction}
+    fio_bytes = parse_bytes(fio_size, "--fio-size", positive=True)
     ssd = None if device == "none" else _ssd_factory(device)
     tf = open_trace(trace, kind="access")
+    designs = DesignSet(log=log, zones=zones, prefetch_window_bytes=window)
+    _check_up_front(tf, packed_trace, designs, ssd, budget)
     passes = 2 if packed_trace else 1
-    with progressbar(tf.num_rows * passes, "designs") as bar:
-        cmp = compare_designs(trace, outdir, ssd=ssd, designs=DesignSet(log=log, zones=zones, prefetch_window_bytes=window),
-                              packed_trace=packed_trace, verify=verify, force=True, progress=bar.update,
-                              say=lambda m: click.echo(m, err=True), **budget)
-    cmp = add_step_times(cmp, step_compute_us)
-    if fio_target is not None:
-        streams = {name: run.path for name, run in cmp.runs.items() if name != "zoned@ftl"}
-        add_disk(cmp, replay_on_disk(streams, outdir, target=fio_target, size_bytes=parse_bytes(fio_size, "--fio-size"),
-                                     runtime_s=fio_runtime, max_rows=fio_requests, repeats=fio_repeats,
-                                     say=lambda m: click.echo(m, err=True)))
-    save_designs(cmp, outdir)
+    made = not outdir.exists()
+    try:
+        with progressbar(tf.num_rows * passes, "designs") as bar:
+            cmp = compare_designs(trace, outdir, ssd=ssd, designs=designs, packed_trace=packed_trace, verify=verify,
+                                  force=True, progress=bar.update, say=lambda m: click.echo(m, err=True), **budget)
+        cmp = add_step_times(cmp, step_compute_us)
+        if fio_target is not None:
+            streams = {name: run.path for name, run in cmp.runs.items() if name != "zoned@ftl"}
+            add_disk(cmp, replay_on_disk(streams, outdir, target=fio_target, size_bytes=fio_bytes,
+                                         runtime_s=fio_runtime, max_rows=fio_requests, repeats=fio_repeats,
+                                         say=lambda m: click.echo(m, err=True)))
+        save_designs(cmp, outdir)
+    except BaseException:
+        if made:  # a failure found late (damaged data pages, Ctrl-C) leaves no half-written folder of ours
+            shutil.rmtree(outdir, ignore_errors=True)
+        raise
     click.echo(markdown(cmp), nl=False)
     click.echo(f"wrote {outdir}/designs.md, designs.parquet, designs.json, designs-*.png")
 
@@ -110,3 +127,20 @@ def _ssd_factory(device: str):
 
     make(1 << 30)  # a bad preset name fails before the long work
     return make
+
+
+def _check_up_front(tf, packed_trace, designs: DesignSet, ssd, budget: dict) -> None:
+    """Refuse what compare_designs would refuse only after its first stream is written (one line each)."""
+    from swaptrace.pagecache import EmulatorConfig, load_profile
+
+    page_bytes = int(tf.meta["page_bytes"])
+    for cfg in designs.logs().values():
+        cfg.check(page_bytes)
+    if ssd is not None:
+        designs.zones.check(ssd(1 << 30))
+    EmulatorConfig.resolve(tf.meta, profile=load_profile(None), source=str(tf.path), **budget)
+    if packed_trace is not None:
+        packed = open_trace(packed_trace, kind="access")
+        if int(packed.meta["page_bytes"]) != page_bytes:
+            raise ConfigError(f"--packed {packed_trace}: pages of {packed.meta['page_bytes']} B, the trace's are "
+                              f"{page_bytes} B")

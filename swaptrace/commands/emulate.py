@@ -119,6 +119,8 @@ def command(trace, out, memory, memory_fraction, policy, readahead, page_cluster
       swaptrace emulate traces/demo.access.parquet --memory-fraction 0.5 \\
           --policy linux -o traces/demo.swapio.parquet
     """
+    if not profile.strip():
+        raise ConfigError(f"--profile: empty; give one of {', '.join(profile_names())} or a .toml file")
     tf = open_trace(trace, kind="access")
     prof = load_profile(profile)
     config = EmulatorConfig.resolve(

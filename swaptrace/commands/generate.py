@@ -7,7 +7,17 @@ from pathlib import Path
 
 import click
 
-from swaptrace.commands._common import MAX_SEED, count, echo_summary, force_option, json_option, number, progressbar
+from swaptrace.commands._common import (
+    MAX_SEED,
+    MAX_WORKERS,
+    count,
+    echo_summary,
+    force_option,
+    json_option,
+    number,
+    progressbar,
+    scheduler_address,
+)
 from swaptrace.errors import ConfigError
 from swaptrace.generate import ROW_LAYOUTS, generate_trace
 from swaptrace.spec import MAX_ALPHA, MAX_STEPS, load_spec
@@ -31,9 +41,9 @@ from swaptrace.units import format_bytes, parse_bytes
                    "'packed' (rows in order of expected popularity, so hot rows share pages; docs/designs.md).")
 @click.option("--reuse", type=number(0, 1), default=0.0, show_default=True, help="Fraction of indices repeated from the previous step.")
 @click.option("--dedup", default="none", show_default=True, metavar="none|step", help="Drop repeated page touches within a step.")
-@click.option("--workers", type=count(1, 1 << 10), default=None, metavar="N",
+@click.option("--workers", type=count(1, MAX_WORKERS), default=None, metavar="N",
               help="Generate on a local Dask cluster of N processes; writes a dataset folder (needs the dask extra).")
-@click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
+@click.option("--scheduler", type=scheduler_address(), default=None, metavar="tcp://HOST:PORT",
               help="Generate on a running Dask scheduler (default with --workers: $DASK_SCHEDULER_ADDRESS if set).")
 @click.option("--parts", type=count(1, 1 << 20), default=None, help="Step ranges (part files) of a dataset [default: 4 per worker].")
 @force_option

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from swaptrace.commands._common import MAX_RUNTIME_S, MAX_SEED, count, number, progressbar
+from swaptrace.errors import ConfigError
 from swaptrace.pipeline import PipelineOptions, run_pipeline
 from swaptrace.spec import MAX_STEPS
 from swaptrace.units import parse_bytes
@@ -47,6 +48,8 @@ def command(preset, steps, seed, memory, memory_fraction, policy, readahead, dev
     """
     from swaptrace.spec import load_spec
 
+    if fio_profile and no_fio:
+        raise ConfigError("--fio-profile runs fio: it cannot go with --no-fio")
     name = load_spec(preset).name  # fails early, with one line, on an unknown preset
     opts = PipelineOptions(
         preset=preset,

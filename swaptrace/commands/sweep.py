@@ -4,8 +4,18 @@ from __future__ import annotations
 
 import click
 
-from swaptrace.commands._common import echo_summary, json_option, number, progressbar
+from swaptrace.commands._common import (
+    MAX_SEED,
+    MAX_WORKERS,
+    count,
+    echo_summary,
+    json_option,
+    number,
+    progressbar,
+    scheduler_address,
+)
 from swaptrace.errors import ConfigError
+from swaptrace.spec import MAX_STEPS
 
 
 @click.command("sweep")
@@ -14,17 +24,17 @@ from swaptrace.errors import ConfigError
               help="Results dataset folder (one Parquet file per point); a rerun skips finished points.")
 @click.option("--trace", "traces", multiple=True, metavar="PATH", help="An access trace (file or dataset); repeatable.")
 @click.option("--preset", "presets", multiple=True, metavar="NAME", help="A preset, generated once per sweep; repeatable.")
-@click.option("--steps", type=int, default=None, help="Steps of the presets' traces [default: the preset's].")
-@click.option("--seed", type=int, default=None, help="Seed of the presets' traces [default 0].")
+@click.option("--steps", type=count(1, MAX_STEPS), default=None, help="Steps of the presets' traces [default: the preset's].")
+@click.option("--seed", type=count(0, MAX_SEED), default=None, help="Seed of the presets' traces [default 0].")
 @click.option("--memory", multiple=True, metavar="SIZE", help="A DRAM budget, e.g. 64MiB; repeatable.")
-@click.option("--memory-fraction", "memory_fractions", multiple=True, type=float,
+@click.option("--memory-fraction", "memory_fractions", multiple=True, type=number(0, 1, min_open=True),
               help="A DRAM budget as a fraction of the footprint; repeatable.")
 @click.option("--policy", "policies", multiple=True, metavar="NAME", help="linux, lru or clock; repeatable [linux].")
 @click.option("--device", "devices", multiple=True, metavar="NAME", help="SSD model device; repeatable [nvme-tlc].")
 @click.option("--step-compute-us", type=number(0, 1e9), default=None, metavar="US",
               help="Compute time of a training step without paging, for the predicted step time [0: paging time only].")
-@click.option("--workers", type=int, default=None, metavar="N", help="Local cluster processes [one per CPU].")
-@click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
+@click.option("--workers", type=count(1, MAX_WORKERS), default=None, metavar="N", help="Local cluster processes [one per CPU].")
+@click.option("--scheduler", type=scheduler_address(), default=None, metavar="tcp://HOST:PORT",
               help="A running Dask scheduler [$DASK_SCHEDULER_ADDRESS; else a local cluster].")
 @click.option("--plot", default=None, type=click.Path(dir_okay=False), metavar="FILE.png",
               help="Draw pages in against budget, one line per trace/policy/device.")
@@ -53,7 +63,17 @@ def command(spec_file, out, traces, presets, steps, seed, memory, memory_fractio
     values = {"traces": traces, "presets": presets, "steps": steps, "seed": seed, "memory": memory,
               "memory_fractions": memory_fractions, "policies": policies, "devices": devices,
               "step_compute_us": step_compute_us}
-    spec = load_sweep_spec(spec_file, **values) if spec_file else spec_from_values(**values)
+    if workers is not None and scheduler is not None:
+        raise ConfigError("give --workers (a local cluster) or --scheduler (a running one), not both")
+    if not str(out).strip():
+        raise ConfigError("-o: empty; give the results folder")
+    try:
+        spec = load_sweep_spec(spec_file, **values) if spec_file else spec_from_values(**values)
+    except IsADirectoryError:
+        raise ConfigError(f"{spec_file}: is a folder, not a sweep TOML file") from None
+    except (ValueError, TypeError) as exc:  # a value of the wrong type in the file, e.g. memory_fractions = ["half"]
+        raise ConfigError(f"{spec_file or 'sweep'}: {exc}") from None
+    _check_values(spec)
     if plot is not None and not str(plot).endswith((".png", ".svg", ".pdf")):
         raise ConfigError(f"{plot}: --plot takes a .png, .svg or .pdf name")
     bars: list = []
@@ -80,3 +100,18 @@ def command(spec_file, out, traces, presets, steps, seed, memory, memory_fractio
         click.echo(f"point {key} failed: {message}", err=True)
     if result.failed:
         raise SystemExit(1)
+
+
+def _check_values(spec) -> None:
+    """What the options' types check, for values that came from a sweep file; plus empty names (one line each)."""
+    if spec.steps is not None and not 1 <= spec.steps <= MAX_STEPS:
+        raise ConfigError(f"sweep: steps must be in [1, {MAX_STEPS}], got {spec.steps}")
+    if not 0 <= spec.seed <= MAX_SEED:
+        raise ConfigError(f"sweep: seed must be in [0, {MAX_SEED}], got {spec.seed}")
+    for f in spec.memory_fractions:
+        if not 0.0 < f <= 1.0:  # also refuses nan
+            raise ConfigError(f"sweep: memory fraction must be in (0, 1], got {f}")
+    for name, values in (("device", spec.devices), ("policy", spec.policies), ("preset", spec.presets),
+                         ("trace", spec.traces)):
+        if any(not v.strip() for v in values):
+            raise ConfigError(f"sweep: an empty {name} name")

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import click
 
-from swaptrace.commands._common import echo_summary, force_option, json_option
+from swaptrace.commands._common import echo_summary, force_option, json_option, number
 from swaptrace.errors import ConfigError
+
+#: the largest CPU or compute time per step, fault or page taken (us): an hour, far above any real one
+MAX_US = 3.6e9
 
 
 def _render(summary: dict) -> str:
@@ -37,14 +40,14 @@ def _render(summary: dict) -> str:
               help="SSD model preset (swaptrace ssd devices), SSD model TOML, or measured profile TOML (fio profile).")
 @click.option("--compute", type=click.Choice(["mlp", "none"]), default="mlp", show_default=True,
               help="mlp: measure the steps with no memory limit (needs the access trace); none: paging time only.")
-@click.option("--step-compute-us", type=float, default=None, help="Given compute time of every step (us).")
+@click.option("--step-compute-us", type=number(0, MAX_US), default=None, help="Given compute time of every step (us).")
 @click.option("--compute-baseline", type=click.Path(dir_okay=False), default=None,
               help="Take the compute time from the unlimited run of this capture.")
 @click.option("--trace", type=click.Path(dir_okay=False), default=None,
               help="The access trace (default: the one named in the stream's metadata).")
-@click.option("--fault-cpu-us", type=float, default=None, help="Kernel CPU per fault (default: micro-benchmark).")
-@click.option("--reclaim-cpu-us", type=float, default=None, help="Reclaim CPU per page freed (default: micro-benchmark).")
-@click.option("--write-cpu-us", type=float, default=0.0, show_default=True, help="Extra CPU per page written.")
+@click.option("--fault-cpu-us", type=number(0, MAX_US), default=None, help="Kernel CPU per fault (default: micro-benchmark).")
+@click.option("--reclaim-cpu-us", type=number(0, MAX_US), default=None, help="Reclaim CPU per page freed (default: micro-benchmark).")
+@click.option("--write-cpu-us", type=number(0, MAX_US), default=0.0, show_default=True, help="Extra CPU per page written.")
 @click.option("--measure-fault-overhead", is_flag=True,
               help="Root: measure the per-fault time beyond the device's latency with a synthetic capture "
                    "(swaptrace.timing_calibrate) and use it as --fault-cpu-us.")
@@ -70,6 +73,8 @@ def command(stream, device, compute, step_compute_us, compute_baseline, trace, f
     if step_compute_us is not None and compute_baseline is not None:
         raise ConfigError("give --step-compute-us or --compute-baseline, not both")
     if out is not None:
+        if not str(out).strip():
+            raise ConfigError("-o: empty; give a file name for the per-step table")
         check_output_path(out, force)
     dev = timing.load_device(device)
     if fault_cpu_us is None or reclaim_cpu_us is None:

@@ -183,6 +183,9 @@ class EmulatorConfig:
         if writeback_completion is not None:
             _check_choice("--writeback-completes", writeback_completion, WRITEBACK_COMPLETIONS)
         prof = profile if isinstance(profile, KernelProfile) else load_profile(profile)
+        # a profile file is checked here, where the rules are known (profile.py is imported by this module)
+        _check_choice(f"{prof.source}: [linux] writeback_completion", prof.linux["writeback_completion"],
+                      WRITEBACK_COMPLETIONS)
         page_bytes = int(meta.get("page_bytes", 4096))
         footprint_pages = int(meta.get("footprint_pages", 0))
         if footprint_pages <= 0:

@@ -32,6 +32,13 @@ LINUX_KEYS: dict[str, type] = {
     "fill_write_credit": int,
     "writeback_lag": int,
 }
+#: the range of each integer setting: the same bounds as the emulate options that override them
+LINUX_RANGES: dict[str, tuple[int, int]] = {
+    "stats_flush_steps": (0, (1 << 32) - 1),
+    "write_cost": (1, 1 << 20),
+    "fill_write_credit": (0, 1 << 20),
+    "writeback_lag": (0, 1 << 30),
+}
 _TOP_KEYS = {"name", "description", "kernel", "swaptrace_version", "linux", "ensemble", "fit"}
 
 
@@ -86,7 +93,11 @@ def load_profile(name_or_path: str | None = None) -> KernelProfile:
         path = Path(name_or_path)
         if not path.is_file():
             raise ConfigError(f"{path}: no such profile file")
-        text, source = path.read_text(), str(path)
+        source = str(path)
+        try:
+            text = path.read_text()
+        except UnicodeDecodeError:
+            raise ConfigError(f"{source}: not a text (TOML) file") from None
     else:
         if name_or_path not in profile_names():
             raise ConfigError(f"unknown profile {name_or_path!r}; choose one of {', '.join(profile_names())} "
@@ -115,6 +126,9 @@ def _parse(raw: dict[str, Any], source: str) -> KernelProfile:
             raise ConfigError(f"{source}: unknown [linux] key {key!r}; known: {', '.join(LINUX_KEYS)}")
         if type(value) is not kind:
             raise ConfigError(f"{source}: [linux] {key} must be {kind.__name__}, got {value!r}")
+        if key in LINUX_RANGES and not LINUX_RANGES[key][0] <= value <= LINUX_RANGES[key][1]:
+            low, high = LINUX_RANGES[key]
+            raise ConfigError(f"{source}: [linux] {key} must be in [{low}, {high}], got {value}")
     missing = set(LINUX_KEYS) - set(linux)
     if missing:
         raise ConfigError(f"{source}: [linux] lacks {', '.join(sorted(missing))}")
@@ -130,8 +144,9 @@ def _parse_ensemble(raw: Any, source: str) -> Ensemble | None:
     if not isinstance(raw, dict) or set(raw) != {"write_costs", "room_offsets"}:
         raise ConfigError(f"{source}: [ensemble] needs exactly write_costs and room_offsets")
     costs, offsets = raw["write_costs"], raw["room_offsets"]
-    if not costs or not all(type(c) is int and c >= 1 for c in costs):
-        raise ConfigError(f"{source}: [ensemble] write_costs must be integers >= 1")
-    if not offsets or not all(isinstance(d, int | float) and math.isfinite(d) and -0.5 < d < 0.5 for d in offsets):
+    low, high = LINUX_RANGES["write_cost"]
+    if not isinstance(costs, list) or not costs or not all(type(c) is int and low <= c <= high for c in costs):
+        raise ConfigError(f"{source}: [ensemble] write_costs must be integers in [{low}, {high}]")
+    if not isinstance(offsets, list) or not offsets or not all(isinstance(d, int | float) and math.isfinite(d) and -0.5 < d < 0.5 for d in offsets):
         raise ConfigError(f"{source}: [ensemble] room_offsets must be fractions in (-0.5, 0.5)")
     return Ensemble(tuple(costs), tuple(float(d) for d in offsets))
