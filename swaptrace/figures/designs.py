@@ -26,7 +26,8 @@ def plot_request_size_cdf(rows: list[dict[str, Any]], op: str = "write", ax=None
     ax.set_xlabel(f"{op} request size (KiB)")
     ax.set_ylabel("fraction of requests")
     ax.set_ylim(0, 1.02)
-    ax.legend(fontsize="small")
+    if ax.get_legend_handles_labels()[0]:  # no design issued this op: nothing to label
+        ax.legend(fontsize="small")
     return ax
 
 
