@@ -4,14 +4,14 @@ Captures each (shape, budget) point of :data:`POINTS` with ``swaptrace capture -
 least twice, emulates the same trace at the same budget, runs the time model on the emulated stream (and,
 to separate the emulator's error from the time model's, on the kernel's own stream) with this disk's
 measured profile and the measured compute time, and writes predicted vs measured slowdown and mean step
-time per point, with the per-step correlation, to ``analysis/results/timing/``.
+time per point, with the per-step correlation, to ``research/results/timing/``.
 
 Usage (root, from the repository; captures are cached under ``traces/timing-validation``)::
 
     sudo .venv/bin/python analysis/validate_timing.py capture          # the captures (minutes)
     .venv/bin/python analysis/validate_timing.py profile               # fio run on /tmp + profile
     sudo .venv/bin/python analysis/validate_timing.py calibrate        # fault-overhead micro-benchmark
-    .venv/bin/python analysis/validate_timing.py predict -o analysis/results/timing
+    .venv/bin/python analysis/validate_timing.py predict -o research/results/timing
 
 Which points chose anything: see :data:`TUNING` (the ``tiny`` points) -- the other shapes are held out.
 """
@@ -100,7 +100,7 @@ def stream_path(shape: str, frac: float) -> Path:
 
 FIO_JOBS = WORK / "fio-jobs"
 FIO_RUN = WORK / "fio-run"
-PROFILE = ROOT / "analysis" / "results" / "timing" / "disk.toml"
+PROFILE = ROOT / "research" / "results" / "timing" / "disk.toml"
 
 
 def do_profile(args) -> None:
@@ -119,7 +119,7 @@ def do_profile(args) -> None:
     sh(SWAPTRACE, "fio", "profile", str(FIO_RUN), "-o", str(PROFILE), "--name", "this-machine-vda", "--force")
 
 
-FAULT_OVERHEAD = ROOT / "analysis" / "results" / "timing" / "fault_overhead.json"
+FAULT_OVERHEAD = ROOT / "research" / "results" / "timing" / "fault_overhead.json"
 
 
 def do_calibrate(args) -> None:
@@ -335,7 +335,7 @@ def main(argv=None) -> int:
     k.add_argument("--repeats", type=int, default=5)
     q = sub.add_parser("predict")
     q.add_argument("--runs", type=int, default=4)
-    q.add_argument("-o", "--output", default=str(ROOT / "analysis" / "results" / "timing"))
+    q.add_argument("-o", "--output", default=str(ROOT / "research" / "results" / "timing"))
     args = ap.parse_args(argv)
     if args.cmd == "capture":
         do_capture(args)
