@@ -155,3 +155,11 @@ def test_run_designs_stage(tmp_path):
     off = run_pipeline(PipelineOptions(preset="tiny", steps=3, memory_fraction=0.3, fio=False, thesis=False),
                        tmp_path / "off")
     assert "designs" in off.skipped and not (tmp_path / "off" / "designs").exists()
+
+
+def test_designs_replay_on_the_pipelines_drive_state():
+    from swaptrace.ssd.steady import Background
+    from swaptrace.stages import SSD_BACKGROUND
+
+    # compare._device replays on Background(); the pipeline on Background(**SSD_BACKGROUND): one state
+    assert Background(**SSD_BACKGROUND) == Background()

@@ -116,8 +116,10 @@ def compare_designs(trace: str | os.PathLike, out_dir: str | os.PathLike, *,
         Folder for ``<design>.swapio.parquet``.
     ssd : callable or None
         Given the largest stream's device size in bytes, the conventional SSD every
-        non-zoned stream is replayed on (precondition ``seq``); the zoned stream runs on
-        a ZNS device with its flash and timings. None: no device model.
+        non-zoned stream is replayed on, as the pipeline replays its stream: at the drive's
+        real size, the swap area a partition and the rest holding the default
+        :class:`~swaptrace.ssd.steady.Background`, in its sampled steady state; the zoned
+        stream runs on a ZNS device with its flash and timings. None: no device model.
     designs : DesignSet
     packed_trace : path-like, optional
         The same model generated with ``--row-layout packed``.
@@ -167,8 +169,11 @@ def _device(run: DesignRun, ssd: SSDConfig, zones: ZNSConfig | None) -> dict[str
     if zones is not None:
         return replay_zoned(run.path, ssd, zones)
     from swaptrace.ssd.run import replay
+    from swaptrace.ssd.steady import Background
 
-    return dict(replay(run.path, ssd, precondition="seq").summary)
+    # the pipeline's drive state (stages.SSD_BACKGROUND is Background's defaults): a real drive's GC from the
+    # first write, so designs that write small random requests pay for it as they would in service
+    return dict(replay(run.path, ssd, precondition="steady", background=Background()).summary)
 
 
 def _row(name: str, run: DesignRun, dev: dict[str, Any] | None, steps: int) -> dict[str, Any]:
