@@ -21,6 +21,7 @@ follows, but not generate. ``force=True`` reruns everything.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -92,6 +93,9 @@ class PipelineOptions:
     thesis: bool = True
     #: also compare the swap designs at this budget (``swaptrace designs``; docs/designs.md)
     designs: bool = False
+    #: the time stage's kernel costs (:class:`swaptrace.timing.CpuCosts`, e.g. from a host-costs file);
+    #: default: the in-process micro-benchmarks, lower bounds (docs/timing.md)
+    time_costs: Any = None
 
     def __post_init__(self) -> None:
         if self.memory_bytes is None and self.memory_fraction is None:
@@ -162,7 +166,9 @@ def plan(opts: PipelineOptions, out_dir: Path) -> list[Stage]:
               {"target": opts.fio_target, "size": opts.fio_size_bytes, "runtime_s": opts.fio_runtime_s,
                "profile": opts.fio_profile},
               runs(S.run_fio), skip_reason=fio_skip),
-        Stage("time", (ACCESS, SWAPIO, FIO_RUN), (TIMING,), {"device": opts.device, "compute": "mlp"},
+        Stage("time", (ACCESS, SWAPIO, FIO_RUN), (TIMING,),
+              {"device": opts.device, "compute": "mlp",
+               "costs": None if opts.time_costs is None else dataclasses.asdict(opts.time_costs)},
               runs(S.run_time)),
         Stage("designs", (ACCESS,), (DESIGNS,), {**mem, "device": opts.device, "capacity": opts.ssd_capacity_bytes},
               runs(S.run_designs), skip_reason=None if opts.designs else "not asked for (--designs)"),

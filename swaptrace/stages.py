@@ -292,7 +292,7 @@ def run_time(d: Path, opts, say, bar) -> dict[str, Any]:
     tf = open_trace(d / SWAPIO, "swapio")
     req = timing.read_stream(d / SWAPIO)
     comp = timing.measure_compute(d / ACCESS, req.nsteps)
-    cpu = timing.measure_cpu_costs()
+    cpu = opts.time_costs if opts.time_costs is not None else timing.measure_cpu_costs()
     dev = timing.device_from_ssd(ssd_config_for(opts, int(tf.meta.get("device_bytes") or 0)))
     res = timing.simulate(req, dev, comp, cpu)
     timing.write_steps(res, d / TIMING, {"stream": str(d / SWAPIO)}, force=True)

@@ -56,6 +56,7 @@ pages that are not read back (clean drops are free here), the writeback throttli
 
 from __future__ import annotations
 
+import json
 import math
 import mmap
 import os
@@ -285,6 +286,45 @@ class CpuCosts:
             v = getattr(self, name)
             if not (isinstance(v, int | float) and math.isfinite(v) and v >= 0):
                 raise ConfigError(f"{name.replace('_', '-')}: must be a number >= 0, got {v!r}")
+
+
+COSTS_KIND = "swaptrace-host-costs"
+
+
+def save_costs(cpu: CpuCosts, path: str | os.PathLike, force: bool = False) -> Path:
+    """Write ``cpu`` as a host-costs TOML (``kind = "swaptrace-host-costs"``), readable by :func:`load_costs`.
+
+    The costs are the host's (kernel, CPU, swap path), measured once per machine as root
+    (``swaptrace time --measure-fault-overhead --save-costs FILE``) and then given to every
+    prediction on it (``time --costs FILE``, ``run --time-costs FILE``).
+    """
+    from swaptrace.traceio import AtomicPath
+
+    text = (f'kind = "{COSTS_KIND}"\n'
+            f"source = {json.dumps(cpu.source)}\n"
+            "# microseconds: per fault waited for, per page freed, per page written\n"
+            f"fault_cpu_us = {cpu.fault_cpu_us!r}\nreclaim_cpu_us = {cpu.reclaim_cpu_us!r}\n"
+            f"write_cpu_us = {cpu.write_cpu_us!r}\n")
+    with AtomicPath(path, force=force) as ap:
+        ap.tmp.write_text(text)
+    return ap.path
+
+
+def load_costs(path: str | os.PathLike) -> CpuCosts:
+    """Read a host-costs TOML written by :func:`save_costs` (or by hand); ``ConfigError`` in one line otherwise."""
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such host-costs file") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: not a host-costs TOML ({exc})") from None
+    if data.get("kind") != COSTS_KIND:
+        raise ConfigError(f'{path}: not a host-costs file (kind = "{COSTS_KIND}" expected)')
+    try:
+        return CpuCosts(*(data[k] for k in ("fault_cpu_us", "reclaim_cpu_us", "write_cpu_us")),
+                        source=f"{path}: {data.get('source', 'given')}")
+    except KeyError as exc:
+        raise ConfigError(f"{path}: host-costs file without {exc.args[0]}") from None
 
 
 def measure_cpu_costs(pages: int = 8192, repeats: int = 5) -> CpuCosts:

@@ -1,4 +1,4 @@
-"""The fault-overhead micro-benchmark: its synthetic workload, and (root) one small run under the kernel."""
+"""The fault- and write-overhead micro-benchmarks: their synthetic workloads, and (root) small runs under the kernel."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from conftest import require_root
 
 from swaptrace import timing
-from swaptrace.timing_calibrate import measure_fault_overhead, synthetic_trace
+from swaptrace.timing_calibrate import measure_fault_overhead, measure_write_overhead, synthetic_trace
 from swaptrace.traceio import open_trace
 
 
@@ -22,6 +22,27 @@ def test_synthetic_trace_is_uniform_and_seeded(tmp_path):
     counts = np.bincount(ca["page"].astype(np.int64) // 100, minlength=10)
     sigma = np.sqrt(20000 * 0.1 * 0.9)
     assert np.all(np.abs(counts - 2000) < 5 * sigma)
+
+
+def test_write_only_trace_stores_to_every_page_once(tmp_path):
+    tf = open_trace(synthetic_trace(tmp_path / "w.access.parquet", pages=1000, steps=3, seed=1, writes_only=True),
+                    "access")
+    cols = tf.read_all()
+    assert sorted(cols["page"].tolist()) == list(range(1000))  # each page once: nothing can fault back in
+    assert cols["write"].all()
+    assert np.bincount(cols["step"]).tolist() == [333, 333, 334]
+    assert not np.array_equal(cols["page"], np.arange(1000))  # in random order, not address order
+
+
+@pytest.mark.privileged
+@pytest.mark.slow
+def test_write_overhead_under_the_kernel(tmp_path):
+    require_root()
+    dev = timing.DeviceTiming("t", "test", (4096,), (1,), ((50.0,),), ((50.0,),))
+    r = measure_write_overhead(dev, pages=4096, steps=4, fraction=0.25, cpu=timing.CpuCosts(0.0, 0.0, 0.0))
+    assert r.details["major_faults"] == 0  # nothing is touched twice
+    assert r.pages_out >= 4096 * 0.6  # three quarters of the pages must leave (less what the budget's slack keeps)
+    assert r.overhead_us * r.pages_out + r.modelled_us == pytest.approx(max(r.measured_us, r.modelled_us), rel=1e-9)
 
 
 @pytest.mark.privileged

@@ -174,3 +174,44 @@ def test_report_in_a_fresh_process_shows_the_time_model(stream, tmp_path):
     text = (folder / "report" / "report.md").read_text()
     assert "## Training time (time model)" in text and "| SSD model (nvme-tlc) |" in text
     assert (folder / "report" / "step_time.png").stat().st_size > 1000
+
+
+def test_host_costs_file_round_trips_and_drives_the_prediction(stream, tmp_path):
+    costs = tmp_path / "host.toml"
+    first = run_cli("time", stream, "--device", "nvme-tlc", "--step-compute-us", 5000, "--fault-cpu-us", 30,
+                    "--reclaim-cpu-us", 0.3, "--write-cpu-us", 12, "--save-costs", costs, "--json")
+    assert first.exit_code == 0, first.output
+    assert timing.load_costs(costs) == timing.CpuCosts(30.0, 0.3, 12.0, source=f"{costs}: given")
+    again = run_cli("time", stream, "--device", "nvme-tlc", "--step-compute-us", 5000, "--costs", costs, "--json")
+    assert again.exit_code == 0, again.output
+    a, b = json.loads(first.output), json.loads(again.output)
+    assert b["slowdown"] == a["slowdown"] and b["mean_step_us"] == a["mean_step_us"]
+    # an option overrides the file's value: a dearer write makes a slower step
+    dearer = run_cli("time", stream, "--device", "nvme-tlc", "--step-compute-us", 5000, "--costs", costs,
+                     "--write-cpu-us", 50, "--json")
+    assert json.loads(dearer.output)["slowdown"] > b["slowdown"]
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("not toml [", "not a host-costs TOML"),
+    ('kind = "swaptrace-device-profile"\n', "not a host-costs file"),
+    ('kind = "swaptrace-host-costs"\nfault_cpu_us = 1\nreclaim_cpu_us = 1\n', "without write_cpu_us"),
+    ('kind = "swaptrace-host-costs"\nfault_cpu_us = -1\nreclaim_cpu_us = 1\nwrite_cpu_us = 1\n', "fault-cpu-us"),
+])
+def test_bad_host_costs_file_is_one_line(stream, tmp_path, text, words):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text)
+    saved = tmp_path / "saved.toml"
+    r = run_cli("time", stream, "--device", "nvme-tlc", "--costs", bad, "--save-costs", saved)
+    assert r.exit_code == 2 and words in the_error(r)
+    assert not saved.exists()
+    r = run_cli("run", "--preset", "tiny", "--time-costs", bad, "-o", tmp_path / "run")
+    assert r.exit_code == 2 and words in the_error(r)
+    assert not (tmp_path / "run").exists()
+
+
+def test_measure_fault_overhead_refuses_given_costs(stream, tmp_path):
+    costs = tmp_path / "host.toml"
+    timing.save_costs(timing.CpuCosts(1.0, 1.0, 1.0), costs)
+    r = run_cli("time", stream, "--device", "nvme-tlc", "--costs", costs, "--measure-fault-overhead")
+    assert r.exit_code == 2 and "leave out" in the_error(r)

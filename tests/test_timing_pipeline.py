@@ -27,3 +27,23 @@ def test_run_writes_timing_and_report_shows_it(tmp_path):
     text = (folder / S.REPORT / "report.md").read_text()
     assert "## Training time (time model)" in text and f"{s['slowdown']:.2f}x" in text
     assert (folder / S.REPORT / "step_time.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_run_takes_the_time_stage_costs_from_a_host_costs_file(tmp_path):
+    from swaptrace import timing
+
+    costs = timing.save_costs(timing.CpuCosts(30.0, 0.3, 12.0, "measured elsewhere"), tmp_path / "host.toml")
+    folder = tmp_path / "tiny"
+    args = ["run", "--preset", "tiny", "--steps", "4", "--memory-fraction", "0.3", "--no-fio", "--no-thesis",
+            "--time-costs", str(costs), "-o", str(folder)]
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    c = open_trace(folder / S.TIMING, "timing-steps").meta["summary"]["cpu_costs"]
+    assert (c["fault_cpu_us"], c["reclaim_cpu_us"], c["write_cpu_us"]) == (30.0, 0.3, 12.0)
+    assert "measured elsewhere" in c["source"]
+    # other costs are other parameters: the time stage runs again, the stages before it do not
+    timing.save_costs(timing.CpuCosts(60.0, 0.3, 12.0, "dearer faults"), costs, force=True)
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    assert open_trace(folder / S.TIMING, "timing-steps").meta["summary"]["cpu_costs"]["fault_cpu_us"] == 60.0
+    assert "emulate" in r.output and "up to date" in r.output

@@ -40,6 +40,9 @@ def _render(result) -> str:
     if gain is not None and gain > max(ROOM_GAIN_WARN_BYTES, result.memory_bytes // 100):
         lines.append(f"WARNING: the rest of the process gave back {format_bytes(gain)} during the run and the model"
                      " used it: this capture is of a larger budget than asked (run it again)")
+    if gain is not None and -gain > max(ROOM_GAIN_WARN_BYTES, result.memory_bytes // 100):
+        lines.append(f"WARNING: the rest of the process took {format_bytes(-gain)} more during the run than at its"
+                     " baseline: the model had that much less than its budget")
     busy = max(k.get("loadavg_start", 0.0), k.get("loadavg_end", 0.0)) - 1.0  # the replay itself is one
     if busy >= 0.5 * (k.get("cpus") or 1):
         lines.append(f"WARNING: the machine was busy (load average {k.get('loadavg_end')}); other work changes when "

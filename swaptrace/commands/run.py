@@ -31,11 +31,14 @@ from swaptrace.units import parse_bytes
 @click.option("--fio-runtime", type=count(1, MAX_RUNTIME_S), default=3, show_default=True, help="Seconds per time-based fio job.")
 @click.option("--designs", is_flag=True,
               help="Also compare the swap designs at this budget (swaptrace designs; into DIR/designs).")
+@click.option("--time-costs", default=None, type=click.Path(dir_okay=False),
+              help="Host-costs TOML for the time stage (swaptrace time --measure-fault-overhead --save-costs FILE) "
+                   "[default: in-process micro-benchmarks, lower bounds].")
 @click.option("-o", "--output", "out", default=None, type=click.Path(file_okay=False),
               help="Output folder [default: traces/PRESET].")
 @click.option("--force", is_flag=True, help="Rerun every stage even if its inputs and parameters are unchanged.")
 def command(preset, steps, seed, memory, memory_fraction, policy, readahead, device, ssd_capacity, no_fio, fio_profile,
-            no_thesis, fio_target, fio_size, fio_runtime, designs, out, force):
+            no_thesis, fio_target, fio_size, fio_runtime, designs, time_costs, out, force):
     """Run generate → mrc → emulate → ssd → fio jobs → fio run → report.
 
     Each stage's output lands in the folder; a rerun skips stages whose
@@ -47,6 +50,7 @@ def command(preset, steps, seed, memory, memory_fraction, policy, readahead, dev
       swaptrace run --preset tiny --memory 16MiB --no-fio -o traces/tiny/
     """
     from swaptrace.spec import load_spec
+    from swaptrace.timing import load_costs
 
     if fio_profile and no_fio:
         raise ConfigError("--fio-profile runs fio: it cannot go with --no-fio")
@@ -68,6 +72,7 @@ def command(preset, steps, seed, memory, memory_fraction, policy, readahead, dev
         fio_profile=fio_profile,
         thesis=not no_thesis,
         designs=designs,
+        time_costs=None if time_costs is None else load_costs(time_costs),
     )
     folder = out or f"traces/{name}"
     result = run_pipeline(opts, folder, force=force, announce=lambda line: click.echo(line, err=True),

@@ -34,6 +34,39 @@ def _render(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def _costs(costs_file, fault_cpu_us, reclaim_cpu_us, write_cpu_us):
+    """The CPU costs: a host-costs file or the in-process micro-benchmarks, each overridden by its option."""
+    from dataclasses import replace
+
+    from swaptrace import timing
+
+    given = {k: v for k, v in (("fault_cpu_us", fault_cpu_us), ("reclaim_cpu_us", reclaim_cpu_us),
+                               ("write_cpu_us", write_cpu_us)) if v is not None}
+    if costs_file is not None:
+        base = timing.load_costs(costs_file)
+    elif len(given) == 3:
+        return timing.CpuCosts(**given, source="given")
+    else:
+        base = replace(timing.measure_cpu_costs(), write_cpu_us=0.0)
+    return replace(base, **given, source=base.source + (" (some given)" if given else "")) if given else base
+
+
+def _measure_overheads(dev, cpu, measure_write: bool):
+    """Root: the write overhead (unless given), then the fault overhead beyond it (swaptrace.timing_calibrate)."""
+    from dataclasses import replace
+
+    from swaptrace.timing_calibrate import measure_fault_overhead, measure_write_overhead
+
+    source = cpu.source
+    if measure_write:
+        wo = measure_write_overhead(dev, cpu=cpu)
+        cpu = replace(cpu, write_cpu_us=wo.overhead_us)
+        source = f"write overhead: synthetic capture ({wo.pages_out} pages written); {source}"
+    fo = measure_fault_overhead(dev, cpu=cpu)
+    return replace(cpu, fault_cpu_us=fo.overhead_us,
+                   source=f"fault overhead: synthetic capture ({fo.major_faults} faults); {source}")
+
+
 @click.command("time")
 @click.argument("stream", type=click.Path(dir_okay=False))
 @click.option("--device", required=True,
@@ -47,15 +80,20 @@ def _render(summary: dict) -> str:
               help="The access trace (default: the one named in the stream's metadata).")
 @click.option("--fault-cpu-us", type=number(0, MAX_US), default=None, help="Kernel CPU per fault (default: micro-benchmark).")
 @click.option("--reclaim-cpu-us", type=number(0, MAX_US), default=None, help="Reclaim CPU per page freed (default: micro-benchmark).")
-@click.option("--write-cpu-us", type=number(0, MAX_US), default=0.0, show_default=True, help="Extra CPU per page written.")
+@click.option("--write-cpu-us", type=number(0, MAX_US), default=None,
+              help="Kernel time per page written (default: 0, or measured with --measure-fault-overhead).")
 @click.option("--measure-fault-overhead", is_flag=True,
-              help="Root: measure the per-fault time beyond the device's latency with a synthetic capture "
-                   "(swaptrace.timing_calibrate) and use it as --fault-cpu-us.")
+              help="Root: measure the time per page written and per fault beyond the device's latency with two "
+                   "synthetic captures (swaptrace.timing_calibrate) and use them as --write-cpu-us and --fault-cpu-us.")
+@click.option("--costs", "costs_file", type=click.Path(dir_okay=False), default=None,
+              help="Host-costs TOML (--save-costs) for the fault, reclaim and write costs; the three options override it.")
+@click.option("--save-costs", type=click.Path(dir_okay=False), default=None,
+              help="Write the costs used (e.g. just measured) as a host-costs TOML for --costs and run --time-costs.")
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), default=None, help="Per-step Parquet table.")
 @force_option
 @json_option
 def command(stream, device, compute, step_compute_us, compute_baseline, trace, fault_cpu_us, reclaim_cpu_us,
-            write_cpu_us, measure_fault_overhead, out, force, as_json) -> None:
+            write_cpu_us, measure_fault_overhead, costs_file, save_costs, out, force, as_json) -> None:
     """Predict the step time and training slowdown of STREAM on a device.
 
     Prints the mean step time, the slowdown against the same steps with no memory limit, and the
@@ -76,27 +114,19 @@ def command(stream, device, compute, step_compute_us, compute_baseline, trace, f
         if not str(out).strip():
             raise ConfigError("-o: empty; give a file name for the per-step table")
         check_output_path(out, force)
+    if save_costs is not None:
+        check_output_path(save_costs, force)
     dev = timing.load_device(device)
-    if fault_cpu_us is None or reclaim_cpu_us is None:
-        measured = timing.measure_cpu_costs()
-        cpu = timing.CpuCosts(measured.fault_cpu_us if fault_cpu_us is None else fault_cpu_us,
-                              measured.reclaim_cpu_us if reclaim_cpu_us is None else reclaim_cpu_us,
-                              write_cpu_us, measured.source if fault_cpu_us is None or reclaim_cpu_us is None else "given")
-    else:
-        cpu = timing.CpuCosts(fault_cpu_us, reclaim_cpu_us, write_cpu_us, "given")
+    if measure_fault_overhead and (fault_cpu_us is not None or costs_file is not None):
+        raise ConfigError("--measure-fault-overhead measures the costs: leave out --fault-cpu-us and --costs")
+    cpu = _costs(costs_file, fault_cpu_us, reclaim_cpu_us, write_cpu_us)
     if measure_fault_overhead:
-        if fault_cpu_us is not None:
-            raise ConfigError("give --fault-cpu-us or --measure-fault-overhead, not both")
-        from dataclasses import replace
-
-        from swaptrace.timing_calibrate import measure_fault_overhead as measure
-
-        fo = measure(dev, cpu=cpu)
-        cpu = replace(cpu, fault_cpu_us=fo.overhead_us,
-                      source=f"fault overhead: synthetic capture ({fo.major_faults} faults); {cpu.source}")
+        cpu = _measure_overheads(dev, cpu, measure_write=write_cpu_us is None)
     result = timing.predict(stream, dev, compute=compute, step_compute_us=step_compute_us,
                             compute_baseline=compute_baseline, trace=trace, cpu=cpu)
     summary = result.summary()
+    if save_costs is not None:  # after the prediction: bad input leaves no file
+        summary["costs_file"] = str(timing.save_costs(cpu, save_costs, force=force))
     if out is not None:
         timing.write_steps(result, out, {"stream": str(stream), "device_table": dev.to_toml()}, force=force)
         summary["output"] = str(out)
