@@ -14,9 +14,16 @@ with swap, cgroups and tracefs usable, and writes a table with one column per
 source -- the emulator and SSD model, the real kernel, fio on this machine's
 disk -- to ``DIR/thesis.md`` (and stdout).
 
+The slowdown row comes from the time model (the pipeline's ``time`` stage). Its kernel costs per fault
+and per page written are this host's: given with ``--time-costs FILE`` (a host-costs TOML), or, as
+root, measured once with the write- and fault-overhead micro-benchmarks (swaptrace.timing_calibrate,
+two synthetic captures, ~20 s) against this disk's fio profile (the pipeline then runs fio's profile
+jobs too) and kept in ``DIR/host-costs.toml``. Without either they are the in-process lower bounds.
+
 Usage::
 
     python analysis/reproduce_thesis.py [--preset demo] [-o traces/demo] [--no-fio] [--no-capture]
+                                        [--time-costs FILE]
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +41,7 @@ from swaptrace.pipeline import PipelineOptions, run_pipeline
 from swaptrace.traceio import open_trace, read_metadata
 
 KERNEL = "kernel.swapio.parquet"
+HOST_COSTS = "host-costs.toml"
 
 
 def small_share(meta: dict[str, Any], op: str) -> float | None:
@@ -65,6 +74,37 @@ def try_capture(folder: Path, fraction: float, log) -> dict[str, Any] | None:
         log(f"kernel capture failed: {exc}")
         return None
     return open_trace(out, "swapio").meta
+
+
+def host_costs(folder: Path, log):
+    """This host's kernel costs for the time model, measured as root against the fio run's disk profile
+    (kept in ``folder/host-costs.toml``); None with a reason logged when they cannot be measured."""
+    from swaptrace import timing
+    from swaptrace.capture.session import check_privileges
+    from swaptrace.fio.profile import build_profile
+    from swaptrace.timing_calibrate import measure_fault_overhead, measure_write_overhead
+
+    path = folder / HOST_COSTS
+    if path.exists():
+        log(f"host costs: reusing {path}")
+        return timing.load_costs(path)
+    try:
+        check_privileges()
+        disk = build_profile(folder / S.FIO_RUN, "this-disk")
+    except SwaptraceError as exc:
+        log(f"host costs not measured ({exc}): the time model uses in-process lower bounds")
+        return None
+    log("host costs: write- and fault-overhead micro-benchmarks (two synthetic captures) ...")
+    cpu = timing.measure_cpu_costs()
+    w = measure_write_overhead(disk, cpu=cpu)
+    cpu = replace(cpu, write_cpu_us=w.overhead_us)
+    f = measure_fault_overhead(disk, cpu=cpu)
+    cpu = replace(cpu, fault_cpu_us=f.overhead_us,
+                  source=f"make reproduce: write overhead ({w.pages_out} pages written) and fault overhead "
+                         f"({f.major_faults} faults), synthetic captures on this disk's fio profile")
+    timing.save_costs(cpu, path)
+    log(f"host costs: {cpu.fault_cpu_us:.1f} us per fault, {cpu.write_cpu_us:.2f} us per page written -> {path}")
+    return cpu
 
 
 def fmt_x(x: float | None) -> str:
@@ -143,6 +183,7 @@ def main() -> int:
     parser.add_argument("--memory-fraction", type=float, default=0.5)
     parser.add_argument("--no-fio", action="store_true")
     parser.add_argument("--no-capture", action="store_true")
+    parser.add_argument("--time-costs", default=None, help="host-costs TOML for the time model (swaptrace time --save-costs)")
     args = parser.parse_args()
     folder = Path(args.output or f"traces/{args.preset}")
 
@@ -150,10 +191,18 @@ def main() -> int:
         print(line, file=sys.stderr, flush=True)
 
     try:
+        from swaptrace import timing
         from swaptrace.commands._common import progressbar
 
-        run_pipeline(PipelineOptions(preset=args.preset, memory_fraction=args.memory_fraction, fio=not args.no_fio),
-                     folder, announce=log, progress=lambda length, label: progressbar(length, f"      {label}"))
+        costs = None if args.time_costs is None else timing.load_costs(args.time_costs)
+        opts = PipelineOptions(preset=args.preset, memory_fraction=args.memory_fraction, fio=not args.no_fio,
+                               fio_profile=not args.no_fio and not args.no_capture, time_costs=costs)
+        bar = lambda length, label: progressbar(length, f"      {label}")  # noqa: E731
+        run_pipeline(opts, folder, announce=log, progress=bar)
+        if costs is None and opts.fio_profile:  # measured here; the time stage runs again with them
+            costs = host_costs(folder, log)
+            if costs is not None:
+                run_pipeline(replace(opts, time_costs=costs), folder, announce=log, progress=bar)
         kernel = None if args.no_capture else try_capture(folder, args.memory_fraction, log)
         if kernel is not None:  # redraw the report with the emulator-vs-kernel figure
             from swaptrace.report import build_report

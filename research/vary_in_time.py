@@ -32,6 +32,8 @@ def pieces(step: object, period: int) -> list[tuple[int, int]]:
     import numpy as np
 
     n = len(step)
+    if n == 0:
+        return []
     if period > 0:
         return [(lo, min(n, lo + period)) for lo in range(0, n, period)]
     cut = np.flatnonzero(np.diff(np.asarray(step))) + 1
@@ -43,9 +45,13 @@ def schedule(costs: Sequence[int], budgets: Sequence[int], order: str) -> list[t
     """The (write cost, budget pages) settings in the order a run cycles through them."""
     if order == "costs-inner":
         return [(c, b) for b in budgets for c in costs]
-    # interleaved: consecutive pieces differ in both the cost and the room (a Latin walk over the grid)
-    return [(costs[i % len(costs)], budgets[(i + i // len(costs)) % len(budgets)])
-            for i in range(len(costs) * len(budgets))]
+    # interleaved: the cost and the room both change from one piece to the next; with coprime counts (5 and 3)
+    # i -> (i mod 5, i mod 3) visits every pair once in 15 pieces (Chinese remainder theorem)
+    n = len(costs) * len(budgets)
+    pairs = [(costs[i % len(costs)], budgets[i % len(budgets)]) for i in range(n)]
+    if len(set(pairs)) < n:  # counts with a common factor: fall back to a diagonal walk row by row
+        pairs = [(costs[(i + i // len(costs)) % len(costs)], budgets[i // len(costs)]) for i in range(n)]
+    return pairs
 
 
 def varying(work: Path, period: int, order: str, costs: Sequence[int] = (), offsets: Sequence[float] = ()):

@@ -172,7 +172,7 @@ def plan(opts: PipelineOptions, out_dir: Path) -> list[Stage]:
               runs(S.run_time)),
         Stage("designs", (ACCESS,), (DESIGNS,), {**mem, "device": opts.device, "capacity": opts.ssd_capacity_bytes},
               runs(S.run_designs), skip_reason=None if opts.designs else "not asked for (--designs)"),
-        Stage("report", (ACCESS, MRC_CSV, SWAPIO, SSD, DESIGNS), (REPORT,), {"fio": opts.fio, "thesis": opts.thesis},
+        Stage("report", (ACCESS, MRC_CSV, SWAPIO, SSD, FIO_RUN, TIMING, TIMING_DISK, DESIGNS), (REPORT,), {"fio": opts.fio, "thesis": opts.thesis},
               runs(S.run_report)),
     ]
 

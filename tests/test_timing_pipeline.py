@@ -45,5 +45,7 @@ def test_run_takes_the_time_stage_costs_from_a_host_costs_file(tmp_path):
     timing.save_costs(timing.CpuCosts(60.0, 0.3, 12.0, "dearer faults"), costs, force=True)
     r = CliRunner().invoke(cli, args)
     assert r.exit_code == 0, r.output
-    assert open_trace(folder / S.TIMING, "timing-steps").meta["summary"]["cpu_costs"]["fault_cpu_us"] == 60.0
-    assert "emulate" in r.output and "up to date" in r.output
+    s = open_trace(folder / S.TIMING, "timing-steps").meta["summary"]
+    assert s["cpu_costs"]["fault_cpu_us"] == 60.0
+    assert "emulate: up to date" in r.output and "report: up to date" not in r.output
+    assert f"{s['slowdown']:.2f}x" in (folder / S.REPORT / "report.md").read_text()  # the report follows the stage
