@@ -82,7 +82,7 @@ def host_costs(folder: Path, log):
     from swaptrace import timing
     from swaptrace.capture.session import check_privileges
     from swaptrace.fio.profile import build_profile
-    from swaptrace.timing_calibrate import measure_fault_overhead, measure_write_overhead
+    from swaptrace.timing_calibrate import measure_host_costs
 
     path = folder / HOST_COSTS
     if path.exists():
@@ -95,13 +95,7 @@ def host_costs(folder: Path, log):
         log(f"host costs not measured ({exc}): the time model uses in-process lower bounds")
         return None
     log("host costs: write- and fault-overhead micro-benchmarks (two synthetic captures) ...")
-    cpu = timing.measure_cpu_costs()
-    w = measure_write_overhead(disk, cpu=cpu)
-    cpu = replace(cpu, write_cpu_us=w.overhead_us)
-    f = measure_fault_overhead(disk, cpu=cpu)
-    cpu = replace(cpu, fault_cpu_us=f.overhead_us,
-                  source=f"make reproduce: write overhead ({w.pages_out} pages written) and fault overhead "
-                         f"({f.major_faults} faults), synthetic captures on this disk's fio profile")
+    cpu = measure_host_costs(disk)
     timing.save_costs(cpu, path)
     log(f"host costs: {cpu.fault_cpu_us:.1f} us per fault, {cpu.write_cpu_us:.2f} us per page written -> {path}")
     return cpu

@@ -154,3 +154,24 @@ def measure_write_overhead(device: timing.DeviceTiming, *, pages: int = 16384, s
     return WriteOverhead(overhead, measured, modelled, written, _details(
         k, device, pages=pages, steps=steps, fraction=fraction, seed=seed,
         major_faults=int(sum(k["step_major_faults"]))))
+
+
+def measure_host_costs(device: timing.DeviceTiming, cpu: timing.CpuCosts | None = None, *,
+                       measure_write: bool = True, seed: int = 0) -> timing.CpuCosts:
+    """This host's kernel costs for the time model (root, two synthetic captures, a few seconds).
+
+    The write overhead first (unless ``measure_write`` is false: ``cpu``'s is kept), then the fault
+    overhead beyond it; the reclaim cost is ``cpu``'s (default: :func:`swaptrace.timing.measure_cpu_costs`).
+    The result's ``source`` says how each was obtained; keep it with :func:`swaptrace.timing.save_costs`.
+    """
+    from dataclasses import replace
+
+    cpu = cpu if cpu is not None else replace(timing.measure_cpu_costs(), write_cpu_us=0.0)
+    source = cpu.source
+    if measure_write:
+        wo = measure_write_overhead(device, cpu=cpu, seed=seed)
+        cpu = replace(cpu, write_cpu_us=wo.overhead_us)
+        source = f"write overhead: synthetic capture ({wo.pages_out} pages written); {source}"
+    fo = measure_fault_overhead(device, cpu=cpu, seed=seed)
+    return replace(cpu, fault_cpu_us=fo.overhead_us,
+                   source=f"fault overhead: synthetic capture ({fo.major_faults} faults); {source}")

@@ -56,3 +56,19 @@ def test_fault_overhead_under_the_kernel(tmp_path):
     assert r.overhead_us >= 0.0 and r.measured_us > 0.0
     # what the model does not explain plus what it does is what was measured (or the model explains more)
     assert r.overhead_us * r.major_faults + r.modelled_us == pytest.approx(max(r.measured_us, r.modelled_us), rel=1e-9)
+
+
+@pytest.mark.privileged
+@pytest.mark.slow
+def test_host_costs_measure_writes_then_faults(tmp_path):
+    from swaptrace.timing_calibrate import measure_host_costs
+
+    require_root()
+    dev = timing.DeviceTiming("t", "test", (4096,), (1,), ((50.0,),), ((50.0,),))
+    given = timing.CpuCosts(0.0, 0.25, 7.0, "given")
+    kept = measure_host_costs(dev, given, measure_write=False)
+    assert kept.write_cpu_us == 7.0 and kept.reclaim_cpu_us == 0.25  # only the fault overhead is measured
+    assert kept.source.startswith("fault overhead: synthetic capture") and "write overhead" not in kept.source
+    both = measure_host_costs(dev, given)
+    assert both.write_cpu_us > 0.0 and both.reclaim_cpu_us == 0.25
+    assert "write overhead: synthetic capture" in both.source

@@ -51,22 +51,6 @@ def _costs(costs_file, fault_cpu_us, reclaim_cpu_us, write_cpu_us):
     return replace(base, **given, source=base.source + (" (some given)" if given else "")) if given else base
 
 
-def _measure_overheads(dev, cpu, measure_write: bool):
-    """Root: the write overhead (unless given), then the fault overhead beyond it (swaptrace.timing_calibrate)."""
-    from dataclasses import replace
-
-    from swaptrace.timing_calibrate import measure_fault_overhead, measure_write_overhead
-
-    source = cpu.source
-    if measure_write:
-        wo = measure_write_overhead(dev, cpu=cpu)
-        cpu = replace(cpu, write_cpu_us=wo.overhead_us)
-        source = f"write overhead: synthetic capture ({wo.pages_out} pages written); {source}"
-    fo = measure_fault_overhead(dev, cpu=cpu)
-    return replace(cpu, fault_cpu_us=fo.overhead_us,
-                   source=f"fault overhead: synthetic capture ({fo.major_faults} faults); {source}")
-
-
 @click.command("time")
 @click.argument("stream", type=click.Path(dir_okay=False))
 @click.option("--device", required=True,
@@ -121,7 +105,9 @@ def command(stream, device, compute, step_compute_us, compute_baseline, trace, f
         raise ConfigError("--measure-fault-overhead measures the costs: leave out --fault-cpu-us and --costs")
     cpu = _costs(costs_file, fault_cpu_us, reclaim_cpu_us, write_cpu_us)
     if measure_fault_overhead:
-        cpu = _measure_overheads(dev, cpu, measure_write=write_cpu_us is None)
+        from swaptrace.timing_calibrate import measure_host_costs
+
+        cpu = measure_host_costs(dev, cpu, measure_write=write_cpu_us is None)
     result = timing.predict(stream, dev, compute=compute, step_compute_us=step_compute_us,
                             compute_baseline=compute_baseline, trace=trace, cpu=cpu)
     summary = result.summary()
