@@ -8,6 +8,8 @@ share one run until the smallest budget could reclaim, then fork: checked agains
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from cli_helpers import run_cli, the_error
 from naive_emulate import zipf_access_trace
@@ -153,3 +155,23 @@ def test_a_fork_may_change_only_budget_and_write_cost_and_only_before_reclaim(tr
     assert emu.counters().reclaim_calls > 0
     with pytest.raises(ValueError, match="before its first reclaim call"):
         emu.fork(cfg)
+
+
+@pytest.mark.parametrize("policy, readahead", [("linux", "vma"), ("linux", "cluster"), ("lru", "none")])
+def test_a_counting_fork_counts_as_a_full_fork_in_less_memory(trace, policy, readahead):
+    tf = open_trace(trace, kind="access")
+    cfg = EmulatorConfig.resolve(tf.meta, memory_fraction=0.3, policy=policy, readahead=readahead)
+    columns = tf.read_all(["page", "write", "step"])
+    columns = [columns[k] for k in ("page", "write", "step")]
+    other = dataclasses.replace(cfg, budget_pages=cfg.budget_pages * 5 // 6)
+    parent = Emulator(cfg, FOOTPRINT, None, nsteps=6)
+    taken = parent.count_prefix(*columns, budget_pages=other.budget_pages)
+    assert taken > 0 and parent.counters().reclaim_calls == 0
+    full, counting = parent.fork(other), parent.fork(other, counting=True)
+    for i in range(taken, columns[0].size, 500):
+        full.count(*(c[i:i + 500] for c in columns))
+        counting.count(*(c[i:i + 500] for c in columns))
+    assert counting.counters() == full.counters()
+    assert full.counters().read_requests + full.counters().write_requests > 0  # requests were counted
+    assert counting.state.take_rows() is None  # ... and none written
+    assert counting.state.m.nbytes + counting.state.f.nbytes < (full.state.m.nbytes + full.state.f.nbytes) / 2

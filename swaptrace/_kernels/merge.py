@@ -42,24 +42,26 @@ from swaptrace._kernels.swapstate import (
 
 @jit_inline
 def _flush(m, f):
-    """Issue the plugged request, if any, as one output row."""
+    """Issue the plugged request, if any, as one output row (``P_OUT_CAP = 0``: counted only)."""
     op = m[R_PEND_OP]
     if op < 0:
         return
-    i = m[R_OUT_N]
-    if i >= m[P_OUT_CAP]:  # cannot happen while max_rows_per_access bounds an access's requests
-        m[R_ERROR] = ERR_OUT_FULL
-        m[R_PEND_OP] = -1
-        return
     pb = m[P_PAGE_BYTES]
     nbytes = m[R_PEND_N] * pb
-    f[F_OUT_T + i] = f[F_NOW]
-    m[m[O_OUT_STEP] + i] = m[R_STEP]
-    m[m[O_OUT_OP] + i] = op
-    m[m[O_OUT_OFF] + i] = m[R_PEND_SLOT] * pb
-    m[m[O_OUT_LEN] + i] = nbytes
-    m[m[O_OUT_CAUSE] + i] = m[R_PEND_CAUSE]
-    m[R_OUT_N] = i + 1
+    cap = m[P_OUT_CAP]
+    if cap > 0:
+        i = m[R_OUT_N]
+        if i >= cap:  # cannot happen while max_rows_per_access bounds an access's requests
+            m[R_ERROR] = ERR_OUT_FULL
+            m[R_PEND_OP] = -1
+            return
+        f[F_OUT_T + i] = f[F_NOW]
+        m[m[O_OUT_STEP] + i] = m[R_STEP]
+        m[m[O_OUT_OP] + i] = op
+        m[m[O_OUT_OFF] + i] = m[R_PEND_SLOT] * pb
+        m[m[O_OUT_LEN] + i] = nbytes
+        m[m[O_OUT_CAUSE] + i] = m[R_PEND_CAUSE]
+        m[R_OUT_N] = i + 1
     if op == OP_READ:
         m[C_REQ_READ] += 1
         m[C_BYTES_READ] += nbytes

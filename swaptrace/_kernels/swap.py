@@ -260,7 +260,8 @@ def _run(b, m, f, pages, writes, steps, start):
     footprint or a step outside the trace stops the run with ``R_ERROR`` set.
     """
     n = pages.shape[0]
-    limit = m[P_OUT_CAP] - m[P_MAX_ROWS_PER_ACCESS]
+    # a counting run (P_OUT_CAP = 0) writes no rows and never stops for them
+    limit = m[P_OUT_CAP] - m[P_MAX_ROWS_PER_ACCESS] if m[P_OUT_CAP] > 0 else 1 << 62
     # the eviction log (if kept) must have room for one access evicting every resident page
     ev_limit = m[P_EV_CAP] - m[P_BUDGET] - 1 if m[P_EV_CAP] > 0 else 1 << 62
     first = m[P_FIRST_STEP]

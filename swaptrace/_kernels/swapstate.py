@@ -248,19 +248,30 @@ class EmuState:
         """Pages with a frame now."""
         return int(self.m[R_RESIDENT])
 
-    def fork(self, *, budget_pages: int, write_cost: int, max_rows_per_access: int) -> EmuState:
+    def fork(self, *, budget_pages: int, write_cost: int, max_rows_per_access: int,
+             counting: bool = False) -> EmuState:
         """A copy of this state that goes on under another budget and device speed.
 
         The two are used only by reclaim (``_make_room``; the device clock), so a
         fork made before the first reclaim call continues exactly as a run started
         with those parameters would. The caller checks that no reclaim happened;
         ``max_rows_per_access`` must fit the output buffer this state was made with.
+        ``counting``: the copy counts requests without writing rows (``P_OUT_CAP = 0``)
+        and leaves out the output columns and the eviction log, most of a state's memory.
         """
         if self.m[C_RECLAIM_CALLS] != 0:
             raise ValueError("a state can be forked only before its first reclaim call")
-        if max_rows_per_access > self.m[P_MAX_ROWS_PER_ACCESS]:
+        if not counting and max_rows_per_access > self.m[P_MAX_ROWS_PER_ACCESS]:
             raise ValueError("the fork's rows per access do not fit this state's output buffer")
-        st = EmuState(b=self.b.copy(), m=self.m.copy(), f=self.f.copy())
+        if counting:
+            end = int(self.m[O_OUT_STEP])  # the output columns and the eviction log are the layout's tail
+            m = self.m[:end].copy()
+            for index in (O_OUT_STEP, O_OUT_OP, O_OUT_OFF, O_OUT_LEN, O_OUT_CAUSE, O_EV_AT, O_EV_PAGE):
+                m[index] = end  # no room, never written: both capacities are 0
+            m[P_OUT_CAP] = m[R_OUT_N] = m[P_EV_CAP] = m[R_EV_N] = 0
+            st = EmuState(b=self.b.copy(), m=m, f=self.f[:F_OUT_T].copy())
+        else:
+            st = EmuState(b=self.b.copy(), m=self.m.copy(), f=self.f.copy())
         st.m[P_BUDGET] = budget_pages
         st.m[P_WB_COST] = write_cost
         st.m[P_MAX_ROWS_PER_ACCESS] = max_rows_per_access
@@ -343,6 +354,7 @@ class EmuState:
         return at, page
 
 
+
 def new_state(
     *,
     footprint_pages: int,
@@ -367,9 +379,10 @@ def new_state(
         (O_SLOT, F), (O_NEXT, 2 * (F + 2)), (O_PREV, 0), (O_SLOT_PAGE, S), (O_CL_USED, C), (O_CL_WHERE, C),
         (O_CL_NEXT, 2 * (C + 2)), (O_CL_PREV, 0), (O_STEP_N, nsteps), (O_STEP_SEEN, nsteps),
         (O_STEP_MAJOR, nsteps), (O_STEP_MINOR, nsteps), (O_TMP, tmp),
+        (O_CL_HINT, C), (O_SHADOW, F), (O_WBQ, F), (O_WBT, F),
+        # the output columns and the eviction log last: a counting copy (fork_group) leaves them out
         (O_OUT_STEP, out_rows), (O_OUT_OP, out_rows), (O_OUT_OFF, out_rows), (O_OUT_LEN, out_rows),
-        (O_OUT_CAUSE, out_rows), (O_CL_HINT, C), (O_SHADOW, F), (O_WBQ, F), (O_WBT, F),
-        (O_EV_AT, event_rows), (O_EV_PAGE, event_rows),
+        (O_OUT_CAUSE, out_rows), (O_EV_AT, event_rows), (O_EV_PAGE, event_rows),
     ]
     m = np.zeros(HEADER + sum(n for _, n in sizes), np.int64)
     o = HEADER

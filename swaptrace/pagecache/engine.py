@@ -116,15 +116,16 @@ class Emulator:
             i = j
         return i
 
-    def fork(self, cfg: EmulatorConfig, step_counts: Any = None) -> Emulator:
+    def fork(self, cfg: EmulatorConfig, step_counts: Any = None, *, counting: bool = False) -> Emulator:
         """This run so far, going on under ``cfg``, which may differ from this run's only in budget and
-        write cost; exact before the first reclaim call (:meth:`~swaptrace._kernels.swapstate.EmuState.fork`)."""
+        write cost; exact before the first reclaim call (:meth:`~swaptrace._kernels.swapstate.EmuState.fork`).
+        ``counting``: a run for :meth:`count` only, without the memory for output rows."""
         if replace(cfg, budget_pages=self.cfg.budget_pages, write_cost=self.cfg.write_cost) != self.cfg:
             raise ValueError("a fork may change only the budget and the write cost")
         other = copy.copy(self)
         other.cfg = cfg
         other.state = self.state.fork(budget_pages=cfg.budget_pages, write_cost=cfg.write_cost,
-                                      max_rows_per_access=cfg.max_rows_per_access)
+                                      max_rows_per_access=cfg.max_rows_per_access, counting=counting)
         other.hist = {op: dict(h) for op, h in self.hist.items()}
         other._counts = step_counts
         other._evictions = None if self._evictions is None else []

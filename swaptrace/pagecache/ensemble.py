@@ -87,7 +87,7 @@ def run_members(tf: TraceFile, configs: Sequence[EmulatorConfig], *, nsteps: int
                 start = prefix.count_prefix(*columns, budget_pages=smallest)
                 taken += start
                 if start < columns[0].size:
-                    members = [prefix.fork(c) for c in configs]
+                    members = [prefix.fork(c, counting=True) for c in configs]
             if members and start < columns[0].size:
                 rest = [col[start:] for col in columns]
                 for future in [pool.submit(m.count, *rest) for m in members]:
@@ -95,7 +95,7 @@ def run_members(tf: TraceFile, configs: Sequence[EmulatorConfig], *, nsteps: int
             if progress is not None:
                 progress(columns[0].size)
     if not members:  # the whole trace fit every budget
-        members = [prefix.fork(c) for c in configs]
+        members = [prefix.fork(c, counting=True) for c in configs]
     return MemberRuns([m.counters() for m in members], prefix, taken)
 
 
