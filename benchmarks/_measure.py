@@ -18,12 +18,18 @@ def median_time(fn, repeats: int = 3):
     return statistics.median(times), result
 
 
-def child_peak_rss_mib(args: list[str]) -> float:
-    """Peak RSS of one command, measured by a fresh parent whose only child it is (MiB)."""
+def child_run(args: list[str]) -> tuple[float, float]:
+    """``(wall seconds, peak RSS in MiB)`` of one command, measured by a fresh parent whose only child it is."""
     probe = (
-        "import resource, subprocess, sys; "
+        "import resource, subprocess, sys, time; t = time.perf_counter(); "
         "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
-        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+        "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
     )
     out = subprocess.run([sys.executable, "-c", probe, *args], check=True, capture_output=True, text=True)
-    return int(out.stdout.split()[-1]) / 1024.0
+    seconds, rss_kib = out.stdout.split()[-2:]
+    return float(seconds), int(rss_kib) / 1024.0
+
+
+def child_peak_rss_mib(args: list[str]) -> float:
+    """Peak RSS of one command, measured by a fresh parent whose only child it is (MiB)."""
+    return child_run(args)[1]

@@ -271,10 +271,11 @@ def _run(b, m, f, pages, writes, steps, start):
     nx, pv = m[O_NEXT], m[O_PREV]
     ss = m[O_STEP_SEEN]
     hits = 0
+    cur, seen = -1, 0  # the step whose access count ``seen`` holds (kept out of ``m`` until the step changes)
+    # only a fault issues rows, logs evictions or fails, so the stop test runs after faults
+    stop = m[R_OUT_N] > limit or m[R_ERROR] != 0 or m[R_EV_N] > ev_limit
     i = start
-    while i < n:
-        if m[R_OUT_N] > limit or m[R_ERROR] != 0 or m[R_EV_N] > ev_limit:
-            break
+    while i < n and not stop:
         si = np.int64(steps[i]) - first
         page = np.int64(pages[i])
         if si < 0 or si >= nsteps:
@@ -283,8 +284,10 @@ def _run(b, m, f, pages, writes, steps, start):
         if page < 0 or page >= footprint:
             m[R_ERROR] = ERR_BAD_PAGE
             break
-        seen = m[ss + si]
-        m[ss + si] = seen + 1
+        if si != cur:
+            if cur >= 0:
+                m[ss + cur] = seen
+            cur, seen = si, m[ss + si]
         fl = b[page]
         if fl & MAPPED:  # the hot path: a hit, inline
             hits += 1
@@ -302,7 +305,11 @@ def _run(b, m, f, pages, writes, steps, start):
             m[R_STEP] = si + first
             m[R_EV_AT] = m[C_ACCESSES] + i - start
             _fault(b, m, f, page, writes[i])
+            stop = m[R_OUT_N] > limit or m[R_ERROR] != 0 or m[R_EV_N] > ev_limit
+        seen += 1
         i += 1
+    if cur >= 0:
+        m[ss + cur] = seen
     m[C_HITS] += hits
     m[C_ACCESSES] += i - start
     return i
