@@ -6,4 +6,4 @@ The pipeline (one module per stage, see docs/architecture.md)::
          -> ssd (model) / fio (real disk) -> report
 """
 
-__version__ = "0.7.1"
+__version__ = "0.7.2"
