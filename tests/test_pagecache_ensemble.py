@@ -175,3 +175,5 @@ def test_a_counting_fork_counts_as_a_full_fork_in_less_memory(trace, policy, rea
     assert full.counters().read_requests + full.counters().write_requests > 0  # requests were counted
     assert counting.state.take_rows() is None  # ... and none written
     assert counting.state.m.nbytes + counting.state.f.nbytes < (full.state.m.nbytes + full.state.f.nbytes) / 2
+    with pytest.raises(ValueError, match="writes no rows"):
+        next(counting.feed(*(c[:10] for c in columns)))

@@ -257,7 +257,8 @@ class EmuState:
         with those parameters would. The caller checks that no reclaim happened;
         ``max_rows_per_access`` must fit the output buffer this state was made with.
         ``counting``: the copy counts requests without writing rows (``P_OUT_CAP = 0``)
-        and leaves out the output columns and the eviction log, most of a state's memory.
+        and leaves out the output columns and the eviction log, most of a state's memory
+        (so ``max_rows_per_access`` need not fit anything).
         """
         if self.m[C_RECLAIM_CALLS] != 0:
             raise ValueError("a state can be forked only before its first reclaim call")
@@ -354,7 +355,6 @@ class EmuState:
         return at, page
 
 
-
 def new_state(
     *,
     footprint_pages: int,
@@ -380,7 +380,7 @@ def new_state(
         (O_CL_NEXT, 2 * (C + 2)), (O_CL_PREV, 0), (O_STEP_N, nsteps), (O_STEP_SEEN, nsteps),
         (O_STEP_MAJOR, nsteps), (O_STEP_MINOR, nsteps), (O_TMP, tmp),
         (O_CL_HINT, C), (O_SHADOW, F), (O_WBQ, F), (O_WBT, F),
-        # the output columns and the eviction log last: a counting copy (fork_group) leaves them out
+        # the output columns and the eviction log last: a counting copy (fork(counting=True)) leaves them out
         (O_OUT_STEP, out_rows), (O_OUT_OP, out_rows), (O_OUT_OFF, out_rows), (O_OUT_LEN, out_rows),
         (O_OUT_CAUSE, out_rows), (O_EV_AT, event_rows), (O_EV_PAGE, event_rows),
     ]

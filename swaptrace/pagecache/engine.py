@@ -78,6 +78,8 @@ class Emulator:
     def feed(self, pages: np.ndarray, writes: np.ndarray, steps: np.ndarray,
              progress: Callable[[int], None] | None = None) -> Iterator[dict[str, np.ndarray]]:
         """Process one chunk of accesses; yield the swap I/O rows as column dicts as they fill up."""
+        if self.state.m[ks.P_OUT_CAP] == 0:
+            raise ValueError("a counting run (fork(counting=True)) writes no rows: use count()")
         pages, writes, steps = kernel_columns(pages, writes, steps)
         i = 0
         while i < pages.size:
