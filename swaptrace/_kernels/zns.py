@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from swaptrace._kernels._jit import jit
+from swaptrace._kernels._jit import jit, jit_inline
 
 OP_READ, OP_WRITE, OP_DISCARD = 0, 1, 2
 ERR_NOT_AT_WP = 1  # a write not at its zone's write pointer
@@ -60,6 +60,14 @@ T_HOST_US_PER_UNIT = 4
 T_HOST_FREE = 5
 T_END = 6  # the latest completion so far
 NTREG = 8
+
+
+@jit_inline
+def _stripe(off, nu, prog, zone, p, dies, dpc):
+    """``(die, channel, first unit, end unit)`` of program unit ``p`` of a request of ``nu`` units at ``off``
+    in ``zone``: a zone's program units are striped over the dies, starting at die ``zone``."""
+    d = (zone + p) % dies
+    return d, d // dpc, max(off, p * prog), min(off + nu, (p + 1) * prog)
 
 
 @jit
@@ -121,13 +129,8 @@ def _zns_run(z, t, wp, die_free, ch_free, done_ring, op, unit, nunits, res_done)
                     return i
                 z[Z_OPEN] += 1
                 z[Z_MAX_OPEN_SEEN] = max(z[Z_MAX_OPEN_SEEN], z[Z_OPEN])
-            p0 = off // prog
-            p1 = (off + nu - 1) // prog
-            for p in range(p0, p1 + 1):
-                d = (zi + p) % dies
-                c = d // dpc
-                lo = max(off, p * prog)
-                hi = min(off + nu, (p + 1) * prog)
+            for p in range(off // prog, (off + nu - 1) // prog + 1):
+                d, c, lo, hi = _stripe(off, nu, prog, zi, p, dies, dpc)
                 x = max(ch_free[c], h) + (hi - lo) * t[T_XFER_US_PER_UNIT]
                 ch_free[c] = x
                 e = max(die_free[d], x) + t[T_PROG]
@@ -141,13 +144,8 @@ def _zns_run(z, t, wp, die_free, ch_free, done_ring, op, unit, nunits, res_done)
             if off + nu > wp[zi]:
                 z[Z_ERROR], z[Z_ERR_REQ] = ERR_READ_UNWRITTEN, i
                 return i
-            p0 = off // prog
-            p1 = (off + nu - 1) // prog
-            for p in range(p0, p1 + 1):
-                d = (zi + p) % dies
-                c = d // dpc
-                lo = max(off, p * prog)
-                hi = min(off + nu, (p + 1) * prog)
+            for p in range(off // prog, (off + nu - 1) // prog + 1):
+                d, c, lo, hi = _stripe(off, nu, prog, zi, p, dies, dpc)
                 r = max(die_free[d], h) + t[T_READ]
                 die_free[d] = r
                 x = max(ch_free[c], r) + (hi - lo) * t[T_XFER_US_PER_UNIT]
