@@ -7,3 +7,7 @@ The pipeline (one module per stage, see docs/architecture.md)::
 """
 
 __version__ = "0.7.2"
+
+from swaptrace.markers import mark_step  # noqa: E402  (cheap: no heavy imports)
+
+__all__ = ["__version__", "mark_step"]
