@@ -78,6 +78,59 @@ class MemoryCgroup:
         except OSError:
             return False
 
+    def enable_oom_killer(self) -> None:
+        """v1: let the kernel OOM-kill again (tasks waiting in OOM are woken and the killer runs)."""
+        if self.version == 1:
+            try:
+                (self.path / "memory.oom_control").write_text("0")
+            except OSError:
+                pass
+
+    def oom_kills(self) -> int | None:
+        """Tasks the OOM killer has killed in this group (v1 ``oom_control`` / v2 ``memory.events``, Linux 4.13+)."""
+        f = self._file("memory.oom_control", "memory.events")
+        try:
+            for line in f.read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    return int(value)
+        except (OSError, ValueError):
+            pass
+        return None
+
+    def swap_bytes(self) -> int | None:
+        """v2 ``memory.swap.current``; None on v1 (its ``memory.stat`` has ``swap``) or without swap accounting."""
+        if self.version != 2:
+            return None
+        try:
+            return int((self.path / "memory.swap.current").read_text())
+        except (OSError, ValueError):
+            return None
+
+    def kill_all(self, timeout_s: float = 5.0) -> None:
+        """SIGKILL every task in the group until it is empty (v2 ``cgroup.kill`` where the kernel has it, 5.14+).
+
+        A task may fork between reading ``cgroup.procs`` and the kill, so the pids are read and killed until
+        none is left; children stay in their parent's group, so none escapes.
+        """
+        kill_file = self.path / "cgroup.kill"
+        if self.version == 2 and kill_file.exists():
+            try:
+                kill_file.write_text("1")
+            except OSError:
+                pass
+        deadline = time.monotonic() + timeout_s
+        while True:
+            pids = self.pids()
+            if not pids or time.monotonic() > deadline:
+                return
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.01)
+
     def under_oom(self) -> bool:
         if self.version != 1:
             return False
@@ -121,6 +174,10 @@ class MemoryCgroup:
             except OSError:
                 pass
 
+    def memory_kinds(self) -> dict[str, int | None]:
+        """Anon, file (page cache) and swapped bytes now: :func:`memory_kinds` of ``memory.stat``."""
+        return memory_kinds(self.stat(), self.version, self.swap_bytes())
+
     def stat(self) -> dict[str, int]:
         """``memory.stat`` as integers (v1 adds ``kernel``: kmem usage, page tables and slab)."""
         out = {}
@@ -143,6 +200,26 @@ class MemoryCgroup:
 
     def remove(self) -> None:
         remove_group(self.path)
+
+
+def memory_kinds(stat: dict[str, int], version: int, swap_current: int | None = None) -> dict[str, int | None]:
+    """Bytes of anonymous memory, page cache and swap charged to a group, from its ``memory.stat``.
+
+    v1 (Documentation/admin-guide/cgroup-v1/memory.rst, 5.2): ``rss`` (anonymous and swap cache),
+    ``cache`` (page cache, tmpfs/shmem included), ``swap`` (only with swap accounting); the ``total_*``
+    forms include child groups and are preferred. v2 (cgroup-v2.rst): ``anon``, ``file`` (shmem included)
+    and ``memory.swap.current``, passed as ``swap_current``. A kind the kernel does not report is None.
+    """
+    def pick(*keys: str) -> int | None:
+        for key in keys:
+            if key in stat:
+                return int(stat[key])
+        return None
+
+    if version == 1:
+        return {"anon": pick("total_rss", "rss"), "file": pick("total_cache", "cache"),
+                "swap": pick("total_swap", "swap")}
+    return {"anon": pick("anon"), "file": pick("file"), "swap": swap_current}
 
 
 def remove_group(path: Path, timeout_s: float = 10.0) -> None:

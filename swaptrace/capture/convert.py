@@ -249,14 +249,20 @@ class StreamColumns:
     before_start: int
 
 
-def to_stream(parsed: ParsedTrace, first_step: int = 0, burst_us: float = 50.0) -> StreamColumns:
+def to_stream(parsed: ParsedTrace, first_step: int = 0, burst_us: float = 50.0, *, step_offset: int = 0,
+              window_us: float | None = None) -> StreamColumns:
     """Turn parsed events into swapio columns.
 
     Times become microseconds after the ``swaptrace start`` marker (or the
     first request when there is none); each request gets the step of the last
-    ``swaptrace step N`` marker before it (``first_step`` before any marker).
-    ``before_start`` counts requests issued before the start marker (kept,
-    with negative times).
+    ``swaptrace step N`` marker before it, plus ``step_offset``, and
+    ``first_step`` before any marker. ``before_start`` counts requests issued
+    before the start marker (kept, with negative times).
+
+    A captured command (``capture -- CMD``) stores its start-up -- the requests before its first
+    marker -- as step 0 (``first_step=0``) and its marker ``N`` as step ``N + 1`` (``step_offset=1``),
+    since the step column is unsigned. A program that writes no step marker gets time windows
+    instead when ``window_us`` is given: step ``floor(t_us / window_us)``.
     """
     order = np.argsort(parsed.t_ns, kind="stable")  # per-CPU buffers interleave slightly out of order
     t_ns = parsed.t_ns[order]
@@ -268,18 +274,21 @@ def to_stream(parsed: ParsedTrace, first_step: int = 0, burst_us: float = 50.0) 
         t0 = int(t_ns[0])
     else:
         t0 = 0
+    t_us = (t_ns - t0) / 1e3
     steps = sorted((t, n) for t, what, n in parsed.markers if what == "step")
     if steps:
         mark_t = np.array([t for t, _ in steps], dtype=np.int64)
-        mark_n = np.array([n for _, n in steps], dtype=np.int64)
+        mark_n = np.array([n for _, n in steps], dtype=np.int64) + int(step_offset)
         k = np.searchsorted(mark_t, t_ns, side="right") - 1
         step = np.where(k >= 0, mark_n[np.maximum(k, 0)], first_step)
+    elif window_us is not None:
+        step = np.floor(np.maximum(t_us, 0.0) / float(window_us)).astype(np.int64)
     else:
         step = np.full(len(t_ns), first_step, dtype=np.int64)
     end_t = ends[-1] if ends else (int(t_ns[-1]) if len(t_ns) else t0)
     cause = infer_causes(parsed, burst_us)[order]
     return StreamColumns(
-        t_us=(t_ns - t0) / 1e3,
+        t_us=t_us,
         step=step.astype(np.uint32),
         op=parsed.op[order],
         offset=parsed.offset[order],

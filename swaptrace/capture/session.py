@@ -489,6 +489,23 @@ def _refuse_other_swap() -> None:
                           f"swap I/O over it: swapoff it for the capture")
 
 
+@dataclass(frozen=True)
+class Description:
+    """What a kind of child adds to a capture's file and result (:meth:`ReplayChild.describe`)."""
+
+    summary: dict[str, Any]
+    kernel: dict[str, Any]
+    meta: dict[str, Any]
+    params: dict[str, Any]
+    steps: int
+    first_step: int
+    memory_bytes: int
+    baseline_bytes: int
+    limit_bytes: int
+    slowdown: float | None
+    major_faults: int
+
+
 class CaptureSession:
     """One capture: checks, then set-up steps each registering its undo on an :class:`contextlib.ExitStack`.
 
@@ -500,46 +517,29 @@ class CaptureSession:
     error is raised at the end (as :class:`~swaptrace.errors.ToolError`)
     unless another error is already on its way out.
 
-    Parameters are those of :func:`capture`.
+    What runs in the cgroups is the ``child``, of one of two kinds with the same methods:
+    :class:`ReplayChild` (replays an access trace; :func:`capture`) and
+    :class:`swaptrace.capture.command.CommandChild` (runs any program; ``capture -- CMD``). A child
+    checks its own inputs (``check_inputs``), prepares its files (``warm_up``, ``prepare``), runs
+    unlimited and limited (``run_unlimited``, ``run_limited``: how it starts, what it locks, what
+    the limit is), says how big the swap must be (``swap_bytes``), turns the trace into steps
+    (``stream``) and describes its runs (``describe``). The lock, leftovers, swap, cgroups, tracefs,
+    clean-up, the stream's cross-check with the device and the file are this class's.
+
+    Parameters are those of :func:`capture` that are not the child's.
     """
 
-    def __init__(self, trace, out, *, memory_bytes=None, memory_fraction=None, compute=None, unlimited_run=True,
-                 swap_bytes=None, rotational=False, work_base=None, buffer_kb=32 * 1024, timeout_s=None,
-                 lock_baseline=True, raw_trace_out=None, trace_reclaim=False, force=False, progress=None):
-        self.trace, self.out, self.force = trace, out, force
-        self.memory_bytes, self.memory_fraction, self.compute = memory_bytes, memory_fraction, compute
+    def __init__(self, child, out, *, unlimited_run=True, swap_bytes=None, rotational=False, work_base=None,
+                 buffer_kb=32 * 1024, timeout_s=None, raw_trace_out=None, force=False):
+        self.child, self.out, self.force = child, out, force
         self.unlimited_run, self.swap_bytes, self.rotational = unlimited_run, swap_bytes, rotational
         self.work_base = Path(work_base or DEFAULT_WORK_BASE)
-        self.buffer_kb, self.timeout_s, self.lock_baseline = buffer_kb, timeout_s, lock_baseline
-        self.raw_trace_out, self.trace_reclaim, self.progress = raw_trace_out, trace_reclaim, progress
+        self.buffer_kb, self.timeout_s, self.raw_trace_out = buffer_kb, timeout_s, raw_trace_out
         self.name = f"{PREFIX}{os.getpid()}"
         self.workdir = self.work_base / self.name
         self._cleanup_errors: list[str] = []
 
     # ------------------------------------------------------------------ checks (nothing changed yet)
-
-    def _check_inputs(self) -> None:
-        self.out_path = check_output_path(self.out, self.force)
-        self.tf = open_trace(self.trace, kind="access")
-        meta = self.tf.meta
-        for key in ("footprint_pages", "page_bytes"):
-            if key not in meta:
-                raise TraceFileError(f"{self.tf.path}: access trace metadata lacks {key!r}")
-        self.page_bytes = int(meta["page_bytes"])
-        if self.page_bytes % 4096:
-            raise ConfigError(f"page_bytes {self.page_bytes} is not a multiple of 4096")
-        self.footprint_bytes = int(meta.get("footprint_bytes", int(meta["footprint_pages"]) * self.page_bytes))
-        self.memory_bytes = self._budget_bytes()
-        if self.compute not in (None, "none", "mlp"):
-            raise ConfigError(f"--compute must be 'mlp' or 'none', got {self.compute!r}")
-        self.compute = None if self.compute == "none" else self.compute
-
-    def _budget_bytes(self) -> int:
-        """The model's budget in bytes: the emulator's rule (:meth:`EmulatorConfig.budget_pages_for`), so a
-        capture and an emulation of the same options get the same whole pages."""
-        pages = EmulatorConfig.budget_pages_for(self.footprint_bytes // self.page_bytes, self.page_bytes,
-                                                memory_bytes=self.memory_bytes, memory_fraction=self.memory_fraction)
-        return pages * self.page_bytes
 
     def _check_machine(self) -> None:
         check_privileges()
@@ -582,24 +582,16 @@ class CaptureSession:
     def _make_workdir(self, stack: contextlib.ExitStack) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         stack.callback(shutil.rmtree, self.workdir, ignore_errors=True)
-        self.prep = _prepare_codes(self.tf, self.workdir)
-        layers, batch = _mlp_layers(self.tf.meta)
-        self.base_config = {
-            "parent_pid": os.getpid(), "page_bytes": self.page_bytes, "footprint_bytes": self.footprint_bytes,
-            "compute": self.compute, "mlp_layers": layers, "batch_size": batch, "lock_baseline": self.lock_baseline,
-            **{k: self.prep[k] for k in ("codes", "step_starts", "step_numbers")},
-        }
 
-    def _run_unlimited(self, stack: contextlib.ExitStack) -> RunResult:
+    def _run_unlimited(self, stack: contextlib.ExitStack):
         g = cg.MemoryCgroup(f"{self.name}-free")
         self._undo(stack, g.remove)
-        free = _run_child(self.base_config, self.workdir, "free", g, None, timeout_s=self.timeout_s)
+        free = self.child.run_unlimited(self, stack, g)
         g.remove()
         return free
 
-    def _setup_swap(self, stack: contextlib.ExitStack) -> SwapDevice:
-        swap = SwapDevice(self.workdir / f"{self.name}.swap",
-                          int(self.swap_bytes or self.footprint_bytes + SWAP_HEADROOM_BYTES), rotational=self.rotational)
+    def _setup_swap(self, stack: contextlib.ExitStack, size_bytes: int) -> SwapDevice:
+        swap = SwapDevice(self.workdir / f"{self.name}.swap", int(size_bytes), rotational=self.rotational)
         self._undo(stack, swap.teardown)
         swap.setup()
         return swap
@@ -612,7 +604,7 @@ class CaptureSession:
     def _setup_tracing(self, stack: contextlib.ExitStack, device) -> tracing.BlockTrace:
         self.raw_path = self.workdir / "trace.txt"
         rec = tracing.BlockTrace(self.name, device, self.raw_path, buffer_kb=self.buffer_kb,
-                                 extra_events=RECLAIM_EVENTS if self.trace_reclaim else ())
+                                 extra_events=self.child.extra_events)
         self._undo(stack, rec.teardown)
         rec.setup()
         return rec
@@ -621,7 +613,8 @@ class CaptureSession:
 
     def run(self) -> CaptureResult:
         """Check, set up, run (unlimited, then limited and traced), write the stream, undo."""
-        self._check_inputs()
+        self.out_path = check_output_path(self.out, self.force)
+        self.child.check_inputs(self)
         self._check_machine()
         with contextlib.ExitStack() as stack:
             stack.push(self._raise_cleanup_errors)  # outermost: sees every undo step's outcome
@@ -630,28 +623,135 @@ class CaptureSession:
             _refuse_other_swap()
             # other work on the machine changes the kernel's timing (when writes complete, who runs reclaim)
             self.load_start = os.getloadavg()[0]
-            # compile the child's replay kernel here: a child that compiles it carries the compiler's memory
-            # into its measured baseline (3-14 MiB), which the model gets back as extra room once freed
-            replay_kernel.warm_up()
+            self.child.warm_up()
             self.facts = kernel_facts()
             self._trap_signals(stack)
             self._make_workdir(stack)
+            self.child.prepare(self)
             free = self._run_unlimited(stack) if self.unlimited_run else None
-            swap = self._setup_swap(stack)
+            swap = self._setup_swap(stack, self.child.swap_bytes(self, free))
             group = self._setup_group(stack)
             rec = self._setup_tracing(stack, swap.device)
-            run, buffer_stats, loop_delta, step_lists = self._run_limited(swap, group, rec)
-            return self._record(free, run, swap, group, rec, buffer_stats, loop_delta, step_lists)
+            run, buffer_stats, loop_delta = self._run_limited(swap, group, rec)
+            return self._record(free, run, swap, group, rec, buffer_stats, loop_delta)
 
     def _run_limited(self, swap: SwapDevice, g: cg.MemoryCgroup, rec: tracing.BlockTrace):
-        """The traced run under the memory limit; returns the run, the ring-buffer stats, the loop's counters."""
+        """The traced run under the memory limit; returns the child's run, the ring-buffer stats, the loop's counters."""
         loop_before: dict[str, int] = {}
-        page_bytes = self.page_bytes
 
-        def on_go():
+        def start_tracing():
             loop_before.update(swap.stat())
             rec.start()
 
+        run = self.child.run_limited(self, g, rec, start_tracing)
+        buffer_stats = rec.stop()
+        loop_after = swap.stat()
+        g.remove()
+        loop_delta = {k: loop_after[k] - loop_before.get(k, 0) for k in loop_after}
+        return run, buffer_stats, loop_delta
+
+    def _record(self, free, run, swap: SwapDevice, g: cg.MemoryCgroup, rec: tracing.BlockTrace,
+                buffer_stats, loop_delta) -> CaptureResult:
+        """Write the ``swapio`` file with its metadata and return the result."""
+        with open(self.raw_path, errors="replace") as fh:
+            parsed = parse_lines(fh, device=swap.device)
+        if self.raw_trace_out is not None:
+            with AtomicPath(self.raw_trace_out, self.force) as ap:
+                shutil.copyfile(self.raw_path, ap.tmp)
+        stream = self.child.stream(parsed, run)
+        # cross-check with the device's own counters: every request the loop device completed must be in the trace
+        missing = (loop_delta["read_ios"] + loop_delta["write_ios"]) - int(np.count_nonzero(stream.op != OP_DISCARD))
+        lost = int(buffer_stats["overrun"] + buffer_stats["dropped"] + parsed.lost_events) + max(0, missing)
+        req = summarize_requests(stream.op, stream.length, self.child.page_bytes)
+        d = self.child.describe(self, free, run, parsed, stream, req, loop_delta, missing, rec)
+        kernel = {
+            **self.facts, **swap.facts, "cgroup_version": g.version, **d.kernel,
+            "trace_buffer": {**buffer_stats, "buffer_kb": self.buffer_kb, "bytes_read": rec.bytes_read},
+            "lost_events": lost,
+            "malformed_lines": parsed.malformed,
+            "requests_before_start": stream.before_start,
+            "removed_leftovers": self.removed,
+            "loadavg_start": round(self.load_start, 2),
+            "loadavg_end": round(os.getloadavg()[0], 2),
+        }
+        params = {**d.params, "unlimited_run": self.unlimited_run, "swap_bytes": swap.facts["device_bytes"],
+                  "rotational": self.rotational, "buffer_kb": self.buffer_kb}
+        metadata = {
+            "source": "kernel", "page_bytes": self.child.page_bytes, "device_bytes": swap.facts["device_bytes"],
+            "memory_bytes": d.memory_bytes, "steps": d.steps, "first_step": d.first_step,
+            "duration_us": stream.duration_us, **d.meta, "params": params, "summary": d.summary, "kernel": kernel,
+        }
+        with TraceWriter(self.out_path, "swapio", metadata, force=self.force) as w:
+            w.write(t_us=stream.t_us, step=stream.step, op=stream.op, offset=stream.offset,
+                    length=stream.length, cause=stream.cause)
+        return CaptureResult(
+            path=self.out_path, summary=d.summary, pages_in=req["pages_in"], pages_out=req["pages_out"],
+            pswpin=d.summary["pswpin"], pswpout=d.summary["pswpout"], major_faults=d.major_faults,
+            memory_bytes=d.memory_bytes, baseline_bytes=d.baseline_bytes, limit_bytes=d.limit_bytes,
+            slowdown=d.slowdown, lost_events=lost, malformed_lines=parsed.malformed, kernel=kernel,
+            removed_leftovers=self.removed,
+        )
+
+
+class ReplayChild:
+    """The trace replayer: a child that replays an access trace with real loads and stores (:mod:`.child`).
+
+    It locks its own memory (interpreter, numba) after warm-up, so the limit is its measured baseline
+    plus the model's budget plus the page tables of the footprint mapping; steps are the trace's,
+    marked by the child itself. Parameters are those of :func:`capture`.
+    """
+
+    def __init__(self, trace, *, memory_bytes=None, memory_fraction=None, compute=None, lock_baseline=True,
+                 trace_reclaim=False, progress=None):
+        self.trace, self.memory_bytes, self.memory_fraction, self.compute = trace, memory_bytes, memory_fraction, compute
+        self.lock_baseline, self.trace_reclaim, self.progress = lock_baseline, trace_reclaim, progress
+        self.extra_events = RECLAIM_EVENTS if trace_reclaim else ()
+
+    def check_inputs(self, s: CaptureSession) -> None:  # noqa: ARG002 - the same methods as CommandChild
+        self.tf = open_trace(self.trace, kind="access")
+        meta = self.tf.meta
+        for key in ("footprint_pages", "page_bytes"):
+            if key not in meta:
+                raise TraceFileError(f"{self.tf.path}: access trace metadata lacks {key!r}")
+        self.page_bytes = int(meta["page_bytes"])
+        if self.page_bytes % 4096:
+            raise ConfigError(f"page_bytes {self.page_bytes} is not a multiple of 4096")
+        self.footprint_bytes = int(meta.get("footprint_bytes", int(meta["footprint_pages"]) * self.page_bytes))
+        self.memory_bytes = self._budget_bytes()
+        if self.compute not in (None, "none", "mlp"):
+            raise ConfigError(f"--compute must be 'mlp' or 'none', got {self.compute!r}")
+        self.compute = None if self.compute == "none" else self.compute
+
+    def _budget_bytes(self) -> int:
+        """The model's budget in bytes: the emulator's rule (:meth:`EmulatorConfig.budget_pages_for`), so a
+        capture and an emulation of the same options get the same whole pages."""
+        pages = EmulatorConfig.budget_pages_for(self.footprint_bytes // self.page_bytes, self.page_bytes,
+                                                memory_bytes=self.memory_bytes, memory_fraction=self.memory_fraction)
+        return pages * self.page_bytes
+
+    def warm_up(self) -> None:
+        # compile the child's replay kernel here: a child that compiles it carries the compiler's memory
+        # into its measured baseline (3-14 MiB), which the model gets back as extra room once freed
+        replay_kernel.warm_up()
+
+    def prepare(self, s: CaptureSession) -> None:
+        self.prep = _prepare_codes(self.tf, s.workdir)
+        layers, batch = _mlp_layers(self.tf.meta)
+        self.base_config = {
+            "parent_pid": os.getpid(), "page_bytes": self.page_bytes, "footprint_bytes": self.footprint_bytes,
+            "compute": self.compute, "mlp_layers": layers, "batch_size": batch, "lock_baseline": self.lock_baseline,
+            **{k: self.prep[k] for k in ("codes", "step_starts", "step_numbers")},
+        }
+
+    def swap_bytes(self, s: CaptureSession, free) -> int:  # noqa: ARG002
+        return int(s.swap_bytes or self.footprint_bytes + SWAP_HEADROOM_BYTES)
+
+    def run_unlimited(self, s: CaptureSession, stack, g: cg.MemoryCgroup) -> RunResult:  # noqa: ARG002
+        return _run_child(self.base_config, s.workdir, "free", g, None, timeout_s=s.timeout_s)
+
+    def run_limited(self, s: CaptureSession, g: cg.MemoryCgroup, rec: tracing.BlockTrace, start_tracing):
+        """The traced replay; returns the run and the LRU list sizes at each step's end."""
+        page_bytes = self.page_bytes
         step_lists: dict[str, list[int]] = {"step": [], "active_anon_pages": [], "inactive_anon_pages": []}
 
         def on_step(line: str):
@@ -670,39 +770,26 @@ class CaptureSession:
                 self.progress(1)
 
         self.overhead = page_table_bytes(self.footprint_bytes)
-        run = _run_child({**self.base_config, "marker": str(rec.marker_path())}, self.workdir, "limited", g,
-                         self.memory_bytes, on_go=on_go, on_step=on_step, timeout_s=self.timeout_s,
+        run = _run_child({**self.base_config, "marker": str(rec.marker_path())}, s.workdir, "limited", g,
+                         self.memory_bytes, on_go=start_tracing, on_step=on_step, timeout_s=s.timeout_s,
                          overhead_bytes=self.overhead)
-        buffer_stats = rec.stop()
-        loop_after = swap.stat()
-        g.remove()
-        loop_delta = {k: loop_after[k] - loop_before.get(k, 0) for k in loop_after}
-        return run, buffer_stats, loop_delta, step_lists
+        return run, step_lists
 
-    def _parse(self, device, rec: tracing.BlockTrace):
-        """The block events of the traced run as a stream, and the reclaim record when asked for."""
-        with open(self.raw_path, errors="replace") as fh:
-            parsed = parse_lines(fh, device=device)
-        if self.raw_trace_out is not None:
-            with AtomicPath(self.raw_trace_out, self.force) as ap:
-                shutil.copyfile(self.raw_path, ap.tmp)
-        stream = to_stream(parsed, first_step=self.prep["first_step"])
-        reclaim = None
-        if self.trace_reclaim:
-            with open(self.raw_path, errors="replace") as fh:
-                reclaim = parse_reclaim(fh, parsed.markers, first_step=self.prep["first_step"],
-                                        last_step=self.prep["first_step"] + self.prep["steps"] - 1).to_meta()
-            reclaim["missing_events"] = list(rec.missing_events)
-        return parsed, stream, reclaim
+    def stream(self, parsed, run):  # noqa: ARG002
+        return to_stream(parsed, first_step=self.prep["first_step"])
 
-    def _record(self, free, run: RunResult, swap: SwapDevice, g: cg.MemoryCgroup, rec: tracing.BlockTrace,
-                buffer_stats, loop_delta, step_lists) -> CaptureResult:
-        """Write the ``swapio`` file with its metadata and return the result."""
-        parsed, stream, reclaim = self._parse(swap.device, rec)
-        # cross-check with the device's own counters: every request the loop device completed must be in the trace
-        missing = (loop_delta["read_ios"] + loop_delta["write_ios"]) - int(np.count_nonzero(stream.op != OP_DISCARD))
-        lost = int(buffer_stats["overrun"] + buffer_stats["dropped"] + parsed.lost_events) + max(0, missing)
-        req = summarize_requests(stream.op, stream.length, self.page_bytes)
+    def _reclaim(self, s: CaptureSession, parsed, rec: tracing.BlockTrace) -> dict[str, Any] | None:
+        if not self.trace_reclaim:
+            return None
+        with open(s.raw_path, errors="replace") as fh:
+            reclaim = parse_reclaim(fh, parsed.markers, first_step=self.prep["first_step"],
+                                    last_step=self.prep["first_step"] + self.prep["steps"] - 1).to_meta()
+        reclaim["missing_events"] = list(rec.missing_events)
+        return reclaim
+
+    def describe(self, s: CaptureSession, free: RunResult | None, limited, parsed, stream, req, loop_delta,
+                 missing, rec) -> Description:
+        run, step_lists = limited
         child = run.child
         summary = {
             "accesses": self.prep["accesses"],
@@ -715,40 +802,16 @@ class CaptureSession:
         slowdown = None
         if free is not None and free.child["total_us"] > 0:
             slowdown = child["total_us"] / free.child["total_us"]
-        kernel = {
-            **self.facts, **swap.facts, "cgroup_version": g.version,
-            **_run_record(run, self.overhead, free, slowdown, loop_delta, missing, step_lists, reclaim),
-            "trace_buffer": {**buffer_stats, "buffer_kb": self.buffer_kb, "bytes_read": rec.bytes_read},
-            "lost_events": lost,
-            "malformed_lines": parsed.malformed,
-            "requests_before_start": stream.before_start,
-            "removed_leftovers": self.removed,
-            "loadavg_start": round(self.load_start, 2),
-            "loadavg_end": round(os.getloadavg()[0], 2),
-        }
-        self._write(stream, swap, summary, kernel)
-        return CaptureResult(
-            path=self.out_path, summary=summary, pages_in=req["pages_in"], pages_out=req["pages_out"],
-            pswpin=summary["pswpin"], pswpout=summary["pswpout"], major_faults=summary["major_faults"],
-            memory_bytes=self.memory_bytes, baseline_bytes=run.baseline_bytes,
-            limit_bytes=int(run.limit_bytes or 0), slowdown=slowdown, lost_events=lost,
-            malformed_lines=parsed.malformed, kernel=kernel, removed_leftovers=self.removed,
-        )
-
-    def _write(self, stream, swap: SwapDevice, summary: dict[str, Any], kernel: dict[str, Any]) -> None:
+        kernel = _run_record(run, self.overhead, free, slowdown, loop_delta, missing, step_lists,
+                             self._reclaim(s, parsed, rec))
         params = {"memory_bytes": self.memory_bytes, "memory_fraction": self.memory_fraction,
-                  "compute": self.compute or "none", "unlimited_run": self.unlimited_run,
-                  "lock_baseline": self.lock_baseline, "swap_bytes": swap.facts["device_bytes"],
-                  "rotational": self.rotational, "buffer_kb": self.buffer_kb}
-        metadata = {
-            "source": "kernel", "page_bytes": self.page_bytes, "device_bytes": swap.facts["device_bytes"],
-            "memory_bytes": self.memory_bytes, "steps": self.prep["steps"], "first_step": self.prep["first_step"],
-            "duration_us": stream.duration_us, "trace": str(self.tf.path), "params": params,
-            "footprint_bytes": self.footprint_bytes, "summary": summary, "kernel": kernel,
-        }
-        with TraceWriter(self.out_path, "swapio", metadata, force=self.force) as w:
-            w.write(t_us=stream.t_us, step=stream.step, op=stream.op, offset=stream.offset,
-                    length=stream.length, cause=stream.cause)
+                  "compute": self.compute or "none", "lock_baseline": self.lock_baseline}
+        return Description(
+            summary=summary, kernel=kernel, meta={"trace": str(self.tf.path), "footprint_bytes": self.footprint_bytes},
+            params=params, steps=self.prep["steps"], first_step=self.prep["first_step"],
+            memory_bytes=self.memory_bytes, baseline_bytes=run.baseline_bytes, limit_bytes=int(run.limit_bytes or 0),
+            slowdown=slowdown, major_faults=summary["major_faults"],
+        )
 
 
 def _run_record(run: RunResult, overhead: int, free: RunResult | None, slowdown: float | None,
@@ -859,10 +922,9 @@ def capture(
     and only while no other swap area is active: the kernel would spread
     the capture's swap traffic over it. See :class:`CaptureSession`.
     """
-    session = CaptureSession(
-        trace, out, memory_bytes=memory_bytes, memory_fraction=memory_fraction, compute=compute,
-        unlimited_run=unlimited_run, swap_bytes=swap_bytes, rotational=rotational, work_base=work_base,
-        buffer_kb=buffer_kb, timeout_s=timeout_s, lock_baseline=lock_baseline, raw_trace_out=raw_trace_out,
-        trace_reclaim=trace_reclaim, force=force, progress=progress,
-    )
+    child = ReplayChild(trace, memory_bytes=memory_bytes, memory_fraction=memory_fraction, compute=compute,
+                        lock_baseline=lock_baseline, trace_reclaim=trace_reclaim, progress=progress)
+    session = CaptureSession(child, out, unlimited_run=unlimited_run, swap_bytes=swap_bytes, rotational=rotational,
+                             work_base=work_base, buffer_kb=buffer_kb, timeout_s=timeout_s,
+                             raw_trace_out=raw_trace_out, force=force)
     return session.run()

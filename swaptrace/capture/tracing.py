@@ -18,12 +18,15 @@ import re
 import select
 import subprocess
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from swaptrace.errors import PrivilegeError
 
 TRACEFS_CANDIDATES = (Path("/sys/kernel/tracing"), Path("/sys/kernel/debug/tracing"))
 EVENT = "events/block/block_rq_issue"
+#: a marker line as ``trace_pipe`` prints it: ``... 221.540644: tracing_mark_write: swaptrace step 0``
+_MARK_LINE = re.compile(rb"\s(\d+)\.(\d+): tracing_mark_write: (swaptrace [^\n]*)")
 _MOUNTED_BY_US: set[Path] = set()  # tracefs mounts this process made (unmounted again on teardown)
 
 
@@ -59,18 +62,26 @@ class BlockTrace:
     ----------
     name : str
         Instance name (``swaptrace-capture-<pid>``); also how leftovers are found.
-    device : (major, minor)
-        The block device to keep.
+    device : (major, minor) or None
+        The block device to keep; None records no block requests, only the
+        markers written to :meth:`marker_path` (a program's steps in a run
+        without swap).
     out_path : Path
         Text file receiving the raw ``trace_pipe`` lines.
     buffer_kb : int
         Per-CPU ring-buffer size in KiB. An event takes about 70 bytes, so
         the default 32 MiB holds ~480k requests per CPU even if the reader
         stalls.
+    on_marker : callable, optional
+        Called from the reading thread as ``on_marker(t_ns, text)`` for each
+        ``swaptrace ...`` marker line as it is read (``t_ns`` on the ``mono``
+        trace clock, which is ``CLOCK_MONOTONIC``: comparable with
+        :func:`time.monotonic_ns`). ``trace_pipe`` wakes its reader per event,
+        so this comes well within the reader's 50 ms poll.
     """
 
-    def __init__(self, name: str, device: tuple[int, int], out_path: Path, buffer_kb: int = 32 * 1024,
-                 extra_events: tuple[str, ...] = ()):
+    def __init__(self, name: str, device: tuple[int, int] | None, out_path: Path, buffer_kb: int = 32 * 1024,
+                 extra_events: tuple[str, ...] = (), on_marker: Callable[[int, str], None] | None = None):
         self.root = tracefs_root()
         #: ``system/event`` names recorded besides the block requests (e.g. the reclaim tracepoints)
         self.extra_events = tuple(extra_events)
@@ -84,6 +95,8 @@ class BlockTrace:
         self._stop = threading.Event()
         self._error: BaseException | None = None
         self.bytes_read = 0
+        self.on_marker = on_marker
+        self._carry = b""
 
     def setup(self) -> None:
         """Create the instance, set clock, buffer and filter (event still off)."""
@@ -96,12 +109,27 @@ class BlockTrace:
         _write(self.dir / "tracing_on", "0")
         _write(self.dir / "trace_clock", "mono")
         _write(self.dir / "buffer_size_kb", str(self.buffer_kb))
-        _write(self.dir / EVENT / "filter", f"dev == {dev_t(*self.device)}")
+        if self.device is not None:
+            _write(self.dir / EVENT / "filter", f"dev == {dev_t(*self.device)}")
         self.missing_events = [e for e in self.extra_events if not (self.dir / "events" / e / "enable").exists()]
         _write(self.dir / "trace", "")  # clear
 
     def _extra_knobs(self) -> list[Path]:
         return [self.dir / "events" / e / "enable" for e in self.extra_events if e not in self.missing_events]
+
+    def _event_knobs(self) -> list[Path]:
+        return ([self.dir / EVENT / "enable"] if self.device is not None else []) + self._extra_knobs()
+
+    def _scan_markers(self, chunk: bytes) -> None:
+        """Hand the complete marker lines of ``chunk`` to ``on_marker`` (a line may straddle two chunks)."""
+        data = self._carry + chunk
+        cut = data.rfind(b"\n") + 1
+        self._carry = data[cut:][-4096:]
+        if b"tracing_mark_write" not in data[:cut]:
+            return
+        for m in _MARK_LINE.finditer(data[:cut]):
+            t_ns = int(m.group(1)) * 1_000_000_000 + int((m.group(2) + b"000000000")[:9])
+            self.on_marker(t_ns, m.group(3).decode(errors="replace").strip())
 
     def marker_path(self) -> Path:
         """Where the child writes its ``swaptrace step N`` markers."""
@@ -109,8 +137,7 @@ class BlockTrace:
 
     def start(self) -> None:
         """Enable the events and start streaming ``trace_pipe`` to the file."""
-        _write(self.dir / EVENT / "enable", "1")
-        for knob in self._extra_knobs():
+        for knob in self._event_knobs():
             _write(knob, "1")
         _write(self.dir / "tracing_on", "1")
         self._thread = threading.Thread(target=self._pump, name="swaptrace-trace-pipe", daemon=True)
@@ -139,6 +166,8 @@ class BlockTrace:
                             if got:
                                 out.write(chunk)
                                 self.bytes_read += got
+                                if self.on_marker is not None:
+                                    self._scan_markers(chunk)
                         # after stop, a few empty reads in a row: a read can come back empty
                         # while a per-CPU page is still being handed over
                         idle_after_stop = idle_after_stop + 1 if stopping and got == 0 else 0
@@ -159,7 +188,7 @@ class BlockTrace:
             ``dropped`` (events the buffer refused), summed over CPUs.
         """
         try:
-            for knob in (self.dir / EVENT / "enable", *self._extra_knobs()):
+            for knob in self._event_knobs():
                 _write(knob, "0")
             _write(self.dir / "tracing_on", "0")
         except OSError:
