@@ -11,7 +11,10 @@ Two probes, both read from a thread while the program runs (``swaptrace capture 
   during training: at the first marker it records each process's resident anonymous memory (the
   start-up's) and writes ``1`` to ``/proc/PID/clear_refs``, which clears the referenced bits of
   every page (fs/proc/task_mmu.c, ``clear_refs_write``); afterwards it reads ``/proc/PID/smaps``
-  every ``interval_s`` and at the ``swaptrace end`` marker, summing ``Referenced:`` over anonymous
+  at step markers and every ``interval_s`` (less often when a reading is slow: its page-table walks
+  take at most a tenth of the time) and at the ``swaptrace end`` marker
+  (``swaptrace.markers.mark("end")``: a program that writes it as training ends gets an exact
+  reading), summing ``Referenced:`` over anonymous
   mappings. The largest sum seen is the anonymous memory referenced during training: its difference
   from the start-up's resident anon is memory set up and never touched again, which a model of the
   process can leave swapped out at no cost. Readings stop at the program's exit (its ``/proc``
@@ -110,18 +113,22 @@ def phase_peaks(samples: list[tuple], split_ns: int | None) -> dict[str, Any]:
     rows = sorted(samples)
     if split_ns is None:
         return {"run": peaks(rows), "startup": None, "training": None}
-    return {"run": peaks(rows), "startup": peaks([r for r in rows if r[0] < split_ns]),
-            "training": peaks([r for r in rows if r[0] >= split_ns])}
+    # the reading the first marker triggered (within ms of it) is what start-up left: it counts for both phases
+    k = next((i for i, r in enumerate(rows) if r[0] >= split_ns), len(rows))
+    return {"run": peaks(rows), "startup": peaks(rows[: k + 1]), "training": peaks(rows[k:])}
 
 
-def reading_at(samples: list[tuple], t_ns: int | None) -> dict[str, Any] | None:
-    """The last reading at or before ``t_ns`` (what the group held then), as ``{"usage", "anon", ...}``."""
+def reading_after(samples: list[tuple], t_ns: int | None) -> dict[str, Any] | None:
+    """The first reading at or after ``t_ns`` -- at a marker, the one it triggered -- as ``{"usage", "anon", ...}``.
+
+    None without a time or a reading after it.
+    """
     if t_ns is None:
         return None
-    before = [r for r in sorted(samples) if r[0] <= t_ns]
-    if not before:
+    after = [r for r in sorted(samples) if r[0] >= t_ns]
+    if not after:
         return None
-    r = before[-1]
+    r = after[0]
     return {"usage": r[1], "anon": r[2], "file": r[3], "swap": r[4], "t_ns": r[0]}
 
 
@@ -203,10 +210,11 @@ class ReferencedProbe:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._last = 0.0
+        self._gap = float(interval_s)
 
     def at_mark(self) -> None:
-        """A step marker: read now unless a reading is more recent than ``interval_s`` (marks may be dense)."""
-        if time.monotonic() - self._last >= self.interval_s:
+        """A step marker: read now unless the last reading is too recent (marks may be dense; see :meth:`read`)."""
+        if time.monotonic() - self._last >= self._gap:
             self.read()
 
     def first_mark(self) -> None:
@@ -231,18 +239,22 @@ class ReferencedProbe:
         """One reading of every process's smaps; keep the largest referenced sum (any thread)."""
         if not self._armed.is_set() or not self.cleared_pids:
             return
+        t0 = time.monotonic()
         now = _sum_smaps(self.group.pids(), self.proc)
         if now is None:
             return
         with self._lock:
             self.readings += 1
             self._last = time.monotonic()
+            # a reading walks every page table of the processes (~20 ns a page): keep it under a tenth of the run
+            self._gap = max(self.interval_s, 10 * (self._last - t0))
             if self.best is None or now["anon_referenced"] > self.best["anon_referenced"]:
                 self.best = now
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
-            self.read()
+            if time.monotonic() - self._last >= self._gap:
+                self.read()
 
     def stop(self) -> dict[str, Any]:
         self._stop.set()

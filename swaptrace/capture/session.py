@@ -301,10 +301,15 @@ class _OomGuard:
     are reported, so a reader can judge the perturbation.
     """
 
-    def __init__(self, group: cg.MemoryCgroup, limit_bytes: int, nudge_bytes: int = 1 << 20):
+    def __init__(self, group: cg.MemoryCgroup, limit_bytes: int, nudge_bytes: int = 1 << 20,
+                 give_up_s: float | None = None):
         self.group, self.limit, self.nudge = group, int(limit_bytes), int(nudge_bytes)
         self.stalls = 0
         self.raised_s = 0.0
+        #: after this long above the limit (the usage cannot get back under it: swap full, or memory that
+        #: cannot be swapped) the guard lets the kernel's OOM killer act instead of waiting for ever
+        self.give_up_s = give_up_s
+        self.gave_up = False
         self._stop = threading.Event()
         self.active = group.disable_oom_killer()
         self._thread = threading.Thread(target=self._watch, daemon=True, name="swaptrace-oom-guard")
@@ -320,6 +325,12 @@ class _OomGuard:
                     self.group.set_limit(self.limit + self.nudge)
                     raised_at = time.monotonic()
                 elif raised_at is not None and time.monotonic() - raised_at > 0.002:
+                    if self.give_up_s is not None and time.monotonic() - raised_at > self.give_up_s:
+                        self.gave_up = True
+                        self.group.enable_oom_killer()
+                        with contextlib.suppress(OSError):
+                            self.group.set_limit(self.limit)
+                        break
                     self.group.set_limit(self.limit)  # EBUSY while usage cannot be pushed back yet
                     self.raised_s += time.monotonic() - raised_at
                     raised_at = None
@@ -332,7 +343,10 @@ class _OomGuard:
         self._stop.set()
         if self.active:
             self._thread.join(timeout=5)
-        return {"oom_killer_disabled": self.active, "oom_stalls": self.stalls, "above_limit_s": self.raised_s}
+        out = {"oom_killer_disabled": self.active, "oom_stalls": self.stalls, "above_limit_s": self.raised_s}
+        if self.give_up_s is not None:
+            out["oom_guard_gave_up"] = self.gave_up
+        return out
 
 
 def _prepare_codes(trace, workdir: Path) -> dict[str, Any]:
@@ -628,7 +642,7 @@ class CaptureSession:
             self._trap_signals(stack)
             self._make_workdir(stack)
             self.child.prepare(self)
-            free = self._run_unlimited(stack) if self.unlimited_run else None
+            self.free = free = self._run_unlimited(stack) if self.unlimited_run else None
             swap = self._setup_swap(stack, self.child.swap_bytes(self, free))
             group = self._setup_group(stack)
             rec = self._setup_tracing(stack, swap.device)
@@ -643,7 +657,7 @@ class CaptureSession:
             loop_before.update(swap.stat())
             rec.start()
 
-        run = self.child.run_limited(self, g, rec, start_tracing)
+        run = self.child.run_limited(self, g, rec, start_tracing, self.free)
         buffer_stats = rec.stop()
         loop_after = swap.stat()
         g.remove()
@@ -749,7 +763,8 @@ class ReplayChild:
     def run_unlimited(self, s: CaptureSession, stack, g: cg.MemoryCgroup) -> RunResult:  # noqa: ARG002
         return _run_child(self.base_config, s.workdir, "free", g, None, timeout_s=s.timeout_s)
 
-    def run_limited(self, s: CaptureSession, g: cg.MemoryCgroup, rec: tracing.BlockTrace, start_tracing):
+    def run_limited(self, s: CaptureSession, g: cg.MemoryCgroup, rec: tracing.BlockTrace, start_tracing,
+                    free: RunResult | None):  # noqa: ARG002
         """The traced replay; returns the run and the LRU list sizes at each step's end."""
         page_bytes = self.page_bytes
         step_lists: dict[str, list[int]] = {"step": [], "active_anon_pages": [], "inactive_anon_pages": []}

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import shlex
+
 import click
 
-from swaptrace.commands._common import echo_summary, force_option, json_option, number, progressbar
+from swaptrace.commands._common import echo_summary, force_option, json_option, number, progress_enabled, progressbar
 from swaptrace.errors import ConfigError
 from swaptrace.traceio import open_trace
 from swaptrace.units import format_bytes, parse_bytes
@@ -57,11 +59,125 @@ def _render(result) -> str:
     return "\n".join(lines)
 
 
-@click.command("capture")
+def _mib(value) -> str:
+    return "n/a" if value is None else format_bytes(int(value))
+
+
+def _phase_line(label: str, run: dict | None) -> str:
+    if run is None:
+        return f"{label:<13} (not run)"
+    times = f"{run['wall_s']:.2f} s"
+    if run["startup_s"] is not None:
+        times += f" (start-up {run['startup_s']:.2f} s, training {run['training_s']:.2f} s, {run['marks']} steps)"
+    peak = run["peak"]
+    parts = []
+    for phase in ("startup", "training") if peak["startup"] or peak["training"] else ("run",):
+        p = peak[phase]
+        if p:
+            parts.append(f"{phase} anon {_mib(p['anon'])}, file {_mib(p['file'])}, swap {_mib(p['swap'])}")
+    return f"{label:<13} {times}; peak {_mib(run['peak_bytes'])}: " + "; ".join(parts)
+
+
+def _render_command(result) -> str:
+    s, k = result.summary, result.kernel
+    lines = [
+        f"wrote {result.path}",
+        f"command       {shlex.join(k['command'])}",
+        f"limit         {format_bytes(result.limit_bytes)} (the whole process tree)",
+        f"pages in/out  {s['pages_in']} / {s['pages_out']}   (pswpin/pswpout {s['pswpin']} / {s['pswpout']})",
+        f"requests      read {s['requests']['read']}, write {s['requests']['write']}, discard {s['requests']['discard']}",
+        f"major faults  {s['major_faults']}",
+        _phase_line("unlimited", k["unlimited"]),
+        _phase_line("limited", k["limited"]),
+    ]
+    if s.get("startup") is not None:
+        lines.append(f"start-up I/O  pages in/out {s['startup']['pages_in']} / {s['startup']['pages_out']}; "
+                     f"training {s['training']['pages_in']} / {s['training']['pages_out']}")
+    if k["slowdown"] is not None:
+        what = "training" if k["slowdown_training"] is not None else "wall"
+        lines.append(f"slowdown      {k['slowdown']:.2f}x ({what} time, limited / unlimited)")
+    ref = (k["unlimited"] or {}).get("referenced")
+    if ref:
+        lines.append(f"anon memory   {_mib(ref['anon_resident_startup_bytes'])} resident after start-up, "
+                     f"{_mib(ref['anon_referenced_training_bytes'])} referenced during training"
+                     + (f" ({ref['why_null']})" if ref.get("why_null") else ""))
+    lines += [f"WARNING: {w}" for w in k["warnings"]]
+    if result.lost_events:
+        lines.append(f"WARNING: the trace buffer lost {result.lost_events} events; the stream is incomplete"
+                     " (raise --buffer-size)")
+    if result.removed_leftovers:
+        lines.append("removed leftovers of an earlier capture: " + "; ".join(result.removed_leftovers))
+    return "\n".join(lines)
+
+
+def _command_json(result) -> dict:
+    k = result.kernel
+    return {"path": str(result.path), "command": k["command"], "memory_bytes": result.memory_bytes,
+            "limit_bytes": result.limit_bytes, "baseline_bytes": result.baseline_bytes,
+            "slowdown": result.slowdown, "slowdown_wall": k["slowdown_wall"],
+            "slowdown_training": k["slowdown_training"], "lost_events": result.lost_events, **result.summary,
+            "runs": {"unlimited": k["unlimited"], "limited": k["limited"]},
+            "page_cache": k["page_cache"], "reclaim_agents": k["reclaim_agents"], "warnings": k["warnings"]}
+
+
+class _CaptureCommand(click.Command):
+    """``capture`` with an optional ``-- CMD [ARGS]...``: what follows the first ``--`` is the program to run.
+
+    Click drops the ``--`` itself, so a one-word program after it could not be told from TRACE; the
+    words after it are taken off before click parses the options (kept in ``ctx.meta``).
+    """
+
+    def parse_args(self, ctx, args):
+        ctx.meta["swaptrace.capture.argv"] = None
+        if "--" in args:
+            cut = args.index("--")
+            ctx.meta["swaptrace.capture.argv"] = list(args[cut + 1:])
+            args = args[:cut]
+        return super().parse_args(ctx, args)
+
+
+def _which_target(trace, argv) -> None:
+    if trace is not None and argv is not None:
+        raise ConfigError("give TRACE or -- CMD [ARGS]..., not both")
+    if trace is None and argv is None:
+        raise ConfigError("give TRACE (an access trace to replay) or -- CMD [ARGS]... (a program to run), or --cleanup")
+    if argv is not None and not argv:
+        raise ConfigError("nothing after --: give the program to run")
+
+
+def _capture_command(argv, out, memory, memory_fraction, window_s, sample_ms, opts, as_json) -> None:
+    """The ``-- CMD`` form: options a program does not take are refused before anything starts."""
+    from swaptrace.capture.command import capture_command
+
+    for name, given in (("--compute", opts.pop("compute") not in (None, "none")),
+                        ("--trace-reclaim", opts.pop("trace_reclaim")),
+                        ("--lock-baseline", opts.pop("lock_baseline_given"))):
+        if given:
+            raise ConfigError(f"{name} applies to a TRACE replay, not to a program (-- CMD)")
+    memory_bytes = parse_bytes(memory, "--memory", positive=True) if memory is not None else None
+    say = (lambda text: click.echo(text, err=True)) if progress_enabled() else None
+    result = capture_command(argv, out, memory_bytes=memory_bytes, memory_fraction=memory_fraction,
+                             window_s=window_s, sample_interval_s=sample_ms / 1e3, say=say, **opts)
+    if as_json:
+        echo_summary(_command_json(result), True)
+        for w in result.kernel["warnings"]:  # the JSON has them too; a person running it should see them
+            click.echo(f"warning: {w}", err=True)
+    else:
+        click.echo(_render_command(result))
+
+
+@click.command("capture", cls=_CaptureCommand)
 @click.argument("trace", type=click.Path(dir_okay=False), required=False)
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="swapio file to write (source: kernel).")
-@click.option("--memory", "memory", help="Budget for the model's pages, e.g. 64MiB (on top of the child's baseline).")
-@click.option("--memory-fraction", type=number(0, 1, min_open=True), help="Budget as a fraction of the trace's footprint, e.g. 0.5.")
+@click.option("--memory", "memory", help="TRACE: budget for the model's pages, e.g. 64MiB (on top of the child's "
+              "baseline). -- CMD: the cgroup's whole limit (the program's whole process tree).")
+@click.option("--memory-fraction", type=number(0, 1, min_open=True),
+              help="TRACE: budget as a fraction of the trace's footprint, e.g. 0.5. -- CMD: the limit as F x the "
+                   "unlimited run's peak usage (its cgroup's peak counter, page cache included).")
+@click.option("--window", "window_s", type=number(0, 1e6, min_open=True), default=1.0, show_default=True,
+              help="-- CMD: steps of a program that writes no step marker are windows of this many seconds.")
+@click.option("--sample-ms", type=number(1, 10000), default=25.0, show_default=True,
+              help="-- CMD: read the cgroup's memory.stat this often (and at every step marker).")
 @click.option("--compute", type=click.Choice(["none", "mlp"]), default="none", show_default=True,
               help="Run the preset's dense MLP forward/backward (numpy) between steps.")
 @click.option("--baseline/--no-baseline", "unlimited_run", default=True, show_default=True,
@@ -79,20 +195,33 @@ def _render(result) -> str:
 @click.option("--cleanup", is_flag=True, help="Only remove what killed captures left behind, then exit.")
 @force_option
 @json_option
-def command(trace, out, memory, memory_fraction, compute, unlimited_run, lock_baseline, swap_size, rotational, work_dir, buffer_size,
-            timeout_s, raw_trace, trace_reclaim, cleanup, force, as_json):
-    """Replay TRACE under the real kernel and record its swap I/O (root only).
+def command(trace, out, memory, memory_fraction, window_s, sample_ms, compute, unlimited_run, lock_baseline, swap_size,
+            rotational, work_dir, buffer_size, timeout_s, raw_trace, trace_reclaim, cleanup, force, as_json):
+    """Record swap I/O under the real kernel: replay TRACE, or run -- CMD (root only).
 
-    Makes a swap file on a loop device, runs a child that replays every access
-    as a real load or store on anonymous memory inside a memory cgroup limited
-    to its own baseline plus the budget, records each block request on the
-    swap device with the block_rq_issue tracepoint, and undoes all of it.
-    Also replays once without a limit to report the slowdown.
+    Makes a swap file on a loop device, runs a child inside a memory cgroup,
+    records each block request on the swap device with the block_rq_issue
+    tracepoint, and undoes all of it. First runs the same child once
+    without a limit, for the slowdown.
+
+    TRACE: the child replays every access as a real load or store on
+    anonymous memory, in a cgroup limited to its own (locked) baseline plus
+    the budget.
+
+    -- CMD [ARGS]...: runs any program with your working directory and
+    environment plus SWAPTRACE_MARKER; the limit (--memory, or
+    --memory-fraction x the unlimited run's peak usage) holds its whole
+    process tree. A program that writes "swaptrace step N" lines to
+    $SWAPTRACE_MARKER (swaptrace.mark_step() in Python) gets its start-up
+    stored as step 0 and step N as N+1; one that does not gets --window
+    time windows. A failing program ends the capture with its exit status.
 
     \b
-    Example:
+    Examples:
       sudo swaptrace capture traces/tiny.access.parquet --memory 64MiB \\
           -o traces/tiny.kernel.swapio.parquet
+      sudo swaptrace capture --memory 256MiB -o train.kernel.swapio.parquet \\
+          -- python train.py --epochs 1
       swaptrace capture --cleanup        # after a capture was killed with -9
     """
     from swaptrace.capture import capture, check_privileges, cleanup_leftovers
@@ -102,13 +231,24 @@ def command(trace, out, memory, memory_fraction, compute, unlimited_run, lock_ba
         removed = cleanup_leftovers(work_dir)
         echo_summary({"removed": removed}, as_json, lambda s: "\n".join(s["removed"]) or "nothing to remove")
         return
-    if trace is None or out is None:
-        raise ConfigError("give TRACE and -o OUTPUT (or --cleanup)")
-    memory_bytes = parse_bytes(memory, "--memory", positive=True) if memory is not None else None
+    ctx = click.get_current_context()
+    argv = ctx.meta.get("swaptrace.capture.argv")
+    _which_target(trace, argv)
+    if out is None:
+        raise ConfigError("give -o OUTPUT, the swapio file to write")
     swap_bytes = parse_bytes(swap_size, "--swap-size", positive=True) if swap_size is not None else None
     buffer_kb = parse_bytes(buffer_size, "--buffer-size", positive=True) // 1024
     if buffer_kb < 1:
         raise ConfigError(f"--buffer-size: at least 1 KiB per CPU, got {buffer_size!r}")
+    if argv is not None:
+        lock_given = ctx.get_parameter_source("lock_baseline") == click.core.ParameterSource.COMMANDLINE
+        opts = {"compute": compute, "trace_reclaim": trace_reclaim, "lock_baseline_given": lock_given,
+                "unlimited_run": unlimited_run, "swap_bytes": swap_bytes, "rotational": rotational,
+                "work_base": work_dir, "buffer_kb": buffer_kb, "timeout_s": timeout_s, "raw_trace_out": raw_trace,
+                "force": force}
+        _capture_command(argv, out, memory, memory_fraction, window_s, sample_ms, opts, as_json)
+        return
+    memory_bytes = parse_bytes(memory, "--memory", positive=True) if memory is not None else None
     steps = int(open_trace(trace, kind="access").meta.get("steps", 0))
     with progressbar(steps, "replaying") as bar:
         result = capture(
