@@ -51,6 +51,7 @@ from swaptrace.capture.session import (
 )
 from swaptrace.errors import ConfigError, ToolError
 from swaptrace.markers import MARKER_ENV
+from swaptrace.units import format_bytes
 
 #: steps of a program that writes no marker: windows of this many seconds
 DEFAULT_WINDOW_S = 1.0
@@ -102,6 +103,12 @@ def _stderr_tail(path: Path) -> str:
     except OSError:
         return ""
     return lines[-1][:300] if lines else ""
+
+
+def command_name(argv: list[str], width: int = 100) -> str:
+    """The program as one short line for messages (a ``python -c`` script's newlines would break it)."""
+    text = " ".join(shlex.join(argv).split())
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _status(returncode: int) -> str:
@@ -317,7 +324,7 @@ class CommandChild:
                 return proc.wait(timeout=0.5)
             except subprocess.TimeoutExpired:
                 if deadline is not None and time.monotonic() > deadline:
-                    raise ToolError(f"{shlex.join(self.argv)} ran longer than --timeout {s.timeout_s:g} s in the "
+                    raise ToolError(f"{command_name(self.argv)} ran longer than --timeout {s.timeout_s:g} s in the "
                                     f"{'unlimited' if limit is None else 'limited'} run") from None
 
     def _check_exit(self, run: ProgramRun, which: str) -> None:
@@ -325,11 +332,11 @@ class CommandChild:
         if run.returncode == 0:
             return
         if run.oom_kills > 0 or run.oom.get("oom_guard_gave_up"):
-            limit = f"{run.limit_bytes} bytes" if run.limit_bytes is not None else "no limit"
-            raise ConfigError(f"{shlex.join(self.argv)} was killed by the OOM killer in the {which} run: the limit "
+            limit = format_bytes(run.limit_bytes) if run.limit_bytes is not None else "no limit"
+            raise ConfigError(f"{command_name(self.argv)} was killed by the OOM killer in the {which} run: the limit "
                               f"({limit}) is too small for it even with swap (raise --memory, or --swap-size)")
         tail = f": {run.stderr_tail}" if run.stderr_tail else ""
-        raise ToolError(f"{shlex.join(self.argv)} {_status(run.returncode)} in the {which} run{tail}")
+        raise ToolError(f"{command_name(self.argv)} {_status(run.returncode)} in the {which} run{tail}")
 
     def run_unlimited(self, s: CaptureSession, stack, g: cg.MemoryCgroup) -> ProgramRun:
         """The program without a limit: its peak, its phases, and what it references after start-up."""

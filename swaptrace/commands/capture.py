@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
-
 import click
 
 from swaptrace.commands._common import echo_summary, force_option, json_option, number, progress_enabled, progressbar
@@ -79,10 +77,12 @@ def _phase_line(label: str, run: dict | None) -> str:
 
 
 def _render_command(result) -> str:
+    from swaptrace.capture.command import command_name
+
     s, k = result.summary, result.kernel
     lines = [
         f"wrote {result.path}",
-        f"command       {shlex.join(k['command'])}",
+        f"command       {command_name(k['command'])}",
         f"limit         {format_bytes(result.limit_bytes)} (the whole process tree)",
         f"pages in/out  {s['pages_in']} / {s['pages_out']}   (pswpin/pswpout {s['pswpin']} / {s['pswpout']})",
         f"requests      read {s['requests']['read']}, write {s['requests']['write']}, discard {s['requests']['discard']}",
