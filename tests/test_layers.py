@@ -30,12 +30,13 @@ LAYERS = (
     (40, "figures", ("swaptrace.figures",)),
     # models built on other stages' outputs and machinery (the time model prices a stream on an SSD model
     # or a measured disk and measures compute with the capture's child)
-    (35, "stage models", ("swaptrace.timing", "swaptrace.timing_calibrate", "swaptrace.fio.profile")),
+    (35, "stage models", ("swaptrace.timing", "swaptrace.timing_calibrate", "swaptrace.fio.profile",
+                          "swaptrace.runtime_fit")),
     (30, "stages", ("swaptrace.generate", "swaptrace.pagecache", "swaptrace.mrc", "swaptrace.export",
                     "swaptrace.compare", "swaptrace.ssd", "swaptrace.fio", "swaptrace.capture",
                     "swaptrace.blockdev", "swaptrace.designs")),
     (10, "foundation", ("swaptrace.errors", "swaptrace.units", "swaptrace.traceio", "swaptrace.spec",
-                        "swaptrace.layout", "swaptrace.zipf", "swaptrace.filenames", "swaptrace")),
+                        "swaptrace.layout", "swaptrace.zipf", "swaptrace.filenames", "swaptrace.process", "swaptrace")),
     (0, "kernels", ("swaptrace._kernels",)),
 )
 

@@ -17,6 +17,7 @@ from typing import Any
 from swaptrace._kernels import swapstate as ks
 from swaptrace.errors import ConfigError
 from swaptrace.pagecache.profile import KernelProfile, load_profile
+from swaptrace.process import anon_budget_bytes
 from swaptrace.units import format_bytes
 
 #: the time model's step duration: the order of one CPU training iteration of the shipped presets
@@ -190,6 +191,11 @@ class EmulatorConfig:
         footprint_pages = int(meta.get("footprint_pages", 0))
         if footprint_pages <= 0:
             raise ConfigError(f"{source}: metadata has no positive footprint_pages")
+        process = meta.get("process")
+        if process and memory_bytes is not None:
+            # a process trace: --memory is the whole group's limit, of which page cache and kernel memory
+            # are not the trace's (swaptrace.process)
+            memory_bytes = anon_budget_bytes(memory_bytes, process)
         budget = cls.budget_pages_for(footprint_pages, page_bytes, memory_bytes=memory_bytes,
                                       memory_fraction=memory_fraction)
         _check_geometry(page_cluster, cluster_slots, max_request_bytes, page_bytes, reclaim_batch)
