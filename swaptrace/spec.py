@@ -144,7 +144,7 @@ class Lookups:
         return sum(v * p for v, p in zip(self.values, self.probs, strict=True))
 
     def to_toml_value(self) -> Any:
-        if self.fixed:
+        if len(self.values) == 1:  # a fixed size, or the largest of random pooling (its key says which)
             return self.values[0]
         return {"values": list(self.values), "probs": list(self.probs)}
 

@@ -181,6 +181,9 @@ def test_table_overrides_the_model_and_round_trips():
     assert (a.distribution, a.pooling, a.unique_in_bag) == ("uniform", "random", True)
     assert (b.distribution, b.pooling, b.unique_in_bag) == ("zipf", "fixed", False)
     assert spec_from_dict(spec.to_dict()) == spec
+    assert spec.to_dict()["tables"][0] == {"name": "T0", "rows": 10, "dim": 4, "dtype": "float32", "lookups": 3,
+                                           "alpha": 1.05, "distribution": "uniform", "pooling": "random",
+                                           "unique_in_bag": True}
     assert a.lookups.mean == 2.0 and spec.lookups_per_step == 6 * (2.0 + 1)
     # a table with today's keys writes today's dict (older traces' metadata stays byte-equal)
     assert set(spec.to_dict()["tables"][1]) == {"name", "rows", "dim", "dtype", "lookups", "alpha"}
