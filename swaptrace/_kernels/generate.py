@@ -1,9 +1,11 @@
 """Generator kernels: draw a batch of steps' embedding indices, then emit page accesses.
 
-``_draw`` fills, for every (step, table) of a batch of steps, the row ids of
-all lookups (table-major, bag order) and the sorted unique rows; blocks of
-:data:`BLOCK` lookups have their own random streams and are independent, so
-it runs them with ``prange``, each writing its own slice.
+``_draw`` fills, for every (step, table) of a batch of steps, each sample's
+bag size, the row ids of all lookups (table-major, bag order; bounded-Zipf or
+uniform ranks; repeats within a bag dropped for ``unique_in_bag`` tables) and
+the sorted unique rows; blocks of :data:`BLOCK` lookups have their own random
+streams and are independent, so it runs them with ``prange``, each writing
+its own slice.
 ``_emit`` turns them into page accesses in program order; it is resumable:
 it stops when the output buffer is full and records where in ``cursor``.
 The pure-Python twin is ``tests/naive_generate.py``.
