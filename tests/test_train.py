@@ -125,7 +125,8 @@ def test_marks_are_written_in_order(tmp_path, monkeypatch):
 
             os.close(markers._state["fd"])
             markers._state.update(fd=None, path=None)
-    assert marker.read_text().splitlines() == ["swaptrace step 0", "swaptrace step 1", "swaptrace step 2"]
+    assert marker.read_text().splitlines() == ["swaptrace step 0", "swaptrace step 1", "swaptrace step 2",
+                                               "swaptrace end"]
 
 
 def _row_pages(layout, t, rows):

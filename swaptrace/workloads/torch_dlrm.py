@@ -26,8 +26,8 @@ program reads are the rows in the trace. Dense features and labels are random
 from ``numpy.random.default_rng([seed, step])``. The tables are allocated and
 every row written at start-up (uniform in +-sqrt(1/rows), DLRM's
 initialisation), as a real program does; each step starts with
-:func:`swaptrace.mark_step`, so ``swaptrace capture -- swaptrace train ...``
-attributes block I/O to steps.
+:func:`swaptrace.mark_step`, and ``swaptrace end`` follows the last one, so
+``swaptrace capture -- swaptrace train ...`` attributes block I/O to steps.
 
 torch is imported inside the functions: it is an optional extra
 (``pip install 'swaptrace[torch]'``). To adapt this to a model of your own,
@@ -49,7 +49,7 @@ import numpy as np
 
 from swaptrace.errors import ConfigError, ToolError
 from swaptrace.indices import iter_bags
-from swaptrace.markers import mark_step
+from swaptrace.markers import mark, mark_step
 from swaptrace.spec import ModelSpec, load_spec
 
 #: learning rate per optimizer: DLRM's default ``--learning-rate=0.01``; Adam takes torch's default 0.001
@@ -283,6 +283,7 @@ def train(spec: ModelSpec | str, *, steps: int, seed: int = 0, threads: int | No
         last = now
         if progress is not None:
             progress(len(losses), time.perf_counter() - loop_start, losses[-1])
+    mark("end")  # training is over: a capture takes its last reading of the program here, not at exit
     return TrainResult(
         spec=spec.name, optimizer=spec.optimizer, steps=steps, seed=seed, threads=n_threads,
         startup_s=startup, wall_s=time.perf_counter() - started, step_s_median=statistics.median(step_times),
