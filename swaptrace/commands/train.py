@@ -52,7 +52,7 @@ def command(preset, spec_file, steps, seed, threads, quiet, as_json) -> None:
     \b
     Examples:
       swaptrace train --preset tiny --steps 20
-      swaptrace train --spec analysis/real_specs/kaggle-like-sgd.toml --steps 30 --json
+      swaptrace train --spec analysis/real_specs/kaggle-tenth-d16-sgd-zipf.toml --steps 30 --json
       sudo swaptrace capture --memory 1GiB -o run.swapio.parquet -- swaptrace train --spec my.toml --steps 50
     """
     from swaptrace.workloads.torch_dlrm import check_trainable, require_torch, train
