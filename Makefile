@@ -24,7 +24,7 @@ SWAPIO := $(OUT)/swapio.parquet
 SSDOUT := $(OUT)/ssd.parquet
 JOBS := fio_jobs/$(PRESET)
 
-.PHONY: setup fio demo trace emulate mrc ssd fio-jobs fio-run report reproduce designs test test-fast bench lint clean
+.PHONY: setup fio torch-extra demo trace emulate mrc ssd fio-jobs fio-run report reproduce designs test test-fast bench lint clean
 
 setup: $(STAMP) fio
 
@@ -91,7 +91,20 @@ report: | $(STAMP)
 reproduce: setup
 	$(PY) analysis/reproduce_thesis.py
 
-test: setup
+# The real-training tests (tests/test_train.py) need PyTorch, an optional extra kept out of `make setup`.
+# As root, `make test` first installs torch's CPU build $(TORCH_VERSION) (this machine's pip finds it in
+# /opt/wheels; elsewhere add TORCH_PIP_ARGS='--index-url https://download.pytorch.org/whl/cpu'), then the
+# extra; otherwise those tests skip with the reason.
+TORCH_VERSION ?= 2.13.0
+TORCH_PIP_ARGS ?=
+
+torch-extra: | $(STAMP)
+	@if [ "$$(id -u)" = 0 ]; then \
+		echo "installing the torch extra (torch $(TORCH_VERSION), CPU build) for the real-training tests"; \
+		$(PY) -m pip install -q $(TORCH_PIP_ARGS) 'torch==$(TORCH_VERSION)' && $(PY) -m pip install -q -e '.[torch]'; \
+	else echo "note: not root, so the torch extra is not installed; the real-training tests (tests/test_train.py) skip"; fi
+
+test: setup torch-extra
 	$(PY) -m pytest -q
 
 test-fast: setup

@@ -29,6 +29,7 @@ from swaptrace.commands import (
     ssd,
     sweep,
     time,
+    train,
 )
 from swaptrace.errors import SwaptraceError
 
@@ -92,6 +93,10 @@ def cli() -> None:
 
 
 # in pipeline order, as ``--help`` lists them
-for _module in (presets, generate, inspect, emulate, mrc, export, capture, compare, ssd, fio, time, designs, run,
-                sweep, report):
+for _module in (presets, generate, train, inspect, emulate, mrc, export, capture, compare, ssd, fio, time, designs,
+                run, sweep, report):
     cli.add_command(_module.command)
+
+
+if __name__ == "__main__":  # `python -m swaptrace.cli` runs the command as the console script does
+    cli()

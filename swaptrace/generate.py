@@ -13,22 +13,17 @@ Each training step touches memory in this order (one row per page touched):
    of its weight pages; finally writes of every MLP weight page and every
    MLP optimizer-state page.
 
-Lookups: per table and sample a bag size (fixed or drawn from the spec's
-distribution), then bounded-Zipf ranks (:mod:`swaptrace.zipf`) mapped to rows
-by a seed-derived bijection (``scatter=False`` keeps rank k at row k-1).
-With ``reuse = f``, each position of a step's index list takes, with
-probability f, the previous step's freshly drawn index at the same position
-(as FBGEMM's ``--reuse`` copies indices of the previous batch).
+Lookups come from :mod:`swaptrace.indices` (bounded-Zipf or uniform rows per
+table, fixed or random bag sizes, optional reuse of the previous step's
+indices and de-duplication within a bag), the same code ``swaptrace train``
+feeds to PyTorch.
 ``dedup="step"`` drops a read (write) of a page already read (written) in
 the same step.
 
-Randomness comes from SplitMix64 streams keyed by ``(seed, step, table,
-lane)`` (:mod:`swaptrace._kernels.zipf`): lane 0 draws a step's bag sizes,
-and each block of 4096 lookups draws its ranks (and reuse decisions) on its
-own lane, so blocks run in parallel. Hence steps ``[0, k)`` and ``[k, n)``
-generated separately and concatenated equal steps ``[0, n)``, whatever the
-number of threads. Memory depends on the step size and the model's page
-count, never on the number of steps.
+Every draw depends only on ``(seed, step)``, so steps ``[0, k)`` and
+``[k, n)`` generated separately and concatenated equal steps ``[0, n)``,
+whatever the number of threads. Memory depends on the step size and the
+model's page count, never on the number of steps.
 """
 
 from __future__ import annotations
@@ -43,17 +38,16 @@ from typing import Any
 import numba
 import numpy as np
 
-from swaptrace._kernels.generate import _count_segments, _draw, _emit, _emit_segments, _segments
+from swaptrace._kernels.generate import _count_segments, _emit, _emit_segments, _segments
 from swaptrace.errors import ConfigError
+from swaptrace.indices import DrawnSteps, IndexPlan, check_draw_options, draw_batches
 from swaptrace.layout import Layout, build_layout
 from swaptrace.spec import ModelSpec, load_spec
 from swaptrace.traceio import DEFAULT_ROW_GROUP, TraceWriter, open_trace
-from swaptrace.zipf import scramble_params, zipf_constants
 
 DEDUP_CHOICES = (None, "step")
 #: lookups drawn per kernel call at most (bounds the index buffers: 3 x 8 bytes each)
 DRAW_BUDGET = 1 << 21
-MAX_STEP = (1 << 32) - 1
 #: lookups (or unique rows, or pages) per segment of the parallel emission
 SEGMENT_ITEMS = 4096
 
@@ -62,31 +56,11 @@ class _Plan:
     """Everything the kernels need, as plain arrays (built once per run)."""
 
     def __init__(self, spec: ModelSpec, layout: Layout, seed: int, scatter: bool):
-        tables = spec.tables
         self.spec, self.layout, self.seed, self.scatter = spec, layout, seed, scatter
-        self.batch = spec.batch_size
-        self.n_rows = np.array([t.rows for t in tables], dtype=np.int64)
-        consts = [zipf_constants(t.rows, t.alpha) for t in tables]
-        self.zs = np.array([t.alpha for t in tables], dtype=np.float64)
-        self.zh_x1 = np.array([c[0] for c in consts], dtype=np.float64)
-        self.zh_n = np.array([c[1] for c in consts], dtype=np.float64)
-        self.zbig_s = np.array([c[2] for c in consts], dtype=np.float64)
-        ab = [scramble_params(seed, i, t.rows) for i, t in enumerate(tables)]
-        self.sa = np.array([a for a, _ in ab], dtype=np.int64)
-        self.sb = np.array([b for _, b in ab], dtype=np.int64)
-        vals: list[int] = []
-        cdf: list[float] = []
-        off = [0]
-        for t in tables:
-            vals.extend(t.lookups.values)
-            cdf.extend(np.cumsum(t.lookups.probs).tolist())
-            off.append(len(vals))
-        self.bag_vals = np.array(vals, dtype=np.int64)
-        self.bag_cdf = np.array(cdf, dtype=np.float64)
-        self.bag_off = np.array(off, dtype=np.int64)
-        max_lookups = [self.batch * t.lookups.max for t in tables]
-        self.tbl_off = np.concatenate([[0], np.cumsum(max_lookups)]).astype(np.int64)
-        self.stride = int(self.tbl_off[-1])
+        self.index = IndexPlan(spec, seed, scatter)
+        self.n_rows = self.index.n_rows
+        self.tbl_off = self.index.tbl_off
+        self.stride = self.index.stride
 
         lay = layout
         pb = lay.page_bytes
@@ -111,17 +85,7 @@ class _Plan:
 ROW_LAYOUTS = {"scattered": True, "packed": False}
 
 def _check_options(steps: int, seed: int, first_step: int, reuse: float, dedup: str | None) -> None:
-    errors = []
-    if not isinstance(steps, int | np.integer) or steps < 1:
-        errors.append(f"steps: must be a positive integer, got {steps!r}")
-    if not isinstance(first_step, int | np.integer) or first_step < 0:
-        errors.append(f"first-step: must be an integer >= 0, got {first_step!r}")
-    elif isinstance(steps, int | np.integer) and first_step + steps - 1 > MAX_STEP:
-        errors.append(f"steps: the last step must be below 2**32, got {first_step + steps - 1}")
-    if not isinstance(seed, int | np.integer) or not 0 <= seed < (1 << 64):
-        errors.append(f"seed: must be an integer in [0, 2**64), got {seed!r}")
-    if not 0.0 <= reuse <= 1.0:
-        errors.append(f"reuse: must be a fraction in [0, 1], got {reuse!r}")
+    errors = check_draw_options(steps, seed, first_step, reuse)
     if dedup not in DEDUP_CHOICES:
         errors.append(f"dedup: must be 'step' or none, got {dedup!r}")
     if errors:
@@ -152,9 +116,10 @@ class _Out:
         return self.step[:n], self.page[:n], self.write[:n], self.region[:n]
 
 
-def _emit_serial(plan: _Plan, out: _Out, step0: int, nsteps: int, idx, uniq, lens, ulens, stamp, seen):
+def _emit_serial(plan: _Plan, out: _Out, d: DrawnSteps, stamp, seen):
     """Emit a drawn batch in order, one core (needed by de-duplication); yields when the buffer is full."""
     lay = plan.layout
+    step0, nsteps, idx, uniq, lens, ulens = d.step0, d.nsteps, d.idx, d.uniq, d.lens, d.ulens
     cursor = np.zeros(4, dtype=np.int64)
     while cursor[0] < nsteps:
         out.filled = _emit(cursor, np.int64(step0), np.int64(nsteps), idx, uniq, lens, ulens, plan.tbl_off,
@@ -168,9 +133,10 @@ def _emit_serial(plan: _Plan, out: _Out, step0: int, nsteps: int, idx, uniq, len
             yield out.take()
 
 
-def _emit_parallel(plan: _Plan, out: _Out, step0: int, nsteps: int, idx, uniq, lens, ulens, seen):
+def _emit_parallel(plan: _Plan, out: _Out, d: DrawnSteps, seen):
     """Emit a drawn batch on all cores: cut into segments in program order, each core writes a run of them."""
     lay = plan.layout
+    step0, nsteps, idx, uniq, lens, ulens = d.step0, d.nsteps, d.idx, d.uniq, d.lens, d.ulens
     shift = np.int64(lay.page_shift)
     seg_args = (np.int64(nsteps), np.int64(len(plan.n_rows)), lens, ulens, np.int64(SEGMENT_ITEMS),
                 np.int64(plan.mlp[1]), np.int64(plan.mlp_state[1]), np.int64(plan.scratch[1]))
@@ -209,53 +175,21 @@ def _chunks(plan: _Plan, steps: int, first_step: int, reuse: float, dedup: bool,
             seen: np.ndarray, progress: Callable[[int], Any] | None) -> Iterator[tuple[np.ndarray, ...]]:
     """Yield (step, page, write, region) views into reused buffers, in program order.
 
-    Steps are drawn in batches (at most :data:`DRAW_BUDGET` lookups), then
-    emitted. ``seen`` (one byte per page, or a 1-element dummy to skip the
-    bookkeeping) gets a 1 at every page touched.
+    Steps are drawn in batches (at most :data:`DRAW_BUDGET` lookups) by
+    :func:`swaptrace.indices.draw_batches`, then emitted. ``seen`` (one byte
+    per page, or a 1-element dummy to skip the bookkeeping) gets a 1 at every
+    page touched.
     """
-    n_tables = len(plan.n_rows)
-    k_max = max(1, min(steps, DRAW_BUDGET // max(plan.stride, 1)))
-    fresh = np.empty(k_max * plan.stride, dtype=np.int64)
-    idx = np.empty_like(fresh) if reuse > 0 else fresh
-    uniq = np.empty_like(fresh)
-    lens = np.zeros(k_max * n_tables, dtype=np.int64)
-    ulens = np.zeros_like(lens)
-    prev_fresh = np.empty(plan.stride if reuse > 0 else 0, dtype=np.int64)
-    prev_lens = np.zeros(n_tables, dtype=np.int64)
-    have_prev = False
-
-    def draw(step0: int, nsteps: int, rf: float, fr, ix, un, ln, uln) -> None:
-        _draw(np.uint64(plan.seed), np.int64(step0), np.int64(nsteps), np.int64(plan.batch), plan.n_rows, plan.zs,
-              plan.zh_x1, plan.zh_n, plan.zbig_s, plan.sa, plan.sb, plan.scatter, plan.bag_vals, plan.bag_cdf,
-              plan.bag_off, plan.tbl_off, np.int64(plan.stride), float(rf), prev_fresh, prev_lens, have_prev, fr,
-              ix, un, ln, uln)
-
-    if reuse > 0 and first_step > 0:
-        # the step before the range: only its fresh draws are needed
-        draw(first_step - 1, 1, 0.0, prev_fresh, prev_fresh, np.empty_like(prev_fresh), prev_lens,
-             np.zeros(n_tables, dtype=np.int64))
-        have_prev = True
-
     out = _Out(max(chunk_rows, plan.item_max))
     # last step (+1) each page was read / written in, for de-duplication
     stamp = np.zeros((2, plan.layout.footprint_pages if dedup else 1), dtype=np.uint32)
-    done = 0
-    while done < steps:
-        nsteps = min(k_max, steps - done)
-        step0 = first_step + done
-        draw(step0, nsteps, reuse, fresh, idx, uniq, lens, ulens)
+    for d in draw_batches(plan.index, steps, first_step, reuse, budget=DRAW_BUDGET):
         if dedup:
-            yield from _emit_serial(plan, out, step0, nsteps, idx, uniq, lens, ulens, stamp, seen)
+            yield from _emit_serial(plan, out, d, stamp, seen)
         else:
-            yield from _emit_parallel(plan, out, step0, nsteps, idx, uniq, lens, ulens, seen)
-        if reuse > 0:
-            last = nsteps - 1
-            prev_fresh[:] = fresh[last * plan.stride:(last + 1) * plan.stride]
-            prev_lens[:] = lens[last * n_tables:(last + 1) * n_tables]
-            have_prev = True
-        done += nsteps
+            yield from _emit_parallel(plan, out, d, seen)
         if progress is not None:
-            progress(nsteps)
+            progress(d.nsteps)
     if out.filled:
         yield out.take()
 
@@ -305,35 +239,12 @@ def draw_rows(spec: ModelSpec | str, table: int | str, *, steps: int, seed: int 
     t = names.index(table) if isinstance(table, str) and table in names else table
     if not isinstance(t, int | np.integer) or not 0 <= t < len(names):
         raise ConfigError(f"table: no table {table!r}; the spec has {', '.join(names)}")
-    plan = _Plan(spec, build_layout(spec), seed, scatter)
-    n_tables = len(names)
+    plan = IndexPlan(spec, seed, scatter)
     out = []
-    prev = np.empty(plan.stride if reuse > 0 else 0, dtype=np.int64)
-    prev_lens = np.zeros(n_tables, dtype=np.int64)
-    have_prev = False
-    if reuse > 0 and first_step > 0:
-        scratch = np.empty_like(prev)
-        _draw(np.uint64(seed), np.int64(first_step - 1), np.int64(1), np.int64(plan.batch), plan.n_rows, plan.zs,
-              plan.zh_x1, plan.zh_n, plan.zbig_s, plan.sa, plan.sb, scatter, plan.bag_vals, plan.bag_cdf,
-              plan.bag_off, plan.tbl_off, np.int64(plan.stride), 0.0, prev, prev_lens, False, prev, prev, scratch,
-              prev_lens, np.zeros(n_tables, dtype=np.int64))
-        have_prev = True
-    fresh = np.empty(plan.stride, dtype=np.int64)
-    idx = np.empty_like(fresh) if reuse > 0 else fresh
-    uniq = np.empty_like(fresh)
-    lens = np.zeros(n_tables, dtype=np.int64)
-    ulens = np.zeros(n_tables, dtype=np.int64)
-    for step in range(first_step, first_step + steps):
-        _draw(np.uint64(seed), np.int64(step), np.int64(1), np.int64(plan.batch), plan.n_rows, plan.zs, plan.zh_x1,
-              plan.zh_n, plan.zbig_s, plan.sa, plan.sb, scatter, plan.bag_vals, plan.bag_cdf, plan.bag_off,
-              plan.tbl_off, np.int64(plan.stride), float(reuse), prev, prev_lens, have_prev, fresh, idx, uniq, lens,
-              ulens)
-        lo = int(plan.tbl_off[t])
-        out.append(idx[lo:lo + lens[t]].copy())
-        if reuse > 0:
-            prev[:] = fresh
-            prev_lens[:] = lens
-            have_prev = True
+    for d in draw_batches(plan, steps, first_step, reuse):
+        for si in range(d.nsteps):
+            lo = si * plan.stride + int(plan.tbl_off[t])
+            out.append(d.idx[lo:lo + d.lens[si * plan.n_tables + t]].copy())
     return np.concatenate(out)
 
 

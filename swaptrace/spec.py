@@ -15,6 +15,9 @@ Format
     bottom_mlp = [13, 512, 256, 64, 16]   # widths, dense input first
     top_mlp = [512, 256, 1]           # output widths; input = interaction size
     alpha = 1.05                      # default Zipf exponent (> 0) of the tables
+    distribution = "zipf"             # optional default of the tables: zipf | uniform
+    pooling = "fixed"                 # optional default of the tables: fixed | random
+    unique_in_bag = false             # optional default of the tables
     default_steps = 100               # optional; steps when the user gives none
 
     [[tables]]
@@ -25,6 +28,9 @@ Format
     lookups = 1                       # per sample (bag size); or a distribution:
     # lookups = { values = [1, 2, 3], probs = [0.5, 0.3, 0.2] }
     alpha = 1.1                       # optional override of the model's alpha
+    distribution = "uniform"          # optional override: zipf | uniform
+    pooling = "random"                # optional override: fixed | random
+    unique_in_bag = true              # optional override
     count = 1                         # optional: repeat this table `count` times
 
 ``lookups`` is either a positive integer (every bag has that many lookups) or
@@ -32,6 +38,21 @@ a table ``{values = [...], probs = [...]}`` of non-negative bag sizes and their
 probabilities (probabilities are positive and sum to 1 within 1e-6); the
 generator draws one bag size per sample and table. ``count`` expands into
 ``count`` tables named ``<name>_0 .. <name>_<count-1>``.
+
+Index distribution and pooling (model-wide defaults, per-table overrides):
+
+* ``distribution``: ``zipf`` (default) draws bounded-Zipf ranks with the
+  table's ``alpha``; ``uniform`` draws every row with probability ``1/rows``
+  (``alpha`` is then unused), as DLRM's random-data generator does
+  (``dlrm_data_pytorch.py``, ``--data-generation=random``).
+* ``pooling``: ``fixed`` (default) takes the bag size from ``lookups`` as
+  above; ``random`` needs an integer ``lookups = L`` and draws each bag's size
+  uniformly from ``1 .. min(L, rows)`` (DLRM's ``--num-indices-per-lookup=L``
+  without ``--num-indices-per-lookup-fixed``; DLRM caps at the table's rows
+  too). The cap is applied on load: the spec keeps ``min(L, rows)``.
+* ``unique_in_bag``: ``true`` removes repeated rows within a bag and sorts
+  the rest (DLRM's generator passes every bag through ``np.unique``), so a bag
+  may hold fewer rows than drawn; ``false`` (default) keeps every draw.
 
 Memory model (docs/generate.md, "Your own model (TOML)")
 ---------------------------------------------------------
@@ -85,23 +106,31 @@ MAX_ALPHA = 100.0
 #: lookups of one step (batch x bag sizes): the generator holds a step's indices in memory
 MAX_LOOKUPS_PER_STEP = 1 << 28
 
-_MODEL_KEYS = {"name", "description", "batch_size", "optimizer", "bottom_mlp", "top_mlp", "alpha", "default_steps", "tables"}
-_TABLE_KEYS = {"name", "rows", "dim", "dtype", "lookups", "alpha", "count"}
+DISTRIBUTIONS = ("zipf", "uniform")
+POOLINGS = ("fixed", "random")
+
+_BAG_KEYS = {"distribution", "pooling", "unique_in_bag"}
+_MODEL_KEYS = {"name", "description", "batch_size", "optimizer", "bottom_mlp", "top_mlp", "alpha", "default_steps",
+               "tables"} | _BAG_KEYS
+_TABLE_KEYS = {"name", "rows", "dim", "dtype", "lookups", "alpha", "count"} | _BAG_KEYS
 
 
 @dataclass(frozen=True)
 class Lookups:
     """Bag size (lookups per sample) distribution of one table.
 
-    A fixed bag size ``k`` is ``Lookups(values=(k,), probs=(1.0,))``.
+    A fixed bag size ``k`` is ``Lookups(values=(k,), probs=(1.0,))``; with
+    ``uniform=True`` (``pooling = "random"``) every bag's size is drawn
+    uniformly from ``1 .. values[0]``.
     """
 
     values: tuple[int, ...]
     probs: tuple[float, ...]
+    uniform: bool = False
 
     @property
     def fixed(self) -> bool:
-        return len(self.values) == 1
+        return len(self.values) == 1 and not self.uniform
 
     @property
     def max(self) -> int:
@@ -109,10 +138,13 @@ class Lookups:
 
     @property
     def mean(self) -> float:
+        """Mean bag size as drawn (before ``unique_in_bag`` removes repeats)."""
+        if self.uniform:
+            return (1 + self.values[0]) / 2
         return sum(v * p for v, p in zip(self.values, self.probs, strict=True))
 
     def to_toml_value(self) -> Any:
-        if self.fixed:
+        if len(self.values) == 1:  # a fixed size, or the largest of random pooling (its key says which)
             return self.values[0]
         return {"values": list(self.values), "probs": list(self.probs)}
 
@@ -127,6 +159,25 @@ class TableSpec:
     dtype: str
     lookups: Lookups
     alpha: float
+    distribution: str = "zipf"
+    unique_in_bag: bool = False
+
+    @property
+    def pooling(self) -> str:
+        """``random`` (bag size uniform in ``1 .. lookups``) or ``fixed``."""
+        return "random" if self.lookups.uniform else "fixed"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The table as TOML keys; the index keys only when not the default (older files stay byte-equal)."""
+        d = {"name": self.name, "rows": self.rows, "dim": self.dim, "dtype": self.dtype,
+             "lookups": self.lookups.to_toml_value(), "alpha": self.alpha}
+        if self.distribution != "zipf":
+            d["distribution"] = self.distribution
+        if self.lookups.uniform:
+            d["pooling"] = "random"
+        if self.unique_in_bag:
+            d["unique_in_bag"] = True
+        return d
 
     @property
     def row_bytes(self) -> int:
@@ -226,10 +277,7 @@ class ModelSpec:
         d.pop("source")
         d["bottom_mlp"] = list(self.bottom_mlp)
         d["top_mlp"] = list(self.top_mlp)
-        d["tables"] = [
-            {"name": t.name, "rows": t.rows, "dim": t.dim, "dtype": t.dtype, "lookups": t.lookups.to_toml_value(), "alpha": t.alpha}
-            for t in self.tables
-        ]
+        d["tables"] = [t.to_dict() for t in self.tables]
         return d
 
 
@@ -289,7 +337,34 @@ def _parse_lookups(value: Any, key: str, errors: list[str]) -> Lookups:
     return Lookups((1,), (1.0,))
 
 
-def _tables_from_entry(t: Any, i: int, alpha: float, errors: list[str]) -> list[TableSpec]:
+def _bag_options(src: dict, prefix: str, defaults: tuple[str, str, bool], errors: list[str]) -> tuple[str, str, bool]:
+    """``(distribution, pooling, unique_in_bag)`` of a model or table entry, ``defaults`` where absent."""
+    distribution = src.get("distribution", defaults[0])
+    if distribution not in DISTRIBUTIONS:
+        errors.append(f"{prefix}distribution: must be one of {', '.join(DISTRIBUTIONS)}, got {distribution!r}")
+        distribution = defaults[0]
+    pooling = src.get("pooling", defaults[1])
+    if pooling not in POOLINGS:
+        errors.append(f"{prefix}pooling: must be one of {', '.join(POOLINGS)}, got {pooling!r}")
+        pooling = defaults[1]
+    unique = src.get("unique_in_bag", defaults[2])
+    if not isinstance(unique, bool):
+        errors.append(f"{prefix}unique_in_bag: must be true or false, got {unique!r}")
+        unique = defaults[2]
+    return distribution, pooling, unique
+
+
+def _random_pooling(lookups: Lookups, rows: int, key: str, errors: list[str]) -> Lookups:
+    """``pooling = "random"``: bag sizes uniform in ``1 .. min(L, rows)`` (DLRM caps at the table's rows)."""
+    if not lookups.fixed:
+        errors.append(f"{key}.lookups: pooling = \"random\" needs an integer (the largest bag), "
+                      f"got a distribution")
+        return lookups
+    return Lookups((min(lookups.values[0], rows),), (1.0,), uniform=True)
+
+
+def _tables_from_entry(t: Any, i: int, alpha: float, errors: list[str],
+                       bag_defaults: tuple[str, str, bool] = ("zipf", "fixed", False)) -> list[TableSpec]:
     """The tables of one ``[[tables]]`` entry (``count`` copies); problems are appended to ``errors``."""
     key = f"tables[{i}]"
     if not isinstance(t, dict):
@@ -325,8 +400,11 @@ def _tables_from_entry(t: Any, i: int, alpha: float, errors: list[str]) -> list[
     if not _is_int(count) or not 1 <= count <= MAX_COUNT:
         errors.append(f"{key}.count: must be an integer in [1, {MAX_COUNT}], got {count!r}")
         count = 1
+    distribution, pooling, unique = _bag_options(t, f"{key}.", bag_defaults, errors)
+    if pooling == "random":
+        lookups = _random_pooling(lookups, rows, key, errors)
     names = [tname] if count == 1 else [f"{tname}_{j}" for j in range(count)]
-    return [TableSpec(n, rows, dim, dtype, lookups, float(talpha)) for n in names]
+    return [TableSpec(n, rows, dim, dtype, lookups, float(talpha), distribution, unique) for n in names]
 
 
 def spec_from_dict(data: dict[str, Any], *, where: str = "spec", default_name: str = "custom") -> ModelSpec:
@@ -377,8 +455,9 @@ def spec_from_dict(data: dict[str, Any], *, where: str = "spec", default_name: s
     if not isinstance(raw_tables, list) or not raw_tables:
         errors.append("tables: need at least one [[tables]] entry")
         raw_tables = []
+    bag_defaults = _bag_options(data, "", ("zipf", "fixed", False), errors)
     for i, t in enumerate(raw_tables):
-        tables += _tables_from_entry(t, i, alpha, errors)
+        tables += _tables_from_entry(t, i, alpha, errors, bag_defaults)
 
     seen: set[str] = set()
     for t in tables:

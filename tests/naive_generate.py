@@ -96,30 +96,66 @@ def naive_scramble_params(seed: int, table: int, n: int) -> tuple[int, int]:
 BLOCK = 4096  # lookups per random stream, as swaptrace._kernels.generate.BLOCK
 
 
+def naive_bag_sizes(spec: ModelSpec, seed: int, step: int, t: int) -> list[int]:
+    """Each sample's drawn bag size for one (step, table): fixed, from the distribution, or uniform in 1..L."""
+    table = spec.tables[t]
+    values, probs = table.lookups.values, table.lookups.probs
+    if len(values) == 1 and not table.lookups.uniform:
+        return [values[0]] * spec.batch_size
+    st = NaiveStream(seed, step, t, 0)
+    sizes = []
+    for _ in range(spec.batch_size):
+        u = st.uniform()
+        if table.lookups.uniform:
+            sizes.append(1 + math.floor(u * values[0]))  # u < 1: one of 1 .. L, each with probability 1/L
+            continue
+        cdf = list(np.cumsum(probs))
+        j = 0
+        while j < len(values) - 1 and u >= cdf[j]:
+            j += 1
+        sizes.append(values[j])
+    return sizes
+
+
 def naive_fresh(spec: ModelSpec, seed: int, step: int, t: int, scatter: bool) -> list[int]:
     """Fresh row ids of one (step, table), in bag order."""
     table = spec.tables[t]
-    values, probs = table.lookups.values, table.lookups.probs
-    if len(values) == 1:
-        total = spec.batch_size * values[0]
-    else:
-        st = NaiveStream(seed, step, t, 0)
-        cdf = list(np.cumsum(probs))
-        total = 0
-        for _ in range(spec.batch_size):
-            u = st.uniform()
-            j = 0
-            while j < len(values) - 1 and u >= cdf[j]:
-                j += 1
-            total += values[j]
+    total = sum(naive_bag_sizes(spec, seed, step, t))
     a, b = naive_scramble_params(seed, t, table.rows)
     rows = []
     for i in range(total):
         if i % BLOCK == 0:
             st = NaiveStream(seed, step, t, 1 + 2 * (i // BLOCK))
-        k = naive_zipf_draw(st, table.rows, table.alpha)
+        if table.distribution == "uniform":
+            k = 1 + math.floor(st.uniform() * table.rows)
+        else:
+            k = naive_zipf_draw(st, table.rows, table.alpha)
         rows.append((a * (k - 1) + b) % table.rows if scatter else k - 1)
     return rows
+
+
+def naive_step_bags(spec: ModelSpec, seed: int, step: int, scatter: bool = True,
+                    reuse: float = 0.0) -> list[list[list[int]]]:
+    """One step's bags: per table, per sample, the row ids looked up (after reuse and in-bag de-duplication)."""
+    out = []
+    for t, table in enumerate(spec.tables):
+        rows = naive_fresh(spec, seed, step, t, scatter)
+        if reuse > 0 and step > 0:
+            prev = naive_fresh(spec, seed, step - 1, t, scatter)
+            mixed = []
+            for i, v in enumerate(rows):
+                if i % BLOCK == 0:
+                    st = NaiveStream(seed, step, t, 2 + 2 * (i // BLOCK))
+                u = st.uniform()
+                mixed.append(prev[i] if (u < reuse and i < len(prev)) else v)
+            rows = mixed
+        bags, start = [], 0
+        for size in naive_bag_sizes(spec, seed, step, t):
+            bag = rows[start:start + size]
+            start += size
+            bags.append(sorted(set(bag)) if table.unique_in_bag else bag)
+        out.append(bags)
+    return out
 
 
 def naive_generate(spec: ModelSpec | str, *, steps: int, seed: int = 0, first_step: int = 0, page_bytes: int = 4096,
@@ -149,22 +185,9 @@ def naive_generate(spec: ModelSpec | str, *, steps: int, seed: int = 0, first_st
         for p in range(r.first_page, r.first_page + r.pages):
             touch(step, p * page_bytes, page_bytes, write, region)
 
-    n_tables = len(spec.tables)
     for step in range(first_step, first_step + steps):
         seen.clear()
-        index_lists = []
-        for t in range(n_tables):
-            fresh = naive_fresh(spec, seed, step, t, scatter)
-            if reuse > 0 and step > 0:
-                prev = naive_fresh(spec, seed, step - 1, t, scatter)
-                mixed = []
-                for i, v in enumerate(fresh):
-                    if i % BLOCK == 0:
-                        st = NaiveStream(seed, step, t, 2 + 2 * (i // BLOCK))
-                    u = st.uniform()
-                    mixed.append(prev[i] if (u < reuse and i < len(prev)) else v)
-                fresh = mixed
-            index_lists.append(fresh)
+        index_lists = [[r for bag in bags for r in bag] for bags in naive_step_bags(spec, seed, step, scatter, reuse)]
         # forward
         for t, rows in enumerate(index_lists):
             rb = spec.tables[t].row_bytes

@@ -73,6 +73,19 @@ def _rows():
     add("generate --spec not-toml", "generate", "--spec", "{badtoml}", "-o", OUT + "/g.parquet")
     add("generate unknown option", *gen, "--bogus", "1")
 
+    # -- train (every row is refused before torch is needed or a step runs) -----------------------------
+    train = ["train", "--preset", "tiny"]
+    for opt, bad in (("--steps", ["abc", "", "-1", "0", "1e12", "99999999999999999999", "nan"]),
+                     ("--seed", ["abc", "", "-1", "1e30", "99999999999999999999999"]),
+                     ("--threads", ["abc", "", "0", "-2", "1e9", "99999999999999999999"])):
+        for v in bad:
+            add(f"train {opt} {v or 'empty'}", *train, opt, v)
+    add("train --preset unknown", "train", "--preset", "nope")
+    add("train --preset and --spec", "train", "--preset", "tiny", "--spec", "{spec_dim}")
+    for key, _ in _SPEC_ROWS:
+        add(f"train --spec {key}", "train", "--spec", "{spec_" + key + "}")
+    add("train unknown option", *train, "--bogus", "1")
+
     # -- inspect -----------------------------------------------------------------------------------
     for cid, p in _trace_files():
         if cid != "corrupt-pages":  # inspect reads the metadata only
@@ -444,6 +457,14 @@ _SPEC_ROWS = [
     ("lookups-per-step", _SPEC_BASE.format(batch=4000000) + "dim = 4\nlookups = 60000\n"),
     ("dtype", _SPEC_BASE.format(batch=4) + 'dim = 4\ndtype = "float128"\n'),
     ("unknown-key", _SPEC_BASE.format(batch=4) + "dim = 4\nbogus = 1\n"),
+    ("distribution", _SPEC_BASE.format(batch=4) + 'dim = 4\ndistribution = "gaussian"\n'),
+    ("pooling", _SPEC_BASE.format(batch=4) + 'dim = 4\npooling = "sometimes"\n'),
+    ("unique-in-bag", _SPEC_BASE.format(batch=4) + 'dim = 4\nunique_in_bag = "yes"\n'),
+    ("pooling-random-distribution", _SPEC_BASE.format(batch=4)
+     + 'dim = 4\npooling = "random"\nlookups = { values = [1, 2], probs = [0.5, 0.5] }\n'),
+    ("pooling-random-huge", _SPEC_BASE.format(batch=4) + 'dim = 4\npooling = "random"\nlookups = 1000000000000\n'),
+    ("model-distribution", _SPEC_BASE.format(batch=4).replace("\n\n[[tables]]", '\ndistribution = 1\n\n[[tables]]')
+     + "dim = 4\n"),
     ("no-tables", 'name = "x"\nbatch_size = 4\nbottom_mlp = [4, 4]\ntop_mlp = [4]\n'),
 ]
 

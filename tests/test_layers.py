@@ -34,7 +34,7 @@ LAYERS = (
                           "swaptrace.runtime_fit")),
     (30, "stages", ("swaptrace.generate", "swaptrace.pagecache", "swaptrace.mrc", "swaptrace.export",
                     "swaptrace.compare", "swaptrace.ssd", "swaptrace.fio", "swaptrace.capture",
-                    "swaptrace.blockdev", "swaptrace.designs")),
+                    "swaptrace.blockdev", "swaptrace.designs", "swaptrace.indices", "swaptrace.workloads")),
     (10, "foundation", ("swaptrace.errors", "swaptrace.units", "swaptrace.traceio", "swaptrace.spec",
                         "swaptrace.layout", "swaptrace.zipf", "swaptrace.filenames", "swaptrace.process", "swaptrace")),
     (0, "kernels", ("swaptrace._kernels",)),

@@ -1,9 +1,11 @@
 """Generator kernels: draw a batch of steps' embedding indices, then emit page accesses.
 
-``_draw`` fills, for every (step, table) of a batch of steps, the row ids of
-all lookups (table-major, bag order) and the sorted unique rows; blocks of
-:data:`BLOCK` lookups have their own random streams and are independent, so
-it runs them with ``prange``, each writing its own slice.
+``_draw`` fills, for every (step, table) of a batch of steps, each sample's
+bag size, the row ids of all lookups (table-major, bag order; bounded-Zipf or
+uniform ranks; repeats within a bag dropped for ``unique_in_bag`` tables) and
+the sorted unique rows; blocks of :data:`BLOCK` lookups have their own random
+streams and are independent, so it runs them with ``prange``, each writing
+its own slice.
 ``_emit`` turns them into page accesses in program order; it is resumable:
 it stops when the output buffer is full and records where in ``cursor``.
 The pure-Python twin is ``tests/naive_generate.py``.
@@ -27,19 +29,64 @@ PHASE_FORWARD, PHASE_MLP_READ, PHASE_SCRATCH, PHASE_BACKWARD, PHASE_MLP_WRITE, P
 
 
 @jit
-def _bag_total(seed, step, t, batch, bag_vals, bag_cdf, bag_lo, bag_hi):
-    """Lookups of one (step, table): batch x a fixed bag size, or a bag size drawn per sample."""
-    if bag_hi - bag_lo == 1:
+def _bag_sizes(seed, step, t, batch, bag_vals, bag_cdf, bag_lo, bag_hi, pool_uniform, sizes):
+    """Bag sizes of one (step, table) into ``sizes`` (one per sample); returns their sum.
+
+    A fixed size, a size drawn per sample from the table's distribution, or
+    (``pool_uniform``) a size uniform in ``1 .. bag_vals[bag_lo]``; draws come
+    from the (step, table)'s lane :data:`LANE_BAGS`.
+    """
+    if bag_hi - bag_lo == 1 and not pool_uniform:
+        for b in range(batch):
+            sizes[b] = bag_vals[bag_lo]
         return batch * bag_vals[bag_lo]
     state = _stream(np.uint64(seed), np.uint64(step), np.uint64(t), np.uint64(LANE_BAGS))
     total = 0
-    for _ in range(batch):
+    for b in range(batch):
         u, state = _uniform(state)
-        j = bag_lo
-        while j < bag_hi - 1 and u >= bag_cdf[j]:
-            j += 1
-        total += bag_vals[j]
+        if pool_uniform:
+            size = 1 + np.int64(u * bag_vals[bag_lo])
+        else:
+            j = bag_lo
+            while j < bag_hi - 1 and u >= bag_cdf[j]:
+                j += 1
+            size = bag_vals[j]
+        sizes[b] = size
+        total += size
     return total
+
+
+@jit
+def _unique_bags(vals, sizes):
+    """Sort each bag of ``vals`` (bag b holds ``sizes[b]`` values, back to back) and drop repeats, in place.
+
+    The bags are compacted to the front of ``vals`` and ``sizes`` updated;
+    returns the values kept.
+    """
+    read = 0
+    write = 0
+    for b in range(sizes.shape[0]):
+        m = sizes[b]
+        bag = vals[read:read + m]
+        if m <= 32:  # insertion sort: no allocation for the small bags of most models
+            for i in range(1, m):
+                v = bag[i]
+                j = i - 1
+                while j >= 0 and bag[j] > v:
+                    bag[j + 1] = bag[j]
+                    j -= 1
+                bag[j + 1] = v
+        else:
+            bag.sort()
+        kept = 0
+        for i in range(m):
+            if i == 0 or bag[i] != bag[i - 1]:
+                vals[write + kept] = bag[i]  # write + kept <= read + i: never overwrites an unread value
+                kept += 1
+        sizes[b] = kept
+        read += m
+        write += kept
+    return write
 
 
 @jit
@@ -98,23 +145,27 @@ def _bit_index(x):
 
 
 @jit_parallel
-def _draw(seed, step0, nsteps, batch, n_rows, zs, zh_x1, zh_n, zbig_s, sa, sb, scatter,
-          bag_vals, bag_cdf, bag_off, tbl_off, stride, reuse, prev_fresh, prev_lens, have_prev,
-          fresh, idx, uniq, lens, ulens):
+def _draw(seed, step0, nsteps, batch, n_rows, zs, zh_x1, zh_n, zbig_s, sa, sb, scatter, dist_uniform,
+          bag_vals, bag_cdf, bag_off, pool_uniform, bag_unique, tbl_off, stride, reuse, prev_fresh, prev_drawn,
+          have_prev, fresh_only, fresh, idx, uniq, drawn, lens, ulens, bag_lens):
     """Indices of steps [step0, step0 + nsteps) for every table (see module docstring).
 
-    ``fresh``/``idx``/``uniq`` hold slot ``si * stride + tbl_off[t]`` per (step, table).
-    With ``reuse > 0``, ``idx`` differs from ``fresh``: position i of a step takes
-    the previous step's fresh index at i with probability ``reuse``.
+    ``fresh``/``idx``/``uniq`` hold slot ``si * stride + tbl_off[t]`` per (step, table),
+    ``bag_lens`` slot ``(si * n_tables + t) * batch`` (each sample's bag size).
+    ``drawn`` gets the lookups drawn, ``lens`` those kept after ``bag_unique``
+    tables drop repeats within a bag. With ``reuse > 0``, ``idx`` differs from
+    ``fresh``: position i of a step takes the previous step's fresh index at i
+    with probability ``reuse``. ``fresh_only`` stops after the fresh draws.
     """
     n_tables = n_rows.shape[0]
     units = nsteps * n_tables
     for u in prange(units):
-        lens[u] = _bag_total(seed, step0 + u // n_tables, u % n_tables, batch, bag_vals, bag_cdf,
-                             bag_off[u % n_tables], bag_off[u % n_tables + 1])
+        t = u % n_tables
+        drawn[u] = _bag_sizes(seed, step0 + u // n_tables, t, batch, bag_vals, bag_cdf, bag_off[t],
+                              bag_off[t + 1], pool_uniform[t], bag_lens[u * batch:(u + 1) * batch])
     first_block = np.zeros(units + 1, dtype=np.int64)
     for u in range(units):
-        first_block[u + 1] = first_block[u] + (lens[u] + BLOCK - 1) // BLOCK
+        first_block[u + 1] = first_block[u] + (drawn[u] + BLOCK - 1) // BLOCK
     n_blocks = first_block[units]
     block_unit = np.empty(n_blocks, dtype=np.int64)
     for u in range(units):
@@ -127,45 +178,64 @@ def _draw(seed, step0, nsteps, batch, n_rows, zs, zh_x1, zh_n, zbig_s, sa, sb, s
         b = j - first_block[u]
         base = si * stride + tbl_off[t]
         lo = b * BLOCK
-        hi = min(lens[u], lo + BLOCK)
+        hi = min(drawn[u], lo + BLOCK)
         n = n_rows[t]
         state = _stream(np.uint64(seed), np.uint64(step0 + si), np.uint64(t), np.uint64(1 + 2 * b))
         for i in range(lo, hi):
-            k, state = _zipf_draw(state, n, zs[t], zh_x1[t], zh_n[t], zbig_s[t])
+            if dist_uniform[t]:
+                x, state = _uniform(state)
+                k = 1 + np.int64(x * n)  # x < 1, so k <= n
+            else:
+                k, state = _zipf_draw(state, n, zs[t], zh_x1[t], zh_n[t], zbig_s[t])
             if scatter:
                 fresh[base + i] = (sa[t] * (k - 1) + sb[t]) % n
             else:
                 fresh[base + i] = k - 1
+    if fresh_only:
+        return
     if reuse > 0.0:
-        for j in prange(n_blocks):
-            u = block_unit[j]
-            si = u // n_tables
-            t = u % n_tables
-            b = j - first_block[u]
-            step = step0 + si
-            base = si * stride + tbl_off[t]
-            if si > 0:
-                plen = lens[u - n_tables]
-                pbase = (si - 1) * stride + tbl_off[t]
-                pvalid = True
-                psrc = fresh
-            else:
-                plen = prev_lens[t]
-                pbase = tbl_off[t]
-                pvalid = have_prev
-                psrc = prev_fresh
-            if step == 0:
-                pvalid = False
-            state = _stream(np.uint64(seed), np.uint64(step), np.uint64(t), np.uint64(2 + 2 * b))
-            for i in range(b * BLOCK, min(lens[u], (b + 1) * BLOCK)):
-                x, state = _uniform(state)
-                if pvalid and x < reuse and i < plen:
-                    idx[base + i] = psrc[pbase + i]
-                else:
-                    idx[base + i] = fresh[base + i]
+        _mix_reuse(seed, step0, n_tables, first_block, block_unit, tbl_off, stride, reuse, prev_fresh, prev_drawn,
+                   have_prev, fresh, idx, drawn)
     for u in prange(units):
-        lo = (u // n_tables) * stride + tbl_off[u % n_tables]
-        ulens[u] = _unique_sorted(idx[lo:lo + lens[u]], uniq[lo:lo + lens[u]], n_rows[u % n_tables])
+        t = u % n_tables
+        lo = (u // n_tables) * stride + tbl_off[t]
+        if bag_unique[t]:
+            lens[u] = _unique_bags(idx[lo:lo + drawn[u]], bag_lens[u * batch:(u + 1) * batch])
+        else:
+            lens[u] = drawn[u]
+        ulens[u] = _unique_sorted(idx[lo:lo + lens[u]], uniq[lo:lo + lens[u]], n_rows[t])
+
+
+@jit_parallel
+def _mix_reuse(seed, step0, n_tables, first_block, block_unit, tbl_off, stride, reuse, prev_fresh, prev_drawn,
+               have_prev, fresh, idx, drawn):
+    """``idx`` from ``fresh``: each position takes the previous step's fresh index with probability ``reuse``."""
+    for j in prange(block_unit.shape[0]):
+        u = block_unit[j]
+        si = u // n_tables
+        t = u % n_tables
+        b = j - first_block[u]
+        step = step0 + si
+        base = si * stride + tbl_off[t]
+        if si > 0:
+            plen = drawn[u - n_tables]
+            pbase = (si - 1) * stride + tbl_off[t]
+            pvalid = True
+            psrc = fresh
+        else:
+            plen = prev_drawn[t]
+            pbase = tbl_off[t]
+            pvalid = have_prev
+            psrc = prev_fresh
+        if step == 0:
+            pvalid = False
+        state = _stream(np.uint64(seed), np.uint64(step), np.uint64(t), np.uint64(2 + 2 * b))
+        for i in range(b * BLOCK, min(drawn[u], (b + 1) * BLOCK)):
+            x, state = _uniform(state)
+            if pvalid and x < reuse and i < plen:
+                idx[base + i] = psrc[pbase + i]
+            else:
+                idx[base + i] = fresh[base + i]
 
 
 @jit(inline="always")  # a call per access with five array arguments costs more than the access

@@ -59,11 +59,7 @@ def command(name: str | None, page_bytes: str, show_tables: bool, as_json: bool)
     spec = load_spec(name)
     summary = preset_summary(spec, pb)
     if show_tables or as_json:
-        summary["table_list"] = [
-            {"name": t.name, "rows": t.rows, "dim": t.dim, "dtype": t.dtype, "lookups": t.lookups.to_toml_value(),
-             "alpha": t.alpha}
-            for t in spec.tables
-        ]
+        summary["table_list"] = [t.to_dict() for t in spec.tables]
     if as_json:
         echo_summary(summary, True)
         return
@@ -73,4 +69,8 @@ def command(name: str | None, page_bytes: str, show_tables: bool, as_json: bool)
     if tables:
         click.echo(f"\n{'table':<12} {'rows':>12} {'dim':>5} {'dtype':<9} {'alpha':>6}  lookups")
         for t in tables:
-            click.echo(f"{t['name']:<12} {t['rows']:>12} {t['dim']:>5} {t['dtype']:<9} {t['alpha']:>6.3g}  {t['lookups']}")
+            lookups = f"1..{t['lookups']} (random)" if t.get("pooling") == "random" else str(t["lookups"])
+            extras = [w for w, on in ((t.get("distribution"), "distribution" in t), ("unique", t.get("unique_in_bag")))
+                      if on]
+            click.echo(f"{t['name']:<12} {t['rows']:>12} {t['dim']:>5} {t['dtype']:<9} {t['alpha']:>6.3g}  {lookups}"
+                       + (f"  {', '.join(extras)}" if extras else ""))

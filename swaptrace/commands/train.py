@@ -1,0 +1,71 @@
+"""``swaptrace train``: train a DLRM in PyTorch on the lookups ``generate`` draws (a real workload to capture)."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+
+from swaptrace.commands._common import MAX_SEED, echo_summary, json_option, progress_enabled
+from swaptrace.commands._common import count as count_type
+from swaptrace.errors import ConfigError
+from swaptrace.spec import MAX_STEPS, load_spec
+from swaptrace.units import format_bytes
+
+#: the most threads the option takes (torch's own limit is the machine; this only stops typos)
+MAX_THREADS = 1 << 10
+
+
+class _Progress:
+    """One refreshed line on a terminal, at most every half second: steps, steps/s, loss."""
+
+    def __init__(self, steps: int):
+        self.steps, self.shown = steps, 0.0
+
+    def __call__(self, done: int, seconds: float, loss: float) -> None:
+        now = time.monotonic()
+        if done < self.steps and now - self.shown < 0.5:
+            return
+        self.shown = now
+        rate = done / seconds if seconds > 0 else float("inf")
+        click.echo(f"\rstep {done}/{self.steps}  {rate:.2f} steps/s  loss {loss:.4f}", file=sys.stderr,
+                   nl=done == self.steps)
+
+
+@click.command("train")
+@click.option("--preset", default=None, metavar="NAME", help="Model preset (see `swaptrace presets`); default tiny.")
+@click.option("--spec", "spec_file", default=None, metavar="FILE.toml", help="Your own model spec instead of a preset.")
+@click.option("--steps", type=count_type(1, MAX_STEPS), default=None, help="Training steps (default: the spec's default_steps).")
+@click.option("--seed", type=count_type(0, MAX_SEED), default=0, show_default=True,
+              help="Seed of the lookups (as generate's), dense features, labels and initial weights.")
+@click.option("--threads", type=count_type(1, MAX_THREADS), default=None, help="Threads for torch (default: torch's).")
+@click.option("--quiet", is_flag=True, help="No progress line.")
+@json_option
+def command(preset, spec_file, steps, seed, threads, quiet, as_json) -> None:
+    """Train a DLRM in PyTorch on exactly the lookups `generate` draws for the same spec and seed.
+
+    EmbeddingBag tables (sum, sparse gradients), the spec's bottom and top
+    MLPs, DLRM's dot interaction, BCE loss and the spec's optimizer; each
+    step is marked for `swaptrace capture`. Needs the torch extra.
+
+    \b
+    Examples:
+      swaptrace train --preset tiny --steps 20
+      swaptrace train --spec analysis/real_specs/kaggle-tenth-d16-sgd-zipf.toml --steps 30 --json
+      sudo swaptrace capture --memory 1GiB -o run.swapio.parquet -- swaptrace train --spec my.toml --steps 50
+    """
+    from swaptrace.workloads.torch_dlrm import check_trainable, require_torch, train
+
+    if preset is not None and spec_file is not None:
+        raise ConfigError("give either --preset or --spec, not both")
+    require_torch()
+    spec = check_trainable(load_spec(spec_file if spec_file is not None else (preset or "tiny")))
+    n_steps = spec.default_steps if steps is None else steps
+    show = not quiet and progress_enabled()
+    result = train(spec, steps=n_steps, seed=seed, threads=threads, progress=_Progress(n_steps) if show else None)
+    summary = result.to_dict()
+    if not as_json:
+        summary = {**summary, "table_bytes": f"{format_bytes(result.table_bytes)} ({result.table_bytes} B)",
+                   "peak_rss_bytes": f"{format_bytes(result.peak_rss_bytes)} ({result.peak_rss_bytes} B)"}
+    echo_summary(summary, as_json)

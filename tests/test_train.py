@@ -1,0 +1,212 @@
+"""``swaptrace train``: a real PyTorch DLRM fed exactly the lookups ``generate`` draws.
+
+Tests that need torch skip with the reason when it is missing (``pip install 'swaptrace[torch]'``);
+the missing-torch message itself is tested without it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+import numpy as np
+import pytest
+from cli_helpers import run_cli, the_error
+
+from swaptrace.generate import generate_arrays
+from swaptrace.layout import build_layout
+from swaptrace.spec import spec_from_dict
+
+try:
+    import torch
+except ImportError:  # the extra is optional
+    torch = None
+
+needs_torch = pytest.mark.skipif(torch is None, reason="needs PyTorch: pip install 'swaptrace[torch]'")
+
+
+def small_spec(optimizer="sgd", dim=8, **first_table):
+    """Three small tables; the first with the given keys (dim = the bottom MLP's output, as DLRM needs)."""
+    tables = [{"name": "a", "rows": 50, "dim": dim, "lookups": 2, **first_table},
+              {"name": "b", "rows": 3000, "dim": dim, "lookups": {"values": [0, 1, 3], "probs": [0.2, 0.5, 0.3]}},
+              {"name": "c", "rows": 7, "dim": dim, "lookups": 1}]
+    return spec_from_dict({"name": "small", "batch_size": 16, "optimizer": optimizer, "bottom_mlp": [5, 12, dim],
+                           "top_mlp": [6, 1], "tables": tables})
+
+
+@needs_torch
+@pytest.mark.parametrize("optimizer", ["sgd", "adagrad"])
+def test_three_steps_train(optimizer):
+    from swaptrace.workloads.torch_dlrm import train
+
+    result = train(small_spec(optimizer), steps=3, seed=1)
+    assert result.steps == 3 and math.isfinite(result.loss_first) and math.isfinite(result.loss_last)
+    # random 0/1 labels: the first loss is near ln 2 for a freshly initialised model (logits near 0)
+    assert 0.3 < result.loss_first < 1.5
+    assert result.table_bytes == 4 * 8 * (50 + 3000 + 7)
+
+
+def _one_step(spec, seed=0):
+    from swaptrace.indices import iter_bags
+    from swaptrace.workloads.torch_dlrm import build_model, build_optimizers, step_inputs, train_step
+
+    model = build_model(spec, seed)
+    optimizers = build_optimizers(model, spec.optimizer)
+    lookups = next(iter_bags(spec, steps=1, seed=seed))
+    dense, labels = step_inputs(spec, seed, 0)
+    bags = [(torch.from_numpy(i), torch.from_numpy(o)) for i, o in lookups.bags]
+    before = [t.weight.detach().clone() for t in model["tables"]]
+    train_step(model, optimizers, torch.from_numpy(dense), bags, torch.from_numpy(labels))
+    return model, optimizers, lookups, before
+
+
+@needs_torch
+@pytest.mark.parametrize("optimizer", ["sgd", "adagrad", "rowwise-adagrad", "adam"])
+def test_sparse_gradients_and_optimizer_state(optimizer):
+    spec = small_spec(optimizer)
+    model, optimizers, lookups, before = _one_step(spec)
+    for table, spec_table, (indices, _), old in zip(model["tables"], spec.tables, lookups.bags, before, strict=True):
+        assert table.weight.grad.is_sparse
+        touched = np.unique(indices)
+        assert set(table.weight.grad.coalesce().indices()[0].tolist()) == set(touched.tolist())
+        changed = np.flatnonzero((table.weight.detach() != old).any(dim=1).numpy())
+        assert set(changed.tolist()) <= set(touched.tolist())  # rows not looked up stay as they were
+        del spec_table
+    tables = list(model["tables"].parameters())
+    if optimizer == "sgd":
+        (opt,) = optimizers
+        assert type(opt).__name__ == "SGD" and not any(opt.state[p] for p in tables)
+    elif optimizer == "adagrad":
+        (opt,) = optimizers
+        assert all(opt.state[p]["sum"].shape == p.shape for p in tables)  # rows x dim per table
+    elif optimizer == "rowwise-adagrad":
+        rowwise, dense = optimizers
+        assert [s.shape for s in rowwise.state] == [(t.rows,) for t in spec.tables]  # one value per row
+        assert type(dense).__name__ == "Adagrad"
+    else:
+        sparse, dense = optimizers
+        assert type(sparse).__name__ == "SparseAdam" and type(dense).__name__ == "Adam"
+        touched = [p for p, (ix, _) in zip(tables, lookups.bags, strict=True) if len(ix)]
+        assert all(sparse.state[p]["exp_avg"].shape == p.shape and sparse.state[p]["exp_avg_sq"].shape == p.shape
+                   for p in touched)
+
+
+@needs_torch
+def test_rowwise_adagrad_update_by_hand():
+    """One update of a single row: s = mean(g^2); w -= lr g / (sqrt(s) + eps), duplicate rows summed first."""
+    from swaptrace.workloads.torch_dlrm import RowWiseAdagrad
+
+    w = torch.nn.Parameter(torch.ones(4, 2))
+    w.grad = torch.sparse_coo_tensor([[1, 1, 3]], torch.tensor([[1.0, 2.0], [1.0, 0.0], [0.0, 3.0]]), (4, 2))
+    opt = RowWiseAdagrad([w], lr=0.5, eps=0.0)
+    opt.step()
+    g1, g3 = np.array([2.0, 2.0]), np.array([0.0, 3.0])
+    want = np.ones((4, 2))
+    want[1] -= 0.5 * g1 / math.sqrt(np.mean(g1 ** 2))
+    want[3] -= 0.5 * g3 / math.sqrt(np.mean(g3 ** 2))
+    np.testing.assert_allclose(w.detach().numpy(), want, rtol=1e-6)
+    np.testing.assert_allclose(opt.state[0].numpy(), [0, 4, 0, 4.5], rtol=1e-6)
+
+
+@needs_torch
+def test_marks_are_written_in_order(tmp_path, monkeypatch):
+    from swaptrace import markers
+    from swaptrace.workloads.torch_dlrm import train
+
+    marker = tmp_path / "marker"
+    marker.write_text("")
+    monkeypatch.setenv(markers.MARKER_ENV, str(marker))
+    try:
+        train(small_spec(), steps=3, seed=0)
+    finally:
+        if markers._state["fd"] is not None:  # the test's file goes away: close the cached descriptor
+            import os
+
+            os.close(markers._state["fd"])
+            markers._state.update(fd=None, path=None)
+    assert marker.read_text().splitlines() == ["swaptrace step 0", "swaptrace step 1", "swaptrace step 2",
+                                               "swaptrace end"]
+
+
+def _row_pages(layout, t, rows):
+    """Pages of each row of table t in lookup order (a row straddling a page boundary gives both), per layout."""
+    first, size, shift = int(layout.table_first_byte[t]), int(layout.table_row_bytes[t]), layout.page_shift
+    return [p for r in rows for p in range((first + int(r) * size) >> shift, ((first + (int(r) + 1) * size - 1) >> shift) + 1)]
+
+
+@needs_torch
+def test_train_reads_the_rows_generate_traces():
+    """Per step and table, the forward reads of the trace are the pages of the rows train feeds, in order;
+    and every table page the step touches (backward too) is one of those rows' pages."""
+    from swaptrace.workloads.torch_dlrm import train
+
+    # dim 100: 400-byte rows straddle 4 KiB pages; uniform rows, random pooling and unique bags on table a
+    spec = small_spec("rowwise-adagrad", dim=100, distribution="uniform", pooling="random", lookups=9,
+                      unique_in_bag=True)
+    fed: dict[int, list] = {}
+    train(spec, steps=3, seed=9, observe=lambda step, bags: fed.__setitem__(step, [i.numpy().copy() for i, _ in bags]))
+    trace = generate_arrays(spec, steps=3, seed=9)
+    layout = build_layout(spec)
+    assert sorted(fed) == [0, 1, 2]
+    for step, rows in fed.items():
+        at = trace["step"] == step
+        for t, table_rows in enumerate(rows):
+            mine = at & (trace["region"] == layout.table_region[t])
+            reads = trace["page"][mine & ~trace["write"]]
+            want = _row_pages(layout, t, table_rows)
+            # forward reads come first (one per page of each lookup), the backward's read+write of unique rows after
+            assert reads[:len(want)].tolist() == want
+            assert set(trace["page"][mine].tolist()) == set(want)
+
+
+@needs_torch
+def test_dot_interaction_equals_a_numpy_reference():
+    from swaptrace.workloads.torch_dlrm import dot_interaction
+
+    rng = np.random.default_rng(0)
+    b, d, n_tables = 3, 4, 3
+    x = rng.standard_normal((b, d)).astype(np.float32)
+    embs = [rng.standard_normal((b, d)).astype(np.float32) for _ in range(n_tables)]
+    got = dot_interaction(torch.from_numpy(x), [torch.from_numpy(e) for e in embs]).numpy()
+    vectors = [x, *embs]
+    want = np.empty((b, d + (n_tables + 1) * n_tables // 2))
+    for s in range(b):
+        row = list(x[s])
+        for i in range(len(vectors)):
+            for j in range(i):  # pairs i > j, row by row of the strict lower triangle
+                row.append(sum(float(vectors[i][s, k]) * float(vectors[j][s, k]) for k in range(d)))
+        want[s] = row
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)  # float32 sums of 4 products
+
+
+@needs_torch
+def test_cli_json_summary(tmp_path):
+    spec = tmp_path / "s.toml"
+    spec.write_text('batch_size = 8\noptimizer = "adagrad"\nbottom_mlp = [3, 4]\ntop_mlp = [2, 1]\n'
+                    '[[tables]]\nrows = 100\ndim = 4\nlookups = 3\npooling = "random"\n')
+    r = run_cli("train", "--spec", spec, "--steps", "2", "--seed", "3", "--threads", "1", "--json")
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.output)
+    assert summary["steps"] == 2 and summary["table_bytes"] == 1600 and summary["peak_rss_bytes"] > 0
+    assert summary["step_s_median"] > 0 and math.isfinite(summary["loss_last"])
+
+
+def test_missing_torch_is_one_line(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now raises ImportError
+    line = the_error(run_cli("train", "--preset", "tiny", "--steps", "1"))
+    assert "pip install 'swaptrace[torch]'" in line
+
+
+@pytest.mark.parametrize("table, top, words", [
+    ({"dim": 4}, [3, 1], "dim 4"),
+    ({"dtype": "float16"}, [3, 1], "float16"),
+    ({}, [3, 2], "top_mlp"),
+])
+def test_untrainable_specs_are_one_line(tmp_path, monkeypatch, table, top, words):
+    if torch is None:
+        monkeypatch.setitem(sys.modules, "torch", type(sys)("torch"))  # the spec check comes after the import
+    spec = tmp_path / "s.toml"
+    extra = "".join(f'{k} = {json.dumps(v)}\n' for k, v in {"dim": 8, **table}.items())
+    spec.write_text(f"batch_size = 2\nbottom_mlp = [3, 8]\ntop_mlp = {top}\n[[tables]]\nrows = 10\n{extra}")
+    assert words in the_error(run_cli("train", "--spec", spec, "--steps", "1"))
