@@ -26,6 +26,7 @@ from swaptrace.commands import (
     presets,
     report,
     run,
+    runtime_profile,
     ssd,
     sweep,
     time,
@@ -93,8 +94,8 @@ def cli() -> None:
 
 
 # in pipeline order, as ``--help`` lists them
-for _module in (presets, generate, train, inspect, emulate, mrc, export, capture, compare, ssd, fio, time, designs,
-                run, sweep, report):
+for _module in (presets, generate, train, inspect, emulate, mrc, export, capture, runtime_profile, compare, ssd, fio,
+                time, designs, run, sweep, report):
     cli.add_command(_module.command)
 
 

@@ -42,6 +42,7 @@ from swaptrace._kernels.generate import _count_segments, _emit, _emit_segments, 
 from swaptrace.errors import ConfigError
 from swaptrace.indices import DrawnSteps, IndexPlan, check_draw_options, draw_batches
 from swaptrace.layout import Layout, build_layout
+from swaptrace.process import RuntimeProfile, load_runtime_profile, process_layout, with_process
 from swaptrace.spec import ModelSpec, load_spec
 from swaptrace.traceio import DEFAULT_ROW_GROUP, TraceWriter, open_trace
 
@@ -322,7 +323,8 @@ def generate_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int 
                    first_step: int = 0, page_bytes: int = 4096, alpha: float | None = None,
                    optimizer: str | None = None, scatter: bool = True, reuse: float = 0.0,
                    dedup: str | None = None, force: bool = False,
-                   progress: Callable[[int], Any] | None = None) -> Path:
+                   progress: Callable[[int], Any] | None = None,
+                   runtime: RuntimeProfile | str | None = None) -> Path:
     """Generate an access trace of training steps and write it to Parquet.
 
     Parameters
@@ -353,6 +355,10 @@ def generate_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int 
         Overwrite an existing output.
     progress : callable, optional
         Called with the number of steps finished, as they finish.
+    runtime : RuntimeProfile or str, optional
+        Trace the whole training process, not only the model (:mod:`swaptrace.process`): the runtime's
+        memory, the start-up as step 0 (every array written) and training step k as step k + 1.
+        A shipped profile's name (``pytorch-cpu``) or a TOML file.
 
     Returns
     -------
@@ -361,7 +367,7 @@ def generate_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int 
     """
     path, _seen = _write_trace(spec, out, steps=steps, seed=seed, first_step=first_step, page_bytes=page_bytes,
                                alpha=alpha, optimizer=optimizer, scatter=scatter, reuse=reuse, dedup=dedup,
-                               force=force, progress=progress)
+                               force=force, progress=progress, runtime=runtime)
     return path
 
 
@@ -404,7 +410,8 @@ def _write_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int | 
                  first_step: int = 0, page_bytes: int = 4096, alpha: float | None = None,
                  optimizer: str | None = None, scatter: bool = True, reuse: float = 0.0,
                  dedup: str | None = None, force: bool = False,
-                 progress: Callable[[int], Any] | None = None) -> tuple[Path, np.ndarray]:
+                 progress: Callable[[int], Any] | None = None,
+                 runtime: RuntimeProfile | str | None = None) -> tuple[Path, np.ndarray]:
     """:func:`generate_trace`'s body; also returns the per-page touched flags (uint8, one per page)."""
     if not isinstance(spec, ModelSpec):
         spec = load_spec(spec)
@@ -416,12 +423,14 @@ def _write_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int | 
     meta = _access_meta(spec, layout, steps=steps, seed=seed, first_step=first_step, page_bytes=page_bytes,
                         alpha=alpha, scatter=scatter, reuse=reuse, dedup=dedup)
     seen = np.zeros(max(layout.footprint_pages, 2), dtype=np.uint8)
-    region_counts = np.zeros(len(layout.regions), dtype=np.int64)
+    chunks = _chunks(plan, steps, first_step, reuse, dedup == "step", DEFAULT_ROW_GROUP, seen, progress)
+    if runtime is not None:
+        chunks, extra_pages = _as_process(meta, spec, chunks, runtime, first_step)
+    region_counts = np.zeros(len(meta["regions"]), dtype=np.int64)
     writes = 0
     with TraceWriter(out, "access", meta, force=force) as writer:
         with _BackgroundWriter(writer) as background:
-            for st, pg, wr, rg in _chunks(plan, steps, first_step, reuse, dedup == "step", DEFAULT_ROW_GROUP, seen,
-                                          progress):
+            for st, pg, wr, rg in chunks:
                 background.write(step=st.copy(), page=pg.copy(), write=wr.copy(), region=rg.copy())
                 writes += int(np.count_nonzero(wr))
                 region_counts += np.bincount(rg, minlength=len(region_counts))
@@ -429,7 +438,25 @@ def _write_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int | 
             "accesses": writer.rows,
             "reads": writer.rows - writes,
             "writes": writes,
-            "unique_pages": int(np.count_nonzero(seen)),
+            "unique_pages": int(np.count_nonzero(seen)) + (extra_pages if runtime is not None else 0),
             "region_accesses": region_counts.tolist(),
         }
     return writer.path, seen[:layout.footprint_pages]
+
+
+def _as_process(meta: dict[str, Any], spec: ModelSpec, chunks, runtime: RuntimeProfile | str, first_step: int):
+    """Make ``meta`` and ``chunks`` the whole process's (:mod:`swaptrace.process`): start-up as step 0.
+
+    Returns the process's chunks and the runtime's page count (every runtime page is written at start-up).
+    """
+    if first_step != 0:
+        raise ConfigError("--runtime: a process trace starts with its start-up; give it from step 0 (no --first-step)")
+    prof = runtime if isinstance(runtime, RuntimeProfile) else load_runtime_profile(runtime)
+    page_bytes = int(meta["page_bytes"])
+    regions, footprint = process_layout(meta["regions"], int(meta["footprint_pages"]), page_bytes, prof)
+    extra = footprint - int(meta["footprint_pages"])
+    meta.update(regions=regions, footprint_pages=footprint, footprint_bytes=footprint * page_bytes,
+                steps=int(meta["steps"]) + 1, step_offset=1, startup_step=0,
+                process={**prof.to_dict(), "model_footprint_pages": footprint - extra})
+    meta["params"]["runtime"] = prof.name
+    return with_process(chunks, regions, prof, spec.optimizer, page_bytes, DEFAULT_ROW_GROUP), extra

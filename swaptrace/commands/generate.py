@@ -20,6 +20,7 @@ from swaptrace.commands._common import (
 )
 from swaptrace.errors import ConfigError
 from swaptrace.generate import ROW_LAYOUTS, generate_trace
+from swaptrace.process import load_runtime_profile
 from swaptrace.spec import MAX_ALPHA, MAX_STEPS, load_spec
 from swaptrace.traceio import open_trace
 from swaptrace.units import format_bytes, parse_bytes
@@ -45,11 +46,14 @@ from swaptrace.units import format_bytes, parse_bytes
               help="Generate on a local Dask cluster of N processes; writes a dataset folder (needs the dask extra).")
 @click.option("--scheduler", type=scheduler_address(), default=None, metavar="tcp://HOST:PORT",
               help="Generate on a running Dask scheduler (default with --workers: $DASK_SCHEDULER_ADDRESS if set).")
+@click.option("--runtime", default=None, metavar="NAME|FILE.toml",
+              help="Trace the whole training process: the runtime's memory and the start-up as step 0 "
+                   "(a runtime profile: pytorch-cpu, or a file from `swaptrace runtime-profile`).")
 @click.option("--parts", type=count(1, 1 << 20), default=None, help="Step ranges (part files) of a dataset [default: 4 per worker].")
 @force_option
 @json_option
 def command(preset, spec_file, steps, seed, first_step, output, alpha, optimizer, page_bytes, scatter, row_layout,
-            reuse, dedup, workers, scheduler, parts, force, as_json) -> None:
+            reuse, dedup, workers, scheduler, parts, runtime, force, as_json) -> None:
     """Generate a page-level access trace of DLRM training steps (Parquet).
 
     \b
@@ -58,6 +62,7 @@ def command(preset, spec_file, steps, seed, first_step, output, alpha, optimizer
       swaptrace generate --spec my-model.toml --alpha 1.15 --page-bytes 2MiB -o traces/mine.access.parquet
       swaptrace generate --preset demo --row-layout packed -o traces/demo-packed.access.parquet
       swaptrace generate --preset rm2 --steps 2000 --workers 2 -o traces/rm2.access.parquet   # a dataset folder
+      swaptrace generate --preset tiny --runtime pytorch-cpu -o traces/tiny-process.access.parquet
 
     With --workers or --scheduler the output is a folder of part files, one
     per step range, with the same rows as the single file; every command that
@@ -77,6 +82,10 @@ def command(preset, spec_file, steps, seed, first_step, output, alpha, optimizer
     options = dict(steps=n_steps, seed=seed, first_step=first_step, page_bytes=parse_bytes(page_bytes, "page-bytes"),
                    alpha=alpha, optimizer=optimizer, scatter=scatter, reuse=reuse,
                    dedup=None if dedup == "none" else dedup, force=force)
+    if runtime is not None:
+        if workers is not None or scheduler is not None:
+            raise ConfigError("--runtime: a process trace is written as one file (no --workers or --scheduler)")
+        options["runtime"] = load_runtime_profile(runtime)
     if parts is not None and workers is None and scheduler is None:
         raise ConfigError("--parts needs --workers or --scheduler (a dataset is written only on Dask)")
     with progressbar(max(n_steps, 0), "generating steps") as bar:

@@ -1,0 +1,82 @@
+"""``swaptrace runtime-profile``: what a captured training program holds besides its model (a runtime profile)."""
+
+from __future__ import annotations
+
+import click
+
+from swaptrace.commands._common import count, echo_summary, force_option, json_option
+from swaptrace.errors import ConfigError
+from swaptrace.spec import MAX_STEPS, load_spec
+from swaptrace.traceio import AtomicPath, open_trace
+from swaptrace.units import format_bytes
+
+#: the options of ``swaptrace train`` read back from a captured command line
+TRAIN_OPTIONS = ("--preset", "--spec", "--steps", "--seed")
+
+
+def _train_args(command: list[str] | None) -> dict[str, str]:
+    """``--preset/--spec/--steps/--seed`` of a captured ``swaptrace train`` command line (empty if it was not one)."""
+    if not command or "train" not in command:
+        return {}
+    rest = command[command.index("train") + 1:]
+    found = {}
+    for i, word in enumerate(rest[:-1]):
+        if word in TRAIN_OPTIONS:
+            found[word] = rest[i + 1]
+    return found
+
+
+@click.command("runtime-profile")
+@click.argument("capture", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False),
+              help="Runtime profile to write (TOML), for `generate --runtime FILE`.")
+@click.option("--preset", default=None, metavar="NAME", help="The model the program trained (default: read from a "
+              "captured `swaptrace train` command line).")
+@click.option("--spec", "spec_file", default=None, metavar="FILE.toml", help="The model's spec, instead of a preset.")
+@click.option("--steps", type=count(1, MAX_STEPS), default=None, help="Steps it trained (default: the marks counted).")
+@click.option("--seed", type=count(0, (1 << 64) - 1), default=None, help="Seed of its lookups (default: from the "
+              "command line, else 0).")
+@click.option("--name", default=None, help="The profile's name (default: the output's stem).")
+@force_option
+@json_option
+def command(capture, out, preset, spec_file, steps, seed, name, force, as_json):
+    """Derive a runtime profile from a `capture -- CMD` of a training program.
+
+    The capture's unlimited run gives the program's memory at the end of
+    start-up, its peak while training and what it referenced while training;
+    the model's share of each is known from its spec, so the rest is the
+    runtime's: its resident set, the part it keeps using, per-step buffers,
+    page cache and kernel memory (swaptrace/process.py). A short run suffices.
+
+    \b
+    Example:
+      sudo swaptrace capture --memory-fraction 0.9 -o short.swapio.parquet -- \\
+          swaptrace train --spec my-model.toml --steps 10
+      swaptrace runtime-profile short.swapio.parquet -o my-runtime.toml
+      swaptrace generate --spec my-model.toml --runtime my-runtime.toml -o my.access.parquet
+    """
+    from pathlib import Path
+
+    from swaptrace.process import to_toml
+    from swaptrace.runtime_fit import derive
+
+    tf = open_trace(capture, kind="swapio")
+    meta = tf.meta
+    if meta.get("source") != "kernel" or not meta.get("command"):
+        raise ConfigError(f"{capture}: not a capture of a program (capture -- CMD); a runtime profile needs one")
+    given = _train_args(meta.get("command"))
+    if preset is not None and spec_file is not None:
+        raise ConfigError("give either --preset or --spec, not both")
+    model = spec_file or preset or given.get("--spec") or given.get("--preset")
+    if model is None:
+        raise ConfigError(f"{capture}: its program was not `swaptrace train`; name its model with --preset or --spec")
+    spec = load_spec(model)
+    n_steps = steps or int(given.get("--steps", 0)) or max(int(meta.get("steps", 1)) - 1, 1)
+    n_seed = seed if seed is not None else int(given.get("--seed", 0))
+    profile, notes = derive(meta["kernel"], spec, steps=n_steps, seed=n_seed, name=name or Path(out).stem,
+                            measured_on=f"{Path(capture).name}: {' '.join(meta['command'])}")
+    with AtomicPath(out, force) as ap:
+        ap.tmp.write_text(to_toml(profile, notes))
+    summary = {"output": str(out), **{k: v for k, v in profile.to_dict().items() if k.endswith("_bytes")}}
+    echo_summary(summary, as_json, lambda s: "\n".join(
+        [f"wrote {s['output']}"] + [f"{k:<14} {format_bytes(v)}" for k, v in s.items() if k.endswith("_bytes")]))
