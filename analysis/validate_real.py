@@ -144,14 +144,17 @@ def derive_own(shape: str, run: int):
 
 
 def phase_numbers(path: Path) -> dict:
-    """Pages in/out, requests, mean sizes and write-size histogram, for start-up (step 0) and training."""
+    """Pages in/out, requests, mean sizes and write-size histogram: start-up (step 0), training, all."""
     import pyarrow.parquet as pq
     t = pq.read_table(path, columns=["step", "op", "length"])
     step = t["step"].to_numpy()
     op = np.asarray(t["op"].to_pylist(), dtype=object)
     length = t["length"].to_numpy().astype(np.int64)
     out = {}
-    for phase, sel in (("startup", step == 0), ("training", step > 0), ("all", np.ones(step.size, bool))):
+    # the last step is left out of both: a captured program's last step also holds its exit (the interpreter
+    # frees every object and so reads back what was swapped), which the trace does not model
+    last = int(step.max()) if step.size else 0
+    for phase, sel in (("startup", step == 0), ("training", (step > 0) & (step < last)), ("all", step < last)):
         r, w = sel & (op == "read"), sel & (op == "write")
         sizes, counts = np.unique(length[w], return_counts=True)
         out[phase] = {"pages_in": int(length[r].sum() // 4096), "pages_out": int(length[w].sum() // 4096),

@@ -13,7 +13,8 @@ regions after the model's; :func:`with_process` turns the model's access chunks 
 
 * **step 0 is the start-up**: stores to every runtime page (the framework is loaded first), then to
   every page the program initialises while building the model, in allocation order: tables, dense
-  weights, and optimizer state where the optimizer allocates it in its constructor;
+  weights, and optimizer state where the optimizer allocates it in its constructor; then to the
+  runtime's active part again (the training loop is set up after the model is built);
 * **training step k is step k + 1**, and begins with stores to the runtime's active pages and to the
   per-step buffers, then the model's own accesses of step k.
 
@@ -56,6 +57,8 @@ BYTE_FIELDS = {
 }
 #: the largest amount a profile may state (the same cap as every size option)
 MAX_BYTES = 1 << 60
+#: the largest write cost (the bound of ``emulate --write-cost``)
+MAX_WRITE_COST = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,11 @@ class RuntimeProfile:
     name : str
     runtime_bytes, active_bytes, step_bytes, file_bytes, kernel_bytes : int
         See :data:`BYTE_FIELDS`; ``active_bytes <= runtime_bytes``.
+    write_cost : int
+        The emulator's write cost for this runtime's processes (pages reclaim isolates in the time the
+        device writes one page, ``emulate --write-cost``); 0: the kernel profile's ensemble. A framework
+        computes between the pages it touches far longer than the capture's replayer, so the device keeps
+        up with reclaim; the shipped profile states what it was chosen on.
     measured_on : str
         The program, machine and capture the numbers were read from.
     source : str
@@ -79,6 +87,7 @@ class RuntimeProfile:
     step_bytes: int
     file_bytes: int
     kernel_bytes: int
+    write_cost: int = 0
     measured_on: str = ""
     source: str = ""
 
@@ -102,7 +111,7 @@ def list_runtime_profiles() -> list[str]:
 
 def profile_from_dict(data: dict[str, Any], where: str) -> RuntimeProfile:
     """Check a profile's fields (types, bounds, ``active <= runtime``) and build it; ConfigError names the field."""
-    known = {"name", "measured_on", *BYTE_FIELDS}
+    known = {"name", "measured_on", "write_cost", *BYTE_FIELDS}
     unknown = sorted(set(data) - known)
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
@@ -117,6 +126,11 @@ def profile_from_dict(data: dict[str, Any], where: str) -> RuntimeProfile:
     if values["active_bytes"] > values["runtime_bytes"]:
         raise ConfigError(f"{where}: active_bytes ({format_bytes(values['active_bytes'])}) is above runtime_bytes "
                           f"({format_bytes(values['runtime_bytes'])})")
+    wc = data.get("write_cost", 0)
+    if isinstance(wc, bool) or not isinstance(wc, int) or not 0 <= wc <= MAX_WRITE_COST:
+        raise ConfigError(f"{where}: write_cost must be a whole number in [0, {MAX_WRITE_COST}] (0: the kernel "
+                          f"profile's), got {wc!r}")
+    values["write_cost"] = int(wc)
     for key in ("name", "measured_on"):
         if key in data and not isinstance(data[key], str):
             raise ConfigError(f"{where}: {key} must be a string, got {data[key]!r}")
@@ -154,6 +168,9 @@ def to_toml(profile: RuntimeProfile, comments: dict[str, str] | None = None) -> 
         value = getattr(profile, key)
         lines.append(f"# {what}: {format_bytes(value)}" + (f"; {comments[key]}" if key in comments else ""))
         lines.append(f"{key} = {value}")
+    lines.append("# the emulator's write cost for this runtime (0: the kernel profile's ensemble)"
+                 + (f"; {comments['write_cost']}" if "write_cost" in comments else ""))
+    lines.append(f"write_cost = {profile.write_cost}")
     return "\n".join(lines) + "\n"
 
 
@@ -194,21 +211,26 @@ def startup_pages(regions: list[dict[str, Any]], optimizer: str) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
 
 
-def step_pages(regions: list[dict[str, Any]], profile: RuntimeProfile, page_bytes: int) -> np.ndarray:
-    """Pages stored to at the start of every training step: the runtime's active part, then the step buffers.
+def active_pages(regions: list[dict[str, Any]], profile: RuntimeProfile, page_bytes: int) -> np.ndarray:
+    """The runtime's active part: ``active_bytes`` of its pages spread evenly over it, in address order.
 
-    The active part is the runtime's last-written pages (what the runtime allocated last at start-up --
-    the training loop's own objects -- is what it keeps using); which pages they are does not change how
-    many the LRU keeps, only which slots they get.
+    A runtime's heap interleaves what it keeps using with what it used once (module objects, import-time
+    buffers), so its active pages are spread over the whole of it, not one end: reclaim that takes a
+    share of the runtime at start-up takes about the same share of its active part.
     """
-    parts = []
     for r in regions:
         if r["kind"] == "runtime":
             n = min(r["pages"], _pages(profile.active_bytes, page_bytes))
-            parts.append(np.arange(r["first_page"] + r["pages"] - n, r["first_page"] + r["pages"], dtype=np.uint64))
-        elif r["kind"] == "step-buffers":
-            parts.append(np.arange(r["first_page"], r["first_page"] + r["pages"], dtype=np.uint64))
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
+            picks = (np.arange(n, dtype=np.uint64) * np.uint64(r["pages"])) // np.uint64(max(n, 1))
+            return np.uint64(r["first_page"]) + picks
+    return np.zeros(0, dtype=np.uint64)
+
+
+def step_pages(regions: list[dict[str, Any]], profile: RuntimeProfile, page_bytes: int) -> np.ndarray:
+    """Pages stored to at the start of every training step: the runtime's active part, then the step buffers."""
+    buffers = [np.arange(r["first_page"], r["first_page"] + r["pages"], dtype=np.uint64)
+               for r in regions if r["kind"] == "step-buffers"]
+    return np.concatenate([active_pages(regions, profile, page_bytes), *buffers])
 
 
 def _region_of(pages: np.ndarray, regions: list[dict[str, Any]]) -> np.ndarray:
@@ -234,7 +256,9 @@ def with_process(chunks: Iterator[tuple[np.ndarray, ...]], regions: list[dict[st
     tuple of numpy arrays
         ``(step uint32, page uint64, write bool, region uint16)``, fresh arrays.
     """
-    boot = startup_pages(regions, optimizer)
+    # the training loop is set up after the model is built (first batch drawn, kernels loaded, optimizer
+    # ready): it uses the runtime's active part again before the first step
+    boot = np.concatenate([startup_pages(regions, optimizer), active_pages(regions, profile, page_bytes)])
     boot_regions = _region_of(boot, regions)
     for i in range(0, boot.size, chunk_rows):
         n = min(chunk_rows, boot.size - i)

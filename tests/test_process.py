@@ -33,9 +33,10 @@ def twin_process_rows(model_rows, regions, optimizer, profile):
     """The process's rows, written from the module docstring with lists, one row at a time.
 
     Start-up (step 0): a store to each runtime page, then to each page of every table, then the dense
-    weights, then (Adagrad-family optimizers) table and dense optimizer state, each in address order.
-    Model step k becomes k + 1 and begins with stores to the runtime's last ``active_bytes`` pages, then
-    the step buffers.
+    weights, then (Adagrad-family optimizers) table and dense optimizer state, each in address order,
+    then the runtime's active pages again.
+    Model step k becomes k + 1 and begins with stores to ``active_bytes`` of runtime pages spread evenly
+    (page i of n active is runtime page floor(i * R / n)), then the step buffers.
     """
     def pages_of(kind):
         return [p for r in regions if r["kind"] == kind for p in range(r["first_page"], r["first_page"] + r["pages"])]
@@ -48,7 +49,9 @@ def twin_process_rows(model_rows, regions, optimizer, profile):
     rows = [(0, p, True, region_of(p)) for kind in kinds for p in pages_of(kind)]
     runtime = pages_of("runtime")
     n_active = min(len(runtime), -(-profile.active_bytes // PAGE))
-    every = runtime[len(runtime) - n_active:] + pages_of("step-buffers")
+    active = [runtime[i * len(runtime) // n_active] for i in range(n_active)]
+    rows += [(0, p, True, region_of(p)) for p in active]
+    every = active + pages_of("step-buffers")
     current = None
     for step, page, write, region in model_rows:
         if step != current:
@@ -142,7 +145,8 @@ def test_derive_from_capture_numbers():
     assert prof.step_bytes == 20 << 20
     assert prof.active_bytes == prof.runtime_bytes  # referenced beyond everything: capped at the runtime
     assert prof.file_bytes == 2 << 20 and prof.kernel_bytes == 2 << 20
-    assert set(notes) == {"runtime_bytes", "step_bytes", "active_bytes", "file_bytes", "kernel_bytes"}
+    assert set(notes) == {"runtime_bytes", "step_bytes", "active_bytes", "file_bytes", "kernel_bytes", "write_cost"}
+    assert prof.write_cost == 1
     kernel["unlimited"]["referenced"] = {"anon_referenced_training_bytes": 0}
     assert derive(kernel, spec, steps=2, seed=0, name="x")[0].active_bytes == 0
     with pytest.raises(ConfigError, match="no unlimited run"):

@@ -94,6 +94,10 @@ def emulate(
     """
     tf = open_trace(trace, kind="access")
     prof = profile if isinstance(profile, KernelProfile) else load_profile(profile)
+    process_cost = int((tf.meta.get("process") or {}).get("write_cost", 0))
+    if config is None and process_cost and options.get("write_cost") is None:
+        # a process trace's runtime states how fast the device keeps up with it (swaptrace.process)
+        options["write_cost"] = process_cost
     if config is None:
         config = EmulatorConfig.resolve(tf.meta, profile=prof, source=str(tf.path), **options)
     elif options:
