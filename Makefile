@@ -24,7 +24,7 @@ SWAPIO := $(OUT)/swapio.parquet
 SSDOUT := $(OUT)/ssd.parquet
 JOBS := fio_jobs/$(PRESET)
 
-.PHONY: setup fio torch-extra demo trace emulate mrc ssd fio-jobs fio-run report reproduce designs test test-fast bench lint clean
+.PHONY: setup fio torch-extra validate-real demo trace emulate mrc ssd fio-jobs fio-run report reproduce designs test test-fast bench lint clean
 
 setup: $(STAMP) fio
 
@@ -103,6 +103,12 @@ torch-extra: | $(STAMP)
 		echo "installing the torch extra (torch $(TORCH_VERSION), CPU build) for the real-training tests"; \
 		$(PY) -m pip install -q $(TORCH_PIP_ARGS) 'torch==$(TORCH_VERSION)' && $(PY) -m pip install -q -e '.[torch]'; \
 	else echo "note: not root, so the torch extra is not installed; the real-training tests (tests/test_train.py) skip"; fi
+
+# How close to real training (root): PyTorch DLRM runs captured under the kernel against generate --runtime +
+# emulate at the same whole-process limits (docs/process.md). Captures are cached in traces/real-validation.
+validate-real: setup torch-extra
+	$(PY) analysis/validate_real.py capture
+	$(PY) analysis/validate_real.py predict -o research/results/real-training
 
 test: setup torch-extra
 	$(PY) -m pytest -q
