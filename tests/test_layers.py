@@ -238,5 +238,5 @@ def test_cli_imports_its_commands_statically():
                    for n in ast.walk(tree))
     from swaptrace.cli import cli
 
-    commands = {p.stem for p in (PKG / "commands").glob("*.py") if not p.stem.startswith("_")}
+    commands = {p.stem.replace("_", "-") for p in (PKG / "commands").glob("*.py") if not p.stem.startswith("_")}
     assert set(cli.commands) == commands

@@ -94,10 +94,8 @@ def emulate(
     """
     tf = open_trace(trace, kind="access")
     prof = profile if isinstance(profile, KernelProfile) else load_profile(profile)
-    process_cost = int((tf.meta.get("process") or {}).get("write_cost", 0))
-    if config is None and process_cost and options.get("write_cost") is None:
-        # a process trace's runtime states how fast the device keeps up with it (swaptrace.process)
-        options["write_cost"] = process_cost
+    if config is None:
+        options = _with_process_write_cost(tf.meta, options)
     if config is None:
         config = EmulatorConfig.resolve(tf.meta, profile=prof, source=str(tf.path), **options)
     elif options:
@@ -123,6 +121,15 @@ def emulate(
             "evictions bytes_read bytes_written").split()
     return EmulationResult(path=path, summary=summary, memory_pages=run_cfg.budget_pages, params=params,
                            **{k: summary[k] for k in keys})
+
+
+def _with_process_write_cost(meta: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
+    """A process trace's runtime states how fast the device keeps up with it (swaptrace.process): its write
+    cost, unless the user gave one (which also leaves the ensemble out, as any given write cost does)."""
+    cost = int((meta.get("process") or {}).get("write_cost", 0))
+    if cost and options.get("write_cost") is None:
+        return {**options, "write_cost": cost}
+    return options
 
 
 def _choose_member(tf: TraceFile, members: list[EmulatorConfig], prof: KernelProfile, counts: Any, *, nsteps: int,
