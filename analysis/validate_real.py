@@ -36,6 +36,9 @@ SPECS = ROOT / "analysis" / "real_specs"
 PY = str(ROOT / ".venv" / "bin" / "python")
 SWAPTRACE = str(ROOT / ".venv" / "bin" / "swaptrace")
 PROFILE_OUT = ROOT / "swaptrace" / "profiles" / "runtime" / "pytorch-cpu.toml"
+#: this disk's fio profile and host costs, measured as root by analysis/validate_timing.py (0.7.1)
+DISK = ROOT / "research" / "results" / "timing" / "disk.toml"
+HOST = ROOT / "research" / "results" / "timing" / "fault_overhead.json"
 
 #: shape name -> spec file (analysis/real_specs)
 SHAPES = {
@@ -198,8 +201,32 @@ def predict_point(shape: str, frac: float, profile: str) -> dict:
         k, e = phase_numbers(cap), phase_numbers(emu)
         rows.append({"run": run, "limit_bytes": int(meta["memory_bytes"]), "kernel": k, "emulator": e,
                      "ks_write": {p: _ks(k[p]["write_hist"], e[p]["write_hist"]) for p in k},
-                     "slowdown": meta["kernel"].get("slowdown")})
+                     **slowdowns(shape, run, meta, emu)})
     return {"shape": shape, "frac": frac, "profile": profile, "held_out": shape not in FIT, "runs": rows}
+
+
+def slowdowns(shape: str, run: int, meta: dict, emu: Path) -> dict:
+    """Measured and predicted training slowdown, the last step (the program's exit) left out of both.
+
+    Measured: the limited run's step walls over the unlimited run's (the shape's first capture of the run).
+    Predicted: ``swaptrace time`` of the emulated stream on this disk's fio profile with this host's
+    measured fault and write costs, each step's compute the unlimited run's median step.
+    """
+    free = _meta(capture_path(shape, LIMITS[0], run))["kernel"]["unlimited"]["step_wall_us"][:-1]
+    limited = meta["kernel"]["limited"]["step_wall_us"][:-1]
+    measured = float(np.sum(limited) / np.sum(free))
+    compute = float(np.median(free))
+    host = json.loads(HOST.read_text())
+    timing = emu.with_suffix(".timing.parquet")
+    sh(SWAPTRACE, "time", str(emu), "--device", str(DISK), "--step-compute-us", f"{compute:.1f}",
+       "--fault-cpu-us", f"{host['overhead_us']:.2f}", "--write-cpu-us", f"{host['write_overhead_us']:.2f}",
+       "-o", str(timing), "--force")
+    import pyarrow.parquet as pq
+    t = pq.read_table(timing, columns=["step", "step_us"])
+    step, step_us = t["step"].to_numpy(), t["step_us"].to_numpy()
+    training = (step > 0) & (step < step.max())
+    predicted = float(step_us[training].sum() / (compute * training.sum()))
+    return {"slowdown_measured": measured, "slowdown_predicted": predicted}
 
 
 def do_predict(args) -> None:
@@ -207,6 +234,8 @@ def do_predict(args) -> None:
     out.mkdir(parents=True, exist_ok=True)
     results = []
     for shape in SHAPES:
+        if not capture_path(shape, LIMITS[0], 0).exists():
+            continue
         profiles = [str(PROFILE_OUT), "model-only"]
         if shape not in FIT:
             own = derive_own(shape, 0)
@@ -236,8 +265,8 @@ def _ok(k: int, e: int, small: int = 2000) -> bool:
 
 def render(results: list[dict]) -> str:
     lines = ["| shape | held out | profile | limit (of peak) | run | pages in k / e | err | pages out k / e | err "
-             "| write KiB k / e | KS write | within |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| write KiB k / e | KS write | slowdown k / e | within |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         for x in r["runs"]:
             k, e = x["kernel"]["all"], x["emulator"]["all"]
@@ -249,7 +278,7 @@ def render(results: list[dict]) -> str:
                 f"{_err(k['pages_in'], e['pages_in'])} | {k['pages_out']} / {e['pages_out']} | "
                 f"{_err(k['pages_out'], e['pages_out'])} | "
                 f"{(k['write_kib'] or 0):.1f} / {(e['write_kib'] or 0):.1f} | {'-' if ks is None else f'{ks:.2f}'} | "
-                f"{'yes' if ok else 'no'} |")
+                f"{x['slowdown_measured']:.2f} / {x['slowdown_predicted']:.2f} | {'yes' if ok else 'no'} |")
     return "\n".join(lines) + "\n"
 
 
