@@ -127,6 +127,8 @@ def run_mutant(module: str, file: str, old: str, new: str, timeout_s: int) -> tu
             return "survived", time.time() - t0
         if proc.returncode == 1:
             return "killed", time.time() - t0
+        if proc.returncode < 0:  # the bug took the test process down (e.g. a SIGTERM nobody catches)
+            return f"killed (test process died of signal {-proc.returncode})", time.time() - t0
         return f"error (pytest exit {proc.returncode})", time.time() - t0
 
 
