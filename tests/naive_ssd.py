@@ -255,17 +255,3 @@ def naive_steady_install(cfg: SSDConfig, n_static, p_dyn, static_lbas, pool_lbas
     for b in closed_order:
         closed[int(b) // cfg.blocks_per_die].append(int(b))
     return l2p, p2l, valid, closed
-
-
-def naive_issue_times(done_us, qd: int):
-    """Issue times of in-order requests under a queue-depth limit, by scanning the ``qd`` slots for the
-    earliest completion (the kernel keeps a min-heap instead); ``done_us`` are the requests' completions."""
-    slots = [0.0] * qd
-    last = 0.0
-    out = []
-    for done in done_us:
-        j = min(range(qd), key=lambda k: slots[k])
-        last = max(last, slots[j])
-        out.append(last)
-        slots[j] = float(done)
-    return out

@@ -1,82 +1,123 @@
-"""Slow, obviously-correct twin of swaptrace._kernels.timing (plain Python, one request at a time)."""
+"""Reference for the time model (swaptrace.timing), written from docs/timing.md "The model", not from the kernel.
+
+The model as documented, in this module's terms:
+
+* The **device** is one first-in first-out server (:class:`FifoDevice`). A request handed to it at ``t``
+  starts when the server is free, ``begin = max(t, free)``; at queue depth ``q`` it holds the server for
+  ``lat(L, q) / q`` (the device's throughput at that depth, Little's law) and its own latency ends at
+  ``begin + lat(L, q)``. ``q`` is the size of the request's burst, capped at the deepest depth of the table.
+* The **process** runs the steps one after another. Step ``s`` computes ``C_s = A_s + D_s``; a burst of the
+  step is issued at ``step start + frac * A_s + (the step's stall so far)``. Write bursts are handed to the
+  device and not waited for; a read burst is waited for until the latest end of the reads it needs
+  (``waits``). The wait is split into *queueing*, from the issue to the start of the first needed read, and
+  *fault wait*, the rest.
+* **CPU**: ``fault_cpu`` per burst waited for; ``reclaim_cpu`` per page read in; ``write_cpu`` per page
+  written. Both delay the process like a wait.
+* The step's time is its compute plus its stall (waits and CPU).
+
+The latency table (docs/timing.md "Where every constant comes from", ``DeviceTiming``): between table
+points, linear in depth and linear in log(size); below the smallest size or depth, the first value; above
+the largest size, proportional to size; above the deepest depth, proportional to depth. It is computed here
+with :func:`numpy.interp`, size first then depth (bilinear interpolation does not depend on the order).
+"""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
+
+import numpy as np
 
 
 def lat(sizes, depths, table, nbytes, depth):
-    """Latency from a [size][depth] table: linear in depth, log-linear in size, proportional outside."""
-
-    def at_depth(row):
-        if depth <= depths[0]:
-            return row[0]
-        if depth >= depths[-1]:
-            return row[-1] * depth / depths[-1]
-        for j in range(len(depths) - 1):
-            if depths[j] <= depth <= depths[j + 1]:
-                w = (depth - depths[j]) / (depths[j + 1] - depths[j])
-                return row[j] + w * (row[j + 1] - row[j])
-        raise AssertionError
-
-    col = [at_depth(list(r)) for r in table]
-    if nbytes <= sizes[0]:
-        return col[0]
+    """Mean latency (us) of a request of ``nbytes`` at queue depth ``depth``; ``table[size][depth]``."""
+    table = np.asarray(table, dtype=float)
+    sizes = np.asarray(sizes, dtype=float)
+    depths = np.asarray(depths, dtype=float)
     if nbytes >= sizes[-1]:
-        return col[-1] * nbytes / sizes[-1]
-    for i in range(len(sizes) - 1):
-        if sizes[i] <= nbytes <= sizes[i + 1]:
-            w = (math.log(nbytes) - math.log(sizes[i])) / (math.log(sizes[i + 1]) - math.log(sizes[i]))
-            return col[i] + w * (col[i + 1] - col[i])
-    raise AssertionError
+        by_depth = table[-1] * (nbytes / sizes[-1])
+    else:
+        by_depth = np.array([np.interp(math.log(nbytes), np.log(sizes), table[:, j]) for j in range(len(depths))])
+    if depth >= depths[-1]:
+        return float(by_depth[-1] * depth / depths[-1])
+    return float(np.interp(depth, depths, by_depth))
+
+
+@dataclass
+class FifoDevice:
+    """A first-in first-out server: ``free`` is when it has done everything handed to it (us)."""
+
+    free: float = 0.0
+
+    def serve(self, t: float, latency: float, depth: int) -> tuple[float, float]:
+        """Hand over a request at ``t``; returns ``(begin, end of its latency)``."""
+        begin = max(t, self.free)
+        self.free = begin + latency / depth
+        return begin, begin + latency
+
+
+@dataclass
+class StepTimes:
+    compute: float = 0.0
+    wait: float = 0.0
+    queue: float = 0.0
+    fault_cpu: float = 0.0
+    reclaim_cpu: float = 0.0
+    waits: int = 0
+    stall: float = field(default=0.0)
+
+    @property
+    def step(self) -> float:
+        return self.compute + self.stall
+
+
+def _bursts(requests):
+    out: list[list[dict]] = []
+    for r in requests:
+        if out and out[-1][0]["burst"] == r["burst"]:
+            out[-1].append(r)
+        else:
+            out.append([r])
+    return out
 
 
 def simulate(requests, nsteps, access_us, dense_us, sizes, depths, read_lat, write_lat, fault_cpu, reclaim_cpu,
              write_cpu, page_bytes):
-    """``requests``: list of dicts (step, frac, op 0 read / 1 write, nbytes, waits, burst) in issue order.
+    """``requests``: dicts (step, frac, op 0 read / 1 write, nbytes, waits, burst) in issue order.
 
-    Returns a list of per-step dicts (step, compute, wait, queue, fault_cpu, reclaim_cpu, waits).
+    Returns per-step dicts (step, compute, wait, queue, fault_cpu, reclaim_cpu, waits).
     """
-    bursts = []  # consecutive requests of one burst id
-    for r in requests:
-        if bursts and bursts[-1][0]["burst"] == r["burst"]:
-            bursts[-1].append(r)
-        else:
-            bursts.append([r])
-    out = [dict(step=0.0, compute=0.0, wait=0.0, queue=0.0, fault_cpu=0.0, reclaim_cpu=0.0, waits=0) for _ in range(nsteps)]
-    t, dev = 0.0, 0.0
-    b = 0
+    device = FifoDevice()
+    by_step: dict[int, list[list[dict]]] = {}
+    for b in _bursts(requests):
+        by_step.setdefault(b[0]["step"], []).append(b)
+    out = []
+    start = 0.0
     for s in range(nsteps):
-        o = out[s]
-        stalled = 0.0
-        while b < len(bursts) and bursts[b][0]["step"] == s:
-            group = bursts[b]
-            b += 1
-            now = t + group[0]["frac"] * access_us[s] + stalled
-            q = min(len(group), depths[-1])
-            if group[0]["op"] == 1:
-                for r in group:
-                    dev = max(dev, now) + lat(sizes, depths, write_lat, r["nbytes"], q) / q
-                    o["reclaim_cpu"] += write_cpu * r["nbytes"] / page_bytes
-                    stalled += write_cpu * r["nbytes"] / page_bytes
+        st = StepTimes(compute=access_us[s] + dense_us[s])
+        for burst in by_step.get(s, []):
+            issued = start + burst[0]["frac"] * access_us[s] + st.stall
+            depth = min(len(burst), depths[-1])
+            pages = sum(r["nbytes"] for r in burst) / page_bytes
+            if burst[0]["op"] == 1:
+                for r in burst:
+                    device.serve(issued, lat(sizes, depths, write_lat, r["nbytes"], depth), depth)
+                st.reclaim_cpu += write_cpu * pages
+                st.stall += write_cpu * pages
                 continue
-            starts, ends = [], []
-            for r in group:
-                begin = max(dev, now)
-                one = lat(sizes, depths, read_lat, r["nbytes"], q)
-                dev = begin + one / q
-                if r["waits"]:
-                    starts.append(begin)
-                    ends.append(begin + one)
-                o["reclaim_cpu"] += reclaim_cpu * r["nbytes"] / page_bytes
-                stalled += reclaim_cpu * r["nbytes"] / page_bytes
-            if starts:
-                o["queue"] += starts[0] - now
-                o["wait"] += max(ends) - starts[0]
-                o["fault_cpu"] += fault_cpu
-                o["waits"] += 1
-                stalled += max(ends) - now + fault_cpu
-        o["compute"] = access_us[s] + dense_us[s]
-        o["step"] = o["compute"] + stalled
-        t += o["step"]
+            served = [device.serve(issued, lat(sizes, depths, read_lat, r["nbytes"], depth), depth) for r in burst]
+            needed = [times for r, times in zip(burst, served, strict=True) if r["waits"]]
+            st.reclaim_cpu += reclaim_cpu * pages
+            st.stall += reclaim_cpu * pages
+            if needed:
+                first_begin = needed[0][0]
+                last_end = max(end for _, end in needed)
+                st.queue += first_begin - issued
+                st.wait += last_end - first_begin
+                st.fault_cpu += fault_cpu
+                st.waits += 1
+                st.stall += (last_end - issued) + fault_cpu
+        out.append(dict(step=st.step, compute=st.compute, wait=st.wait, queue=st.queue, fault_cpu=st.fault_cpu,
+                        reclaim_cpu=st.reclaim_cpu, waits=st.waits))
+        start += st.step
     return out

@@ -82,7 +82,19 @@ def test_hot_cold_reduces_to_uniform_when_r_equals_f():
 
 def test_hot_cold_mixed_is_worse_than_uniform_for_fifo():
     alpha = A.alpha_from_op(0.28)
-    assert A.wa_hot_cold(alpha, 0.8, 0.2) == pytest.approx(2.8196, abs=1e-3)
+    # Desnoyers (SYSTOR 2012) Eq. 14 solved here by bisection, not with the code's iteration:
+    # the fixed point A of g(A) = 1 + r/(exp((r/f) alpha/A) - 1) + (1-r)/(exp(((1-r)/(1-f)) alpha/A) - 1)
+    r, f = 0.8, 0.2
+
+    def g(a):
+        return 1 + r / math.expm1(r / f * alpha / a) + (1 - r) / math.expm1((1 - r) / (1 - f) * alpha / a) - a
+
+    lo, hi = 1.0 + 1e-9, 100.0  # g(lo) > 0 > g(hi): one root between
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if g(mid) > 0 else (lo, mid)
+    want = (lo + hi) / 2
+    assert A.wa_hot_cold(alpha, r, f) == pytest.approx(want, rel=1e-6)  # the code iterates to ~1e-9
     assert A.wa_hot_cold(alpha, 0.8, 0.2) > A.wa_fifo(alpha)
 
 

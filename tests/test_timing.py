@@ -1,4 +1,6 @@
-"""The time model's kernel against its naive twin, and against hand-worked cases (analytic oracles)."""
+"""The time model's kernel against an independent reference (naive_timing.py, written from docs/timing.md), and
+against hand-worked cases (analytic oracles). Kernel and reference agree to rel 1e-12: the same sums in another
+order, a few hundred additions each within 2**-53 relatively."""
 
 from __future__ import annotations
 

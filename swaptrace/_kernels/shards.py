@@ -6,7 +6,7 @@ SHARDS", FAST 2015. A page is sampled when ``hash(page) mod P < T`` (rate
 among sampled pages (the Fenwick tree of :mod:`swaptrace._kernels.mrc`),
 scaled by ``1/R``. The fixed-size variant (SHARDS_max) keeps at most
 ``s_max`` sampled pages: when one more would enter, the page with the largest
-hash leaves, ``T`` drops to that hash, and the histogram built so far is
+hash (and any page sharing it) leaves, ``T`` drops to that hash, and the histogram built so far is
 rescaled by ``R_new / R_old``. The caller applies the SHARDS_adj correction
 (expected minus actual sampled count added to the first bucket).
 """
@@ -101,20 +101,27 @@ def _shards_fixed_size_chunk(pages, s_max, last, page_at, tree, reg, hist, heap_
             reg[4] = _heap_push(heap_h, heap_p, reg[4], h, p)
             if reg[4] > s_max:
                 old_t = reg[3]
-                reg[4] = _heap_pop(heap_h, heap_p, reg[4])
-                q = heap_p[reg[4]]
-                reg[3] = heap_h[reg[4]]
+                reg[3] = heap_h[0]
                 scale = reg[3] / old_t
                 for j in range(hist.shape[0]):
                     hist[j] *= scale
                 fstate[0] *= scale
-                if q == p:
+                # every page whose hash is not below the new T leaves (pages can share a 24-bit hash: one
+                # left behind would no longer be sampled, yet would still lengthen other pages' distances)
+                dropped_new = False
+                while reg[4] > 0 and heap_h[0] >= reg[3]:
+                    reg[4] = _heap_pop(heap_h, heap_p, reg[4])
+                    q = heap_p[reg[4]]
+                    if q == p:
+                        dropped_new = True
+                        continue
+                    tq = last[q]
+                    _fenwick_add(tree, tq, -1)
+                    page_at[tq] = -1
+                    last[q] = -1
+                    reg[1] -= 1
+                if dropped_new:
                     continue
-                tq = last[q]
-                _fenwick_add(tree, tq, -1)
-                page_at[tq] = -1
-                last[q] = -1
-                reg[1] -= 1
         rate = reg[3] / MODULUS
         fstate[0] += 1.0
         d = _stack_distance_one(last, page_at, tree, reg, p)

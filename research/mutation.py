@@ -1,0 +1,168 @@
+"""Mutation check: deliberate bugs per module, each on a copy of the tree, and whether the module's tests catch it.
+
+Each mutant is one text substitution (it must match exactly once) in a copy of the repository (without .git),
+followed by the module's targeted tests (``-x``, ``-p no:cacheprovider``). A mutant is *killed* when pytest
+fails, *survived* when it passes. numba compiles the mutated kernels afresh in the copy (its cache is keyed
+by the file's path), so a kernel module's run takes 30-60 s; the CPU is shared, so run one module at a time.
+
+::
+
+    .venv/bin/python research/mutation.py                 # every module
+    .venv/bin/python research/mutation.py ssd timing      # some
+    .venv/bin/python research/mutation.py --list          # the mutants
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: module -> (tests run, [(file, old, new, what the bug is)])
+MUTANTS: dict[str, tuple[list[str], list[tuple[str, str, str, str]]]] = {
+    "timing": (["tests/test_timing.py", "tests/test_timing_inputs.py"], [
+        ("swaptrace/_kernels/timing.py", "dev = begin + lat / q", "dev = begin + lat",
+         "reads hold the device for their whole latency (no Little's law)"),
+        ("swaptrace/_kernels/timing.py", "q = k if k < dmax else dmax", "q = 1", "queue depth ignored"),
+        ("swaptrace/_kernels/timing.py", "stall += done - issue + fault_cpu_us", "stall += done - issue",
+         "fault CPU not added to the step"),
+        ("swaptrace/_kernels/timing.py", "col[i] = table[i, nd - 1] * d / depths[nd - 1]",
+         "col[i] = table[i, nd - 1]", "no saturation beyond the deepest depth"),
+        ("swaptrace/timing.py", "        gap = KERNEL_BURST_GAP_US", "        gap = 0.0",
+         "captured streams: bursts not merged within 50 us"),
+        ("swaptrace/timing.py", "/ np.maximum(counts[step], 1) if n else", "/ np.maximum(counts[step] - 1, 1) if n else",
+         "captured streams: rank over the wrong count"),
+        ("swaptrace/timing.py", "return ComputeTime(np.asarray(access, float), np.asarray(dense, float), f\"baseline",
+         "return ComputeTime(np.asarray(access, float), np.zeros(len(access)), f\"baseline",
+         "baseline: MLP time dropped"),
+    ]),
+    "ssd": (["tests/test_ssd_timing_naive.py", "tests/test_ssd_naive.py"], [
+        ("swaptrace/_kernels/ftl.py", "ce = cs + group_n * st.fp[F_UNIT_CHAN]", "ce = cs + st.fp[F_UNIT_CHAN]",
+         "a read transfers one unit whatever its size"),
+        ("swaptrace/_kernels/ftl.py", "st.die_free[group_die] = ce", "st.die_free[group_die] = ready",
+         "the die is free before its data left"),
+        ("swaptrace/_kernels/ftl.py", "ps = max(st.die_free[d], ce)", "ps = max(st.die_free[d], cs)",
+         "programming starts before the transfer ends"),
+        ("swaptrace/_kernels/ftl.py", "programs = (moved + pu - 1) // pu", "programs = moved // pu",
+         "GC: a partial program unit costs nothing"),
+        ("swaptrace/_kernels/ftl.py", "while st.die_free[d] < t and st.free_n[d] < bg:",
+         "while st.die_free[d] <= t and st.free_n[d] <= bg:", "background GC one block too eager"),
+        ("swaptrace/_kernels/ftl.py", "return max(done + unit_host, st.tf[T_LINK])", "return max(done, st.tf[T_LINK])",
+         "a read's last unit does not cross the host link"),
+        ("swaptrace/_kernels/ftl.py", "st.chan_free[c] = cs + 2.0 * moved * st.fp[F_UNIT_CHAN]",
+         "st.chan_free[c] = cs + moved * st.fp[F_UNIT_CHAN]", "GC without copyback moves each unit once"),
+    ]),
+    "designs": (["tests/test_designs_log.py", "tests/test_designs_zns.py"], [
+        ("swaptrace/_kernels/logswap.py", "if seg_state[s] != SEG_CLOSED or seg_live[s] >= seg:",
+         "if seg_state[s] != SEG_CLOSED or seg_live[s] > seg:", "a full segment may be cleaned"),
+        ("swaptrace/_kernels/logswap.py", "    seg_live[s] += 1\n", "    seg_live[s] += 2\n",
+         "live counts double-counted"),
+        ("swaptrace/_kernels/logswap.py", "if r[R_FILL] - r[R_WRITTEN] >= r[P_CHUNK]:",
+         "if r[R_FILL] - r[R_WRITTEN] > r[P_CHUNK]:", "buffer flushed one page late"),
+        ("swaptrace/_kernels/logswap.py", "        r[C_PF_HIT] += 1", "        r[C_PF_HIT] += 0",
+         "prefetch hits not counted"),
+        ("swaptrace/_kernels/logswap.py", "    r[C_SLOT_FREES] += 1", "    r[C_SLOT_FREES] += 0",
+         "slot frees not counted"),
+    ]),
+    "pagecache": (["tests/test_calibration_regression.py"], [
+        ("swaptrace/profiles/linux-6.x-cgroup1.toml", "write_costs = [3, 4, 5, 6, 8]",
+         "write_costs = [1, 2, 2, 3, 4]", "profile: the device twice as fast"),
+        ("swaptrace/profiles/linux-6.x-cgroup1.toml", "write_costs = [3, 4, 5, 6, 8]",
+         "write_costs = [6, 8, 10, 12, 16]", "profile: the device twice as slow"),
+        ("swaptrace/profiles/linux-6.x-cgroup1.toml", "fill_write_credit = 6", "fill_write_credit = 0",
+         "profile: no device time while zero-filling"),
+        ("swaptrace/profiles/linux-6.x-cgroup1.toml", "stats_flush_steps = 1", "stats_flush_steps = 0",
+         "profile: statistics always fresh"),
+        ("swaptrace/profiles/linux-6.x-cgroup1.toml", "zero_page = true", "zero_page = false",
+         "profile: no zero page"),
+    ]),
+    "fio runner": (["tests/test_fio_runner_paths.py", "tests/test_fio_run.py"], [
+        ("swaptrace/fio/runner.py", "    if free < need_bytes:", "    if free < need_bytes - (1 << 30):",
+         "free-space check off by 1 GiB"),
+        ("swaptrace/fio/runner.py", "extra = max(0, size_bytes - st.st_size)", "extra = size_bytes",
+         "an existing target needs its whole size free again"),
+        ("swaptrace/fio/runner.py", "start = target.current_bytes - target.current_bytes % FILL_CHUNK_BYTES",
+         "start = 0", "extension rewrites the whole file"),
+        ("swaptrace/fio/runner.py", "        return signal.signal(signal.SIGTERM, _raise_interrupt)",
+         "        return signal.getsignal(signal.SIGTERM)", "SIGTERM not turned into an interrupt"),
+        ("swaptrace/fio/runner.py", "        shutil.rmtree(tmp, ignore_errors=True)\n        raise",
+         "        raise", "partial results left behind"),
+        ("swaptrace/fio/runner.py", "            buf = rng.bytes(n)", "            buf = bytes(n)",
+         "target filled with zeros"),
+    ]),
+}
+
+
+def _copy_tree(dest: Path) -> None:
+    ignore = shutil.ignore_patterns(".git", ".venv", "__pycache__", ".pytest_cache", ".ruff_cache", ".hypothesis",
+                                    "traces", "fio_jobs", "*.parquet")
+    shutil.copytree(ROOT, dest, ignore=ignore, symlinks=True)
+
+
+def run_mutant(module: str, file: str, old: str, new: str, timeout_s: int) -> tuple[str, float]:
+    tests, _ = MUTANTS[module]
+    with tempfile.TemporaryDirectory(prefix="swaptrace-mutant-") as tmp:
+        tree = Path(tmp) / "tree"
+        _copy_tree(tree)
+        path = tree / file
+        text = path.read_text()
+        if text.count(old) != 1:
+            return f"not applied ({text.count(old)} matches)", 0.0
+        path.write_text(text.replace(old, new))
+        env = {**os.environ, "PYTHONPATH": str(tree), "NUMBA_CACHE_DIR": str(Path(tmp) / "numba")}
+        t0 = time.time()
+        try:
+            proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
+                                  cwd=tree, env=env, capture_output=True, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return "killed (timeout)", time.time() - t0
+        if proc.returncode == 0:
+            return "survived", time.time() - t0
+        if proc.returncode == 1:
+            return "killed", time.time() - t0
+        if proc.returncode < 0:  # the bug took the test process down (e.g. a SIGTERM nobody catches)
+            return f"killed (test process died of signal {-proc.returncode})", time.time() - t0
+        return f"error (pytest exit {proc.returncode})", time.time() - t0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("modules", nargs="*", help=f"modules to mutate (default all: {', '.join(MUTANTS)})")
+    ap.add_argument("--list", action="store_true", help="list the mutants and exit")
+    ap.add_argument("--timeout", type=int, default=600, help="seconds per mutant's test run")
+    args = ap.parse_args(argv)
+    unknown = [m for m in args.modules if m not in MUTANTS]
+    if unknown:
+        print(f"mutation.py: unknown module(s) {', '.join(unknown)}; choose from {', '.join(MUTANTS)}", file=sys.stderr)
+        return 2
+    modules = args.modules or list(MUTANTS)
+    if args.list:
+        for m in modules:
+            for file, _, _, what in MUTANTS[m][1]:
+                print(f"{m}: {file}: {what}")
+        return 0
+    print("| module | mutant | result | s |\n|---|---|---|---|", flush=True)
+    totals = {}
+    for m in modules:
+        killed = n = 0
+        for file, old, new, what in MUTANTS[m][1]:
+            result, secs = run_mutant(m, file, old, new, args.timeout)
+            n += 1
+            killed += result.startswith("killed")
+            print(f"| {m} | {what} | {result} | {secs:.0f} |", flush=True)
+        totals[m] = (killed, n)
+    print()
+    for m, (k, n) in totals.items():
+        print(f"{m}: {k} of {n} killed ({k / n:.0%})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
