@@ -292,6 +292,11 @@ def _joined(pieces: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
             np.concatenate([p[2] for p in pieces]).astype(bool), np.concatenate([p[3] for p in pieces]).astype(np.uint16))
 
 
+def process_write_cost(meta: dict[str, Any]) -> int:
+    """The write cost a process trace's runtime states (0: none; the kernel profile's ensemble applies)."""
+    return int((meta.get("process") or {}).get("write_cost", 0))
+
+
 def anon_budget_bytes(memory_bytes: int, process: dict[str, Any]) -> int:
     """The anonymous memory a whole-process limit leaves the trace: the limit less page cache and kernel memory."""
     overhead = int(process.get("file_bytes", 0)) + int(process.get("kernel_bytes", 0))

@@ -132,7 +132,7 @@ def command(trace, out, memory, memory_fraction, policy, readahead, page_cluster
         stats_flush_steps=stats_flush_steps, scan_priorities=scan_priorities,
         writeback_completion=writeback_completion, write_cost=write_cost, fill_write_credit=fill_write_credit)
     if ensemble is None and write_cost is not None:
-        ensemble = False  # a device speed given: one run at it
+        ensemble = False  # a device speed given: one run at it (a process trace's runtime's: emulate decides)
     elif ensemble and write_cost is not None:
         raise ConfigError("--ensemble varies the write cost: leave out --write-cost (or give --no-ensemble)")
     with progressbar(tf.num_rows, "emulating") as bar:

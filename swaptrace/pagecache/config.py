@@ -17,7 +17,7 @@ from typing import Any
 from swaptrace._kernels import swapstate as ks
 from swaptrace.errors import ConfigError
 from swaptrace.pagecache.profile import KernelProfile, load_profile
-from swaptrace.process import anon_budget_bytes
+from swaptrace.process import anon_budget_bytes, process_write_cost
 from swaptrace.units import format_bytes
 
 #: the time model's step duration: the order of one CPU training iteration of the shipped presets
@@ -192,6 +192,8 @@ class EmulatorConfig:
         if footprint_pages <= 0:
             raise ConfigError(f"{source}: metadata has no positive footprint_pages")
         process = meta.get("process")
+        if write_cost is None and process_write_cost(meta):
+            write_cost = process_write_cost(meta)
         if process and memory_bytes is not None:
             # a process trace: --memory is the whole group's limit, of which page cache and kernel memory
             # are not the trace's (swaptrace.process)

@@ -14,6 +14,7 @@ from swaptrace.pagecache.config import EmulatorConfig
 from swaptrace.pagecache.engine import Emulator, prefetch, step_counts
 from swaptrace.pagecache.ensemble import describe_members, ensemble_configs, nearest_member, run_members
 from swaptrace.pagecache.profile import KernelProfile, load_profile
+from swaptrace.process import process_write_cost
 from swaptrace.traceio import TraceFile, TraceWriter, check_output_path, open_trace
 
 CHUNK_ROWS = 1 << 20
@@ -95,12 +96,12 @@ def emulate(
     tf = open_trace(trace, kind="access")
     prof = profile if isinstance(profile, KernelProfile) else load_profile(profile)
     if config is None:
-        options = _with_process_write_cost(tf.meta, options)
-    if config is None:
         config = EmulatorConfig.resolve(tf.meta, profile=prof, source=str(tf.path), **options)
     elif options:
         raise TypeError(f"emulate: give a config or options, not both ({', '.join(options)})")
-    members = _members(config, prof, ensemble, write_cost_given=options.get("write_cost") is not None,
+    # a process trace's runtime states the device's speed (swaptrace.process): a given write cost, as --write-cost
+    given = options.get("write_cost") is not None or bool(process_write_cost(tf.meta))
+    members = _members(config, prof, ensemble, write_cost_given=given,
                        footprint_pages=int(tf.meta["footprint_pages"]))
     check_output_path(out, force)
     first_step = int(tf.meta.get("first_step", 0))
@@ -121,15 +122,6 @@ def emulate(
             "evictions bytes_read bytes_written").split()
     return EmulationResult(path=path, summary=summary, memory_pages=run_cfg.budget_pages, params=params,
                            **{k: summary[k] for k in keys})
-
-
-def _with_process_write_cost(meta: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
-    """A process trace's runtime states how fast the device keeps up with it (swaptrace.process): its write
-    cost, unless the user gave one (which also leaves the ensemble out, as any given write cost does)."""
-    cost = int((meta.get("process") or {}).get("write_cost", 0))
-    if cost and options.get("write_cost") is None:
-        return {**options, "write_cost": cost}
-    return options
 
 
 def _choose_member(tf: TraceFile, members: list[EmulatorConfig], prof: KernelProfile, counts: Any, *, nsteps: int,
