@@ -156,3 +156,47 @@ def test_longest_points_are_submitted_first():
     assert [(p.policy, p.memory_fraction) for p in order] == [("linux", 0.2), ("linux", 0.6), ("lru", 0.2),
                                                               ("lru", 0.6)]
     assert cost_hint(order[0], 2000) == 2 * cost_hint(order[0], 1000)
+
+
+def _damage_data_page(path) -> None:
+    """Overwrite the middle of one column's data pages, keeping the footer: the file opens, reading fails."""
+    col = pq.ParquetFile(path).metadata.row_group(0).column(1)
+    start = min(o for o in (col.dictionary_page_offset, col.data_page_offset) if o is not None)
+    assert col.total_compressed_size > 64
+    with open(path, "r+b") as f:
+        f.seek(start + 24)
+        f.write(b"\xff" * (col.total_compressed_size - 48))
+
+
+def test_a_failing_point_is_reported_the_others_written_and_a_rerun_retries_it(tmp_path):
+    import shutil
+
+    from swaptrace.generate import generate_trace
+
+    good = generate_trace("tiny", tmp_path / "good.access.parquet", steps=3, seed=0)
+    bad = tmp_path / "bad.access.parquet"
+    shutil.copy(good, bad)
+    _damage_data_page(bad)
+    out = tmp_path / "out"
+    args = ["sweep", "--trace", good, "--trace", bad, "--memory-fraction", 0.3, "--policy", "lru", "--device", "tiny",
+            "--workers", 1, "-o", out]
+    spec = SweepSpec(traces=(str(good), str(bad)), memory_fractions=(0.3,), policies=("lru",), devices=("tiny",))
+    bad_key = next(p.key for p in spec.points() if p.trace == str(bad.resolve()))
+    good_key = next(p.key for p in spec.points() if p.trace == str(good.resolve()))
+    r = run_cli(*args)
+    # the sweep finishes the other point, reports the failed one (its key and its error's first line, which
+    # names the damaged file) and exits 1, not 0 (a result is missing) nor 2 (the input was valid when checked)
+    assert r.exit_code == 1, r.output
+    failed = [line for line in r.output.splitlines() if line.startswith("point ")]
+    assert failed == [line for line in failed if line.startswith(f"point {bad_key} failed: ") and str(bad) in line]
+    assert len(failed) == 1 and "Traceback" not in r.output
+    assert finished_keys(out) == {good_key}
+    assert read_results(out).column("key").to_pylist() == [good_key]
+    assert not list(out.glob(".point-*")) and not list(out.glob("*.partial"))  # nothing half-written
+    # the failed point has no file, so a rerun runs it (and only it) again
+    again = run_sweep(spec, out, workers=1)
+    assert (again.ran, again.skipped, [k for k, _ in again.failed]) == (0, 1, [bad_key])
+    shutil.copy(good, bad)  # the input repaired: the rerun completes the sweep
+    fixed = run_sweep(spec, out, workers=1)
+    assert (fixed.ran, fixed.skipped, fixed.failed) == (1, 1, [])
+    assert finished_keys(out) == {good_key, bad_key}
