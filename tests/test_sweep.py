@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 
+import naive_timing
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
@@ -15,7 +17,7 @@ from swaptrace.errors import ConfigError
 from swaptrace.pagecache import emulate
 from swaptrace.parallel.cluster import SCHEDULER_ENV
 from swaptrace.parallel.sweep import SweepSpec, finished_keys, load_sweep_spec, read_results, run_sweep
-from swaptrace.stages import replay_like_pipeline
+from swaptrace.ssd.config import load_device
 
 pytest.importorskip("distributed", reason="the dask extra is not installed")
 
@@ -80,16 +82,21 @@ def test_sweep_writes_one_row_per_point_equal_to_a_direct_run_and_resumes(tmp_pa
     direct = emulate(row["trace"], tmp_path / "d.swapio.parquet", policy="lru", memory_fraction=0.3, workers=1)
     assert (row["pages_in"], row["pages_out"], row["faults"]) == (direct.pages_in, direct.pages_out, direct.faults)
     assert row["waf"] is None or row["waf"] >= 1.0
-    # the SSD columns are the pipeline's replay (real size, sampled steady state) of the same stream
-    cfg, replayed = replay_like_pipeline(tmp_path / "d.swapio.parquet", "tiny")
-    assert replayed.summary["precondition"] == "steady"
-    assert (row["waf"], row["throughput_mb_s"]) == (replayed.summary.get("waf"), replayed.summary["throughput_mb_s"])
-    # step time: the time model run directly on the same stream and drive, same given costs
-    req = timing.read_stream(tmp_path / "d.swapio.parquet")
-    oracle = timing.simulate(req, timing.device_from_ssd(cfg), timing.given_compute(req.nsteps, 1000.0),
-                             timing.CpuCosts())
+    # the SSD columns: the same stream replayed by `swaptrace ssd replay` with the drive state docs/ssd.md states
+    # for the pipeline (the swap partition at the drive's start; the rest 80 % full, half of it overwritten at
+    # random, the swap area used before; sampled steady state), not the product's shared helper
+    r = run_cli("ssd", "replay", tmp_path / "d.swapio.parquet", "--device", "tiny", "--precondition", "steady",
+                "--fill", 0.8, "--overwritten", 0.5, "--swap-prior", "pool", "--swap-offset", 0, "--json")
+    assert r.exit_code == 0, r.output
+    replayed = json.loads(r.output)
+    assert (row["waf"], row["throughput_mb_s"]) == (replayed.get("waf"), replayed["throughput_mb_s"])
+    # step time: the time model's reference (tests/naive_timing.py, from docs/timing.md) on the stream, given
+    # 1000 us of compute per step, no kernel CPU costs, on the tiny drive's latency table
+    step_us, _ = naive_timing.mean_step_us(tmp_path / "d.swapio.parquet", timing.device_from_ssd(load_device("tiny")),
+                                           1000.0)
     assert row["step_compute_us"] == 1000.0
-    assert row["step_time_us"] == pytest.approx(oracle.total_us / req.nsteps, rel=1e-12)
+    # the same terms summed in another order (a few hundred of ~1e3 us): 1e-12 relative
+    assert row["step_time_us"] == pytest.approx(step_us, rel=1e-12)
     assert row["step_time_us"] > 1000.0  # it faulted, and waiting for swap-ins costs time on top of compute
     assert row["read_requests"] + row["write_requests"] > 0
     # a rerun runs nothing; a widened sweep runs only its new points
