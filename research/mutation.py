@@ -10,6 +10,7 @@ by the file's path), so a kernel module's run takes 30-60 s; the CPU is shared, 
     .venv/bin/python research/mutation.py                 # every module
     .venv/bin/python research/mutation.py ssd timing      # some
     .venv/bin/python research/mutation.py --list          # the mutants
+    .venv/bin/python research/mutation.py ssd --only copyback   # the mutants whose description has a word
 """
 
 from __future__ import annotations
@@ -162,6 +163,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("modules", nargs="*", help=f"modules to mutate (default all: {', '.join(MUTANTS)})")
     ap.add_argument("--list", action="store_true", help="list the mutants and exit")
+    ap.add_argument("--only", default=None, metavar="TEXT", help="run only the mutants whose description has TEXT")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per mutant's test run")
     args = ap.parse_args(argv)
     unknown = [m for m in args.modules if m not in MUTANTS]
@@ -179,6 +181,8 @@ def main(argv=None) -> int:
     for m in modules:
         killed = n = 0
         for file, old, new, what in MUTANTS[m][1]:
+            if args.only and args.only not in what:
+                continue
             result, secs = run_mutant(m, file, old, new, args.timeout)
             n += 1
             killed += result.startswith("killed")
@@ -186,7 +190,7 @@ def main(argv=None) -> int:
         totals[m] = (killed, n)
     print()
     for m, (k, n) in totals.items():
-        print(f"{m}: {k} of {n} killed ({k / n:.0%})")
+        print(f"{m}: {k} of {n} killed ({k / max(n, 1):.0%})")
     return 0
 
 
