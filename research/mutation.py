@@ -10,6 +10,7 @@ by the file's path), so a kernel module's run takes 30-60 s; the CPU is shared, 
     .venv/bin/python research/mutation.py                 # every module
     .venv/bin/python research/mutation.py ssd timing      # some
     .venv/bin/python research/mutation.py --list          # the mutants
+    .venv/bin/python research/mutation.py ssd --only copyback   # the mutants whose description has a word
 """
 
 from __future__ import annotations
@@ -27,7 +28,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: module -> (tests run, [(file, old, new, what the bug is)])
 MUTANTS: dict[str, tuple[list[str], list[tuple[str, str, str, str]]]] = {
-    "timing": (["tests/test_timing.py", "tests/test_timing_inputs.py"], [
+    "timing": (["tests/test_timing.py", "tests/test_timing_inputs.py", "tests/test_timing_calibrate.py",
+                "-m", "not privileged"], [
+        ("swaptrace/timing_calibrate.py", "overhead = max(measured - modelled, 0.0) / max(faults, 1)",
+         "overhead = max(measured - modelled, 0.0) / max(faults + 1, 1)", "fault overhead over one fault too many"),
+        ("swaptrace/timing_calibrate.py", "        cpu = replace(cpu, write_cpu_us=wo.overhead_us)", "        pass",
+         "host costs: the write overhead not handed to the fault measurement"),
         ("swaptrace/_kernels/timing.py", "dev = begin + lat / q", "dev = begin + lat",
          "reads hold the device for their whole latency (no Little's law)"),
         ("swaptrace/_kernels/timing.py", "q = k if k < dmax else dmax", "q = 1", "queue depth ignored"),
@@ -43,7 +49,13 @@ MUTANTS: dict[str, tuple[list[str], list[tuple[str, str, str, str]]]] = {
          "return ComputeTime(np.asarray(access, float), np.zeros(len(access)), f\"baseline",
          "baseline: MLP time dropped"),
     ]),
-    "ssd": (["tests/test_ssd_timing_naive.py", "tests/test_ssd_naive.py"], [
+    "ssd": (["tests/test_ssd_timing_naive.py", "tests/test_ssd_naive.py",
+             "tests/test_ssd_steady.py::test_install_matches_naive_twin",
+             "tests/test_ssd_steady.py::test_plan_conserves_the_pool_and_ages_blocks_evenly"], [
+        ("swaptrace/ssd/steady.py", "np.arange(len(dyn)) < rest % len(dyn)",
+         "np.arange(len(dyn)) >= len(dyn) - rest % len(dyn)", "steady state: static remainder on the oldest blocks"),
+        ("swaptrace/ssd/steady.py", "clock - np.round(age)", "clock - np.floor(age)",
+         "steady state: close times truncated"),
         ("swaptrace/_kernels/ftl.py", "ce = cs + group_n * st.fp[F_UNIT_CHAN]", "ce = cs + st.fp[F_UNIT_CHAN]",
          "a read transfers one unit whatever its size"),
         ("swaptrace/_kernels/ftl.py", "st.die_free[group_die] = ce", "st.die_free[group_die] = ready",
@@ -59,7 +71,18 @@ MUTANTS: dict[str, tuple[list[str], list[tuple[str, str, str, str]]]] = {
         ("swaptrace/_kernels/ftl.py", "st.chan_free[c] = cs + 2.0 * moved * st.fp[F_UNIT_CHAN]",
          "st.chan_free[c] = cs + moved * st.fp[F_UNIT_CHAN]", "GC without copyback moves each unit once"),
     ]),
-    "designs": (["tests/test_designs_log.py", "tests/test_designs_zns.py"], [
+    "designs": (["tests/test_designs_log.py", "tests/test_designs_zns.py", "tests/test_designs_ondisk.py"], [
+        ("swaptrace/designs/log.py", "pf_cap = 8 * seg if", "pf_cap = 4 * seg if", "prefetch buffer of 4 segments"),
+        ("swaptrace/designs/log.py", "nsegs = max(-(-capacity // seg), cfg.high_segments + 2)",
+         "nsegs = max(-(-capacity // seg), cfg.high_segments + 1)", "log one segment short of the cleaner's room"),
+        ("swaptrace/designs/ondisk.py", "\"disk_s\": float(np.median(times))", "\"disk_s\": float(np.mean(times))",
+         "fio replay: mean of repeats, not median"),
+        ("swaptrace/designs/ondisk.py", "\"complete\": all(m[\"complete\"] for m in measured)",
+         "\"complete\": measured[-1][\"complete\"]", "fio replay: complete from the last run only"),
+        ("swaptrace/designs/ondisk.py", "np.searchsorted(c, max_rows, side=\"right\")", "np.searchsorted(c, max_rows)",
+         "fio replay: common steps one short when a step ends at the cap"),
+        ("swaptrace/designs/compare.py", "base = linux.get(\"disk_s\") if linux.get(\"complete\") else None",
+         "base = linux.get(\"disk_s\")", "gains against an incomplete linux replay"),
         ("swaptrace/_kernels/logswap.py", "if seg_state[s] != SEG_CLOSED or seg_live[s] >= seg:",
          "if seg_state[s] != SEG_CLOSED or seg_live[s] > seg:", "a full segment may be cleaned"),
         ("swaptrace/_kernels/logswap.py", "    seg_live[s] += 1\n", "    seg_live[s] += 2\n",
@@ -82,6 +105,10 @@ MUTANTS: dict[str, tuple[list[str], list[tuple[str, str, str, str]]]] = {
          "profile: statistics always fresh"),
         ("swaptrace/profiles/linux-6.x-cgroup1.toml", "zero_page = true", "zero_page = false",
          "profile: no zero page"),
+        ("swaptrace/profiles/linux-6.x-cgroup1.toml", "write_cost = 4\n", "write_cost = 6\n",
+         "profile: the single (--no-ensemble) run's device 1.5x slower"),
+        ("swaptrace/profiles/linux-6.x-cgroup1.toml", "write_cost = 4\n", "write_cost = 8\n",
+         "profile: the single run's device twice as slow"),
     ]),
     "fio runner": (["tests/test_fio_runner_paths.py", "tests/test_fio_run.py"], [
         ("swaptrace/fio/runner.py", "    if free < need_bytes:", "    if free < need_bytes - (1 << 30):",
@@ -136,6 +163,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("modules", nargs="*", help=f"modules to mutate (default all: {', '.join(MUTANTS)})")
     ap.add_argument("--list", action="store_true", help="list the mutants and exit")
+    ap.add_argument("--only", default=None, metavar="TEXT", help="run only the mutants whose description has TEXT")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per mutant's test run")
     args = ap.parse_args(argv)
     unknown = [m for m in args.modules if m not in MUTANTS]
@@ -153,6 +181,8 @@ def main(argv=None) -> int:
     for m in modules:
         killed = n = 0
         for file, old, new, what in MUTANTS[m][1]:
+            if args.only and args.only not in what:
+                continue
             result, secs = run_mutant(m, file, old, new, args.timeout)
             n += 1
             killed += result.startswith("killed")
@@ -160,7 +190,7 @@ def main(argv=None) -> int:
         totals[m] = (killed, n)
     print()
     for m, (k, n) in totals.items():
-        print(f"{m}: {k} of {n} killed ({k / n:.0%})")
+        print(f"{m}: {k} of {n} killed ({k / max(n, 1):.0%})")
     return 0
 
 

@@ -14,6 +14,19 @@ OP_READ, OP_WRITE, OP_DISCARD = 0, 1, 2
 CAUSE_FAULT, CAUSE_RECLAIM, CAUSE_DISCARD = 0, 2, 3
 
 
+def log_for(cfg, footprint_pages: int, page_bytes: int) -> NaiveLog:
+    """The twin of ``LogSwap(cfg, footprint_pages=...)`` with its sizes from ``LogConfig``'s docstring only."""
+    seg = cfg.segment_bytes // page_bytes
+    capacity = math.ceil(footprint_pages * (1.0 + cfg.spare_factor))  # pages the log holds at least
+    nsegs = max(-(-capacity // seg), cfg.high_segments + 2)
+    return NaiveLog(seg=seg, nsegs=nsegs, chunk=(cfg.write_bytes or cfg.segment_bytes) // page_bytes,
+                    stride=(cfg.stride_bytes or cfg.segment_bytes) // page_bytes, victim=cfg.victim,
+                    swapin=cfg.swapin, pf_cap=8 * seg if cfg.prefetch_pages is None else cfg.prefetch_pages,
+                    pf_window=(cfg.prefetch_window_bytes or cfg.segment_bytes) // page_bytes,
+                    low=cfg.low_segments, high=cfg.high_segments, discard=cfg.discard,
+                    free_at_half=cfg.free_at_half)
+
+
 @dataclass
 class NaiveLog:
     """A log-structured swap area (sizes in pages)."""

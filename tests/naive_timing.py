@@ -121,3 +121,46 @@ def simulate(requests, nsteps, access_us, dense_us, sizes, depths, read_lat, wri
                         reclaim_cpu=st.reclaim_cpu, waits=st.waits))
         start += st.step
     return out
+
+
+def requests_from_swapio(path):
+    """An emulator's ``swapio`` file as :func:`simulate`'s requests, read with pyarrow from docs/timing.md.
+
+    Discards are not device time; a request sits at ``t_us / params.step_us`` minus its step within its
+    step (emulated streams, clipped to the step); one burst is the consecutive requests of one step with the
+    same op issued at the same instant (a fault's page and its readahead; a reclaim pass's writes); the
+    process waits for reads of cause ``fault`` (or ``unknown``). Returns ``(requests, nsteps, page_bytes)``.
+    """
+    import json
+
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    meta = json.loads(table.schema.metadata[b"swaptrace"])
+    assert meta.get("source", "emulator") != "kernel", "a capture's stream is placed by rank: not this reader"
+    step_us = float(meta["params"]["step_us"])
+    first = int(meta.get("first_step", 0))
+    rows = table.to_pylist()
+    reqs, last = [], None
+    for r in rows:
+        if r["op"] == "discard":
+            continue
+        step = int(r["step"]) - first
+        key = (step, r["op"], r["t_us"])
+        if key != last:
+            burst = reqs[-1]["burst"] + 1 if reqs else 0
+            last = key
+        reqs.append({"step": step, "frac": min(max(r["t_us"] / step_us - step, 0.0), 1.0),
+                     "op": 0 if r["op"] == "read" else 1, "nbytes": float(r["length"]),
+                     "waits": r["op"] == "read" and r["cause"] in ("fault", "unknown"), "burst": burst})
+    return reqs, int(meta["steps"]), int(meta["page_bytes"])
+
+
+def mean_step_us(path, device, step_compute_us):
+    """Mean step time (us) and slowdown of an emulator stream on ``device`` (a DeviceTiming's table), every
+    step computing ``step_compute_us`` (requests spread over it), no kernel CPU costs (sum(step) / sum(C))."""
+    reqs, nsteps, page_bytes = requests_from_swapio(path)
+    steps = simulate(reqs, nsteps, [step_compute_us] * nsteps, [0.0] * nsteps, device.sizes_bytes, device.depths,
+                     device.read_latency_us, device.write_latency_us, 0.0, 0.0, 0.0, page_bytes)
+    total = sum(s["step"] for s in steps)
+    return total / nsteps, (total / (nsteps * step_compute_us) if step_compute_us else None)

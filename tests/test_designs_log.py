@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from naive_designs import NaiveLog
+from naive_designs import NaiveLog, log_for
 
 from swaptrace._kernels import logswap as kl
 from swaptrace.designs.log import LogConfig, LogSwap
@@ -44,13 +44,9 @@ def _kernel_rows(swap: LogSwap):
     return out
 
 
-def _naive(cfg: LogConfig, swap: LogSwap, pages, writes, evictions) -> NaiveLog:
-    seg = cfg.segment_bytes // PB
-    return NaiveLog(seg=seg, nsegs=swap.nsegs, chunk=(cfg.write_bytes or cfg.segment_bytes) // PB,
-                    stride=(cfg.stride_bytes or cfg.segment_bytes) // PB, victim=cfg.victim, swapin=cfg.swapin,
-                    pf_cap=int(swap.r[kl.P_PF_CAP]), low=cfg.low_segments,
-                    pf_window=(cfg.prefetch_window_bytes or cfg.segment_bytes) // PB, high=cfg.high_segments,
-                    discard=cfg.discard, free_at_half=cfg.free_at_half).run(pages, writes, evictions)
+def _naive(cfg: LogConfig, F: int, pages, writes, evictions) -> NaiveLog:
+    # the twin's sizes (segments, prefetch buffer) come from LogConfig's docstring, not the kernel object
+    return log_for(cfg, F, PB).run(pages, writes, evictions)
 
 
 @st.composite
@@ -64,9 +60,9 @@ def traces(draw):
                                      min_size=ne, max_size=ne)), key=lambda e: e[0]) if n else []
     seg = draw(st.sampled_from([1, 2, 4]))
     cfg = LogConfig(segment_bytes=seg * PB, write_bytes=draw(st.sampled_from([1, seg])) * PB,
-                    stride_bytes=(seg + draw(st.integers(0, 2))) * PB, spare_factor=draw(st.sampled_from([0.5, 1.0])),
+                    stride_bytes=(seg + draw(st.integers(0, 2))) * PB, spare_factor=draw(st.sampled_from([0.0, 0.25, 0.5, 1.0])),
                     victim=draw(st.sampled_from(["greedy", "cost-benefit"])),
-                    swapin=draw(st.sampled_from(["page", "segment"])), prefetch_pages=draw(st.integers(0, 5)),
+                    swapin=draw(st.sampled_from(["page", "segment"])), prefetch_pages=draw(st.one_of(st.none(), st.integers(0, 5))),
                     prefetch_window_bytes=draw(st.sampled_from([None, PB, 2 * PB])),
                     low_segments=2, high_segments=draw(st.integers(2, 4)), discard=draw(st.booleans()),
                     free_at_half=draw(st.booleans()))
@@ -81,10 +77,10 @@ def test_kernel_matches_naive_twin(case, chunks):
         swap = _kernel(cfg, F, pages, writes, evictions, chunks)
     except ConfigError:  # the log filled up: the twin must fill up too
         with pytest.raises(OverflowError):
-            naive = LogSwap(cfg, footprint_pages=F, page_bytes=PB, nsteps=1)
-            _naive(cfg, naive, pages, writes, evictions)
+            _naive(cfg, F, pages, writes, evictions)
         return
-    naive = _naive(cfg, swap, pages, writes, evictions)
+    naive = _naive(cfg, F, pages, writes, evictions)
+    assert swap.nsegs == naive.nsegs
     assert _kernel_rows(swap) == naive.rows
     got = vars(swap.counters())
     for k, v in naive.c.items():
@@ -130,6 +126,25 @@ def test_sequential_writes_one_per_segment():
     swap = _kernel(LogConfig(segment_bytes=4 * PB), 10, pages, [True] * 9, [(8, p) for p in range(8)])
     rows = [r for r in _kernel_rows(swap) if r[1] == kl.OP_WRITE]
     assert [(r[2], r[3]) for r in rows] == [(0, 4), (4, 4)]
+
+
+def test_prefetch_buffer_holds_eight_segments_first_in_first_out():
+    """docs/designs.md: segment swap-in reads a page's segment neighbours into a buffer of 8 segments (FIFO).
+
+    160 pages written and evicted one by one fill 40 segments of 4 pages; faulting the first page of 11
+    segments prefetches 33 neighbours into a 32-page buffer, so the oldest one (page 1) is dropped. Reading
+    the neighbours newest first: 32 hits, and page 1 is read again (11 + 1 fault reads).
+    """
+    F, k, seg = 160, 11, 4
+    pages, writes = list(range(F)), [True] * F
+    ev = [(i + 1, i) for i in range(F)]
+    heads = [seg * s for s in range(k)]
+    neighbours = [seg * s + j for s in range(k) for j in range(1, seg)][::-1]
+    swap = _kernel(LogConfig(segment_bytes=seg * PB, swapin="segment"), F, pages + heads + neighbours,
+                   writes + [False] * (len(heads) + len(neighbours)), ev)
+    c = swap.counters()
+    assert (c.prefetch_issued, c.prefetch_hit, c.prefetch_wasted) == (k * (seg - 1), 8 * seg, 1)
+    assert c.fault_reads == k + 1
 
 
 def test_greedy_cleaning_amplification_follows_utilization():

@@ -50,7 +50,8 @@ def test_small_n_frequencies_match_pmf():
 
 def test_top_share_matches_reference():
     """The bounded Zipf pmf: at s = 1.05 the top 1% of 4M rows (one row per page, unscrambled) gets 78%."""
-    assert top_share(4_000_000, 1.05, 0.01) == pytest.approx(0.78, abs=0.01)
+    # the reference figure is given to two digits (78 %): abs=0.005 is its rounding (the pmf gives 0.7843)
+    assert top_share(4_000_000, 1.05, 0.01) == pytest.approx(0.78, abs=0.005)
 
 
 @settings(max_examples=40, deadline=None)

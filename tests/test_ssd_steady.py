@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 
 import naive_ssd
+import naive_steady
 import numpy as np
 import pytest
 
@@ -30,24 +31,39 @@ def drive(policy: str, op: float = 0.12, capacity: int = 256 << 20, pages: int =
 
 
 @pytest.mark.parametrize("policy", ["greedy", "fifo"])
-@pytest.mark.parametrize("fill,overwritten,prior", [(1.0, 1.0, "pool"), (0.7, 0.4, "trimmed"), (0.5, 0.0, "pool")])
-def test_install_matches_naive_twin(policy, fill, overwritten, prior):
+@pytest.mark.parametrize("fill,overwritten,prior,offset", [(1.0, 1.0, "pool", 100), (0.7, 0.4, "trimmed", 37),
+                                                           (0.5, 0.0, "pool", 0), (0.9, 0.3, "pool", 500)])
+def test_install_matches_naive_twin(policy, fill, overwritten, prior, offset):
+    # the reference (tests/naive_steady.py) is given only the drive's geometry, the background and the seed:
+    # layout, plan, D (Newton, not the product's bisection) and random conventions come from the docstrings
     cfg = drive(policy, capacity=8 << 20, pages=16)
-    lay = S.layout(cfg, 100, cfg.user_units // 5, S.Background(fill, overwritten, prior))
+    seed = 5
+    swap = cfg.user_units // 5
+    lay = S.layout(cfg, offset, swap, S.Background(fill, overwritten, prior))
     sim = Simulator(cfg, timing=False, iodepth=1)
-    sim.start_steady(lay, seed=5)
-    pl = S.plan(cfg, len(lay.static), len(lay.pool), seed=5)
+    sim.start_steady(lay, seed=seed)
+    static, pool = naive_steady.naive_layout(cfg.user_units, offset, swap, fill, overwritten, prior)
+    assert lay.static.tolist() == static and lay.pool.tolist() == pool
+    n_free = max(cfg.gc_min_free_blocks + 1, cfg.bg_gc_min_free_blocks)
+    pl = naive_steady.naive_plan(cfg.dies, cfg.blocks_per_die, cfg.units_per_block, n_free, policy == "fifo",
+                                 len(static), len(pool), seed)
+    # D from two root finders, each within a few ulps of the root; p = exp(-k D / R) amplifies D's relative
+    # error by k D / R (< 40 here), so the product's probabilities agree to 1e-12. A unit's draw compares a
+    # multiple of 2^-53 with p: a difference this small flips it with probability ~1e-12 per unit
+    assert S.plan(cfg, len(static), len(pool), seed).p_dyn == pytest.approx(pl.p_dyn, rel=1e-12, abs=0)
     l2p, p2l, valid, closed = naive_ssd.naive_steady_install(
-        cfg, pl.n_static.tolist(), pl.p_dyn.tolist(), lay.static.tolist(), S.shuffled_pool(lay, 5).tolist(),
-        pl.closed_order.tolist(), int(S._rng_state(5)[0]))
+        cfg, pl.n_static, pl.p_dyn, static, naive_steady.shuffled(pool, seed), pl.closed_order,
+        naive_steady.seed_state(seed))
     st = sim.state
     assert st.l2p.tolist() == l2p
     assert st.p2l.tolist() == p2l
     assert st.valid.tolist() == valid
+    assert sum(valid) == len(static) + len(pool)
+    assert {b: int(st.close_seq[b]) for b in pl.closed_order} == pl.close_time
     bpd = cfg.blocks_per_die
     for d in range(cfg.dies):
         assert sorted(st.closed[d, : st.closed_n[d]].tolist()) == sorted(closed[d])
-        assert st.free_n[d] == max(cfg.gc_min_free_blocks + 1, cfg.bg_gc_min_free_blocks)
+        assert sorted(st.free_q[d, : st.free_n[d]].tolist()) == [b for b in pl.free if b // bpd == d]
         if policy == "fifo":
             ring = [int(st.fifo_q[d, (st.fifo_head[d] + i) % bpd]) for i in range(st.fifo_n[d])]
             assert ring == closed[d]
@@ -59,6 +75,28 @@ def test_install_matches_naive_twin(policy, fill, overwritten, prior):
                     b = st.bnext[b]
                 want = [b for b in reversed(closed[d]) if valid[b] == v]
                 assert got == want
+
+
+@pytest.mark.parametrize("policy,static_units,pool_units", [("greedy", 0, 1500), ("fifo", 700, 900),
+                                                             ("greedy", 1234, 321)])
+def test_plan_conserves_the_pool_and_ages_blocks_evenly(policy, static_units, pool_units):
+    # properties of the product's plan, from the module docstring: per die, the expected pool units of the
+    # closed blocks equal the die's share of the pool (conservation, to the bisection's precision: 1e-12 of
+    # R_d), and the k-th youngest pool block holds pool data with probability exp(-k D / R_d) for one D
+    cfg = drive(policy, capacity=8 << 20, pages=16)
+    pl = S.plan(cfg, static_units, pool_units, seed=3)
+    np_, bpd = cfg.units_per_block, cfg.blocks_per_die
+    for d in range(cfg.dies):
+        r_d = pool_units // cfg.dies + (d < pool_units % cfg.dies)
+        s_d = static_units // cfg.dies + (d < static_units % cfg.dies)
+        blocks = range(d * bpd, (d + 1) * bpd)
+        assert sum(int(pl.n_static[b]) for b in blocks) == s_d
+        pool_blocks = [b for b in blocks if pl.p_dyn[b] > 0]
+        expected = sum((np_ - int(pl.n_static[b])) * pl.p_dyn[b] for b in pool_blocks)
+        assert expected == pytest.approx(r_d, rel=1e-12)
+        ks = np.arange(1, len(pool_blocks) + 1)  # youngest (lowest number after the erased ones) first
+        logs = -np.log(pl.p_dyn[pool_blocks]) * r_d / ks
+        assert np.ptp(logs) <= 1e-9 * logs.mean()  # one D for every block (float rounding of exp and log)
 
 
 def test_layout_roles_and_mapping_are_consistent():

@@ -32,7 +32,10 @@ def test_full_random_drive_gains_from_sequential_writes():
     p = r["parts"]
     cfg = small()
     # random writes into a small partition of a full, randomly overwritten drive: close to the whole
-    # drive's uniform-random steady state (Desnoyers at the effective spare), within 15 %
+    # drive's uniform-random steady state (Desnoyers at the effective spare), within 15 %. NOT derived yet: the
+    # model holds to 2 % for uniform writes over the whole drive (test_ssd_steady, test_ssd_op); here only the
+    # partition is written for 2 drive writes, a drift away from that state no model here bounds (measured
+    # -3.4 %: 8.64 vs 8.94). Left for issue 34: bracket it (Desnoyers Eq. 14 with the static rest) or measure a spread
     assert p["random_write_waf_steady"] == pytest.approx(A.predict_config(cfg), rel=0.15)
     # sequential passes free whole blocks but GC still relocates the background it meets (into the same
     # frontier by default), so sequential writes amplify far less than random ones, not 1

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 
+import naive_timing
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
@@ -15,7 +17,7 @@ from swaptrace.errors import ConfigError
 from swaptrace.pagecache import emulate
 from swaptrace.parallel.cluster import SCHEDULER_ENV
 from swaptrace.parallel.sweep import SweepSpec, finished_keys, load_sweep_spec, read_results, run_sweep
-from swaptrace.stages import replay_like_pipeline
+from swaptrace.ssd.config import load_device
 
 pytest.importorskip("distributed", reason="the dask extra is not installed")
 
@@ -80,16 +82,21 @@ def test_sweep_writes_one_row_per_point_equal_to_a_direct_run_and_resumes(tmp_pa
     direct = emulate(row["trace"], tmp_path / "d.swapio.parquet", policy="lru", memory_fraction=0.3, workers=1)
     assert (row["pages_in"], row["pages_out"], row["faults"]) == (direct.pages_in, direct.pages_out, direct.faults)
     assert row["waf"] is None or row["waf"] >= 1.0
-    # the SSD columns are the pipeline's replay (real size, sampled steady state) of the same stream
-    cfg, replayed = replay_like_pipeline(tmp_path / "d.swapio.parquet", "tiny")
-    assert replayed.summary["precondition"] == "steady"
-    assert (row["waf"], row["throughput_mb_s"]) == (replayed.summary.get("waf"), replayed.summary["throughput_mb_s"])
-    # step time: the time model run directly on the same stream and drive, same given costs
-    req = timing.read_stream(tmp_path / "d.swapio.parquet")
-    oracle = timing.simulate(req, timing.device_from_ssd(cfg), timing.given_compute(req.nsteps, 1000.0),
-                             timing.CpuCosts())
+    # the SSD columns: the same stream replayed by `swaptrace ssd replay` with the drive state docs/ssd.md states
+    # for the pipeline (the swap partition at the drive's start; the rest 80 % full, half of it overwritten at
+    # random, the swap area used before; sampled steady state), not the product's shared helper
+    r = run_cli("ssd", "replay", tmp_path / "d.swapio.parquet", "--device", "tiny", "--precondition", "steady",
+                "--fill", 0.8, "--overwritten", 0.5, "--swap-prior", "pool", "--swap-offset", 0, "--json")
+    assert r.exit_code == 0, r.output
+    replayed = json.loads(r.output)
+    assert (row["waf"], row["throughput_mb_s"]) == (replayed.get("waf"), replayed["throughput_mb_s"])
+    # step time: the time model's reference (tests/naive_timing.py, from docs/timing.md) on the stream, given
+    # 1000 us of compute per step, no kernel CPU costs, on the tiny drive's latency table
+    step_us, _ = naive_timing.mean_step_us(tmp_path / "d.swapio.parquet", timing.device_from_ssd(load_device("tiny")),
+                                           1000.0)
     assert row["step_compute_us"] == 1000.0
-    assert row["step_time_us"] == pytest.approx(oracle.total_us / req.nsteps, rel=1e-12)
+    # the same terms summed in another order (a few hundred of ~1e3 us): 1e-12 relative
+    assert row["step_time_us"] == pytest.approx(step_us, rel=1e-12)
     assert row["step_time_us"] > 1000.0  # it faulted, and waiting for swap-ins costs time on top of compute
     assert row["read_requests"] + row["write_requests"] > 0
     # a rerun runs nothing; a widened sweep runs only its new points
@@ -156,3 +163,47 @@ def test_longest_points_are_submitted_first():
     assert [(p.policy, p.memory_fraction) for p in order] == [("linux", 0.2), ("linux", 0.6), ("lru", 0.2),
                                                               ("lru", 0.6)]
     assert cost_hint(order[0], 2000) == 2 * cost_hint(order[0], 1000)
+
+
+def _damage_data_page(path) -> None:
+    """Overwrite the middle of one column's data pages, keeping the footer: the file opens, reading fails."""
+    col = pq.ParquetFile(path).metadata.row_group(0).column(1)
+    start = min(o for o in (col.dictionary_page_offset, col.data_page_offset) if o is not None)
+    assert col.total_compressed_size > 64
+    with open(path, "r+b") as f:
+        f.seek(start + 24)
+        f.write(b"\xff" * (col.total_compressed_size - 48))
+
+
+def test_a_failing_point_is_reported_the_others_written_and_a_rerun_retries_it(tmp_path):
+    import shutil
+
+    from swaptrace.generate import generate_trace
+
+    good = generate_trace("tiny", tmp_path / "good.access.parquet", steps=3, seed=0)
+    bad = tmp_path / "bad.access.parquet"
+    shutil.copy(good, bad)
+    _damage_data_page(bad)
+    out = tmp_path / "out"
+    args = ["sweep", "--trace", good, "--trace", bad, "--memory-fraction", 0.3, "--policy", "lru", "--device", "tiny",
+            "--workers", 1, "-o", out]
+    spec = SweepSpec(traces=(str(good), str(bad)), memory_fractions=(0.3,), policies=("lru",), devices=("tiny",))
+    bad_key = next(p.key for p in spec.points() if p.trace == str(bad.resolve()))
+    good_key = next(p.key for p in spec.points() if p.trace == str(good.resolve()))
+    r = run_cli(*args)
+    # the sweep finishes the other point, reports the failed one (its key and its error's first line, which
+    # names the damaged file) and exits 1, not 0 (a result is missing) nor 2 (the input was valid when checked)
+    assert r.exit_code == 1, r.output
+    failed = [line for line in r.output.splitlines() if line.startswith("point ")]
+    assert failed == [line for line in failed if line.startswith(f"point {bad_key} failed: ") and str(bad) in line]
+    assert len(failed) == 1 and "Traceback" not in r.output
+    assert finished_keys(out) == {good_key}
+    assert read_results(out).column("key").to_pylist() == [good_key]
+    assert not list(out.glob(".point-*")) and not list(out.glob("*.partial"))  # nothing half-written
+    # the failed point has no file, so a rerun runs it (and only it) again
+    again = run_sweep(spec, out, workers=1)
+    assert (again.ran, again.skipped, [k for k, _ in again.failed]) == (0, 1, [bad_key])
+    shutil.copy(good, bad)  # the input repaired: the rerun completes the sweep
+    fixed = run_sweep(spec, out, workers=1)
+    assert (fixed.ran, fixed.skipped, fixed.failed) == (1, 1, [])
+    assert finished_keys(out) == {good_key, bad_key}

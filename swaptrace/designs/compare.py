@@ -216,7 +216,9 @@ def _gains(rows: list[dict[str, Any]]) -> None:
 
 def add_disk(cmp: Comparison, disk: dict[str, dict[str, Any]]) -> None:
     """Put fio's measured replay times (:func:`swaptrace.designs.ondisk.replay_on_disk`) into the rows."""
-    base = disk.get("linux", {}).get("disk_s")
+    linux = disk.get("linux", {})
+    # an incomplete replay stopped at the runtime cap: its time is a lower bound, no base for a gain
+    base = linux.get("disk_s") if linux.get("complete") else None
     for r in cmp.rows:
         d = disk.get("zoned" if r["design"] == "zoned@ftl" else r["design"])  # the same stream
         if d is None:

@@ -41,7 +41,10 @@ class LogConfig:
         Distance between segment starts (default ``segment_bytes``; a zone's
         size when its capacity is smaller).
     spare_factor : float
-        Log capacity above the footprint, as a fraction of it (the cleaner's room).
+        Log capacity above the footprint, as a fraction of it (the cleaner's room): the log
+        has ``ceil(ceil(F * (1 + spare_factor)) / segment_pages)`` segments for a footprint
+        of ``F`` pages, and at least ``high_segments + 2`` (room for the cleaner's goal and
+        the head).
     victim : str
         ``greedy`` (fewest live pages) or ``cost-benefit`` (LFS 1992, section 3.6).
     swapin : str

@@ -112,6 +112,11 @@ class Layout:
 def layout(config: SSDConfig, swap_offset_units: int, swap_units: int, background: Background) -> Layout:
     """Static and pool logical units of ``config`` with the swap partition and ``background``.
 
+    Of the ``others`` logical units outside the swap partition, ``live = round(fill * others)``
+    hold data: the first ``round((1 - overwritten) * live)`` of them (in logical order) are
+    static, the next ones the pool, followed by the swap partition's units when ``swap_prior``
+    is ``pool``.
+
     Raises
     ------
     ConfigError
@@ -178,7 +183,24 @@ class BlockPlan:
 def plan(config: SSDConfig, static_units: int, pool_units: int, seed: int = 0) -> BlockPlan:
     """The steady-state block plan for ``static_units`` static and ``pool_units`` pool units (module docstring).
 
-    ``seed`` places the run of static blocks in a FIFO ring (its phase is unknown).
+    The plan, die by die (``tests/naive_steady.py`` is written from this):
+
+    * static and pool units are spread evenly over the dies, the first dies taking one more;
+    * a die's lowest-numbered ``max(gc_min_free_blocks + 1, bg_gc_min_free_blocks)`` blocks are
+      erased; the others hold data, numbered youngest first;
+    * static data fills whole blocks at the oldest end (``s_d // units_per_block`` of them); its
+      remainder is spread evenly over the other (pool) blocks, the youngest taking one more, at the
+      start of each block;
+    * the ``k``-th youngest pool block's other units hold pool data with probability
+      ``exp(-k D / R_d)``, ``D`` solving the conservation equation of the module docstring;
+    * close order, oldest first: the pool blocks oldest first, with the static run inserted after
+      the ``a`` oldest of them -- ``a = 0`` (greedy: static data is the oldest) or, under FIFO,
+      ``a`` drawn by ``numpy.random.default_rng(seed).integers(0, n_pool_blocks + 1)`` die by die
+      (the ring's phase is unknown);
+    * close times on the host-write clock (``dies`` host writes per pool write of a die): a block
+      closed ``age = k D dies`` host writes before "now", the static run at the age of the pool
+      block just before it in the close order (``(n_pool_blocks + 1) D dies`` when first);
+      ``now = ceil(oldest age) + 1`` and a block's close time ``now - round(age)``.
     """
     nd, bpd, np_ = config.dies, config.blocks_per_die, config.units_per_block
     # after idle time background GC has refilled its (larger) reserve; without it, foreground GC's
@@ -246,6 +268,11 @@ def install(state: K.FTLState, config: SSDConfig, lay: Layout, seed: int = 0) ->
     """Put a freshly made FTL state in the sampled steady state of ``lay``; returns what was done.
 
     ``state`` must be new (nothing written). Units outside the layout stay unmapped (trimmed).
+    Random draws (``tests/naive_steady.py`` follows them): the units' draws and the
+    correction to exactly ``R`` pool units use splitmix64 started at
+    ``seed * 0x2545F4914F6CDD1D + 0x632BE59BD9B4E019`` (mod 2^64), in the order of
+    :mod:`swaptrace._kernels.ftl_steady`; which pool unit sits in which drawn slot (block order)
+    is ``numpy.random.default_rng(seed).shuffle`` of ``lay.pool``; static units go in order.
     """
     t0 = time.perf_counter()
     if int(state.sc[K.C_HOST_W]) or int((state.l2p >= 0).any()):
