@@ -115,6 +115,7 @@ from swaptrace.pagecache.config import (
     DEFAULT_STATS_FLUSH_STEPS,
     DEFAULT_STEP_US,
     DEFAULT_WRITE_COST,
+    DEFAULT_WRITE_LATENCY,
     DEFAULT_WRITEBACK_COMPLETION,
     DEFAULT_WRITEBACK_LAG,
     INITIAL_STATES,
@@ -133,6 +134,7 @@ from swaptrace.pagecache.run import CHUNK_ROWS, EmulationResult, emulate
 __all__ = [
     "BY_LEVEL", "CHUNK_ROWS", "DEFAULT_FILL_WRITE_CREDIT", "DEFAULT_MAX_REQUEST_BYTES", "DEFAULT_PROFILE",
     "DEFAULT_SCAN_PRIORITIES", "DEFAULT_STATS_FLUSH_STEPS", "DEFAULT_STEP_US", "DEFAULT_WRITE_COST",
+    "DEFAULT_WRITE_LATENCY",
     "DEFAULT_WRITEBACK_COMPLETION", "DEFAULT_WRITEBACK_LAG", "INITIAL_STATES", "OUT_ROWS", "POLICIES",
     "READAHEAD_MODES", "SWAPPED_REGION_KINDS", "WRITEBACK_COMPLETIONS", "Counters", "EmulationResult", "Emulator",
     "EmulatorConfig", "Ensemble", "KernelProfile", "Policy", "emulate", "ensemble_configs", "load_profile",
