@@ -19,6 +19,7 @@ from swaptrace.pagecache import (
     DEFAULT_SCAN_PRIORITIES,
     DEFAULT_STATS_FLUSH_STEPS,
     DEFAULT_WRITE_COST,
+    DEFAULT_WRITE_LATENCY,
     DEFAULT_WRITEBACK_COMPLETION,
     DEFAULT_WRITEBACK_LAG,
 )
@@ -157,6 +158,7 @@ class NaiveLinux:
         lag = emu.writeback_lag
         freed = 0
         if lag > 0 and written >= lag + emu.writeback_throttle:  # throttled: waits for all its writes
+            emu.flush()  # a task that sleeps submits its plug (schedule -> blk_flush_plug)
             emu.complete_writes(None)
             emu.c["writeback_waits"] += 1
             written = 0
@@ -169,6 +171,7 @@ class NaiveLinux:
         del self.inactive[:take]
         for page in batch:
             if page in emu.wb_pages:  # memcg reclaim (cgroup v1) waits; writes complete in order
+                emu.flush()  # waiting is sleeping: the plug is submitted first, so nothing merges across it
                 emu.complete_writes(None)
                 emu.c["writeback_waits"] += 1
             if self.young[page]:
@@ -255,6 +258,7 @@ class NaiveLinux:
                     break
             if self.inactive_is_low() or not self.inactive:
                 self.deactivate(SWAP_CLUSTER_MAX)
+            emu.flush()  # shrink_lruvec's blk_finish_plug: one level's requests never merge with the next's
             if emu.writeback_completion == "level":  # the level's plug is finished: its writes are done
                 emu.complete_writes(None)
             elif emu.writeback_completion == "next-level":  # done while the next level scans
@@ -298,6 +302,7 @@ class NaiveEmulator:
         writeback_completion=None,
         write_cost=None,
         fill_write_credit=None,
+        write_latency=None,
     ):
         self.F = footprint_pages
         self.budget = budget_pages
@@ -338,6 +343,9 @@ class NaiveEmulator:
         # per page zero-filled since the pages it last paid for (whole units; a remainder's pages wait)
         credit = DEFAULT_FILL_WRITE_CREDIT if fill_write_credit is None else fill_write_credit
         self.fill_write_credit = credit if device else 0
+        # "device": a write served by the device completes write_latency clock units later (0: at once)
+        latency = DEFAULT_WRITE_LATENCY if write_latency is None else write_latency
+        self.write_latency = latency if device else 0
         self.fill_seen = 0  # zero fills paid for
         self.device_done = 0  # clock by which the device has written everything handed to it
         self.plugged = 0  # the newest writes in flight, not yet handed over
@@ -460,7 +468,7 @@ class NaiveEmulator:
         q = self.writes_in_flight
         for i in range(len(q) - self.plugged, len(q)):
             self.device_done = max(self.device_done, self.wb_clock) + self.write_cost
-            q[i][1] = self.device_done
+            q[i][1] = self.device_done + self.write_latency
         self.plugged = 0
 
     def complete_writes(self, upto):
@@ -471,7 +479,7 @@ class NaiveEmulator:
         q = self.writes_in_flight
         if upto is None and q and self.writeback_completion == "device":
             self.unplug()
-            self.wb_clock = max(self.wb_clock, self.device_done)
+            self.wb_clock = max(self.wb_clock, self.device_done + self.write_latency)
         while q and (upto is None or q[0][1] <= upto):
             page, _ = q.popleft()
             self.wb_pages.discard(page)

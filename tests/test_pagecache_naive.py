@@ -47,6 +47,7 @@ def run_both(pages, writes, steps, footprint, budget, **kw):
         writeback_completion=kw.get("writeback_completion"),
         write_cost=kw.get("write_cost"),
         fill_write_credit=kw.get("fill_write_credit"),
+        write_latency=kw.get("write_latency"),
     )
     if "writeback_throttle" in kw:
         cfg = dataclasses.replace(cfg, writeback_throttle=kw["writeback_throttle"])
@@ -107,7 +108,8 @@ CASES = list(itertools.product(["lru", "clock", "linux"], ["none", "vma", "clust
 #: step), the device faster and much slower than the scan, with exact statistics; the lag rule (a short lag:
 #: writes also complete as reclaim goes on), the synchronous device, a call that waits whenever it wrote 6,
 #: statistics flushed every other step, 32-page rounds, priority levels whose writes complete by level, and
-#: the device's time in the filling step: none, a little, and enough to finish every write
+#: the device's time in the filling step: none, a little, and enough to finish every write; and a device whose
+#: writes complete some time after it served them (a short and a long latency)
 LINUX_VARIANTS = [{}, {"write_cost": 1}, {"write_cost": 3, "stats_flush_steps": 0}, {"write_cost": 50},
                   {"writeback_lag": 24}, {"writeback_lag": 0, "zero_page": False},
                   {"writeback_lag": 6, "writeback_throttle": 0}, {"stats_flush_steps": 0},
@@ -120,7 +122,8 @@ LINUX_VARIANTS = [{}, {"write_cost": 1}, {"write_cost": 3, "stats_flush_steps": 
                   {"scan_priorities": True, "writeback_completion": "next-level", "stats_flush_steps": 1},
                   {"scan_priorities": True, "writeback_completion": "call"},
                   {"scan_priorities": True, "writeback_completion": "call", "stats_flush_steps": 1},
-                  {"fill_write_credit": 0}, {"fill_write_credit": 1, "write_cost": 2}, {"fill_write_credit": 400}]
+                  {"fill_write_credit": 0}, {"fill_write_credit": 1, "write_cost": 2}, {"fill_write_credit": 400},
+                  {"write_latency": 40}, {"write_latency": 300, "write_cost": 2, "stats_flush_steps": 0}]
 
 
 @pytest.mark.parametrize(("policy", "readahead"), CASES)

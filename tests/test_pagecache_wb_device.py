@@ -17,6 +17,7 @@ from test_pagecache_wb_level import META, PAGES, dirty_memory, inactive_tail
 
 import swaptrace.pagecache as pagecache
 from swaptrace._kernels import swapstate as ks
+from swaptrace._kernels.dlist import _push_tail, _unlink
 from swaptrace._kernels.linux_lists import _linux_reclaim, _shrink_batch, _wb_complete
 from swaptrace.errors import ConfigError
 from swaptrace.pagecache import Emulator, EmulatorConfig, emulate
@@ -39,7 +40,7 @@ def test_a_fast_device_frees_as_the_level_rule_does_but_leaves_the_last_level_in
     #         57..59, unplugged as the level ends: done at 118..120
     # Freed 57, written 60, scanned 117 -- as under "level", whose level ends complete its own writes; here
     # the stopping level's 3 are still on the device.
-    emu, st = dirty_memory(writeback_completion="device", write_cost=1, fill_write_credit=0)
+    emu, st = dirty_memory(writeback_completion="device", write_cost=1, fill_write_credit=0, write_latency=0)
     assert _linux_reclaim(st.b, st.m, st.f, 32) == 57
     r = st.reg
     assert r[ks.C_PAGES_OUT] == 60 and r[ks.C_SCANNED] == 117 and r[ks.R_RESIDENT] == PAGES - 57
@@ -56,7 +57,7 @@ def test_a_slow_device_lets_a_call_write_its_whole_scan_before_anything_is_freed
     # write cost 1000: the first write is done at clock 1001, and the call's whole scan (levels 7..0, 356
     # pages, the call rule's count) takes the clock to 356 only: it writes all 356 and frees none -- the
     # kernel's first burst of thousands of pages when a dirty inactive tail meets a busy device
-    emu, st = dirty_memory(writeback_completion="device", write_cost=1000, fill_write_credit=0)
+    emu, st = dirty_memory(writeback_completion="device", write_cost=1000, fill_write_credit=0, write_latency=0)
     assert _linux_reclaim(st.b, st.m, st.f, 32) == 0
     r = st.reg
     assert r[ks.C_PAGES_OUT] == r[ks.C_SCANNED] == r[ks.R_WB_N] == 356 and r[ks.R_RESIDENT] == PAGES
@@ -71,11 +72,74 @@ def test_a_slow_device_lets_a_call_write_its_whole_scan_before_anything_is_freed
     assert r[ks.C_PAGES_OUT] == 356 and r[ks.R_RESIDENT] == PAGES - 41
 
 
+def test_each_level_ends_its_merged_request():
+    # The slow device's call above writes its whole scan, 356 pages, in isolation order, so the pages get
+    # consecutive fresh slots 1..356. shrink_lruvec holds one block plug per priority level, and
+    # blk_finish_plug issues the level's request, so no request spans two levels: the requests are the
+    # level shares ((1024 >> p) * 90 // 510 for p = 7..0: 1, 2, 5, 11, 22, 45, 90, 180), the last split at
+    # the largest request (128 pages, --max-request 512KiB).
+    emu, st = dirty_memory(writeback_completion="device", write_cost=1000, fill_write_credit=0, write_latency=0)
+    _linux_reclaim(st.b, st.m, st.f, 32)
+    rows = st.take_rows()
+    assert rows["op"].tolist() == [ks.OP_WRITE] * 9
+    assert (rows["length"] // 4096).tolist() == [1, 2, 5, 11, 22, 45, 90, 128, 52]
+    assert (rows["offset"] // 4096).tolist() == [1, 2, 4, 9, 20, 42, 87, 177, 305]
+
+
+def test_a_sleep_on_writeback_ends_the_merged_request():
+    # 5 pages written from the dirty tail, in the level's plug as one request of slots 1..5; reclaim then
+    # meets page 2 again, still under writeback, and (cgroup v1) waits for it: the sleep flushes the plug,
+    # so the 5 are one request, page 2 (now clean) is freed, and page 5's write starts another request
+    # though its fresh slot 6 follows slot 5
+    emu, st = dirty_memory(writeback_completion="device", write_cost=10, fill_write_credit=0, write_latency=0)
+    assert _shrink_batch(st.b, st.m, st.f, 5, 0) == (0, 5)
+    assert st.reg[ks.R_PEND_N] == 5  # merged, not yet issued
+    # the written pages went back to the inactive head; move page 2 to the tail so the next batch meets it
+    F = st.F
+    nx, pv = int(st.m[ks.O_NEXT]), int(st.m[ks.O_PREV])
+    _unlink(st.m, nx, pv, 2)
+    _push_tail(st.m, nx, pv, F + 1, 2)
+    assert _shrink_batch(st.b, st.m, st.f, 2, 5) == (1, 6)
+    assert st.reg[ks.C_WB_WAITS] == 1
+    rows = st.take_rows()
+    assert (rows["length"] // 4096).tolist() == [5] and (rows["offset"] // 4096).tolist() == [1]
+    assert st.reg[ks.R_PEND_SLOT] == 6 and st.reg[ks.R_PEND_N] == 1
+
+
+def test_a_latency_keeps_a_fast_devices_writes_in_flight_for_the_whole_call():
+    # write cost 1 as in the fast device's case, but each write completes 1000 units after the device served
+    # it. Levels 7..0 end at clocks 1, 3, 8, 19, 41, 86, 176, 356 and hand the device 1, 2, 5, 11, 22, 45,
+    # 90, 180 pages; the device keeps up (served at 2; 4, 5; 9..13; 20..30; 42..63; 87..131; 177..266;
+    # 357..536), but the first completion is at 2 + 1000 = 1002, past the call's whole scan (clock 356):
+    # the call writes all 356 and frees none -- the slow device's call, from a fast device far away
+    emu, st = dirty_memory(writeback_completion="device", write_cost=1, fill_write_credit=0, write_latency=1000)
+    assert _linux_reclaim(st.b, st.m, st.f, 32) == 0
+    r = st.reg
+    assert r[ks.C_PAGES_OUT] == r[ks.C_SCANNED] == r[ks.R_WB_N] == 356
+    assert r[ks.R_WB_CLOCK] == 356 and r[ks.R_WB_DEV] == 536
+    # nothing is done by clock 1001; page 0 by 1002; a wait sleeps until the last one, 536 + 1000
+    _wb_complete(st.b, st.m, 1001)
+    assert r[ks.R_WB_N] == 356
+    _wb_complete(st.b, st.m, 1002)
+    assert r[ks.R_WB_N] == 355
+    _wb_complete(st.b, st.m, ks.WB_ALL)
+    assert r[ks.R_WB_N] == 0 and r[ks.R_WB_CLOCK] == 1536
+
+
+def test_the_write_latency_is_a_device_setting():
+    assert EmulatorConfig.resolve(META, memory_bytes=40960).write_latency == pagecache.DEFAULT_WRITE_LATENCY
+    assert EmulatorConfig.resolve(META, memory_bytes=40960, writeback_completion="level").write_latency == 0
+    with pytest.raises(ConfigError, match="--write-latency applies to --writeback-completes device"):
+        EmulatorConfig.resolve(META, memory_bytes=40960, writeback_completion="level", write_latency=3)
+    with pytest.raises(ConfigError, match="must not be negative"):
+        EmulatorConfig.resolve(META, memory_bytes=40960, write_latency=-1)
+
+
 def test_plugged_writes_wait_for_the_level_end_or_a_wait():
     # one batch of 5 isolated from the dirty tail: written, in the level's plug, not on the device -- no
     # clock completes them -- until a wait (reclaim meets one, or a read: schedule() flushes the plug) hands
     # them over and sleeps until the device is done: 5 pages at cost 10 from clock 5, done at 55
-    emu, st = dirty_memory(writeback_completion="device", write_cost=10, fill_write_credit=0)
+    emu, st = dirty_memory(writeback_completion="device", write_cost=10, fill_write_credit=0, write_latency=0)
     r = st.reg
     assert _shrink_batch(st.b, st.m, st.f, 5, 0) == (0, 5)
     assert r[ks.R_WB_PLUGGED] == r[ks.R_WB_N] == 5 and r[ks.R_WB_CLOCK] == 5
@@ -91,7 +155,7 @@ def test_the_fill_credit_gives_the_device_time_until_the_first_swap_in():
     # (1024 * 6 // 8), credit 1 128, each paying for all 1024 pages; the device and the scan keep their rule, so the call frees, writes and scans as
     # with no credit (the fast device's case above) and only the clock is ahead
     for credit, ahead in ((8, 1024), (6, 768), (1, 128)):
-        emu, st = dirty_memory(writeback_completion="device", write_cost=1, fill_write_credit=credit)
+        emu, st = dirty_memory(writeback_completion="device", write_cost=1, fill_write_credit=credit, write_latency=0)
         assert _linux_reclaim(st.b, st.m, st.f, 32) == 57
         r = st.reg
         assert r[ks.C_PAGES_OUT] == 60 and r[ks.C_SCANNED] == 117
@@ -100,13 +164,13 @@ def test_the_fill_credit_gives_the_device_time_until_the_first_swap_in():
         _linux_reclaim(st.b, st.m, st.f, 1)
         assert r[ks.R_FILL_SEEN] == 1024 and r[ks.R_WB_CLOCK] >= 117 + ahead
     # after a swap-in the credit stops, however many pages are zero-filled later
-    emu, st = dirty_memory(writeback_completion="device", write_cost=1, fill_write_credit=8)
+    emu, st = dirty_memory(writeback_completion="device", write_cost=1, fill_write_credit=8, write_latency=0)
     st.reg[ks.C_MAJOR] = 1
     st.reg[ks.C_ZERO_FILL] += 500
     _linux_reclaim(st.b, st.m, st.f, 32)
     assert st.reg[ks.R_FILL_SEEN] == 0 and st.reg[ks.R_WB_CLOCK] == 117
     # a remainder waits: 3 pages at credit 2 are 6 eighths, no whole unit, so none is paid for yet
-    emu, st = dirty_memory(writeback_completion="device", write_cost=1, fill_write_credit=2)
+    emu, st = dirty_memory(writeback_completion="device", write_cost=1, fill_write_credit=2, write_latency=0)
     st.reg[ks.C_ZERO_FILL] = 3
     _linux_reclaim(st.b, st.m, st.f, 32)
     assert st.reg[ks.R_FILL_SEEN] == 0 and st.reg[ks.R_WB_CLOCK] == 117

@@ -135,10 +135,12 @@ def test_first_call_frees_once_a_level_has_completed_its_writes():
     assert resident.tolist() == list(range(57, PAGES))
     assert inactive_tail(st, 3) == [59, 58, 57]  # completed last level, rotated: scanned first next time
     assert not np.any(st.flags[57:60] & (ks.MAPPED | ks.DIRTY))
-    # the call's writes: contiguous slots in one plug, one request of 60 pages at slot 1
+    # the call's writes: contiguous slots, but one block plug per level (shrink_lruvec), so one request per
+    # level that wrote: p 7..1 wrote pages 0, 1, 2..5, 6..12, 13..27, 28..56, 57..59 (slot = page + 1)
     rows = st.take_rows()
-    assert rows["op"].tolist() == [ks.OP_WRITE] and rows["offset"].tolist() == [4096]
-    assert rows["length"].tolist() == [60 * 4096]
+    assert rows["op"].tolist() == [ks.OP_WRITE] * 7
+    assert (rows["offset"] // 4096).tolist() == [1, 2, 3, 7, 14, 29, 58]
+    assert (rows["length"] // 4096).tolist() == [1, 1, 4, 7, 15, 29, 3]
 
 
 def test_a_page_touched_right_after_its_write_is_a_minor_fault_without_io():

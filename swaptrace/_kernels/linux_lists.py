@@ -84,7 +84,7 @@ from __future__ import annotations
 
 from swaptrace._kernels._jit import jit, jit_inline
 from swaptrace._kernels.dlist import _push_head, _push_tail, _unlink
-from swaptrace._kernels.merge import _submit
+from swaptrace._kernels.merge import _flush, _submit
 from swaptrace._kernels.slots import _alloc_slot, _free_slot, _swap_full
 from swaptrace._kernels.swapout import _evict
 from swaptrace._kernels.swapstate import (
@@ -116,6 +116,7 @@ from swaptrace._kernels.swapstate import (
     P_STATS_FLUSH,
     P_WB_COST,
     P_WB_LAG,
+    P_WB_LATENCY,
     P_WB_LEVEL,
     P_WB_THROTTLE,
     R_ERROR,
@@ -265,7 +266,7 @@ def _unplug(m):
         if i >= F:
             i -= F
         m[R_WB_DEV] = max(m[R_WB_DEV], m[R_WB_CLOCK]) + m[P_WB_COST]
-        m[t + i] = m[R_WB_DEV]
+        m[t + i] = m[R_WB_DEV] + m[P_WB_LATENCY]
     m[R_WB_PLUGGED] = 0
 
 
@@ -283,7 +284,7 @@ def _wb_complete(b, m, upto):
     nx, pv = m[O_NEXT], m[O_PREV]
     if upto == WB_ALL and m[P_WB_LEVEL] == WB_BY_DEVICE and m[R_WB_N] > 0:  # slept until the device was done
         _unplug(m)
-        m[R_WB_CLOCK] = max(m[R_WB_CLOCK], m[R_WB_DEV])
+        m[R_WB_CLOCK] = max(m[R_WB_CLOCK], m[R_WB_DEV] + m[P_WB_LATENCY])
     while m[R_WB_N] > 0:
         h = m[R_WB_HEAD]
         if m[t + h] > upto:
@@ -341,6 +342,7 @@ def _shrink_batch(b, m, f, take, written):
     lag = m[P_WB_LAG]
     freed = 0
     if lag > 0 and written >= lag + m[P_WB_THROTTLE]:  # throttled on writeback: wait for it all
+        _flush(m, f)  # the task sleeps: schedule() flushes its plug (sched_submit_work -> blk_flush_plug)
         _wb_complete(b, m, WB_ALL)
         m[C_WB_WAITS] += 1
         written = 0
@@ -356,6 +358,7 @@ def _shrink_batch(b, m, f, take, written):
     for i in range(take):
         page = m[tmp + i]
         if b[page] & WRITEBACK:  # cgroup v1 memcg reclaim waits for it; the device works in order
+            _flush(m, f)  # folio_wait_writeback sleeps, and schedule() flushes the plug: no merge across it
             _wb_complete(b, m, WB_ALL)  # (before the unlink: completion may move the page)
             m[C_WB_WAITS] += 1
         _unlink(m, nx, pv, page)
@@ -468,6 +471,9 @@ def _linux_reclaim_levels(b, m, f, n):
                 break
         if _inactive_is_low(m) or m[R_N_INACTIVE] == 0:  # the end of shrink_lruvec: keep the inactive list fed
             _deactivate(b, m, SWAP_CLUSTER_MAX)
+        # blk_finish_plug: the level's last request is issued, so no write merges across levels (the
+        # kernel's requests are the levels' writes, 1, 3, 6 ... pages; research/notes/swapout-merge.md)
+        _flush(m, f)
         if m[P_WB_LEVEL] == WB_BY_LEVEL:  # blk_finish_plug: the level's writes go out and are done before it rescans
             _wb_complete(b, m, WB_ALL)
         elif m[P_WB_LEVEL] == WB_BY_NEXT_LEVEL:  # ... or done while the next level scans

@@ -161,7 +161,10 @@ O_STEP_MINOR = 105  # [steps] minor faults per step (every other fault)
 O_EV_AT = 106  # [P_EV_CAP] the access during which each page was evicted (before that access completes)
 O_EV_PAGE = 107  # [P_EV_CAP] the evicted page
 
-HEADER = 108
+# ---- parameters added later (m[108:109])
+P_WB_LATENCY = 108  # linux, WB_BY_DEVICE: pages reclaim isolates between a write's service and its completion
+
+HEADER = 109
 TMP_CANDIDATES = 64
 
 # ---- f -------------------------------------------------------------------
@@ -418,6 +421,7 @@ def new_state(
     m[R_WB_MARK] = -1
     m[P_WB_COST] = params.get("write_cost", 0)
     m[P_FILL_CREDIT] = params.get("fill_write_credit", 0)
+    m[P_WB_LATENCY] = params.get("write_latency", 0)
     m[P_EV_CAP] = event_rows
     m[R_STAT_STEP] = params["first_step"]  # flushed as the run starts: every list empty
     st.f[F_STEP_US] = step_us

@@ -14,6 +14,7 @@ from swaptrace.pagecache import (
     DEFAULT_STATS_FLUSH_STEPS,
     DEFAULT_STEP_US,
     DEFAULT_WRITE_COST,
+    DEFAULT_WRITE_LATENCY,
     DEFAULT_WRITEBACK_COMPLETION,
     DEFAULT_WRITEBACK_LAG,
     INITIAL_STATES,
@@ -96,6 +97,10 @@ def _render(s: dict[str, Any]) -> str:
 @click.option("--fill-write-credit", type=count(0, 1 << 20), default=None,
               help="linux, --writeback-completes device: eighths of a clock unit the device gets per page the "
                    f"process zero-fills before the first swap-in [default: {DEFAULT_FILL_WRITE_CREDIT}].")
+@click.option("--write-latency", type=count(0, 1 << 30), default=None,
+              help="linux, --writeback-completes device: pages reclaim scans between the device's service of a "
+                   "write and its completion (the loop driver's and the disk's latency) "
+                   f"[default: {DEFAULT_WRITE_LATENCY}].")
 @click.option("--profile", default=DEFAULT_PROFILE, show_default=True,
               help=f"Kernel profile: the linux policy's kernel-matching defaults and ensemble "
                    f"({', '.join(profile_names())}, or a .toml file).")
@@ -107,7 +112,7 @@ def _render(s: dict[str, Any]) -> str:
 @json_option
 def command(trace, out, memory, memory_fraction, policy, readahead, page_cluster, cluster_slots, swap_bytes,
             max_request, step_us, initial_state, reclaim_batch, writeback_lag, zero_page, stats_flush_steps, scan_priorities,
-            writeback_completion, write_cost, fill_write_credit, profile, ensemble, force, as_json):
+            writeback_completion, write_cost, fill_write_credit, write_latency, profile, ensemble, force, as_json):
     """Emulate Linux swapping of TRACE under a DRAM budget; write the swap I/O stream.
 
     Each access of the trace goes through a page cache of the given size; the
@@ -130,7 +135,8 @@ def command(trace, out, memory, memory_fraction, policy, readahead, page_cluster
         max_request_bytes=parse_bytes(max_request, "--max-request"), step_us=step_us, initial_state=initial_state,
         reclaim_batch=reclaim_batch, writeback_lag=writeback_lag, zero_page=zero_page,
         stats_flush_steps=stats_flush_steps, scan_priorities=scan_priorities,
-        writeback_completion=writeback_completion, write_cost=write_cost, fill_write_credit=fill_write_credit)
+        writeback_completion=writeback_completion, write_cost=write_cost, fill_write_credit=fill_write_credit,
+        write_latency=write_latency)
     if ensemble is None and write_cost is not None:
         ensemble = False  # a device speed given: one run at it (a process trace's runtime's: emulate decides)
     elif ensemble and write_cost is not None:

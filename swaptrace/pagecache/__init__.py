@@ -40,11 +40,15 @@ mm/swapfile.c, mm/vmscan.c of Linux 6.x):
   ``writeback_completion`` (:data:`WRITEBACK_COMPLETIONS`). The default,
   "device", gives the device a speed of its own: it writes one page in the
   time reclaim isolates ``write_cost`` pages (:data:`DEFAULT_WRITE_COST`),
-  first in first out. ``shrink_lruvec`` holds a block plug
+  first in first out, and each write completes ``write_latency`` clock units
+  after the device served it (:data:`DEFAULT_WRITE_LATENCY`: the loop
+  worker's and the disk's round trip). ``shrink_lruvec`` holds a block plug
   (``blk_start_plug`` .. ``blk_finish_plug``, block/blk-core.c) around each
   level's scan, so a level's writes reach the device together as the level
   ends (the kernel's streams show bursts of up to 31 requests, ~4000 pages,
-  issued within 20 us). A few writes are done while the call scans on; a
+  issued within 20 us); the plug's end also issues the level's last merged
+  request, so no write request spans two levels. A few writes are done while
+  the call scans on; a
   level that writes thousands -- a dirty inactive tail, as when memory first
   fills -- keeps the device busy past the call's end, and the call writes on
   at lower levels before anything is freed: the kernel's first bursts.
@@ -115,6 +119,7 @@ from swaptrace.pagecache.config import (
     DEFAULT_STATS_FLUSH_STEPS,
     DEFAULT_STEP_US,
     DEFAULT_WRITE_COST,
+    DEFAULT_WRITE_LATENCY,
     DEFAULT_WRITEBACK_COMPLETION,
     DEFAULT_WRITEBACK_LAG,
     INITIAL_STATES,
@@ -133,6 +138,7 @@ from swaptrace.pagecache.run import CHUNK_ROWS, EmulationResult, emulate
 __all__ = [
     "BY_LEVEL", "CHUNK_ROWS", "DEFAULT_FILL_WRITE_CREDIT", "DEFAULT_MAX_REQUEST_BYTES", "DEFAULT_PROFILE",
     "DEFAULT_SCAN_PRIORITIES", "DEFAULT_STATS_FLUSH_STEPS", "DEFAULT_STEP_US", "DEFAULT_WRITE_COST",
+    "DEFAULT_WRITE_LATENCY",
     "DEFAULT_WRITEBACK_COMPLETION", "DEFAULT_WRITEBACK_LAG", "INITIAL_STATES", "OUT_ROWS", "POLICIES",
     "READAHEAD_MODES", "SWAPPED_REGION_KINDS", "WRITEBACK_COMPLETIONS", "Counters", "EmulationResult", "Emulator",
     "EmulatorConfig", "Ensemble", "KernelProfile", "Policy", "emulate", "ensemble_configs", "load_profile",

@@ -32,6 +32,7 @@ DEFAULT_SCAN_PRIORITIES: bool = _DEFAULTS["scan_priorities"]
 DEFAULT_WRITEBACK_COMPLETION: str = _DEFAULTS["writeback_completion"]
 DEFAULT_WRITE_COST: int = _DEFAULTS["write_cost"]
 DEFAULT_FILL_WRITE_CREDIT: int = _DEFAULTS["fill_write_credit"]
+DEFAULT_WRITE_LATENCY: int = _DEFAULTS["write_latency"]
 
 #: writeback completion rules by name (``--writeback-completes``); each write also completes at the next
 #: major fault and when reclaim meets it again
@@ -106,6 +107,8 @@ class EmulatorConfig:
     #: "device" only: the device's time while the process zero-fills pages before the first swap-in, in
     #: eighths of a clock unit per zero-filled page
     fill_write_credit: int = 0
+    #: "device" only: pages reclaim isolates between the device's service of a write and its completion
+    write_latency: int = 0
     #: pages a reclaim call may write beyond the lag before it waits for all of them (a safety bound on
     #: the requests of one access, "lag" rule only; tests lower it to reach it)
     writeback_throttle: int = 2 * ks.SWAP_CLUSTER_MAX
@@ -169,6 +172,7 @@ class EmulatorConfig:
         writeback_completion: str | None = None,
         write_cost: int | None = None,
         fill_write_credit: int | None = None,
+        write_latency: int | None = None,
         profile: KernelProfile | str | None = None,
         source: str = "trace",
     ) -> EmulatorConfig:
@@ -204,7 +208,7 @@ class EmulatorConfig:
         linux = _linux_settings(prof.linux, policy, writeback_lag=writeback_lag, zero_page=zero_page,
                                 stats_flush_steps=stats_flush_steps, scan_priorities=scan_priorities,
                                 writeback_completion=writeback_completion, write_cost=write_cost,
-                                fill_write_credit=fill_write_credit)
+                                fill_write_credit=fill_write_credit, write_latency=write_latency)
         step_us = DEFAULT_STEP_US if step_us is None else step_us
         if not step_us > 0 or math.isinf(step_us):
             raise ConfigError(f"--step-us must be positive, got {step_us}")
@@ -250,6 +254,7 @@ class EmulatorConfig:
             "writeback_completion": d["writeback_completion"],
             "write_cost": d["write_cost"] or None,
             "fill_write_credit": d["fill_write_credit"] if device else None,
+            "write_latency": d["write_latency"] if device else None,
         }
 
     @property
@@ -298,6 +303,7 @@ class EmulatorConfig:
             "writeback_level": BY_LEVEL.get(self.writeback_completion, 0),
             "write_cost": self.write_cost,
             "fill_write_credit": self.fill_write_credit,
+            "write_latency": self.write_latency,
         }
 
 
@@ -351,7 +357,8 @@ def _linux_flag(flag: str, value: bool | None, default: bool, policy: str, elsew
 
 
 def _linux_settings(defaults: dict[str, Any], policy: str, *, writeback_lag, zero_page, stats_flush_steps,
-                    scan_priorities, writeback_completion, write_cost, fill_write_credit) -> dict[str, Any]:
+                    scan_priorities, writeback_completion, write_cost, fill_write_credit,
+                    write_latency) -> dict[str, Any]:
     """The writeback and list settings, with the profile's ``defaults`` where not given."""
     lag_given = writeback_lag is not None
     lag = _linux_count("--writeback-lag", writeback_lag, defaults["writeback_lag"], policy,
@@ -374,12 +381,14 @@ def _linux_settings(defaults: dict[str, Any], policy: str, *, writeback_lag, zer
             raise ConfigError(f"--writeback-lag applies to --writeback-completes lag; {rule} has no lag")
         lag = 0  # no lag clock: the kernel gets WB_ALL (kernel_params)
     return {"writeback_lag": lag, "zero_page": zero, "stats_flush_steps": flush, "scan_priorities": levels,
-            "writeback_completion": rule, **_device_settings(defaults, rule, write_cost, fill_write_credit)}
+            "writeback_completion": rule,
+            **_device_settings(defaults, rule, write_cost, fill_write_credit, write_latency)}
 
 
 def _device_settings(defaults: dict[str, Any], rule: str, write_cost: int | None,
-                     fill_write_credit: int | None) -> dict[str, int]:
-    """``write_cost`` and ``fill_write_credit``: the profile's with the "device" rule, 0 (and refused) otherwise."""
+                     fill_write_credit: int | None, write_latency: int | None) -> dict[str, int]:
+    """``write_cost``, ``fill_write_credit`` and ``write_latency``: the profile's with the "device" rule, 0 (and
+    refused) otherwise."""
     if rule != "device":
         if write_cost is not None:
             raise ConfigError(f"--write-cost applies to --writeback-completes device; {rule} does not "
@@ -387,11 +396,17 @@ def _device_settings(defaults: dict[str, Any], rule: str, write_cost: int | None
         if fill_write_credit:
             raise ConfigError(f"--fill-write-credit applies to --writeback-completes device; {rule} "
                               "does not model the device's time")
-        return {"write_cost": 0, "fill_write_credit": 0}
+        if write_latency:
+            raise ConfigError(f"--write-latency applies to --writeback-completes device; {rule} "
+                              "does not model the device's time")
+        return {"write_cost": 0, "fill_write_credit": 0, "write_latency": 0}
     cost = defaults["write_cost"] if write_cost is None else write_cost
     if cost < 1:
         raise ConfigError(f"--write-cost must be at least 1 (pages scanned per page written), got {cost}")
     credit = defaults["fill_write_credit"] if fill_write_credit is None else fill_write_credit
     if credit < 0:
         raise ConfigError(f"--fill-write-credit must not be negative, got {credit}")
-    return {"write_cost": int(cost), "fill_write_credit": int(credit)}
+    latency = defaults["write_latency"] if write_latency is None else write_latency
+    if latency < 0:
+        raise ConfigError(f"--write-latency must not be negative, got {latency}")
+    return {"write_cost": int(cost), "fill_write_credit": int(credit), "write_latency": int(latency)}

@@ -31,13 +31,17 @@ LINUX_KEYS: dict[str, type] = {
     "write_cost": int,
     "fill_write_credit": int,
     "writeback_lag": int,
+    "write_latency": int,
 }
+#: settings a profile may leave out (profiles written before them stay valid), and their values then
+LINUX_OPTIONAL: dict[str, Any] = {"write_latency": 0}
 #: the range of each integer setting: the same bounds as the emulate options that override them
 LINUX_RANGES: dict[str, tuple[int, int]] = {
     "stats_flush_steps": (0, (1 << 32) - 1),
     "write_cost": (1, 1 << 20),
     "fill_write_credit": (0, 1 << 20),
     "writeback_lag": (0, 1 << 30),
+    "write_latency": (0, 1 << 30),
 }
 _TOP_KEYS = {"name", "description", "kernel", "swaptrace_version", "linux", "ensemble", "fit"}
 
@@ -129,11 +133,11 @@ def _parse(raw: dict[str, Any], source: str) -> KernelProfile:
         if key in LINUX_RANGES and not LINUX_RANGES[key][0] <= value <= LINUX_RANGES[key][1]:
             low, high = LINUX_RANGES[key]
             raise ConfigError(f"{source}: [linux] {key} must be in [{low}, {high}], got {value}")
-    missing = set(LINUX_KEYS) - set(linux)
+    missing = set(LINUX_KEYS) - set(linux) - set(LINUX_OPTIONAL)
     if missing:
         raise ConfigError(f"{source}: [linux] lacks {', '.join(sorted(missing))}")
     return KernelProfile(name=raw["name"], description=str(raw.get("description", "")),
-                         kernel=str(raw.get("kernel", "")), linux=dict(linux),
+                         kernel=str(raw.get("kernel", "")), linux={**LINUX_OPTIONAL, **linux},
                          ensemble=_parse_ensemble(raw.get("ensemble"), source),
                          fit=tuple(raw.get("fit", ())), source=source)
 
