@@ -159,7 +159,8 @@ def phase_numbers(path: Path) -> dict:
     out = {}
     # the last step is left out of both: a captured program's last step also holds its exit (the interpreter
     # frees every object and so reads back what was swapped), which the trace does not model
-    last = int(step.max()) if step.size else 0
+    meta = _meta(path)
+    last = int(meta.get("first_step", 0)) + int(meta["steps"]) - 1  # from the metadata: the rows may end earlier
     for phase, sel in (("startup", step == 0), ("training", (step > 0) & (step < last)), ("all", step < last)):
         r, w = sel & (op == "read"), sel & (op == "write")
         sizes, counts = np.unique(length[w], return_counts=True)
