@@ -114,8 +114,19 @@ torch-extra: | $(STAMP)
 		$(PY) -m pip install -q -e '.[torch]' $(PIP_QUIET); \
 	else echo "note: not root, so the torch extra is not installed; the real-training tests (tests/test_train.py) skip"; fi
 
+# Two passes: every test that shares nothing machine-wide on all cores (pytest-xdist, whole files per worker
+# so a module's fixtures are built once), then the `serial` ones (privileged, fio, capture, Dask, training:
+# tests/conftest.py) in one process, so they neither disturb nor are disturbed by the rest. Both run; the
+# target fails if either does. The slowest tests of each pass are listed at its end.
+PYTEST_PARALLEL ?= -n auto --dist loadfile
+
 test: setup torch-extra
-	$(PY) -m pytest -q
+	@status=0; \
+	echo "test 1/2: the parallel-safe tests on every core"; \
+	$(PY) -m pytest -q $(PYTEST_PARALLEL) -m "not serial" --durations=10 || status=$$?; \
+	echo "test 2/2: privileged, fio, capture, Dask and training tests, one at a time"; \
+	$(PY) -m pytest -q -m serial --durations=10 || status=$$?; \
+	exit $$status
 
 test-fast: setup
 	$(PY) -m pytest -q -m "not slow and not privileged"
