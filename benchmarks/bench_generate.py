@@ -188,9 +188,9 @@ def peak_rss(accesses: int, repeats: int) -> dict:
 
 
 #: (name, pyarrow.parquet.ParquetWriter options) of the access writer's choices; the first is what files had
-#: before 0.8 (zstd at its default level, dictionaries and statistics everywhere)
+#: up to 0.7.2 (zstd at its default level, dictionaries and statistics everywhere)
 ENCODING_CHOICES = (
-    ("zstd (level 3), dictionary, statistics: files before 0.8", dict(compression="zstd")),
+    ("zstd (level 3), dictionary, statistics: files up to 0.7.2", dict(compression="zstd")),
     ("zstd 1, dictionary", dict(compression="zstd", compression_level=1)),
     ("zstd 1, no dictionary", dict(compression="zstd", compression_level=1, use_dictionary=False)),
     ("zstd 1, no dictionary, page BYTE_STREAM_SPLIT", dict(compression="zstd", compression_level=1, use_dictionary=False,
