@@ -28,11 +28,20 @@ JOBS := fio_jobs/$(PRESET)
 
 setup: $(STAMP) fio
 
+# pip runs with -q (no per-package lines); a line per phase says what is happening. PIP_QUIET drops one
+# notice only: "Location '...' is ignored: it is neither a file nor a directory", which pip prints for every
+# package that a folder index in the machine's pip configuration (extra-index-url) does not hold.
+PIP_QUIET = 2> >(grep -v "^WARNING: Location '.*' is ignored: it is neither a file nor a directory" >&2)
+
 $(STAMP): setup.cfg pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,dask]'
-	touch $(STAMP)
+	@echo "setup 1/3: creating the virtualenv $(VENV)"
+	@$(PYTHON) -m venv $(VENV)
+	@echo "setup 2/3: upgrading pip"
+	@$(PY) -m pip install -q --upgrade pip $(PIP_QUIET)
+	@echo "setup 3/3: installing swaptrace with its test and dask extras (numba, pyarrow, dask, ...; 1-2 min)"
+	@$(PY) -m pip install -q -e '.[test,dask]' $(PIP_QUIET)
+	@touch $(STAMP)
+	@echo "setup: done ($(VENV))"
 
 # fio comes from Debian's packages; later stages (fio jobs, fio run) need it.
 fio:
@@ -101,7 +110,8 @@ TORCH_PIP_ARGS ?=
 torch-extra: | $(STAMP)
 	@if [ "$$(id -u)" = 0 ]; then \
 		echo "installing the torch extra (torch $(TORCH_VERSION), CPU build) for the real-training tests"; \
-		$(PY) -m pip install -q $(TORCH_PIP_ARGS) 'torch==$(TORCH_VERSION)' && $(PY) -m pip install -q -e '.[torch]'; \
+		$(PY) -m pip install -q $(TORCH_PIP_ARGS) 'torch==$(TORCH_VERSION)' $(PIP_QUIET) && \
+		$(PY) -m pip install -q -e '.[torch]' $(PIP_QUIET); \
 	else echo "note: not root, so the torch extra is not installed; the real-training tests (tests/test_train.py) skip"; fi
 
 # How close to real training (root): PyTorch DLRM runs captured under the kernel against generate --runtime +
@@ -110,8 +120,19 @@ validate-real: setup torch-extra
 	$(PY) analysis/validate_real.py capture
 	$(PY) analysis/validate_real.py predict -o research/results/real-training
 
+# Two passes: every test that shares nothing machine-wide on all cores (pytest-xdist, whole files per worker
+# so a module's fixtures are built once), then the `serial` ones (privileged, fio, capture, Dask, training:
+# tests/conftest.py) in one process, so they neither disturb nor are disturbed by the rest. Both run; the
+# target fails if either does. The slowest tests of each pass are listed at its end.
+PYTEST_PARALLEL ?= -n auto --dist loadfile
+
 test: setup torch-extra
-	$(PY) -m pytest -q
+	@status=0; \
+	echo "test 1/2: the parallel-safe tests on every core"; \
+	$(PY) -m pytest -q $(PYTEST_PARALLEL) -m "not serial" --durations=10 || status=$$?; \
+	echo "test 2/2: privileged, fio, capture, Dask and training tests, one at a time"; \
+	$(PY) -m pytest -q -m serial --durations=10 || status=$$?; \
+	exit $$status
 
 test-fast: setup
 	$(PY) -m pytest -q -m "not slow and not privileged"

@@ -9,7 +9,7 @@ footprint, side by side in one run:
 2. our exact MRC (every size, one pass) vs libCacheSim at one size;
 3. SHARDS at rate 0.01: mean absolute error against the exact curve and speed.
 
-Medians of ``--repeats`` (default 3) runs, after a warm-up that loads the
+Medians of ``--repeats`` (default 3) runs (the LRU comparison: at least 5 pairs, ours then the peer, and its worst pair), after a warm-up that loads the
 numba kernels from the on-disk cache; peak RSS of one ``swaptrace emulate``
 run measured in a child process. Prints a markdown table.
 
@@ -108,10 +108,18 @@ def main(argv=None) -> int:
         miss_ratio, _ = cache.process_trace(reader)
         return int(round(miss_ratio * n))
 
-    t_ours, res = median_time(ours_lru, args.repeats)
-    t_peer, peer_misses = median_time(peer_lru, args.repeats)
-    if res.faults != peer_misses:
-        raise SystemExit(f"miss counts differ: ours {res.faults}, libcachesim {peer_misses}")
+    # side by side: ours then the peer, pair by pair, so both see the same machine; the target holds for the
+    # worst pair (the "slowest of 5 runs"), not only the median
+    pairs = []
+    for _ in range(max(5, args.repeats)):
+        t_o, res = median_time(ours_lru, 1)
+        t_p, peer_misses = median_time(peer_lru, 1)
+        if res.faults != peer_misses:
+            raise SystemExit(f"miss counts differ: ours {res.faults}, libcachesim {peer_misses}")
+        pairs.append((t_o, t_p))
+    ratios = sorted(p / o for o, p in pairs)
+    t_ours = sorted(o for o, _ in pairs)[len(pairs) // 2]
+    t_peer = sorted(p for _, p in pairs)[len(pairs) // 2]
     t_linux, res_linux = median_time(ours_linux, args.repeats)
     t_single, res_single = median_time(ours_linux_single, args.repeats)
     t_tight, _ = median_time(tight_linux, args.repeats)
@@ -142,8 +150,11 @@ def main(argv=None) -> int:
           f"memory {half:,} pages (half); median of {args.repeats}; {os.cpu_count()} CPUs\n")
     print("| measurement | ours | libcachesim | ratio (ours/peer speed) | target |")
     print("|---|---|---|---|---|")
-    print(f"| LRU, writing the swap stream (misses {res.faults:,} both) | {t_ours:.2f} s ({mps(t_ours):.2f} M/s) | "
-          f"{t_peer:.2f} s ({mps(t_peer):.2f} M/s) | {t_peer / t_ours:.2f}x | >= 3x |")
+    print(f"| LRU, writing the swap stream (misses {res.faults:,} both), {len(pairs)} pairs side by side | "
+          f"median {t_ours:.3f} s ({mps(t_ours):.2f} M/s), slowest {max(o for o, _ in pairs):.3f} s | "
+          f"median {t_peer:.3f} s ({mps(t_peer):.2f} M/s) | worst pair {ratios[0]:.2f}x, median "
+          f"{ratios[len(ratios) // 2]:.2f}x, best {ratios[-1]:.2f}x; slowest of ours vs slowest of the peer "
+          f"{max(p for _, p in pairs) / max(o for o, _ in pairs):.2f}x | >= 3x (worst pair) |")
     print(f"| exact MRC, all {footprint + 1:,} sizes vs one size | {t_exact:.2f} s | {t_peer:.2f} s | "
           f"{t_peer / t_exact:.2f}x | >= 1x |")
     print(f"| SHARDS R=0.01 vs exact MRC | {t_shards:.3f} s, MAE {mae:.4f} | - | {t_exact / t_shards:.1f}x faster "

@@ -7,8 +7,13 @@ Run: ``python benchmarks/bench_generate.py [--quick]``. Prints a markdown table:
   straightforward vectorised numpy implementation of the same generator
   (same distributions and page order, numpy's own RNG), for
   ``criteo-kaggle`` and ``mlperf-dcnv2``, in the same run, medians of 3;
-* peak RSS of ``swaptrace generate`` writing a 100M-access criteo-kaggle trace
-  to Parquet, in a child process (median of 3).
+* ``swaptrace generate --preset criteo-kaggle`` writing 10^8 accesses to
+  Parquet, end to end, in a child process (median of 3): accesses per second
+  beside the numpy twin's (measured above, in memory), wall, file size and
+  peak RSS, and the peak RSS at 10^7 accesses (memory must not grow with length);
+* the Parquet encodings of the access writer (:data:`swaptrace.traceio.ENCODINGS`)
+  against the alternatives, on 10^7 criteo-kaggle accesses: CPU per access of
+  the writing thread and bytes per access (docs/benchmarks.md keeps the table).
 """
 
 from __future__ import annotations
@@ -182,6 +187,66 @@ def peak_rss(accesses: int, repeats: int) -> dict:
             "seconds": statistics.median(secs), "file_bytes": size}
 
 
+#: (name, pyarrow.parquet.ParquetWriter options) of the access writer's choices; the first is what files had
+#: up to 0.7.2 (zstd at its default level, dictionaries and statistics everywhere)
+ENCODING_CHOICES = (
+    ("zstd (level 3), dictionary, statistics: files up to 0.7.2", dict(compression="zstd")),
+    ("zstd 1, dictionary", dict(compression="zstd", compression_level=1)),
+    ("zstd 1, no dictionary", dict(compression="zstd", compression_level=1, use_dictionary=False)),
+    ("zstd 1, no dictionary, page BYTE_STREAM_SPLIT", dict(compression="zstd", compression_level=1, use_dictionary=False,
+                                                         column_encoding={"page": "BYTE_STREAM_SPLIT"})),
+    ("zstd 1, no dictionary, step+page DELTA_BINARY_PACKED",
+     dict(compression="zstd", compression_level=1, use_dictionary=False,
+          column_encoding={"step": "DELTA_BINARY_PACKED", "page": "DELTA_BINARY_PACKED"})),
+    ("zstd 1, no dictionary, page DELTA, statistics on step only",
+     dict(compression="zstd", compression_level=1, use_dictionary=False, write_statistics=["step"],
+          column_encoding={"page": "DELTA_BINARY_PACKED"})),
+    ("snappy, no dictionary, page DELTA, statistics on step only",
+     dict(compression="snappy", use_dictionary=False, write_statistics=["step"],
+          column_encoding={"page": "DELTA_BINARY_PACKED"})),
+    ("LZ4, no dictionary, page DELTA, statistics on all", dict(compression="lz4", use_dictionary=False,
+                                                             column_encoding={"page": "DELTA_BINARY_PACKED"})),
+    ("LZ4, no dictionary, page DELTA, statistics on step only",
+     dict(compression="lz4", use_dictionary=False, write_statistics=["step"],
+          column_encoding={"page": "DELTA_BINARY_PACKED"})),
+    ("none, no dictionary, page DELTA, statistics on step only",
+     dict(compression="none", use_dictionary=False, write_statistics=["step"],
+          column_encoding={"page": "DELTA_BINARY_PACKED"})),
+)
+
+
+def encodings(steps: int, repeats: int) -> list[dict]:
+    """CPU seconds of pyarrow's writer (this thread) and bytes per access for each choice, and for
+    :data:`swaptrace.traceio.ENCODINGS` (the writer's choice, with its batch size), on the same tables.
+
+    Row groups of 2^20 rows as the writer makes them; best of ``repeats`` (CPU time of one thread does not
+    depend much on the machine's load, its minimum the least).
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from swaptrace import traceio
+
+    schema = traceio.ACCESS_SCHEMA
+    tables = [pa.Table.from_arrays([pa.array(c[n]) for n in schema.names], schema=schema)
+              for c in iter_accesses("criteo-kaggle", steps=steps)]
+    n = sum(t.num_rows for t in tables)
+    chosen = traceio.ENCODINGS["access"].writer_options(schema)
+    rows = []
+    with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as tmp:
+        path = Path(tmp) / "e.parquet"
+        for name, options in (*ENCODING_CHOICES, ("the writer's choice (traceio.ENCODINGS)", chosen)):
+            best = float("inf")
+            for _ in range(repeats):
+                t0 = time.thread_time()
+                with pq.ParquetWriter(path, schema, **options) as w:
+                    for t in tables:
+                        w.write_table(t, row_group_size=traceio.DEFAULT_ROW_GROUP)
+                best = min(best, time.thread_time() - t0)
+            rows.append({"name": name, "ns": best / n * 1e9, "bytes": path.stat().st_size / n})
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller runs (about 10x faster)")
@@ -194,15 +259,29 @@ def main() -> None:
           f"{os.cpu_count()} cores, numba threads {numba.get_num_threads()}, medians of {repeats}\n")
     print("| preset | steps | page accesses | numba (M accesses/s) | numpy (M accesses/s) | ratio |")
     print("|---|---:|---:|---:|---:|---:|")
+    results = []
     for preset, steps in (("criteo-kaggle", kaggle_steps), ("mlperf-dcnv2", dcn_steps)):
         r = throughput(preset, steps, repeats)
+        results.append(r)
         print(f"| {r['preset']} | {r['steps']} | {r['accesses']:,} | {r['numba'] / 1e6:.1f} | {r['numpy'] / 1e6:.2f} "
               f"| {r['ratio']:.1f}x |", flush=True)
-    r = peak_rss(rss_accesses, repeats)
-    print("\n| run | steps | page accesses | wall (s) | Parquet size | peak RSS |")
-    print("|---|---:|---:|---:|---:|---:|")
-    print(f"| `swaptrace generate --preset criteo-kaggle` to Parquet | {r['steps']} | {r['accesses']:,} | "
-          f"{r['seconds']:.1f} | {r['file_bytes'] / 2**20:.0f} MiB | {r['rss'] / 2**20:.0f} MiB |")
+    numpy_rate = results[0]["numpy"]  # criteo-kaggle's: the peer beside the end-to-end figure
+    big, small = peak_rss(rss_accesses, repeats), peak_rss(rss_accesses // 10, repeats)
+    print("\n| run | steps | page accesses | wall (s) | M accesses/s end to end | numpy twin in memory (M/s) | ratio "
+          "| Parquet size (bytes/access) | peak RSS | peak RSS at 1/10 the length |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(f"| `swaptrace generate --preset criteo-kaggle` to Parquet | {big['steps']} | {big['accesses']:,} | "
+          f"{big['seconds']:.1f} | {big['accesses'] / big['seconds'] / 1e6:.1f} | {numpy_rate / 1e6:.2f} | "
+          f"{big['accesses'] / big['seconds'] / numpy_rate:.0f}x | {big['file_bytes'] / 2**20:.0f} MiB "
+          f"({big['file_bytes'] / big['accesses']:.3f}) | {big['rss'] / 2**20:.0f} MiB | {small['rss'] / 2**20:.0f} MiB |")
+    rows = encodings(150 if args.quick else 1200, repeats)
+    before = rows[0]
+    print("\n| access writer encoding (criteo-kaggle, 2^20-row groups) | writer CPU (ns/access) | bytes/access "
+          "| size vs before |")
+    print("|---|---:|---:|---:|")
+    for e in rows:
+        print(f"| {e['name']} | {e['ns']:.1f} | {e['bytes']:.3f} | {e['bytes'] / before['bytes']:.2f}x |")
+    print(f"\nload average (1/5/15 min): {' / '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

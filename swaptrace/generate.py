@@ -28,6 +28,7 @@ model's page count, never on the number of steps.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import threading
@@ -38,7 +39,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from swaptrace._kernels.generate import _count_segments, _emit, _emit_segments, _segments
+from swaptrace._kernels.generate import _count_segments, _emit, _emit_segments, _segments, _tally
 from swaptrace.errors import ConfigError
 from swaptrace.indices import DrawnSteps, IndexPlan, check_draw_options, draw_batches
 from swaptrace.layout import Layout, build_layout
@@ -263,29 +264,46 @@ class _BackgroundWriter:
     """Compress and write chunks on a second thread while the kernels make the next ones.
 
     The numba kernels release the GIL and so does pyarrow's Parquet encoder, so
-    the two overlap; at most ``depth`` chunks wait, which bounds memory. An
-    error on the writing thread is raised in the caller at the next ``write``
-    or on exit.
+    the two overlap. Chunks are copied into a few buffer sets that the writing
+    thread hands back once pyarrow has encoded them (:meth:`write` waits for a
+    free one), so at most ``depth`` chunks wait, memory stays bounded, and no
+    chunk pays for fresh pages from the kernel (zeroing them cost as much as
+    the copy). An error on the writing thread is raised in the caller at the
+    next ``write`` or on exit.
     """
 
     def __init__(self, writer: TraceWriter, depth: int = 2):
         self._writer = writer
         self._queue: queue.Queue = queue.Queue(maxsize=depth)
+        # one set being filled, ``depth`` waiting, one being encoded
+        self._free: queue.Queue = queue.Queue()
+        for _ in range(depth + 2):
+            self._free.put(None)  # allocated on first use, at the first chunk's size
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._work, name="swaptrace-writer", daemon=True)
 
     def _work(self) -> None:
         while (item := self._queue.get()) is not None:
+            buffers, n = item
             if self._error is None:
                 try:
-                    self._writer.write(**item)
+                    self._writer.write(**{k: v[:n] for k, v in buffers.items()})
                 except BaseException as exc:  # re-raised on the caller's thread
                     self._error = exc
+            self._free.put(buffers)
 
     def write(self, **columns: np.ndarray) -> None:
+        """Queue a copy of ``columns`` (arrays of equal length) for writing."""
         if self._error is not None:
             raise self._error
-        self._queue.put(columns)
+        n = len(next(iter(columns.values())))
+        buffers = self._free.get()
+        if buffers is None or len(next(iter(buffers.values()))) < n:
+            rows = max(n, DEFAULT_ROW_GROUP)  # chunks vary a little below their buffer's size: allocate once
+            buffers = {k: np.empty(rows, dtype=v.dtype) for k, v in columns.items()}
+        for k, v in columns.items():
+            buffers[k][:n] = v
+        self._queue.put((buffers, n))
 
     def __enter__(self) -> _BackgroundWriter:
         self._thread.start()
@@ -296,6 +314,22 @@ class _BackgroundWriter:
         self._thread.join()
         if exc_type is None and self._error is not None:
             raise self._error
+
+
+@contextlib.contextmanager
+def _one_core_for_the_writer() -> Iterator[None]:
+    """Run the kernels on one numba thread fewer (at least one) while the writer thread encodes.
+
+    Encoding a chunk costs about as much CPU as making it, so on 2 cores the kernels on one and the encoder
+    on the other finish together; a second kernel thread would only take turns with the encoder, and costs
+    more CPU per access than one.
+    """
+    before = numba.get_num_threads()
+    numba.set_num_threads(max(1, before - 1))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
 
 
 def _access_meta(spec: ModelSpec, layout: Layout, *, steps: int, seed: int, first_step: int, page_bytes: int,
@@ -428,12 +462,11 @@ def _write_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int | 
         chunks, extra_pages = _as_process(meta, spec, chunks, runtime, first_step)
     region_counts = np.zeros(len(meta["regions"]), dtype=np.int64)
     writes = 0
-    with TraceWriter(out, "access", meta, force=force) as writer:
+    with TraceWriter(out, "access", meta, force=force) as writer, _one_core_for_the_writer():
         with _BackgroundWriter(writer) as background:
             for st, pg, wr, rg in chunks:
-                background.write(step=st.copy(), page=pg.copy(), write=wr.copy(), region=rg.copy())
-                writes += int(np.count_nonzero(wr))
-                region_counts += np.bincount(rg, minlength=len(region_counts))
+                background.write(step=st, page=pg, write=wr, region=rg)
+                writes += int(_tally(wr, rg, region_counts))
         writer.metadata["summary"] = {
             "accesses": writer.rows,
             "reads": writer.rows - writes,

@@ -38,6 +38,9 @@ SSD_OVERRIDES: dict[str, dict] = {}
 #: what the pipeline's drive holds outside the swap partition: 80 % full, half of it overwritten at
 #: random (steady state), the swap partition used before (its content part of the overwritten data)
 SSD_BACKGROUND = {"fill": 0.8, "overwritten": 0.5, "swap_prior": "pool"}
+#: with ``--ssd-capacity``, the thesis's real-drive check runs on that drive with a swap partition of
+#: 1/THESIS_SWAP_SHARE of it (at most the full drive's 16 GiB), so the rest can hold its background
+THESIS_SWAP_SHARE = 8
 
 
 def run_generate(d: Path, opts, say, bar) -> dict[str, Any]:
@@ -163,10 +166,14 @@ def run_ssd(d: Path, opts, say, bar) -> dict[str, Any]:
 def run_thesis(d: Path, opts, say, bar) -> dict[str, Any]:
     import json
 
-    from swaptrace.ssd.thesis import run_thesis
+    from swaptrace.ssd.thesis import REAL_SWAP_BYTES, run_thesis
     from swaptrace.traceio import AtomicPath
 
-    result = run_thesis(real_drive=True, log=lambda line: say(f"      {line}"))
+    real, swap = None, None
+    if opts.ssd_capacity_bytes is not None:  # the drive asked for, not the full nvme-tlc
+        real = ssd_config_for(opts, 0)
+        swap = min(REAL_SWAP_BYTES, real.user_bytes // THESIS_SWAP_SHARE)
+    result = run_thesis(real_drive=True, real_config=real, real_swap_bytes=swap, log=lambda line: say(f"      {line}"))
     with AtomicPath(d / THESIS) as ap:
         ap.tmp.write_text(json.dumps(result, indent=2, default=float))
     out = {k: result[k] for k in ("request_size_gain", "sequential_write_gain", "bandwidth_decline")}

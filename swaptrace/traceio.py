@@ -1,6 +1,6 @@
 """Parquet files of every stage: schemas, an atomic streaming writer, a chunked reader.
 
-Every swaptrace file is Parquet (zstd), written in row groups as it is
+Every swaptrace file is Parquet (zstd; access traces LZ4, see :data:`ENCODINGS`), written in row groups as it is
 produced, to a temporary name in the same folder and renamed into place only
 when complete (an interrupted command never leaves a half-written file under
 the final name). Each file carries a JSON object under the key ``swaptrace``
@@ -105,11 +105,61 @@ DICTIONARIES: dict[str, dict[str, tuple[str, ...]]] = {"swapio": {"op": OPS, "ca
 DEFAULT_ROW_GROUP = 1 << 20
 
 
-def register_kind(kind: str, schema: pa.Schema, dictionaries: Mapping[str, tuple[str, ...]] | None = None) -> None:
-    """Declare a file kind (e.g. ``ssd-timeline``) with its Arrow schema."""
+@dataclass(frozen=True)
+class Encoding:
+    """How a kind's columns are laid out in Parquet (the schema is the same whatever this says).
+
+    ``codec`` and ``level`` name the page compression; ``column_encoding`` maps column names to a Parquet
+    encoding (``DELTA_BINARY_PACKED``, ``BYTE_STREAM_SPLIT``, ``PLAIN``); ``dictionary`` lists the columns that
+    are dictionary-encoded (None: every column, Parquet's default); ``statistics`` the columns whose pages carry
+    min/max statistics (None: every column), which DuckDB and Polars use to skip row groups when filtering.
+    Every reader decodes every choice here, so files written under other settings read the same.
+    """
+
+    codec: str = "zstd"
+    level: int | None = None
+    column_encoding: Mapping[str, str] | None = None
+    dictionary: tuple[str, ...] | None = None
+    statistics: tuple[str, ...] | None = None
+    #: values the column writers take at a time (pyarrow's default is 1024); more cuts per-batch overhead
+    batch_rows: int | None = None
+
+    def writer_options(self, schema: pa.Schema) -> dict[str, Any]:
+        """Keyword arguments of :class:`pyarrow.parquet.ParquetWriter` for a file of ``schema``."""
+        names = set(schema.names)
+        dictionary = (True if self.dictionary is None else
+                      [n for n in self.dictionary if n in names] or False)
+        statistics = (True if self.statistics is None else
+                      [n for n in self.statistics if n in names] or False)
+        encoding = {k: v for k, v in (self.column_encoding or {}).items() if k in names} or None
+        return {"compression": self.codec, "compression_level": self.level, "use_dictionary": dictionary,
+                "write_statistics": statistics, "column_encoding": encoding, "write_batch_size": self.batch_rows}
+
+
+#: zstd at its default level, dictionaries and statistics everywhere: what every kind without its own entry
+#: in :data:`ENCODINGS` gets
+DEFAULT_ENCODING = Encoding()
+
+#: Per kind, chosen by measuring (docs/benchmarks.md, "generate: Parquet encodings"). Access traces are the
+#: long files, so their writer must keep pace with the generator: LZ4 (about 3x cheaper than zstd per byte),
+#: ``page`` as DELTA_BINARY_PACKED (neighbouring accesses touch neighbouring pages, so most deltas take a few
+#: bits: this makes the file smaller than zstd made it), no dictionaries (the ``page`` column has too many
+#: distinct values for one; ``step`` and ``region`` change rarely and compress to almost nothing without)
+#: and statistics on ``step`` only (a reader filtering on a step range still skips row groups).
+ENCODINGS: dict[str, Encoding] = {
+    "access": Encoding(codec="lz4", column_encoding={"page": "DELTA_BINARY_PACKED"}, dictionary=(),
+                       statistics=("step",), batch_rows=1 << 16),
+}
+
+
+def register_kind(kind: str, schema: pa.Schema, dictionaries: Mapping[str, tuple[str, ...]] | None = None,
+                  encoding: Encoding | None = None) -> None:
+    """Declare a file kind (e.g. ``ssd-timeline``) with its Arrow schema (and, optionally, its Parquet encoding)."""
     KINDS[kind] = schema
     if dictionaries:
         DICTIONARIES[kind] = dict(dictionaries)
+    if encoding is not None:
+        ENCODINGS[kind] = encoding
 
 
 def _encode_column(values: Any, field: pa.Field, dictionary: tuple[str, ...] | None) -> pa.Array:
@@ -357,7 +407,8 @@ class TraceWriter:
         self.rows = 0
         self._atomic = AtomicPath(path, force)
         self.path = self._atomic.path
-        self._writer = pq.ParquetWriter(self._atomic.tmp, self.schema, compression="zstd")
+        options = ENCODINGS.get(kind, DEFAULT_ENCODING).writer_options(self.schema)
+        self._writer = pq.ParquetWriter(self._atomic.tmp, self.schema, **options)
         self._old_sigterm = None
         try:
             self._old_sigterm = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)

@@ -32,3 +32,32 @@ def require_fio() -> str:
 @pytest.fixture
 def fio_bin() -> str:
     return require_fio()
+
+
+#: test files that run in ``make test``'s serial pass (one process, after the parallel one), with why:
+#: they share something machine-wide that a second test at the same time would disturb
+SERIAL_FILES = {
+    "test_sweep.py": "starts Dask clusters of one worker per core",
+    "test_datasets.py": "starts Dask clusters of one worker per core",
+    "test_train.py": "trains with every core (PyTorch's threads)",
+}
+#: file-name prefixes of the same
+SERIAL_PREFIXES = {
+    "test_capture": "kernel captures take the machine-wide capture lock, swap and cgroups",
+    "test_fio": "fio measures the disk",
+}
+
+
+def is_serial(item: pytest.Item) -> bool:
+    """Whether ``item`` belongs to the serial pass: privileged, fio, or in a file listed above."""
+    name = item.path.name
+    return (item.get_closest_marker("privileged") is not None or item.get_closest_marker("fio") is not None
+            or name in SERIAL_FILES or any(name.startswith(p) for p in SERIAL_PREFIXES))
+
+
+def pytest_collection_modifyitems(config, items):  # noqa: ARG001 - pytest's hook signature
+    """Mark the serial pass's tests ``serial`` (``make test`` runs ``-m "not serial"`` on every core first)."""
+    for item in items:
+        if is_serial(item):
+            item.add_marker(pytest.mark.serial)
+

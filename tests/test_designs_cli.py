@@ -150,14 +150,17 @@ def test_report_shows_the_designs_of_its_folder(traces, tmp_path):
 def test_run_designs_stage(tmp_path):
     from swaptrace.pipeline import PipelineOptions, run_pipeline
 
-    opts = PipelineOptions(preset="tiny", steps=3, memory_fraction=0.3, fio=False, thesis=False, designs=True)
+    # nvme-tlc resized to 8 GiB: the stage's wiring as on the full 512 GiB drive, in a fraction of the time
+    small = 8 << 30
+    opts = PipelineOptions(preset="tiny", steps=3, memory_fraction=0.3, fio=False, thesis=False, designs=True,
+                           ssd_capacity_bytes=small)
     first = run_pipeline(opts, tmp_path)
     assert "designs" in first.ran
     assert "## Linux swap vs the fixes" in (tmp_path / "report" / "report.md").read_text()
     again = run_pipeline(opts, tmp_path)
     assert "designs" not in again.ran  # unchanged inputs and parameters: skipped
-    off = run_pipeline(PipelineOptions(preset="tiny", steps=3, memory_fraction=0.3, fio=False, thesis=False),
-                       tmp_path / "off")
+    off = run_pipeline(PipelineOptions(preset="tiny", steps=3, memory_fraction=0.3, fio=False, thesis=False,
+                                       ssd_capacity_bytes=small), tmp_path / "off")
     assert "designs" in off.skipped and not (tmp_path / "off" / "designs").exists()
 
 

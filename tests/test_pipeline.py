@@ -19,11 +19,15 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
-    """One pipeline run shared by the tests below (fio on a small file when fio exists)."""
+    """One pipeline run shared by the tests below (fio on a small file when fio exists).
+
+    The drive is nvme-tlc resized to 8 GiB: the same stages and wiring as the full 512 GiB drive (which
+    tests/test_ssd_steady.py and tests/test_ssd_thesis_real.py cover), in seconds instead of minutes.
+    """
     folder = tmp_path_factory.mktemp("pipeline") / "tiny"
     target = folder.parent / "fio-target.dat"
     args = ["run", "--preset", "tiny", "--steps", "20", "-o", str(folder), "--fio-target", str(target),
-            "--fio-size", "32MiB", "--fio-runtime", "1"]
+            "--fio-size", "32MiB", "--fio-runtime", "1", "--ssd-capacity", "8GiB"]
     if shutil.which("fio") is None:
         args.append("--no-fio")
     result = CliRunner().invoke(cli, args)
@@ -65,7 +69,7 @@ def test_report_has_every_figure_as_png(tiny_run):
 def test_rerun_skips_unchanged_stages_and_redoes_changed_ones(tiny_run):
     folder, _ = tiny_run
     runner = CliRunner()
-    base = ["run", "--preset", "tiny", "--steps", "20", "-o", str(folder), "--no-fio"]
+    base = ["run", "--preset", "tiny", "--steps", "20", "-o", str(folder), "--no-fio", "--ssd-capacity", "8GiB"]
     again = runner.invoke(cli, base)
     assert again.exit_code == 0, again.output
     assert "generate: up to date" in again.output and "emulate: up to date" in again.output

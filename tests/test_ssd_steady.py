@@ -196,6 +196,7 @@ def test_replay_and_synth_start_steady_on_the_real_drive():
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # a wall-time bound: it runs in make test's serial pass, not beside other tests
 def test_512_gib_drive_ready_in_30_seconds():
     cfg = load_device("nvme-tlc")
     assert cfg.physical_bytes == 512 << 30

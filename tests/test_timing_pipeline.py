@@ -11,11 +11,14 @@ from swaptrace.traceio import open_trace
 
 pytestmark = pytest.mark.slow
 
+SMALL_DRIVE = ("--ssd-capacity", "8GiB")
+
 
 def test_run_writes_timing_and_report_shows_it(tmp_path):
     folder = tmp_path / "tiny"
+    # nvme-tlc resized to 8 GiB (SMALL_DRIVE): the stages' wiring as on the full 512 GiB drive, in seconds
     r = CliRunner().invoke(cli, ["run", "--preset", "tiny", "--steps", "4", "--memory-fraction", "0.3", "--no-fio",
-                                 "--no-thesis", "-o", str(folder)])
+                                 "--no-thesis", *SMALL_DRIVE, "-o", str(folder)])
     assert r.exit_code == 0, r.output
     tf = open_trace(folder / S.TIMING, "timing-steps")
     cols = tf.read_all()
@@ -35,7 +38,7 @@ def test_run_takes_the_time_stage_costs_from_a_host_costs_file(tmp_path):
     costs = timing.save_costs(timing.CpuCosts(30.0, 0.3, 12.0, "measured elsewhere"), tmp_path / "host.toml")
     folder = tmp_path / "tiny"
     args = ["run", "--preset", "tiny", "--steps", "4", "--memory-fraction", "0.3", "--no-fio", "--no-thesis",
-            "--time-costs", str(costs), "-o", str(folder)]
+            *SMALL_DRIVE, "--time-costs", str(costs), "-o", str(folder)]
     r = CliRunner().invoke(cli, args)
     assert r.exit_code == 0, r.output
     c = open_trace(folder / S.TIMING, "timing-steps").meta["summary"]["cpu_costs"]

@@ -519,3 +519,13 @@ def _emit_segments(segs, first, last, offsets, start, n_chunks, step0, idx, uniq
                         out_write[n] = w == 1
                         out_region[n] = reg
                         n += 1
+
+
+@jit
+def _tally(write, region, region_counts):
+    """Add each row's region to ``region_counts`` and return how many rows are writes (one pass)."""
+    writes = 0
+    for i in range(write.shape[0]):
+        writes += write[i]
+        region_counts[region[i]] += 1
+    return writes

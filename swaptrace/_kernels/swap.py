@@ -323,3 +323,19 @@ def _preload_swapped(b, m, pages):
         if _alloc_slot(m, page) < 0:
             return
         b[page] = TOUCHED
+
+
+@jit
+def _count_steps(steps, first, counts, start):
+    """Add each access of ``steps[start:]`` to ``counts[step - first]``.
+
+    Returns -1 when all are counted, else the index of the first step outside
+    ``[first, first + counts.size)`` (the caller grows ``counts`` or fails).
+    """
+    n = counts.shape[0]
+    for i in range(start, steps.shape[0]):
+        s = np.int64(steps[i]) - first
+        if s < 0 or s >= n:
+            return i
+        counts[s] += 1
+    return -1

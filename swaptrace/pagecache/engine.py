@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from swaptrace._kernels import swapstate as ks
-from swaptrace._kernels.swap import _preload_swapped, _run
+from swaptrace._kernels.swap import _count_steps, _preload_swapped, _run
 from swaptrace.errors import ConfigError
 from swaptrace.pagecache.config import SWAPPED_REGION_KINDS, EmulatorConfig
 from swaptrace.traceio import TraceFile
@@ -69,6 +69,7 @@ class Emulator:
             event_rows=OUT_ROWS + cfg.budget_pages + 2 if record_evictions else 0,
         )
         self._evictions: list[tuple[np.ndarray, np.ndarray]] | None = [] if record_evictions else None
+        self._scratch: dict[str, np.ndarray] = {}  # kernel_columns' buffers, reused chunk to chunk
         self.hist = _new_hist()
         self.first_step = first_step
         self.nsteps = int(nsteps)
@@ -80,7 +81,7 @@ class Emulator:
         """Process one chunk of accesses; yield the swap I/O rows as column dicts as they fill up."""
         if self.state.m[ks.P_OUT_CAP] == 0:
             raise ValueError("a counting run (fork(counting=True)) writes no rows: use count()")
-        pages, writes, steps = kernel_columns(pages, writes, steps)
+        pages, writes, steps = kernel_columns(pages, writes, steps, self._scratch)
         i = 0
         while i < pages.size:
             j = self._advance(pages, writes, steps, i)
@@ -93,7 +94,7 @@ class Emulator:
 
     def count(self, pages: np.ndarray, writes: np.ndarray, steps: np.ndarray) -> None:
         """Process one chunk of accesses for the counters only (the rows are dropped, not converted)."""
-        pages, writes, steps = kernel_columns(pages, writes, steps)
+        pages, writes, steps = kernel_columns(pages, writes, steps, self._scratch)
         i = 0
         while i < pages.size:
             i = self._advance(pages, writes, steps, i)
@@ -106,7 +107,7 @@ class Emulator:
         ``(budget_pages - resident) // (1 + window)`` more accesses are safe;
         feeds such slices until fewer than one is. Returns how many accesses were taken.
         """
-        pages, writes, steps = kernel_columns(pages, writes, steps)
+        pages, writes, steps = kernel_columns(pages, writes, steps, self._scratch)
         per_access = 1 + self.cfg.readahead_window_pages
         i = 0
         while i < pages.size:
@@ -131,6 +132,7 @@ class Emulator:
         other.hist = {op: dict(h) for op, h in self.hist.items()}
         other._counts = step_counts
         other._evictions = None if self._evictions is None else []
+        other._scratch = {}  # forks run on other threads
         return other
 
     def counters(self) -> Counters:
@@ -208,13 +210,29 @@ class Emulator:
         return {"first_step": int(self.first_step), "major": st.step_major.tolist(), "minor": st.step_minor.tolist()}
 
 
-def kernel_columns(pages: np.ndarray, writes: np.ndarray, steps: np.ndarray):
-    """The kernel's dtypes: int64 pages (a writable copy of Arrow's read-only buffers), int64 steps, bool writes."""
-    pages = np.ascontiguousarray(pages)
-    pages = pages.view(np.int64) if pages.dtype == np.uint64 else pages.astype(np.int64, copy=False)
-    if not pages.flags.writeable:
-        pages = pages.copy()
-    return pages, np.ascontiguousarray(writes, dtype=np.bool_), np.ascontiguousarray(steps, dtype=np.int64)
+def kernel_columns(pages: np.ndarray, writes: np.ndarray, steps: np.ndarray,
+                   scratch: dict[str, np.ndarray] | None = None):
+    """The kernel's dtypes: int64 pages (a writable copy of Arrow's read-only buffers), int64 steps, bool writes.
+
+    With ``scratch`` (a dict kept by the caller across chunks) the copies go into buffers reused from chunk
+    to chunk: fresh ones cost the kernel zeroing their pages, as much again as the copy.
+    """
+    ready = (pages.dtype == np.int64 and steps.dtype == np.int64 and pages.flags.writeable
+             and pages.flags.c_contiguous and steps.flags.c_contiguous)
+    if scratch is None or ready:  # (already converted, e.g. once for all of an ensemble's members)
+        pages = np.ascontiguousarray(pages)
+        pages = pages.view(np.int64) if pages.dtype == np.uint64 else pages.astype(np.int64, copy=False)
+        if not pages.flags.writeable:
+            pages = pages.copy()
+        return pages, np.ascontiguousarray(writes, dtype=np.bool_), np.ascontiguousarray(steps, dtype=np.int64)
+    n = len(pages)
+    if scratch.get("page", ()).__len__() < n:
+        scratch["page"] = np.empty(n, dtype=np.int64)
+        scratch["step"] = np.empty(n, dtype=np.int64)
+    out_pages, out_steps = scratch["page"][:n], scratch["step"][:n]
+    out_pages[:] = pages.view(np.int64) if pages.dtype == np.uint64 else pages
+    out_steps[:] = steps
+    return out_pages, np.ascontiguousarray(writes, dtype=np.bool_), out_steps
 
 
 def _preload(st: ks.EmuState, regions: list[dict[str, Any]], cfg: EmulatorConfig) -> None:
@@ -237,15 +255,14 @@ def step_counts(tf: TraceFile, first_step: int, chunk_rows: int) -> np.ndarray:
     """Accesses per step (a pass over the ``step`` column only; memory O(steps))."""
     counts = np.zeros(int(tf.meta.get("steps", 0) or 0), np.int64)
     for batch in tf.iter_batches(columns=["step"], batch_rows=chunk_rows):
-        s = batch["step"].astype(np.int64) - first_step
-        if s.size == 0:
-            continue
-        if s.min() < 0:
-            raise ConfigError(f"{tf.path}: step {int(s.min()) + first_step} is before first_step {first_step}")
-        top = int(s.max()) + 1
-        if top > counts.size:
-            counts = np.concatenate([counts, np.zeros(top - counts.size, np.int64)])
-        counts += np.bincount(s, minlength=counts.size)
+        steps = batch["step"]
+        i = _count_steps(steps, first_step, counts, 0)  # one pass, no int64 copy of the column
+        while i >= 0:  # a step past the metadata's count (or before first_step): grow, or fail
+            s = steps[i:].astype(np.int64) - first_step
+            if s.min() < 0:
+                raise ConfigError(f"{tf.path}: step {int(s.min()) + first_step} is before first_step {first_step}")
+            counts = np.concatenate([counts, np.zeros(int(s.max()) + 1 - counts.size, np.int64)])
+            i = _count_steps(steps, first_step, counts, i)
     return counts
 
 

@@ -56,6 +56,7 @@ def connect(workers: int | None = None, scheduler: str | None = None) -> Iterato
     if workers is not None and workers < 1:
         raise ConfigError(f"--workers must be at least 1, got {workers}")
     if address is not None:
+        _probe(address)
         try:
             client = distributed.Client(address, timeout="20s")
         except OSError as exc:
@@ -67,6 +68,33 @@ def connect(workers: int | None = None, scheduler: str | None = None) -> Iterato
                                   dashboard_address=":0", silence_logs=40) as cluster, \
             distributed.Client(cluster) as client:
         yield client
+
+
+#: seconds to wait for a scheduler's TCP port to accept a connection
+PROBE_TIMEOUT_S = 5.0
+
+
+def _probe(address: str) -> None:
+    """Fail at once when nothing listens at a ``tcp://``/``tls://`` scheduler address.
+
+    ``distributed.Client`` retries a refused connection until its timeout (a scheduler may still be
+    starting), so a wrong address cost 20 s before its error; a command given an address means a
+    running scheduler, so one refused (or unanswered) connection is the answer. Other schemes are left
+    to the Client.
+    """
+    import socket
+
+    from distributed.comm import parse_address, parse_host_port
+
+    scheme, location = parse_address(address)
+    if scheme not in ("tcp", "tls"):
+        return
+    try:
+        host, port = parse_host_port(location)
+        socket.create_connection((host, port), timeout=PROBE_TIMEOUT_S).close()
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        raise ConfigError(f"cannot reach the Dask scheduler at {address} ({reason})") from None
 
 
 @contextlib.contextmanager

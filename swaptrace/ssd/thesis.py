@@ -90,6 +90,7 @@ def _fresh_drive_experiment(cfg: SSDConfig, write_iodepth: int, drive_writes: fl
 
 def run_thesis(config: SSDConfig | None = None, *, iodepth: int = 8, write_iodepth: int = 32,
                drive_writes: float = 3.0, seed: int = 0, real_drive: bool = False,
+               real_config: SSDConfig | None = None, real_swap_bytes: int | None = None,
                log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run the three experiments; return the ratios, their parts and the inputs.
 
@@ -108,6 +109,8 @@ def run_thesis(config: SSDConfig | None = None, *, iodepth: int = 8, write_iodep
     real_drive : bool
         Also run :func:`thesis_real` (the full ``nvme-tlc`` in the steady state of
         :data:`REAL_BACKGROUND`, about 20 s) and store it under ``real_drive``.
+    real_config, real_swap_bytes : optional
+        That drive (default the full ``nvme-tlc``) and its swap partition (default :data:`REAL_SWAP_BYTES`).
     log : callable, optional
         Receives one line per finished experiment.
     """
@@ -123,7 +126,8 @@ def run_thesis(config: SSDConfig | None = None, *, iodepth: int = 8, write_iodep
     bw = fresh.timeline["bandwidth_mb_s"]
     sweep = request_size_sweep(cfg, iodepths=(1, iodepth, write_iodepth), volume_bytes=min(cap, 64 << 20), seed=seed)
 
-    real = thesis_real(seed=seed, log=say) if real_drive else None
+    real = (thesis_real(real_config, swap_bytes=real_swap_bytes or REAL_SWAP_BYTES, seed=seed, log=say)
+            if real_drive else None)
     return {
         "request_size_gain": large_bw / small_bw,
         "sequential_write_gain": seq_bw / rnd_bw,
