@@ -30,7 +30,8 @@ LAYERS = (
     (40, "figures", ("swaptrace.figures",)),
     # models built on other stages' outputs and machinery (the time model prices a stream on an SSD model
     # or a measured disk and measures compute with the capture's child)
-    (35, "stage models", ("swaptrace.timing", "swaptrace.timing_calibrate", "swaptrace.fio.profile")),
+    (35, "stage models", ("swaptrace.timing", "swaptrace.timing_calibrate", "swaptrace.fio.profile",
+                           "swaptrace.fio.devicefit", "swaptrace.fio.roundtrip")),
     (30, "stages", ("swaptrace.generate", "swaptrace.pagecache", "swaptrace.mrc", "swaptrace.export",
                     "swaptrace.compare", "swaptrace.ssd", "swaptrace.fio", "swaptrace.capture",
                     "swaptrace.blockdev", "swaptrace.designs")),

@@ -2,7 +2,7 @@
 
 For a known device the model runs the lab jobs of :data:`swaptrace.ssd.labjobs.LAB_JOBS` and writes
 them as a ``fio run`` folder (``results.parquet`` in the ``fio-results`` format, the same metadata a
-real run has), so :func:`swaptrace.ssd.fit.fit_run` reads it exactly as it reads a drive's. The fitted
+real run has), so :func:`swaptrace.fio.devicefit.fit_run` reads it exactly as it reads a drive's. The fitted
 device then runs the same jobs; the check is that every bandwidth comes back within
 :data:`TOLERANCE`. The known devices are the shipped presets (resized so they simulate in seconds) and
 devices drawn at random from :data:`HELD_OUT_RANGES` -- none of which the fit's priors or grids were
@@ -109,7 +109,7 @@ def round_trip(cfg: SSDConfig, work_dir: str | os.PathLike, *, seed: int = 0) ->
 
     Returns ``{"device", "fitted", "errors": {job: relative error}, "max_error", "ok", "known", "sources"}``.
     """
-    from swaptrace.ssd.fit import fit_run
+    from swaptrace.fio.devicefit import fit_run
 
     run = write_lab_run(cfg, Path(work_dir) / cfg.name, seed=seed)
     res = fit_run(run, name=f"{cfg.name}-fitted")
