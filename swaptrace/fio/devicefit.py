@@ -59,6 +59,8 @@ FALLBACK = {"page_bytes": 16384, "channels": 8, "dies_per_channel": 2, "read_us"
 PAGE_CANDIDATES = (4096, 8192, 16384, 32768, 65536)
 CHANNEL_CANDIDATES = (1, 2, 4, 8, 16, 32)
 MAX_DIES_PER_CHANNEL = 64
+#: channel rate written when the reads do not identify it (faster than any flash channel)
+MAX_CHANNEL_MB_S = 20000.0
 #: engines with one request in flight whatever iodepth says (fio HOWTO, "ioengine")
 SYNC_ENGINES = {"psync", "sync", "pvsync", "pvsync2", "vsync"}
 
@@ -362,6 +364,9 @@ def fit_device(meas: Measurements, *, name: str = "fitted", say: Callable[[str],
         for k in ("page_bytes", "channels", "read_us", "channel_mb_s"):
             base[k] = curve[k]
             src[k] = "random reads at depth 1 by size"
+        if base["channel_mb_s"] > MAX_CHANNEL_MB_S:  # latency does not grow within a program unit: not identified
+            base["channel_mb_s"] = MAX_CHANNEL_MB_S
+            src["channel_mb_s"] = "not identified (reads within a program unit take the same time): a bound"
         if curve["host_mb_s"]:
             base["host_mb_s"], src["host_mb_s"] = curve["host_mb_s"], "the largest depth-1 reads (link-bound)"
         notes.append(f"depth-1 read curve: relative RMS error {curve['rms_error']:.3f}")
@@ -374,7 +379,10 @@ def fit_device(meas: Measurements, *, name: str = "fitted", say: Callable[[str],
     cfg = sized(cfg, min(meas.size_bytes, 1 << 30), cfg.effective_spare_factor)
     reads = {j: bw for j, bw in meas.bw_mb_s.items() if j.kind == "read"}
     if reads:
+        host_before = cfg.host_mb_s
         cfg, e = polish_reads(cfg, reads, min(meas.size_bytes, 1 << 30))
+        if cfg.host_mb_s != host_before:
+            src["host_mb_s"] = "the fastest reads (refined with the model)"
         if any(j.depth > 1 for j in reads):
             src["dies_per_channel"] = "random reads at depth 4 and 16"
         notes.append(f"reads: RMS log error {e:.3f} after refinement with the model")
