@@ -19,17 +19,20 @@ in the order the fit uses them -- each step keeps what the earlier ones found:
    ``tPROG / program unit + tERASE / units per block`` = dies x 4 KiB / bandwidth gives **tPROG**
    (``tERASE`` is a prior: the two are not separable from bandwidth alone); corrected with the model.
 4. **Steady random 4 KiB writes** (``steady_randwrite``, the SNIA-style rounds of ``fio run
-   --precondition steady``; ``sweep_write_4k`` when there are none, flagged *not steady*): the die
-   time per host unit at write amplification ``A`` is ``A tPROG / pu + (A / Np)(G tR + tERASE)``
-   (``G`` program units read per victim), so the bandwidth gives ``A``, and Desnoyers' greedy-GC
-   model (:func:`swaptrace.ssd.analytic.wa_greedy`) turns ``A`` into the **effective spare**. The
-   physical spare adds the GC reserve back. Two corrections with the model close the gap between
-   the closed form and the simulated FTL.
+   --steady``; ``sweep_write_4k`` when there are none, flagged *not steady*): the **effective
+   spare**, by bisection with the model itself (:func:`search_spare`): the simulated bandwidth falls
+   monotonically as the spare shrinks, so no closed form of where the dies' time goes is needed (an
+   earlier closed form -- die time per host unit, inverted through Desnoyers' greedy WAF -- missed by
+   up to 4x when part of that time was not the dies'). The spare is found *given* the pages-per-block
+   prior (the two are not separable from one bandwidth; the pair reproduces the write amplification).
+   tPROG and the spare are then refined once more in turn (GC also touches the sequential pass).
 
 What stays a prior (:data:`PRIORS`): map unit (4 KiB), planes (1: a multi-plane program unit is
-indistinguishable from a bigger page), pages per block, tERASE, the GC policy (greedy) and reserve,
-the write buffer. The user capacity is the one fio used (``--size``): the spare inferred is the
-spare of that capacity (on a drive used in part, the rest acts as spare once it has been trimmed).
+indistinguishable from a bigger page), pages per block (128, fewer when the capacity simulated would
+leave a die under :data:`MIN_BLOCKS_PER_DIE` blocks: one block per die is the spare's resolution),
+tERASE (so tPROG absorbs the erase time per unit), the GC policy (greedy) and reserve, the write
+buffer. The user capacity is the one fio used (``--size``): the spare inferred is the spare of that
+capacity (on a drive used in part, the rest acts as spare once it has been trimmed).
 """
 
 from __future__ import annotations
@@ -45,9 +48,8 @@ from typing import Any
 import numpy as np
 
 from swaptrace.errors import ConfigError
-from swaptrace.ssd import analytic
 from swaptrace.ssd.config import SSDConfig
-from swaptrace.ssd.labjobs import STEADY_BS, LabJob, run_job, with_effective_spare
+from swaptrace.ssd.labjobs import STEADY_BS, TWIN_MAX_BYTES, LabJob, run_job, with_effective_spare
 
 MAP_BYTES = 4096
 #: parameters no measurement of a lab run identifies (a 970-class drive's, after NVMeVirt and MQSim)
@@ -61,6 +63,17 @@ CHANNEL_CANDIDATES = (1, 2, 4, 8, 16, 32)
 MAX_DIES_PER_CHANNEL = 64
 #: channel rate written when the reads do not identify it (faster than any flash channel)
 MAX_CHANNEL_MB_S = 20000.0
+#: effective spare factors the random-write search brackets (OP 1 % to 100 %)
+SPARE_RANGE = (0.01, 0.5)
+#: the search stops when the model is this close to the measured bandwidth (relative) ...
+SPARE_TOLERANCE = 0.01
+#: ... or after this many halvings of log(spare) (50x range / 2^12: 0.1 % in spare)
+SPARE_ITERATIONS = 12
+#: reads below this fraction of the fastest one are taken as not held back by the host link
+LINK_FREE = 0.8
+#: fewest erase blocks per die the fitted device keeps where it is simulated: GC's spare then has a
+#: resolution of 1/64 of a die (~1.6 %), not the 10-25 % of a die with 4-8 huge blocks
+MIN_BLOCKS_PER_DIE = 64
 #: engines with one request in flight whatever iodepth says (fio HOWTO, "ioengine")
 SYNC_ENGINES = {"psync", "sync", "pvsync", "pvsync2", "vsync"}
 
@@ -207,10 +220,14 @@ def fit_read_curve(lat_us: dict[int, float], user_units: int) -> dict[str, Any]:
     return best[1]
 
 
-def _read_error(cfg: SSDConfig, targets: dict[LabJob, float]) -> float:
-    """RMS of the log ratio simulated / measured over the read jobs in ``targets``."""
-    err = [math.log(run_job(cfg, j)["bw_mb_s"] / bw) for j, bw in targets.items()]
-    return float(np.sqrt(np.mean(np.square(err))))
+def _read_error(cfg: SSDConfig, targets: dict[LabJob, float]) -> tuple[float, float]:
+    """Largest and RMS absolute log ratio simulated / measured over the read jobs in ``targets``.
+
+    The largest comes first: the round trip asks every job to come back within 10 %, so that is what
+    the search lowers (the RMS breaks ties).
+    """
+    err = np.abs([math.log(run_job(cfg, j)["bw_mb_s"] / bw) for j, bw in targets.items()])
+    return float(err.max()), float(np.sqrt(np.mean(np.square(err))))
 
 
 def _neighbours(values: tuple, current) -> list:
@@ -220,26 +237,74 @@ def _neighbours(values: tuple, current) -> list:
     return [values[k] for k in (i - 1, i + 1) if 0 <= k < len(values)]
 
 
+def _scan_dies(cfg: SSDConfig, targets: dict[LabJob, float], moved) -> SSDConfig:
+    """Channels and dies per channel from all the reads (step 2), when some are deeper than 1.
+
+    Depth-1 reads tell channels and program unit only from where their latency steps, which a few
+    pairs can match alike; deeper reads tell how many dies serve a queue. For the curve's channel
+    count and program unit and their neighbours, dies per channel are scanned upwards from 1 (the
+    error falls until enough dies serve the deepest queue, then rises; a scan stops 4 past its best);
+    the lowest RMS log error wins.
+    """
+    best, best_err = cfg, _read_error(cfg, targets)[::-1]
+    pairs = [(ch, pb) for ch in [cfg.channels, *_neighbours(CHANNEL_CANDIDATES, cfg.channels)]
+             for pb in [cfg.page_bytes, *_neighbours(PAGE_CANDIDATES, cfg.page_bytes)]]
+    for ch, pb in pairs:
+        here, top = None, 0  # this pair's best error and its dies per channel
+        for dpc in range(1, MAX_DIES_PER_CHANNEL + 1):
+            c = moved(cfg, {"channels": ch, "page_bytes": pb, "dies_per_channel": dpc})
+            if c is None:
+                continue
+            e = _read_error(c, targets)[::-1]
+            if here is None or e < here:
+                here, top = e, dpc
+            if e < best_err:
+                best, best_err = c, e
+            if dpc >= top + 4:
+                break
+    return best
+
+
+def _slowest_link(cfg: SSDConfig, job: LabJob, measured: float, rel: float = 0.005) -> SSDConfig:
+    """The slowest host link at which the model's ``job`` still reaches ``measured`` MB/s (bisection).
+
+    Bandwidth never falls as the link gets faster; where the link bounds the fastest read this is the
+    link, elsewhere the least link consistent with the measurement.
+    """
+    a, b = 0.5 * measured, max(4.0 * measured, cfg.host_mb_s)
+    if run_job(dataclasses.replace(cfg, host_mb_s=b), job)["bw_mb_s"] < measured * (1.0 - rel):
+        return cfg  # something else bounds it: leave the link as it was
+    for _ in range(20):
+        mid = math.sqrt(a * b)
+        ok = run_job(dataclasses.replace(cfg, host_mb_s=mid), job)["bw_mb_s"] >= measured * (1.0 - rel)
+        a, b = (a, mid) if ok else (mid, b)
+        if b / a < 1.002:
+            break
+    return dataclasses.replace(cfg, host_mb_s=b)
+
+
 def polish_reads(cfg: SSDConfig, targets: dict[LabJob, float], user_bytes: int,
                  max_evaluations: int = 80) -> tuple[SSDConfig, float]:
-    """Coordinate descent of the read parameters on the model itself (steps 1-2 refined).
+    """Search of the read parameters on the model itself (steps 1-2 refined).
 
-    The closed forms of step 1 ignore a die met twice and the queueing of deeper reads; starting
-    from them, each parameter in turn -- dies per channel, channels, program unit (discrete
-    neighbours) and tR, channel rate, host link (multiplicative steps that shrink when nothing
-    improves) -- moves while the simulated reads come closer to ``targets``. Returns the device and
-    its RMS log error.
+    The closed forms of step 1 ignore a die met twice and the queueing of deeper reads. With reads
+    deeper than 1, channels and dies per channel are scanned first (:func:`_scan_dies`, on the reads
+below :data:`LINK_FREE` of the fastest, with no link limit); the link is then the
+    slowest that lets the fastest read reach its bandwidth (:func:`_slowest_link`). Last, each
+    parameter in turn -- dies per channel, channels, program unit (discrete neighbours) and tR,
+    channel rate, host link (multiplicative steps that shrink when nothing improves) -- moves while
+    the RMS log error over the jobs falls, the largest error breaking ties. Returns the device and
+    its largest |log| error.
     """
     eff = cfg.effective_spare_factor
-    cache: dict[tuple, float] = {}
-    count = [0]
+    cache: dict[tuple, tuple[float, float]] = {}
 
-    def score(c: SSDConfig) -> float:
+    def score(c: SSDConfig) -> tuple[float, float]:
         key = (c.channels, c.dies_per_channel, c.page_bytes, round(c.read_us, 4), round(c.channel_mb_s, 3),
                round(c.host_mb_s, 3))
         if key not in cache:
-            count[0] += 1
-            cache[key] = _read_error(c, targets)
+            worst, rms = _read_error(c, targets)
+            cache[key] = (rms, worst)
         return cache[key]
 
     def moved(c: SSDConfig, change: dict) -> SSDConfig | None:
@@ -250,10 +315,19 @@ def polish_reads(cfg: SSDConfig, targets: dict[LabJob, float], user_bytes: int,
         except ConfigError:
             return None
 
+    # the scan uses reads well below the fastest (no link holds them back) on a device with no link
+    # limit, as the link is only found next, from the fastest read, and that needs the dies
+    top = max(targets.values())
+    slow = {j: bw for j, bw in targets.items() if bw < LINK_FREE * top}
+    if any(j.depth > 1 for j in slow):
+        free = _scan_dies(dataclasses.replace(cfg, host_mb_s=4.0 * top), slow, moved)
+        cfg = dataclasses.replace(free, host_mb_s=cfg.host_mb_s)
+    fastest = max(targets, key=targets.get)
+    cfg = _slowest_link(cfg, fastest, targets[fastest])
     best, best_err = cfg, score(cfg)
     step = 1.25
     dpcs = tuple(range(1, MAX_DIES_PER_CHANNEL + 1))
-    while count[0] < max_evaluations and step > 1.01:
+    while len(cache) < max_evaluations and step > 1.01:
         moves = [{"dies_per_channel": v} for v in _neighbours(dpcs, best.dies_per_channel)]
         moves += [{"channels": v, "dies_per_channel": max(1, best.dies // v)}
                   for v in _neighbours(CHANNEL_CANDIDATES, best.channels)]
@@ -262,69 +336,30 @@ def polish_reads(cfg: SSDConfig, targets: dict[LabJob, float], user_bytes: int,
         improved = False
         for change in moves:
             c = moved(best, change)
-            if c is None:
-                continue
-            e = score(c)
-            if e < best_err - 1e-4:
-                best, best_err, improved = c, e, True
+            if c is not None and score(c) < (best_err[0] - 1e-4, best_err[1]):
+                best, best_err, improved = c, score(c), True
         if not improved:
             step = math.sqrt(step)
-    return best, best_err
+    return best, best_err[1]
 
 
-def _scale_to(cfg: SSDConfig, job: LabJob, measured: float, name: str, monotone: int, lo: float, hi: float,
-              iterations: int = 24) -> SSDConfig:
-    """Bisection on one timing field so the simulated ``job`` gives ``measured`` MB/s.
+def slowest_program(cfg: SSDConfig, job: LabJob, measured: float, lo: float, hi: float,
+                    rel: float = 0.005, iterations: int = 24) -> SSDConfig:
+    """The largest tPROG in ``[lo, hi]`` at which the simulated ``job`` still gives ``measured`` MB/s.
 
-    ``monotone`` is +1 when bandwidth grows with the field, -1 when it falls.
+    Bandwidth never grows with tPROG. Where the dies bound the writes it falls with it and the
+    bisection finds the crossing; where the channels or link bound them it is flat below some tPROG,
+    which is then only an upper bound, and the largest value consistent with the measurement is the
+    one that carries over to writes the dies do bound (GC).
     """
     a, b = lo, hi
     for _ in range(iterations):
         mid = math.sqrt(a * b)
-        bw = run_job(dataclasses.replace(cfg, **{name: mid}), job)["bw_mb_s"]
-        if (bw < measured) == (monotone > 0):
-            a = mid
-        else:
-            b = mid
+        bw = run_job(dataclasses.replace(cfg, program_us=mid), job)["bw_mb_s"]
+        a, b = (mid, b) if bw >= measured * (1.0 - rel) else (a, mid)
         if b / a < 1.002:
             break
-    return dataclasses.replace(cfg, **{name: math.sqrt(a * b)})
-
-
-def waf_from_random_writes(cfg: SSDConfig, bw_mb_s: float) -> float:
-    """Write amplification whose die time per host unit gives ``bw_mb_s`` (step 4's closed form).
-
-    Per host unit a die spends ``A tPROG / pu`` programming (host and GC data) and, per victim
-    block (one every ``Np / A`` host units), ``G tR + tERASE``, with ``G = (Np / pu)(1 - A^-pu)``
-    program units holding valid data (valid fraction ``1 - 1/A``, spread at random).
-    """
-    pu, np_ = cfg.program_units, cfg.units_per_block
-    tau = cfg.dies * cfg.map_bytes / bw_mb_s  # µs per host unit per die
-
-    def die_time(a: float) -> float:
-        g = (np_ / pu) * (1.0 - a ** (-pu))
-        return a * cfg.program_us / pu + (a / np_) * (g * cfg.read_us + cfg.erase_us)
-
-    if die_time(1.0) >= tau:
-        return 1.0
-    lo, hi = 1.0, 2.0
-    while die_time(hi) < tau and hi < 1e4:
-        hi *= 2.0
-    for _ in range(100):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if die_time(mid) < tau else (lo, mid)
-    return 0.5 * (lo + hi)
-
-
-def spare_from_waf(waf: float, units_per_block: int) -> float:
-    """Effective spare factor at which greedy GC has write amplification ``waf`` (Desnoyers 2012, Eq. 12)."""
-    if waf <= 1.0 + 1e-6:
-        return 0.5
-    lo, hi = 1.0 + 1e-9, 50.0  # alpha = T/U; WA falls as alpha grows
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if analytic.wa_greedy(mid, units_per_block) > waf else (lo, mid)
-    return min(1.0 - 1.0 / (0.5 * (lo + hi)), 0.5)
+    return dataclasses.replace(cfg, program_us=math.sqrt(a * b))
 
 
 def sized(cfg: SSDConfig, user_bytes: int, effective_spare: float, **changes) -> SSDConfig:
@@ -343,6 +378,38 @@ def sized(cfg: SSDConfig, user_bytes: int, effective_spare: float, **changes) ->
         if with_cap.user_units == want:
             return with_cap
     return c
+
+
+def pages_per_block_for(cfg: SSDConfig, user_bytes: int) -> int:
+    """The pages-per-block prior, halved until a die holds :data:`MIN_BLOCKS_PER_DIE` blocks where simulated.
+
+    Lab jobs run on at most :data:`~swaptrace.ssd.labjobs.TWIN_MAX_BYTES` of user capacity (a twin of a
+    larger device keeps its pages per block), so that capacity decides how many blocks a die has.
+    """
+    ppb = int(PRIORS["pages_per_block"])
+    die_bytes = min(user_bytes, TWIN_MAX_BYTES) / (cfg.dies * cfg.planes)
+    while ppb > 8 and die_bytes / (ppb * cfg.page_bytes) < MIN_BLOCKS_PER_DIE:
+        ppb //= 2
+    return ppb
+
+
+def same_stripe_phase(cfg: SSDConfig, user_bytes: int) -> SSDConfig:
+    """``cfg`` with at most one stripe fewer user units, so many that they equal ``user_bytes``'s modulo a stripe.
+
+    Where the fill's second pass starts on the stripe (``program unit x dies``) decides whether a small
+    read meets one die or two, so reads need the capacity fio used modulo a stripe; the spare moves by
+    less than a stripe (under 0.2 % of a device of 512 stripes or more), the blocks not at all.
+    """
+    stripe = cfg.program_units * cfg.dies
+    want = (user_bytes // cfg.map_bytes) % stripe
+    units = cfg.user_units - (cfg.user_units - want) % stripe
+    if units <= 0 or units == cfg.user_units:
+        return cfg
+    try:
+        c = dataclasses.replace(cfg, spare_factor=1.0 - (units + 0.5) / cfg.physical_units)
+    except ConfigError:
+        return cfg
+    return c if c.user_units == units else cfg
 
 
 def fit_device(meas: Measurements, *, name: str = "fitted", say: Callable[[str], None] | None = None) -> FitResult:
@@ -373,24 +440,35 @@ def fit_device(meas: Measurements, *, name: str = "fitted", say: Callable[[str],
         say(f"read curve: tR {curve['read_us']:.1f} us, channel {curve['channel_mb_s']:.0f} MB/s, "
             f"program unit {curve['page_bytes'] >> 10} KiB, {curve['channels']} channels")
     if base["host_mb_s"] is None or src["host_mb_s"].startswith("fallback"):
-        # not link-bound in any read: the link is at least as fast as the fastest transfer measured
-        base["host_mb_s"] = max(fb["host_mb_s"], 1.05 * max(meas.bw_mb_s.values()))
+        # not seen in the depth-1 curve: the link is at least as fast as the fastest transfer measured, and
+        # starting there lets the search find a link that bounds only the deeper or larger reads
+        base["host_mb_s"] = 1.02 * max(meas.bw_mb_s.values())
     cfg = SSDConfig(**{k: v for k, v in base.items() if k in {f.name for f in dataclasses.fields(SSDConfig)}})
-    cfg = sized(cfg, min(meas.size_bytes, 1 << 30), cfg.effective_spare_factor)
+    cfg = sized(cfg, meas.size_bytes, cfg.effective_spare_factor)
     reads = {j: bw for j, bw in meas.bw_mb_s.items() if j.kind == "read"}
     if reads:
         host_before = cfg.host_mb_s
-        cfg, e = polish_reads(cfg, reads, min(meas.size_bytes, 1 << 30))
+        cfg, e = polish_reads(cfg, reads, meas.size_bytes)
         if cfg.host_mb_s != host_before:
             src["host_mb_s"] = "the fastest reads (refined with the model)"
         if any(j.depth > 1 for j in reads):
             src["dies_per_channel"] = "random reads at depth 4 and 16"
-        notes.append(f"reads: RMS log error {e:.3f} after refinement with the model")
+        notes.append(f"reads: largest |log error| {e:.3f} after refinement with the model")
         say(f"reads: {cfg.channels} channels x {cfg.dies_per_channel} dies, tR {cfg.read_us:.1f} us, "
-            f"channel {cfg.channel_mb_s:.0f} MB/s, link {cfg.host_mb_s:.0f} MB/s (RMS log error {e:.3f})")
-    cfg = _fit_program(cfg, meas, src, notes, say)
-    cfg = _fit_spare(cfg, meas, src, notes, say)
-    cfg = sized(cfg, meas.size_bytes, cfg.effective_spare_factor)
+            f"channel {cfg.channel_mb_s:.0f} MB/s, link {cfg.host_mb_s:.0f} MB/s (largest |log error| {e:.3f})")
+    ppb = pages_per_block_for(cfg, meas.size_bytes)
+    if ppb != cfg.pages_per_block:
+        # a smaller block erases in proportionally less time: the erase cost per written unit is the prior's
+        cfg = sized(cfg, meas.size_bytes, cfg.effective_spare_factor, pages_per_block=ppb,
+                    erase_us=PRIORS["erase_us"] * ppb / PRIORS["pages_per_block"])
+        src["pages_per_block"] = f"prior, reduced to keep {MIN_BLOCKS_PER_DIE} blocks per die where simulated"
+        src["erase_us"] = "prior (2 ms per 128 pages), scaled with the block"
+    for _ in range(2):  # GC touches the sequential pass too: tPROG and spare once more, each given the other
+        last: list[str] = []
+        cfg = _fit_program(cfg, meas, src, last, say)
+        cfg = _fit_spare(cfg, meas, src, last, say)
+    notes += last
+    cfg = same_stripe_phase(cfg, meas.size_bytes)
     return FitResult(cfg, src, notes, meas)
 
 
@@ -403,36 +481,75 @@ def _fit_program(cfg, meas, src, notes, say) -> SSDConfig:
     tau = cfg.dies * cfg.map_bytes / bw
     guess = max(cfg.program_units * (tau - cfg.erase_us / cfg.units_per_block), 1.0)
     cfg = dataclasses.replace(cfg, program_us=guess)
-    cfg = _scale_to(cfg, job, bw, "program_us", -1, guess / 4, guess * 4)
+    cfg = slowest_program(cfg, job, bw, guess / 4, guess * 4)
     src["program_us"] = "sequential 128 KiB writes (with tERASE a prior)"
     say(f"tPROG {cfg.program_us:.0f} us")
-    if run_job(cfg, job)["bw_mb_s"] > 1.05 * bw:
+    if run_job(dataclasses.replace(cfg, program_us=cfg.program_us / 2), job)["bw_mb_s"] < 1.02 * bw:
+        src["program_us"] += "; an UPPER BOUND: the link or channels bound the sequential writes"
         notes.append("sequential writes are bounded by the link or channels, not the dies: tPROG is an upper bound")
     return cfg
 
 
+def search_spare(cfg: SSDConfig, job: LabJob, measured: float, *, lo: float = SPARE_RANGE[0],
+                 hi: float = SPARE_RANGE[1], rel: float = SPARE_TOLERANCE,
+                 iterations: int = SPARE_ITERATIONS) -> tuple[SSDConfig, str]:
+    """The effective spare at which the model's ``job`` (random writes) gives ``measured`` MB/s (step 4).
+
+    Less spare means more valid data in each greedy victim, more relocation per host write and less
+    bandwidth: the simulated bandwidth falls monotonically as the spare shrinks (Desnoyers 2012), so a
+    bisection on ``log(spare)`` between ``lo`` and ``hi`` finds it, with no closed form for where the
+    dies' time goes. A spare too small for GC to reclaim a block counts as zero bandwidth. Returns the
+    device and how the search ended: ``"matched"``, ``"above"`` (the model at ``hi`` is still slower:
+    the writes are bound by programs, channels or link, so the spare is only a lower bound) or
+    ``"below"`` (the model at ``lo`` is still faster).
+    """
+    def at(eff: float) -> tuple[SSDConfig | None, float]:
+        try:
+            c = with_effective_spare(cfg, eff)
+            return c, run_job(c, job)["bw_mb_s"]
+        except ConfigError:  # GC cannot reclaim a block: no bandwidth at this spare
+            return None, 0.0
+
+    c_hi, bw_hi = at(hi)
+    if c_hi is None or bw_hi <= measured * (1.0 + rel):
+        return c_hi or with_effective_spare(cfg, hi), "above" if bw_hi < measured * (1.0 - rel) else "matched"
+    c_lo, bw_lo = at(lo)
+    if c_lo is not None and bw_lo >= measured * (1.0 - rel):
+        return c_lo, "below" if bw_lo > measured * (1.0 + rel) else "matched"
+    best = (abs(math.log(bw_hi / measured)), c_hi)
+    a, b = lo, hi
+    for _ in range(iterations):
+        mid = math.sqrt(a * b)
+        c, bw = at(mid)
+        if c is not None and abs(math.log(bw / measured)) < best[0]:
+            best = (abs(math.log(bw / measured)), c)
+        if best[0] < math.log1p(rel):
+            break
+        a, b = (mid, b) if bw < measured else (a, mid)
+    return best[1], "matched"
+
+
 def _fit_spare(cfg, meas, src, notes, say) -> SSDConfig:
-    """Effective spare from steady random 4 KiB writes (step 4): closed form, then corrected with the model."""
+    """Effective spare from steady random 4 KiB writes (step 4): bisection with the model."""
     rnd = meas.of("steady_write")
     if rnd is None:
         return with_effective_spare(cfg, FALLBACK["op"] / (1 + FALLBACK["op"]))
     job, bw = rnd
-    waf = waf_from_random_writes(cfg, bw)
-    target = waf
-    for _ in range(3):  # the closed form misses a few per cent of the simulated FTL's die time: correct it
-        eff = spare_from_waf(target, cfg.units_per_block)
-        cfg = with_effective_spare(cfg, eff)
-        sim = run_job(cfg, job)
-        ratio = sim["bw_mb_s"] / bw
-        if abs(ratio - 1.0) < 0.01:
-            break
-        target = max(1.0, target * ratio)
+    cfg, how = search_spare(cfg, job, bw)
     steady = "steady" if meas.steady else "NOT steady"
-    src["spare_factor"] = f"random 4 KiB writes ({meas.steady_source}, {steady}) via greedy-GC WAF"
-    notes.append(f"random writes: WAF {waf:.2f} (closed form) -> effective spare {cfg.effective_spare_factor:.4f}")
+    src["spare_factor"] = (f"random 4 KiB writes ({meas.steady_source}, {steady}); bisection on the model's "
+                           f"bandwidth with {cfg.pages_per_block} pages per block (prior)")
+    notes.append(f"random writes: effective spare {cfg.effective_spare_factor:.4f} "
+                 f"(OP {cfg.effective_op:.2%}) by bisection with the model")
+    if how == "above":
+        src["spare_factor"] += "; a LOWER BOUND: the writes are not GC-bound"
+        notes.append("random writes are bounded by programs, channels or the link, not GC: the spare is a lower bound")
+    elif how == "below":
+        notes.append("random writes are slower than the model with the least spare GC can use: the spare is an "
+                     "upper bound")
     if not meas.steady:
         notes.append("the random-write bandwidth was not measured in steady state: the spare is an upper bound")
-    say(f"spare: WAF {waf:.2f} -> effective OP {cfg.effective_op:.1%} ({steady})")
+    say(f"spare: effective OP {cfg.effective_op:.1%} ({steady}, {how})")
     return cfg
 
 
