@@ -20,6 +20,8 @@ from swaptrace.filenames import (
     DESIGNS,
     FIO_JOBS,
     FIO_RUN,
+    FITTED_DEVICE,
+    MODEL_VS_FIO,
     MRC_CSV,
     MRC_PNG,
     REPORT,
@@ -196,6 +198,24 @@ def run_fio(d: Path, opts, say, bar) -> dict[str, Any]:
                        out_dir=d / FIO_RUN, only=only, force=True, echo=lambda line: say(f"      {line}"))
     save_run_figures(outcome.out_dir)
     return {"ratios": getattr(outcome, "ratios", None)}
+
+
+def run_model_vs_fio(d: Path, opts, say, bar) -> dict[str, Any]:
+    """The device fitted to the fio run, and the swap stream on it beside fio's replay of it (issue 31)."""
+    from swaptrace.errors import SwaptraceError
+    from swaptrace.fio.modelcheck import compare
+    from swaptrace.traceio import AtomicPath
+
+    try:
+        out = compare(d / FIO_RUN, d / SWAPIO, d / FITTED_DEVICE, quick=True, say=lambda line: say(f"      {line}"))
+    except SwaptraceError as exc:  # e.g. a run without the jobs the fit reads: the report says why
+        (d / FITTED_DEVICE).unlink(missing_ok=True)
+        out = {"error": str(exc)}
+        say(f"      no fitted device: {exc}")
+    with AtomicPath(d / MODEL_VS_FIO, force=True) as ap:
+        ap.tmp.write_text(json.dumps(out, indent=2, default=float))
+    worst = [abs(q["error"]) for r in out.get("replays", []) for q in r["quantities"][:2] if q["error"] is not None]
+    return {"fitted": "error" not in out, "worst_bandwidth_error": max(worst) if worst else None}
 
 
 def run_designs(d: Path, opts, say, bar) -> dict[str, Any]:

@@ -69,6 +69,8 @@ SPARE_RANGE = (0.01, 0.5)
 SPARE_TOLERANCE = 0.01
 #: ... or after this many halvings of log(spare) (50x range / 2^12: 0.1 % in spare)
 SPARE_ITERATIONS = 12
+#: the pipeline's quick fit: read-search evaluations, spare search tolerance and halvings, one round
+QUICK = {"read_evaluations": 24, "spare_tolerance": 0.03, "spare_iterations": 6}
 #: reads below this fraction of the fastest one are taken as not held back by the host link
 LINK_FREE = 0.8
 #: fewest erase blocks per die the fitted device keeps where it is simulated: GC's spare then has a
@@ -362,13 +364,19 @@ def slowest_program(cfg: SSDConfig, job: LabJob, measured: float, lo: float, hi:
     return dataclasses.replace(cfg, program_us=math.sqrt(a * b))
 
 
-def sized(cfg: SSDConfig, user_bytes: int, effective_spare: float, **changes) -> SSDConfig:
-    """``cfg`` with ``changes``, blocks for ``user_bytes`` of user capacity (to the map unit) at ``effective_spare``."""
+def sized(cfg: SSDConfig, user_bytes: int, effective_spare: float, *, exact: bool = True, **changes) -> SSDConfig:
+    """``cfg`` with ``changes``, blocks for ``user_bytes`` of user capacity at ``effective_spare``.
+
+    ``exact``: the user capacity is ``user_bytes`` to the map unit (the spare then moves by up to one
+    row of blocks); otherwise the spare is kept exactly and the capacity is up to one row larger.
+    """
     c = dataclasses.replace(cfg, spare_factor=0.5, blocks_per_plane=max(cfg.blocks_per_plane, 64), **changes)
     for _ in range(3):
         blocks = max(8, -(-int(user_bytes / (1.0 - c.spare_factor)) //
                           (c.dies * c.planes * c.pages_per_block * c.page_bytes)))
         c = with_effective_spare(c, effective_spare, blocks_per_plane=blocks)
+    if not exact:
+        return c
     want = user_bytes // c.map_bytes
     if want < c.physical_units:  # exactly the capacity fio used (reads then stripe as they did on the drive)
         try:
@@ -387,7 +395,7 @@ def pages_per_block_for(cfg: SSDConfig, user_bytes: int) -> int:
     larger device keeps its pages per block), so that capacity decides how many blocks a die has.
     """
     ppb = int(PRIORS["pages_per_block"])
-    die_bytes = min(user_bytes, TWIN_MAX_BYTES) / (cfg.dies * cfg.planes)
+    die_bytes = min(user_bytes, TWIN_MAX_BYTES) / cfg.dies  # a die: planes x blocks_per_plane blocks
     while ppb > 8 and die_bytes / (ppb * cfg.page_bytes) < MIN_BLOCKS_PER_DIE:
         ppb //= 2
     return ppb
@@ -412,8 +420,13 @@ def same_stripe_phase(cfg: SSDConfig, user_bytes: int) -> SSDConfig:
     return c if c.user_units == units else cfg
 
 
-def fit_device(meas: Measurements, *, name: str = "fitted", say: Callable[[str], None] | None = None) -> FitResult:
-    """Fit an :class:`SSDConfig` to a lab run's measurements (module docstring, steps 1-4)."""
+def fit_device(meas: Measurements, *, name: str = "fitted", say: Callable[[str], None] | None = None,
+               quick: bool = False) -> FitResult:
+    """Fit an :class:`SSDConfig` to a lab run's measurements (module docstring, steps 1-4).
+
+    ``quick`` (the pipeline's demo budget, :data:`QUICK`): fewer read evaluations, one tPROG/spare round
+    and a coarser spare search; the TOML says so.
+    """
     say = say or (lambda _m: None)
     src: dict[str, str] = {k: "prior" for k in PRIORS}
     notes: list[str] = []
@@ -448,7 +461,8 @@ def fit_device(meas: Measurements, *, name: str = "fitted", say: Callable[[str],
     reads = {j: bw for j, bw in meas.bw_mb_s.items() if j.kind == "read"}
     if reads:
         host_before = cfg.host_mb_s
-        cfg, e = polish_reads(cfg, reads, meas.size_bytes)
+        cfg, e = polish_reads(cfg, reads, meas.size_bytes,
+                              max_evaluations=QUICK["read_evaluations"] if quick else 80)
         if cfg.host_mb_s != host_before:
             src["host_mb_s"] = "the fastest reads (refined with the model)"
         if any(j.depth > 1 for j in reads):
@@ -463,11 +477,13 @@ def fit_device(meas: Measurements, *, name: str = "fitted", say: Callable[[str],
                     erase_us=PRIORS["erase_us"] * ppb / PRIORS["pages_per_block"])
         src["pages_per_block"] = f"prior, reduced to keep {MIN_BLOCKS_PER_DIE} blocks per die where simulated"
         src["erase_us"] = "prior (2 ms per 128 pages), scaled with the block"
-    for _ in range(2):  # GC touches the sequential pass too: tPROG and spare once more, each given the other
+    for _ in range(1 if quick else 2):  # GC touches the sequential pass too: tPROG and spare again, each given the other
         last: list[str] = []
         cfg = _fit_program(cfg, meas, src, last, say)
-        cfg = _fit_spare(cfg, meas, src, last, say)
+        cfg = _fit_spare(cfg, meas, src, last, say, quick=quick)
     notes += last
+    if quick:
+        notes.append(f"quick fit (the pipeline's time budget): {QUICK}")
     cfg = same_stripe_phase(cfg, meas.size_bytes)
     return FitResult(cfg, src, notes, meas)
 
@@ -490,7 +506,7 @@ def _fit_program(cfg, meas, src, notes, say) -> SSDConfig:
     return cfg
 
 
-def search_spare(cfg: SSDConfig, job: LabJob, measured: float, *, lo: float = SPARE_RANGE[0],
+def search_spare(cfg: SSDConfig, job: LabJob, measured: float, user_bytes: int, *, lo: float = SPARE_RANGE[0],
                  hi: float = SPARE_RANGE[1], rel: float = SPARE_TOLERANCE,
                  iterations: int = SPARE_ITERATIONS) -> tuple[SSDConfig, str]:
     """The effective spare at which the model's ``job`` (random writes) gives ``measured`` MB/s (step 4).
@@ -504,15 +520,15 @@ def search_spare(cfg: SSDConfig, job: LabJob, measured: float, *, lo: float = SP
     ``"below"`` (the model at ``lo`` is still faster).
     """
     def at(eff: float) -> tuple[SSDConfig | None, float]:
-        try:
-            c = with_effective_spare(cfg, eff)
+        try:  # the capacity fio used, whatever the spare: blocks are added, not user space taken away
+            c = sized(cfg, user_bytes, eff, exact=False)
             return c, run_job(c, job)["bw_mb_s"]
         except ConfigError:  # GC cannot reclaim a block: no bandwidth at this spare
             return None, 0.0
 
     c_hi, bw_hi = at(hi)
     if c_hi is None or bw_hi <= measured * (1.0 + rel):
-        return c_hi or with_effective_spare(cfg, hi), "above" if bw_hi < measured * (1.0 - rel) else "matched"
+        return c_hi or sized(cfg, user_bytes, hi, exact=False), "above" if bw_hi < measured * (1.0 - rel) else "matched"
     c_lo, bw_lo = at(lo)
     if c_lo is not None and bw_lo >= measured * (1.0 - rel):
         return c_lo, "below" if bw_lo > measured * (1.0 + rel) else "matched"
@@ -529,13 +545,20 @@ def search_spare(cfg: SSDConfig, job: LabJob, measured: float, *, lo: float = SP
     return best[1], "matched"
 
 
-def _fit_spare(cfg, meas, src, notes, say) -> SSDConfig:
+def _fit_spare(cfg, meas, src, notes, say, quick: bool = False) -> SSDConfig:
     """Effective spare from steady random 4 KiB writes (step 4): bisection with the model."""
     rnd = meas.of("steady_write")
     if rnd is None:
         return with_effective_spare(cfg, FALLBACK["op"] / (1 + FALLBACK["op"]))
     job, bw = rnd
-    cfg, how = search_spare(cfg, job, bw)
+    opts = {"rel": QUICK["spare_tolerance"], "iterations": QUICK["spare_iterations"]} if quick else {}
+    cfg, how = search_spare(cfg, job, bw, meas.size_bytes, **opts)
+    if how == "above" and "UPPER BOUND" in src.get("program_us", ""):
+        # sequential writes bound tPROG only from above and the random writes need faster programs: the
+        # slowest tPROG at which the model's random writes reach theirs (with the most spare), then the spare
+        cfg = slowest_program(cfg, job, bw, cfg.program_us / 16, cfg.program_us)
+        src["program_us"] = "steady random writes below the bound of the sequential ones (tERASE a prior)"
+        cfg, how = search_spare(cfg, job, bw, meas.size_bytes, **opts)
     steady = "steady" if meas.steady else "NOT steady"
     src["spare_factor"] = (f"random 4 KiB writes ({meas.steady_source}, {steady}); bisection on the model's "
                            f"bandwidth with {cfg.pages_per_block} pages per block (prior)")
@@ -594,7 +617,7 @@ def render_toml(res: FitResult, run_dir: str | Path | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def fit_run(run_dir: str | Path, *, name: str | None = None, say=None) -> FitResult:
+def fit_run(run_dir: str | Path, *, name: str | None = None, say=None, quick: bool = False) -> FitResult:
     """:func:`fit_device` on the ``results.parquet`` of a ``fio run`` folder."""
     from swaptrace.fio import results as resmod
 
@@ -603,19 +626,19 @@ def fit_run(run_dir: str | Path, *, name: str | None = None, say=None) -> FitRes
         raise ConfigError(f"{d}: not a `swaptrace fio run` results folder (no {resmod.RESULTS_NAME})")
     rows, meta = resmod.read_results(d)
     meas = measurements_from_rows(rows, meta)
-    res = fit_device(meas, name=name or d.resolve().name, say=say)
+    res = fit_device(meas, name=name or d.resolve().name, say=say, quick=quick)
     pred = predict(res.config, meas.bw_mb_s)
     res.residuals = {j.name: pred[j] / meas.bw_mb_s[j] - 1.0 for j in meas.bw_mb_s}
     return res
 
 
 def write_fit(run_dir: str | Path, out: str | Path, *, name: str | None = None, force: bool = False,
-              say=None) -> FitResult:
+              say=None, quick: bool = False) -> FitResult:
     """Fit the device of ``run_dir`` and write it (atomically) as a TOML device file."""
     from swaptrace.traceio import AtomicPath, check_output_path
 
     check_output_path(out, force)  # refused before minutes of fitting, not after
-    res = fit_run(run_dir, name=name or Path(out).stem, say=say)
+    res = fit_run(run_dir, name=name or Path(out).stem, say=say, quick=quick)
     with AtomicPath(out, force=force) as ap:
         ap.tmp.write_text(render_toml(res, run_dir))
     return res
