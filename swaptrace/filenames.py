@@ -23,3 +23,5 @@ DESIGNS = "designs"
 KERNEL_STREAM = "kernel.swapio.parquet"
 #: what each stage ran with (parameters and input fingerprints)
 MANIFEST = "pipeline.json"
+#: the SSD-model device fitted to the fio run's measurements, and the stream replayed on it and on the drive
+FITTED_DEVICE, MODEL_VS_FIO = "fitted-device.toml", "model-vs-fio.json"

@@ -1,4 +1,4 @@
-"""The whole pipeline in one call: generate → mrc → emulate → ssd → fio jobs → fio run → report.
+"""The whole pipeline in one call: generate → mrc → emulate → ssd → fio jobs → fio run → model vs fio → report.
 
 Each stage writes into one folder (``traces/demo/`` by default)::
 
@@ -8,7 +8,9 @@ Each stage writes into one folder (``traces/demo/`` by default)::
     ssd.parquet           ssd        SSD model timeline (bandwidth, WAF vs GB written)
     ssd-thesis.json       ssd        the model's request-size and sequential-write gains
     fio/                  fio jobs   replay, synthetic equivalent and the two experiments
-    fio-results.parquet   fio run    measured on a file target (skipped without fio or with --no-fio)
+    fio-run/              fio run    measured on a file target (skipped without fio or with --no-fio)
+    fitted-device.toml    model-vs-fio  SSD-model device fitted to the fio run's measurements
+    model-vs-fio.json     model-vs-fio  the swap stream on that device beside fio's replay of it
     report/               report     figures and report.md
     pipeline.json         -          what each stage ran with (parameters and input fingerprints)
 
@@ -40,8 +42,10 @@ from swaptrace.filenames import (  # noqa: F401  (the pipeline's file names, re-
     DESIGNS,
     FIO_JOBS,
     FIO_RUN,
+    FITTED_DEVICE,
     KERNEL_STREAM,
     MANIFEST,
+    MODEL_VS_FIO,
     MRC_CSV,
     MRC_PNG,
     REPORT,
@@ -168,13 +172,15 @@ def plan(opts: PipelineOptions, out_dir: Path) -> list[Stage]:
               {"target": opts.fio_target, "size": opts.fio_size_bytes, "runtime_s": opts.fio_runtime_s,
                "profile": opts.fio_profile},
               runs(S.run_fio), skip_reason=fio_skip),
+        Stage("model-vs-fio", (SWAPIO, FIO_RUN), (FITTED_DEVICE, MODEL_VS_FIO), {"quick": True},
+              runs(S.run_model_vs_fio), skip_reason=fio_skip),
         Stage("time", (ACCESS, SWAPIO, FIO_RUN), (TIMING,),
               {"device": opts.device, "compute": "mlp",
                "costs": None if opts.time_costs is None else dataclasses.asdict(opts.time_costs)},
               runs(S.run_time)),
         Stage("designs", (ACCESS,), (DESIGNS,), {**mem, "device": opts.device, "capacity": opts.ssd_capacity_bytes},
               runs(S.run_designs), skip_reason=None if opts.designs else "not asked for (--designs)"),
-        Stage("report", (ACCESS, MRC_CSV, SWAPIO, SSD, FIO_RUN, TIMING, TIMING_DISK, DESIGNS), (REPORT,), {"fio": opts.fio, "thesis": opts.thesis},
+        Stage("report", (ACCESS, MRC_CSV, SWAPIO, SSD, FIO_RUN, MODEL_VS_FIO, TIMING, TIMING_DISK, DESIGNS), (REPORT,), {"fio": opts.fio, "thesis": opts.thesis},
               runs(S.run_report)),
     ]
 

@@ -17,6 +17,10 @@ Figures (every axis labelled with units):
 ``fio_bandwidth_vs_written.png``     fio write bandwidth against GB written on the target
 ``emulator_vs_kernel.png``           emulator vs real-kernel capture (when ``kernel.swapio.parquet`` exists)
 ==================================== =================================================================
+
+With a fio run, ``model-vs-fio.json`` (the ``model-vs-fio`` stage) adds a section: the device fitted to
+the run, the fio jobs that ran and how long each took, and the swap stream's replay on the fitted
+model beside fio's replay on the drive, with the error (:mod:`swaptrace.fio.modelcheck`).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import numpy as np
 
 from swaptrace import filenames as S
 from swaptrace.errors import OutputError, TraceFileError
+from swaptrace.fio import modelcheck
 from swaptrace.traceio import AtomicPath, check_output_folder, make_partial_folder, open_trace
 from swaptrace.units import format_bytes
 
@@ -191,6 +196,7 @@ def _draw_report(d: Path, out_dir: Path) -> Report:
         _figure(out_dir, "swap_traffic.png", lambda fig: plot_swap_traffic(swapio.path, ax=fig.subplots()), report)
     _try(report, "SSD model", lambda: _ssd_parts(d, out_dir, report))
     _try(report, "fio", lambda: _fio_parts(d, out_dir, report))
+    _try(report, "model vs fio", lambda: report.numbers.update(model_vs_fio=json.loads((d / S.MODEL_VS_FIO).read_text())))
     if (d / KERNEL_STREAM).exists() and swapio is not None:
         _try(report, "emulator vs kernel", lambda: _kernel_parts(d, out_dir, report))
     _try(report, "time model", lambda: _timing_parts(d, out_dir, report))
@@ -430,6 +436,7 @@ def render_markdown(report: Report, folder: Path) -> str:
         lines += ["", "The model's sequential-write gain compares 128 KiB sequential writes with steady-state random "
                   "writes of the swap size mix. fio numbers are what this machine's disk (often a virtual disk, "
                   "not an SSD) measured.", ""]
+    lines += modelcheck.markdown_lines(n.get("model_vs_fio"))
     if "kernel" in n:
         lines += ["## Emulator vs real kernel", "", n["kernel"]["verdict"], ""]
     lines += _timing_lines(n.get("timing"))

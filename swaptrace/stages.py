@@ -20,6 +20,8 @@ from swaptrace.filenames import (
     DESIGNS,
     FIO_JOBS,
     FIO_RUN,
+    FITTED_DEVICE,
+    MODEL_VS_FIO,
     MRC_CSV,
     MRC_PNG,
     REPORT,
@@ -197,11 +199,30 @@ def run_fio(d: Path, opts, say, bar) -> dict[str, Any]:
     only = None
     if not opts.fio_profile:  # the queue-depth profile jobs only when asked (they take ~2 minutes)
         manifest = json.loads((d / FIO_JOBS / "manifest.json").read_text())
-        only = [j["name"] for j in manifest["jobs"] if j.get("group") != "profile"]
+        # nor the steady-state rounds (fio run --steady: hours on a lab drive; the demo stays short)
+        only = [j["name"] for j in manifest["jobs"] if j.get("group") not in ("profile", "steady")]
     outcome = run_jobs(d / FIO_JOBS, target, size_bytes=opts.fio_size_bytes, runtime_s=opts.fio_runtime_s,
                        out_dir=d / FIO_RUN, only=only, force=True, echo=lambda line: say(f"      {line}"))
     save_run_figures(outcome.out_dir)
     return {"ratios": getattr(outcome, "ratios", None)}
+
+
+def run_model_vs_fio(d: Path, opts, say, bar) -> dict[str, Any]:
+    """The device fitted to the fio run, and the swap stream on it beside fio's replay of it (issue 31)."""
+    from swaptrace.errors import SwaptraceError
+    from swaptrace.fio.modelcheck import compare
+    from swaptrace.traceio import AtomicPath
+
+    try:
+        out = compare(d / FIO_RUN, d / SWAPIO, d / FITTED_DEVICE, quick=True, say=lambda line: say(f"      {line}"))
+    except SwaptraceError as exc:  # e.g. a run without the jobs the fit reads: the report says why
+        (d / FITTED_DEVICE).unlink(missing_ok=True)
+        out = {"error": str(exc)}
+        say(f"      no fitted device: {exc}")
+    with AtomicPath(d / MODEL_VS_FIO, force=True) as ap:
+        ap.tmp.write_text(json.dumps(out, indent=2, default=float))
+    worst = [abs(q["error"]) for r in out.get("replays", []) for q in r["quantities"][:2] if q["error"] is not None]
+    return {"fitted": "error" not in out, "worst_bandwidth_error": max(worst) if worst else None}
 
 
 def run_designs(d: Path, opts, say, bar) -> dict[str, Any]:

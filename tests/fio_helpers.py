@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from swaptrace import traceio
+from swaptrace.fio.steady import NO_STEADY_ENV
 
 
 def make_stream(path, n=500, seed=0, device_bytes=16 << 20, duration_us=1e6, sizes_pages=(1, 2, 4, 8),
@@ -45,6 +46,7 @@ def fio_env(jobs_dir, target, size_bytes, runtime_s=1, log="log"):
         "SWAPTRACE_RUNTIME": str(runtime_s),
         "SWAPTRACE_JOBS": str(Path(jobs_dir).resolve()),
         "SWAPTRACE_LOG": log,
+        **NO_STEADY_ENV,  # the steady-state job's and the fill's variables, as `fio run` sets them
     }
 
 

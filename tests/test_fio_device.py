@@ -160,3 +160,28 @@ def test_refuses_loop_backing_file_and_swap_file(tmp_path):
             runner.check_target(swapfile, 8 << 20, force=True)
     finally:
         subprocess.run(["swapoff", str(swapfile)], capture_output=True)
+
+
+def test_purge_refuses_a_mounted_device_and_discards_a_free_one(tmp_path, dev_jobs):
+    _need("losetup", "mkfs.ext4", "mount", "umount", "fio")
+    from swaptrace.fio.steady import SteadyOptions
+
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    opts = SteadyOptions(round_s=1, rounds=2, cap_s=2, fill_cap_s=10, purge=True)
+    with loop_device(tmp_path) as dev:
+        subprocess.run(["mkfs.ext4", "-q", "-F", dev], check=True, capture_output=True)
+        proc = subprocess.run(["mount", dev, str(mnt)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            pytest.skip(f"cannot mount here: {proc.stderr.strip()}")
+        try:  # no option overrides a mount: the purge never starts, the file system stays
+            with pytest.raises(ConfigError, match="is mounted"):
+                runner.run_jobs(dev_jobs, dev, size_bytes=8 << 20, allow_device=True, force=True, steady=opts,
+                                only=["steady_randwrite"], out_dir=tmp_path / "run", echo=lambda s: None)
+        finally:
+            subprocess.run(["umount", str(mnt)], capture_output=True)
+        assert any("ext4" in s for s in blockdev.signatures(dev))
+        out = runner.run_jobs(dev_jobs, dev, size_bytes=8 << 20, allow_device=True, force=True, steady=opts,
+                              only=["steady_randwrite"], out_dir=tmp_path / "run", echo=lambda s: None)
+        _, meta = results.read_results(out.out_dir)
+        assert meta["run"]["preconditioning"]["purge"].startswith("BLKDISCARD of the whole device")

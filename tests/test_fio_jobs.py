@@ -32,7 +32,7 @@ def test_folder_is_self_describing(folder):
         assert j["file"] in names
         assert f"`{j['name']}`" in (folder.path / "README.md").read_text()
     expected = {"replay", "replay_no_stall", "synthetic", "write_seq", "write_seq_128k", "write_rand", "sweep_read_mix",
-                "sweep_write_mix"} | {f"sweep_{d}_{s}" for d in ("read", "write") for s in jobs.SWEEP_SIZES} | {
+                "sweep_write_mix", "steady_randwrite"} | {f"sweep_{d}_{s}" for d in ("read", "write") for s in jobs.SWEEP_SIZES} | {
                 f"qd_{d}_{s}_qd{q}" for d in ("read", "write") for s in jobs.PROFILE_SIZES for q in jobs.PROFILE_DEPTHS}
     assert {j["name"] for j in m["jobs"]} == expected
     assert m["remap"]["wrap"] is False and m["min_target_bytes"] <= 32 << 20
@@ -173,8 +173,8 @@ def test_jobs_cli(tmp_path):
     res = runner.invoke(cli, ["fio", "jobs", str(s), "-o", str(tmp_path / "j"), "--sweep", "4k,128k", "--json"])
     assert res.exit_code == 0, res.output
     profile_jobs = 2 * len(jobs.PROFILE_SIZES) * len(jobs.PROFILE_DEPTHS)
-    # replays, synthetic, sweep, device-profile jobs, writes, precondition
-    assert json.loads(res.output)["jobs"] == 2 + 1 + 2 * 3 + profile_jobs + 3 + 1
+    # replays, synthetic, sweep, device-profile jobs, writes, steady-state rounds, precondition
+    assert json.loads(res.output)["jobs"] == 2 + 1 + 2 * 3 + profile_jobs + 3 + 1 + 1
     for args in (["fio", "jobs", str(tmp_path / "missing.parquet"), "-o", str(tmp_path / "x")],
                  ["fio", "jobs", str(s), "-o", str(tmp_path / "j")],
                  ["fio", "jobs", str(s), "-o", str(tmp_path / "y"), "--size", "12 parsecs"]):

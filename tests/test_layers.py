@@ -31,7 +31,8 @@ LAYERS = (
     # models built on other stages' outputs and machinery (the time model prices a stream on an SSD model
     # or a measured disk and measures compute with the capture's child)
     (35, "stage models", ("swaptrace.timing", "swaptrace.timing_calibrate", "swaptrace.fio.profile",
-                          "swaptrace.runtime_fit")),
+                          "swaptrace.runtime_fit", "swaptrace.fio.devicefit", "swaptrace.fio.roundtrip",
+                          "swaptrace.fio.modelcheck")),
     (30, "stages", ("swaptrace.generate", "swaptrace.pagecache", "swaptrace.mrc", "swaptrace.export",
                     "swaptrace.compare", "swaptrace.ssd", "swaptrace.fio", "swaptrace.capture",
                     "swaptrace.blockdev", "swaptrace.designs", "swaptrace.indices", "swaptrace.workloads")),

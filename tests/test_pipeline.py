@@ -90,3 +90,45 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args):
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+@pytest.mark.fio
+def test_model_vs_fio_stage_fits_the_fio_run_and_replays_the_stream_on_it(tiny_run):
+    """The model-vs-fio stage (issue 31): a device fitted to the fio run, the stream replayed on it as fio did.
+
+    Checked against what the folder holds, recomputed here: fio's numbers from the run's rows, the
+    model's from a replay of the stream on the written device with the options fio's jobs had
+    (depth 1, sequential fill, offsets wrapped), and the report's section naming each job and its time.
+    """
+    if shutil.which("fio") is None:
+        pytest.skip("fio is not installed")
+    from swaptrace.fio.results import read_results
+    from swaptrace.ssd.config import load_device
+    from swaptrace.ssd.run import replay
+
+    folder, _ = tiny_run
+    data = json.loads((folder / S.MODEL_VS_FIO).read_text())
+    assert "error" not in data, data.get("error")
+    cfg = load_device(str(folder / S.FITTED_DEVICE))
+    # the fitted drive is the fio target: 32 MiB, up to one row of blocks more (the spare is kept exact)
+    row = cfg.dies * cfg.pages_per_block * cfg.page_bytes
+    assert 32 << 20 <= cfg.user_bytes + cfg.map_bytes and cfg.user_bytes <= (32 << 20) + row
+    rows, _ = read_results(folder / S.FIO_RUN)
+    by_job = {r["job"]: r for r in data["replays"]}
+    assert set(by_job) == {"replay", "replay_no_stall"}
+    for job, timed in (("replay_no_stall", False), ("replay", True)):
+        mine = [r for r in rows if r["job"] == job]
+        runtime_s = max(r["runtime_ms"] for r in mine) / 1e3
+        q = {x["quantity"]: x for x in by_job[job]["quantities"]}
+        for r in mine:
+            assert q[f"{r['direction']} MB/s"]["measured"] == pytest.approx(r["io_bytes"] / 1e6 / runtime_s)
+        s = replay(folder / S.SWAPIO, cfg, iodepth=1, use_timestamps=timed, precondition="seq", fit="modulo").summary
+        assert q["write MB/s"]["model"] == pytest.approx(s["write_mb_s"])
+        assert q["run time, s"]["model"] == pytest.approx(s["simulated_time_us"] / 1e6)
+        for x in q.values():
+            if x["error"] is not None:
+                assert x["error"] == pytest.approx(x["model"] / x["measured"] - 1.0)
+    text = (folder / S.REPORT / "report.md").read_text()
+    assert "against fio on the same stream" in text
+    for j in data["jobs"]:
+        assert f"| {j['job']} | {j['group']} | {j['runtime_s']:.2f} |" in text

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import click
 
-from swaptrace.commands._common import MAX_IODEPTH, MAX_RUNTIME_S, count, echo_summary, force_option, json_option
+from swaptrace.commands._common import (
+    MAX_IODEPTH,
+    MAX_RUNTIME_S,
+    count,
+    echo_summary,
+    force_option,
+    json_option,
+    number,
+)
 from swaptrace.errors import ConfigError
 from swaptrace.fio.jobfile import IOENGINES
 from swaptrace.units import format_bytes, parse_bytes
@@ -94,20 +102,44 @@ def jobs_cmd(stream, out, size, max_requests, ioengine, iodepth, buffered, sweep
               help="Overwrite a file not made by swaptrace or an existing --output; with --allow-device, ignore signatures.")
 @click.option("--dry-run", is_flag=True, help="Check and print the fio commands; run and write nothing.")
 @click.option("--fio", "fio_path", default=None, help="fio executable (default: fio on PATH).")
-def run_cmd(jobs_dir, target, size, runtime, only, out, no_precondition, allow_device, force, dry_run, fio_path) -> None:
+@click.option("--steady", is_flag=True,
+              help="SNIA-style preconditioning: fill, then random 4 KiB write rounds until fio detects steady state.")
+@click.option("--round", "round_s", default=60, show_default=True, type=count(1, MAX_RUNTIME_S),
+              help="Seconds per steady-state round (fio's window is 5 rounds).")
+@click.option("--steady-cap", default=14400, show_default=True, type=count(1, 7 * 86400),
+              help="Time cap of the steady-state rounds, seconds.")
+@click.option("--ss-ramp", default=0, show_default=True, type=count(0, 86400), help="fio's ss_ramp, seconds.")
+@click.option("--fill-cap", default=14400, show_default=True, type=count(1, 7 * 86400),
+              help="Time cap of each sequential fill, seconds.")
+@click.option("--purge", is_flag=True,
+              help="With --steady: discard the whole device (needs --allow-device) or punch the file first.")
+@click.option("--capacity-fraction", type=number(0, 1, min_open=True), default=None,
+              help="Use this fraction of the target (a device's size, or the file's) instead of --size.")
+def run_cmd(jobs_dir, target, size, runtime, only, out, no_precondition, allow_device, force, dry_run, fio_path,
+            steady, round_s, steady_cap, ss_ramp, fill_cap, purge, capacity_fraction) -> None:
     """Run a job folder on TARGET and write parsed results.
 
     \b
     Example:
       swaptrace fio run fio_jobs/demo --target /tmp/swaptrace-fio.dat --size 1GiB
       swaptrace fio run fio_jobs/demo --target /dev/nvme1n1 --allow-device --size 64GiB --runtime 60
+      swaptrace fio run fio_jobs/lab --target /dev/nvme1n1 --allow-device --steady --purge \\
+          --capacity-fraction 0.25 --steady-cap 7200 -o fio_jobs/lab/runs/nvme1
     """
     from swaptrace.fio import runner
+    from swaptrace.fio.steady import SteadyOptions
 
+    if purge and not steady:
+        raise ConfigError("--purge: only with --steady (the purge is the first step of SNIA preconditioning)")
+    ss = SteadyOptions(round_s=round_s, cap_s=steady_cap, ramp_s=ss_ramp, fill_cap_s=fill_cap,
+                       purge=purge) if steady else None
+    size_bytes = parse_bytes(size, "--size")
+    if capacity_fraction is not None:
+        size_bytes = runner.fraction_of_target(target, capacity_fraction)
     outcome = runner.run_jobs(
         jobs_dir,
         target,
-        size_bytes=parse_bytes(size, "--size"),
+        size_bytes=size_bytes,
         runtime_s=runtime,
         out_dir=out,
         only=list(_names(only, "--jobs")) if only is not None else None,
@@ -117,6 +149,7 @@ def run_cmd(jobs_dir, target, size, runtime, only, out, no_precondition, allow_d
         precondition=not no_precondition,
         fio=fio_path,
         echo=lambda line: click.echo(line, err=not dry_run),
+        steady=ss,
     )
     if dry_run:
         return
@@ -144,7 +177,8 @@ def results_cmd(results, as_json) -> None:
         clean = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in rows]
         echo_summary({"rows": clean, "ratios": meta.get("ratios"), "run": meta.get("run")}, True)
     else:
-        click.echo(res.format_table(rows, meta.get("ratios")))
+        click.echo(res.format_table(rows, meta.get("ratios"), ((meta.get("run") or {}).get("preconditioning") or {})
+                                    .get("steady")))
 
 
 @command.command("import")

@@ -376,3 +376,31 @@ def devices_cmd(as_json):
                    f"{d['channels']}ch x {d['dies_per_channel']} dies x {d['planes']} planes, "
                    f"{d['pages_per_block']} x {format_bytes(d['page_bytes'])} pages/block, tR {d['read_us']:g} µs, "
                    f"tPROG {d['program_us']:g} µs, tBERS {d['erase_us']:g} µs, GC {d['gc_policy']}")
+
+
+@command.command("fit")
+@click.argument("run_dir", type=click.Path(file_okay=False))
+@click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False),
+              help="Device TOML to write (what --device takes).")
+@click.option("--name", default=None, help="Device name (default: the output file's stem).")
+@force_option
+def fit_cmd(run_dir, out, name, force):
+    """Fit an SSD-model device to a `fio run` folder (read sweeps, queue depths, sequential and steady writes).
+
+    The TOML says, per parameter, which measurement identified it and which stayed a prior.
+
+    \b
+    Example:
+      swaptrace fio run fio_jobs/lab --target /dev/nvme1n1 --allow-device --steady -o fio_jobs/lab/runs/nvme1
+      swaptrace ssd fit fio_jobs/lab/runs/nvme1 -o mydrive.toml
+      swaptrace ssd traces/demo/swapio.parquet --device mydrive.toml
+    """
+    from swaptrace.fio.devicefit import write_fit
+
+    res = write_fit(run_dir, out, name=name, force=force, say=lambda line: click.echo(line, err=True))
+    c = res.config
+    click.echo(f"wrote {out}: {c.channels} channels x {c.dies_per_channel} dies, program unit "
+               f"{format_bytes(c.page_bytes * c.planes)}, tR {c.read_us:.1f} us, tPROG {c.program_us:.0f} us, "
+               f"channel {c.channel_mb_s:.0f} MB/s, link {c.host_mb_s:.0f} MB/s, effective OP {c.effective_op:.1%}")
+    for job, err in sorted(res.residuals.items()):
+        click.echo(f"  {job:<22} model / measured - 1 = {err:+.1%}")

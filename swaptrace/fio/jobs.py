@@ -28,8 +28,14 @@ Jobs (docs/fio.md lists the fio 3.33 pitfalls each one avoids):
     a device profile for the time model (:mod:`swaptrace.fio.profile`). Run after the sweep (whose
     preconditioning they share).
 ``precondition``
-    SNIA-PTS-style: write the whole target sequentially twice at 128 KiB
-    (SNIA Solid State Storage PTS). Run by ``fio run`` before each group that asks for it.
+    SNIA-PTS-style workload-independent fill: write the whole target sequentially twice at 128 KiB
+    (SNIA Solid State Storage PTS). Run by ``fio run`` before each group that asks for it; capped at
+    ``SWAPTRACE_FILL_CAP`` seconds.
+``steady_randwrite``
+    The workload-dependent part of SNIA preconditioning: random 4 KiB writes at depth 32 until fio's
+    own steady-state detection (``steadystate=iops_slope:...``, ``ss_dur``, ``ss_ramp``) says the IOPS
+    stopped changing, or ``SWAPTRACE_RUNTIME`` (the time cap) ends it. Run by ``fio run --steady``
+    (:mod:`swaptrace.fio.steady` sets the criteria and reads fio's verdict).
 
 Every job file refers to the run's target and parameters through
 environment variables, which fio expands (``${VAR}``); ``fio run`` sets them:
@@ -40,6 +46,10 @@ SWAPTRACE_SIZE      bytes of the target to use (``size``)
 SWAPTRACE_RUNTIME   seconds for this job (``runtime``)
 SWAPTRACE_JOBS      absolute path of the job folder (to find the iolog)
 SWAPTRACE_LOG       prefix of this job's bandwidth log (``write_bw_log``)
+SWAPTRACE_FILL_CAP  seconds the sequential fill may take at most
+SWAPTRACE_SS        fio's steady-state criterion (``steadystate``)
+SWAPTRACE_SS_DUR    seconds of fio's steady-state window (``ss_dur``)
+SWAPTRACE_SS_RAMP   seconds before fio starts collecting (``ss_ramp``)
 =================== ====================================================
 """
 
@@ -69,7 +79,11 @@ PROFILE_IOENGINE = "libaio"
 DEFAULT_MAX_REPLAY_BYTES = 1 << 30
 DEFAULT_MAX_REQUESTS = 100_000
 BW_LOG_MSEC = 250
-ENV_VARS = ("SWAPTRACE_TARGET", "SWAPTRACE_SIZE", "SWAPTRACE_RUNTIME", "SWAPTRACE_JOBS", "SWAPTRACE_LOG")
+ENV_VARS = ("SWAPTRACE_TARGET", "SWAPTRACE_SIZE", "SWAPTRACE_RUNTIME", "SWAPTRACE_JOBS", "SWAPTRACE_LOG",
+            "SWAPTRACE_FILL_CAP", "SWAPTRACE_SS", "SWAPTRACE_SS_DUR", "SWAPTRACE_SS_RAMP")
+#: request size, queue depth and engine of the steady-state rounds (SNIA PTS's random 4 KiB at depth 32)
+STEADY_BS = 4096
+STEADY_IODEPTH = 32
 MANIFEST = "manifest.json"
 IOLOG_NAME = "replay.iolog"
 #: sub-folder where ``fio run`` puts its results by default (kept by ``--force``)
@@ -82,6 +96,7 @@ GROUPS = {
     "write_rand": (True, "the stream's write sizes written at random offsets (the swap pattern)"),
     "profile": (False, "random reads and writes at queue depths above 1, for the device profile"),
     "replay": (False, "the stream itself, timed and as fast as possible"),
+    "steady": (True, "random 4 KiB writes until fio's steady-state detection says they stopped changing"),
     "synthetic": (False, "one fitted job approximating the stream"),
 }
 
@@ -211,12 +226,25 @@ def plan_jobs(fit: fitmod.StreamFit, *, ioengine="psync", iodepth=1, direct=True
                     _logged(_timed(_target({**base, "rw": "randwrite", "bssplit": bss, "norandommap": "1"}))),
                     direction="write", runtime_factor=4)
         )
+    jobs.append(steady_job(direct=direct))
     return jobs
+
+
+def steady_job(*, direct=True) -> JobSpec:
+    """SNIA-style rounds: random 4 KiB writes at depth 32, ended by fio's steady-state detection or the cap."""
+    opts = {**_base_options(PROFILE_IOENGINE, STEADY_IODEPTH, direct), "rw": "randwrite", "bs": str(STEADY_BS),
+            "norandommap": "1", "randrepeat": "0", "steadystate": "${SWAPTRACE_SS}",
+            "ss_dur": "${SWAPTRACE_SS_DUR}", "ss_ramp": "${SWAPTRACE_SS_RAMP}"}
+    return JobSpec("steady_randwrite", "steady", "steady",
+                   "random 4 KiB writes at depth 32 until steady state (fio's detection) or the time cap",
+                   _logged(_timed(_target(opts))), direction="write", request_bytes=STEADY_BS,
+                   iodepth=STEADY_IODEPTH)
 
 
 def precondition_job(*, ioengine="psync", iodepth=1, direct=True) -> JobSpec:
     """Sequential fill of twice the target at 128 KiB (SNIA Solid State Storage PTS)."""
-    opts = _logged(_target({**_base_options(ioengine, iodepth, direct), "rw": "write", "bs": "128k", "loops": "2"}))
+    opts = _logged(_target({**_base_options(ioengine, iodepth, direct), "rw": "write", "bs": "128k", "loops": "2",
+                            "runtime": "${SWAPTRACE_FILL_CAP}"}))
     return JobSpec("precondition", "precondition", "precondition",
                    "SNIA-style preconditioning: the whole target written sequentially twice at 128 KiB",
                    opts, direction="write", request_bytes=128 << 10, pattern="sequential", time_based=False)
@@ -459,4 +487,8 @@ def example_env(jobs_dir: Path, size_bytes: int, target: str = "/tmp/swaptrace-e
         "SWAPTRACE_RUNTIME": str(runtime_s),
         "SWAPTRACE_JOBS": str(Path(jobs_dir).resolve()),
         "SWAPTRACE_LOG": "example",
+        "SWAPTRACE_FILL_CAP": "86400",
+        "SWAPTRACE_SS": "iops_slope:2.5%",
+        "SWAPTRACE_SS_DUR": "5",
+        "SWAPTRACE_SS_RAMP": "0",
     }

@@ -243,7 +243,8 @@ def write_run_results(folder: Path, parsed: list, manifest: dict, run_meta: dict
     bw_path = folder / BWLOG_NAME
     with traceio.TraceWriter(bw_path, "fio-bwlog", meta, force=True) as w:
         w.write_table(pa.table({n: pa.array(bw[n], type=BWLOG_SCHEMA.field(n).type) for n in BWLOG_SCHEMA.names}))
-    (folder / TABLE_NAME).write_text(format_table(rows, ratios) + "\n")
+    steady = (run_meta.get("preconditioning") or {}).get("steady")
+    (folder / TABLE_NAME).write_text(format_table(rows, ratios, steady) + "\n")
     return res_path, bw_path, rows, ratios
 
 
@@ -263,8 +264,12 @@ def read_results(path: str | os.PathLike) -> tuple[list[dict], dict]:
     return pq.read_table(tf.path).to_pylist(), tf.meta
 
 
-def format_table(rows: list[dict], ratios: dict | None = None) -> str:
-    """A plain-text table of results plus the measured ratios."""
+def format_table(rows: list[dict], ratios: dict | None = None, steady: dict | None = None) -> str:
+    """A plain-text table of results plus the measured ratios.
+
+    ``steady`` (the run's ``preconditioning.steady`` record) labels the steady-state rounds: their
+    bandwidth is the mean of fio's last window, *steady* only when the verdict says so.
+    """
     head = f"{'job':<26} {'dir':<5} {'size':>6} {'MB/s':>9} {'IOPS':>9} {'p50 us':>9} {'p99 us':>9} {'p99.9 us':>9} {'time s':>7}"
     lines = [head, "-" * len(head)]
     for r in rows:
@@ -273,6 +278,9 @@ def format_table(rows: list[dict], ratios: dict | None = None) -> str:
             f"{r['instance']:<26} {r['direction']:<5} {size:>6} {r['bw_bytes'] / 1e6:>9.2f} {r['iops']:>9.0f} "
             f"{r['clat_p50_us']:>9.1f} {r['clat_p99_us']:>9.1f} {r['clat_p999_us']:>9.1f} {r['runtime_ms'] / 1000:>7.2f}"
         )
+        if r["kind"] == "steady":
+            v = (steady or {}).get(r["instance"]) or {}
+            lines.append(f"{'':<26} {v.get('reason', 'not steady: no steady-state verdict recorded')}")
         if r["kind"] == "replay" and r["trace_duration_ms"] == r["trace_duration_ms"]:
             lines.append(
                 f"{'':<26} replayed {r['ios']}/{int(r['expected_ios'])} {r['direction']}s in "

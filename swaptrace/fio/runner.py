@@ -48,6 +48,7 @@ from swaptrace import blockdev, traceio
 from swaptrace.errors import ConfigError, OutputError, ToolError
 from swaptrace.fio import jobs as jobsmod
 from swaptrace.fio import results as resmod
+from swaptrace.fio import steady as ssmod
 from swaptrace.fio.jobfile import validate_job_file
 from swaptrace.units import format_bytes
 
@@ -165,6 +166,24 @@ def check_target(path: str | os.PathLike, size_bytes: int, *, allow_device: bool
     return Target(p, False, False, 0)
 
 
+def fraction_of_target(path: str | os.PathLike, fraction: float) -> int:
+    """``fraction`` of a block device's size, or of an existing file's, rounded down to 1 MiB.
+
+    Raises
+    ------
+    ConfigError
+        The target does not exist yet (a new file has no size to take a fraction of) or the result is 0.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise ConfigError(f"{p}: --capacity-fraction needs an existing device or file; give --size for a new file")
+    total = blockdev.size_bytes(p) if blockdev.is_block_device(p) else p.stat().st_size
+    size = int(total * fraction) // (1 << 20) * (1 << 20)
+    if size <= 0:
+        raise ConfigError(f"{p}: {fraction} of its {total} bytes is less than 1 MiB")
+    return size
+
+
 def _check_device(p: Path, size_bytes: int, allow_device: bool, force: bool) -> None:
     if not allow_device:
         raise ConfigError(f"{p}: is a block device; fio would overwrite it. Pass --allow-device if that is intended")
@@ -255,33 +274,55 @@ class RunOutcome:
     ratios: dict
 
 
-def plan_steps(manifest: dict, only: list[str] | None, runtime_s: int, precondition: bool = True) -> list[Step]:
-    """The ordered fio invocations: each selected job, with preconditioning before groups that want it."""
+def plan_steps(manifest: dict, only: list[str] | None, runtime_s: int, precondition: bool = True,
+               steady: ssmod.SteadyOptions | None = None) -> list[Step]:
+    """The ordered fio invocations: each selected job, with preconditioning before groups that want it.
+
+    The steady-state rounds (group ``steady``) run only with ``steady`` (or when named in ``only``):
+    after their fill and just before the random-write group, so ``write_rand`` is measured on the
+    drive in the state they reached; their cap is ``steady.cap_s``.
+    """
     names = [j["name"] for j in manifest["jobs"]]
     if only:
         unknown = [n for n in only if n not in names and n != "precondition"]
         if unknown:
             raise ConfigError(f"unknown job(s) {', '.join(unknown)}; this folder has {', '.join(names)}")
-    selected = [j for j in manifest["jobs"] if not only or j["name"] in only]
+    if steady is not None and "steady" not in manifest["groups"]:
+        raise ConfigError("this job folder has no steady-state job (made by an older swaptrace); "
+                          "regenerate it with `swaptrace fio jobs STREAM -o DIR --force`")
+    selected = [j for j in manifest["jobs"] if (not only or j["name"] in only)
+                and (j["group"] != "steady" or steady is not None or (only and j["name"] in only))]
+    if steady is not None:  # the rounds go just before the random-write group (or last)
+        rounds = [j for j in selected if j["group"] == "steady"] or \
+            [j for j in manifest["jobs"] if j["group"] == "steady"]
+        rest = [j for j in selected if j["group"] != "steady"]
+        at = next((i for i, j in enumerate(rest) if j["group"] == "write_rand"), len(rest))
+        selected = rest[:at] + rounds + rest[at:]
     steps: list[Step] = []
     if only and "precondition" in only:
         steps.append(Step("precondition", manifest["precondition"], runtime_s))
     prev_group = None
     for j in selected:
-        if j["group"] != prev_group and precondition and manifest["groups"][j["group"]]["precondition"]:
+        wants = manifest["groups"][j["group"]]["precondition"]
+        after_rounds = prev_group == "steady" and steady is not None  # write_rand keeps the rounds' state
+        if j["group"] != prev_group and (precondition or steady is not None) and wants and not after_rounds:
             steps.append(Step(f"precondition@{j['group']}", manifest["precondition"], runtime_s))
         prev_group = j["group"]
-        steps.append(Step(j["name"], j, runtime_s * int(j.get("runtime_factor", 1))))
+        seconds = steady.cap_s if (j["group"] == "steady" and steady is not None) else \
+            runtime_s * int(j.get("runtime_factor", 1))
+        steps.append(Step(j["name"], j, seconds))
     return steps
 
 
-def _env_for(step: Step, jobs_dir: Path, target: Path, size_bytes: int) -> dict[str, str]:
+def _env_for(step: Step, jobs_dir: Path, target: Path, size_bytes: int,
+             steady: ssmod.SteadyOptions | None = None) -> dict[str, str]:
     return {
         "SWAPTRACE_TARGET": str(target),
         "SWAPTRACE_SIZE": str(size_bytes),
         "SWAPTRACE_RUNTIME": str(step.runtime_s),
         "SWAPTRACE_JOBS": str(jobs_dir.resolve()),
         "SWAPTRACE_LOG": step.instance,
+        **(steady.env() if steady is not None else ssmod.NO_STEADY_ENV),
     }
 
 
@@ -308,6 +349,7 @@ def run_jobs(
     precondition: bool = True,
     fio: str | None = None,
     echo: Callable[[str], None] = print,
+    steady: ssmod.SteadyOptions | None = None,
 ) -> RunOutcome:
     """Run the jobs of a folder on ``target`` and parse the results.
 
@@ -329,13 +371,14 @@ def run_jobs(
     allow_device, force
         See :func:`check_target`; ``force`` also replaces an existing ``out_dir``.
     dry_run : bool
-        Check everything, print the commands, run nothing, write nothing.
+        Check everything and print the commands; run and write nothing.
     precondition : bool
         Run preconditioning before the groups that ask for it.
-    fio : str, optional
-        fio executable (default: ``fio`` on ``$PATH``).
-    echo : callable
-        Where progress lines go.
+    steady : SteadyOptions, optional
+        SNIA-style preconditioning before ``write_rand`` (:mod:`swaptrace.fio.steady`); its verdict
+        and every round's throughput go to the run's metadata.
+    fio, echo
+        fio executable (default: ``fio`` on ``$PATH``); where progress lines go.
 
     Returns
     -------
@@ -346,19 +389,19 @@ def run_jobs(
     jdir = Path(jobs_dir).resolve()
     out_dir = Path(out_dir).resolve() if out_dir is not None else None
     manifest = jobsmod.load_manifest(jdir)
-    steps = _select_steps(manifest, jdir, only, runtime_s, precondition, size_bytes)
+    steps = _select_steps(manifest, jdir, only, runtime_s, precondition, size_bytes, steady)
     tgt = check_target(target, size_bytes, allow_device=allow_device, force=force)
     tpath = tgt.path.resolve() if not tgt.is_device else tgt.path
     for s in steps:
-        validate_job_file(jdir / s.job["file"], _env_for(s, jdir, tpath, size_bytes))
+        validate_job_file(jdir / s.job["file"], _env_for(s, jdir, tpath, size_bytes, steady))
     fio_bin = _find_fio_for(fio, dry_run)
     with contextlib.ExitStack() as held:
-        if tgt.is_device:
-            # O_EXCL for the whole run: the kernel refuses to mount, mkfs or assemble the device under fio
+        fd = None
+        if tgt.is_device:  # O_EXCL for the whole run: the kernel refuses to mount, mkfs or assemble it under fio
             fd = blockdev.open_exclusive(tpath)
             held.callback(os.close, fd)
         if dry_run:
-            return _dry_run(steps, fio_bin, jdir, tpath, tgt, size_bytes, out_dir, echo)
+            return _dry_run(steps, fio_bin, jdir, tpath, tgt, size_bytes, out_dir, echo, steady)
         if not fio_bin.verified:
             echo(f"note: {fio_bin.text}; swaptrace's fio workarounds were verified on fio-3.33")
         final = (Path(out_dir) if out_dir else
@@ -366,19 +409,31 @@ def run_jobs(
         if final.is_dir() and any(final.iterdir()) and not force:
             raise OutputError(f"{final}: exists; choose another --output or pass --force")
         traceio.check_output_folder(final, force=True)
-        run_info = {"target": str(tpath), "target_is_device": tgt.is_device, "size_bytes": size_bytes,
-                    "runtime_s": runtime_s, "fio": fio_bin.text, "jobs_dir": str(jdir.resolve())}
-        outcome = _run_into(final, steps, manifest, fio_bin, jdir, tgt, tpath, size_bytes, run_info, echo)
+        run_info = _run_info(tpath, tgt, size_bytes, runtime_s, fio_bin, jdir, manifest, precondition, steady)
+        outcome = _run_into(final, steps, manifest, fio_bin, jdir, tgt, tpath, size_bytes, run_info, echo,
+                            steady, fd)
     if out_dir is None:
         _point_latest(final)
     return outcome
 
 
-def _select_steps(manifest: dict, jdir: Path, only, runtime_s: int, precondition: bool, size_bytes: int) -> list[Step]:
+def _run_info(tpath: Path, tgt: Target, size_bytes: int, runtime_s: int, fio_bin: Fio, jdir: Path, manifest: dict,
+              precondition: bool, steady) -> dict:
+    """The run's record (``meta["run"]`` of its results): target, engine and how the drive was prepared."""
+    return {"target": str(tpath), "target_is_device": tgt.is_device, "size_bytes": size_bytes,
+            "runtime_s": runtime_s, "fio": fio_bin.text, "jobs_dir": str(jdir.resolve()),
+            "engine": manifest.get("engine"),
+            "preconditioning": {"mode": "steady" if steady else ("fill" if precondition else "none"),
+                                "criteria": steady.describe() if steady else None,
+                                "purge": None, "fill": {}, "steady": {}}}
+
+
+def _select_steps(manifest: dict, jdir: Path, only, runtime_s: int, precondition: bool, size_bytes: int,
+                  steady: ssmod.SteadyOptions | None = None) -> list[Step]:
     """The steps to run, after checking the runtime and that the target is big enough for them."""
     if runtime_s < 1:
         raise ConfigError(f"runtime: must be at least 1 second, got {runtime_s}")
-    steps = plan_steps(manifest, only, runtime_s, precondition)
+    steps = plan_steps(manifest, only, runtime_s, precondition, steady)
     if not steps:
         raise ConfigError(f"{jdir}: no jobs selected")
     needs_replay = any(s.job["kind"] == "replay" for s in steps)
@@ -402,12 +457,15 @@ def _find_fio_for(fio: str | None, dry_run: bool) -> Fio:
         return Fio(fio or "fio", (0, 0), "fio (not found)")
 
 
-def _dry_run(steps, fio_bin: Fio, jdir: Path, tpath: Path, tgt: Target, size_bytes: int, out_dir, echo) -> RunOutcome:
+def _dry_run(steps, fio_bin: Fio, jdir: Path, tpath: Path, tgt: Target, size_bytes: int, out_dir, echo,
+             steady=None) -> RunOutcome:
     """Print the commands a run would execute; write nothing."""
     shown = (Path(out_dir) if out_dir else jdir / jobsmod.RUNS_DIR / "<time>") / RAW_DIR
     commands = []
+    if steady is not None and steady.purge:
+        echo(f"# would purge {tgt.describe()} (BLKDISCARD of the device / punch the file) before the fill")
     for s in steps:
-        env = " ".join(f"{k}={v}" for k, v in _env_for(s, jdir, tpath, size_bytes).items())
+        env = " ".join(f"{k}={v}" for k, v in _env_for(s, jdir, tpath, size_bytes, steady).items())
         commands.append(f"{env} {' '.join(_command(fio_bin.path, s, jdir, shown))}")
     if not tgt.exists or tgt.current_bytes < size_bytes:
         echo(f"# would create/fill {tgt.describe()} to {format_bytes(size_bytes)} with data")
@@ -417,7 +475,7 @@ def _dry_run(steps, fio_bin: Fio, jdir: Path, tpath: Path, tgt: Target, size_byt
 
 
 def _run_into(final: Path, steps, manifest: dict, fio_bin: Fio, jdir: Path, tgt: Target, tpath: Path,
-              size_bytes: int, run_info: dict, echo) -> RunOutcome:
+              size_bytes: int, run_info: dict, echo, steady=None, fd=None) -> RunOutcome:
     """Run every step into a temporary folder renamed to ``final`` at the end (removed on any failure)."""
     tmp = traceio.make_partial_folder(final)
     commands: list[str] = []
@@ -426,10 +484,19 @@ def _run_into(final: Path, steps, manifest: dict, fio_bin: Fio, jdir: Path, tgt:
         written = prepare_file_target(tgt, size_bytes)
         if written:
             echo(f"filled {tgt.describe()}: {format_bytes(written)} of data")
+        record = run_info["preconditioning"]
+        if steady is not None and steady.purge:
+            record["purge"] = ssmod.purge(tpath, is_device=tgt.is_device, fd=fd,
+                                          size_bytes=blockdev.size_bytes(tpath) if tgt.is_device else size_bytes)
+            echo(f"purged {tgt.describe()}: {record['purge']}")
         raw = tmp / RAW_DIR
         raw.mkdir()
-        parsed = [_run_step(i, len(steps), s, fio_bin, jdir, raw, tpath, size_bytes, manifest, commands, echo)
-                  for i, s in enumerate(steps, start=1)]
+        parsed = []
+        for i, s in enumerate(steps, start=1):
+            step, rows = _run_step(i, len(steps), s, fio_bin, jdir, raw, tpath, size_bytes, manifest, commands,
+                                   echo, steady)
+            _record_precondition(step, rows, raw, size_bytes, steady, record, echo)
+            parsed.append((step, rows))
         res_path, bw_path, rows, ratios = resmod.write_run_results(tmp, parsed, manifest,
                                                                    {**run_info, "commands": commands})
         if final.exists():
@@ -445,12 +512,37 @@ def _run_into(final: Path, steps, manifest: dict, fio_bin: Fio, jdir: Path, tgt:
     return RunOutcome(final, final / res_path.name, final / bw_path.name, tuple(commands), tuple(rows), ratios)
 
 
+def _record_precondition(step: Step, rows: list[dict], raw: Path, size_bytes: int, steady, record: dict,
+                         echo) -> None:
+    """Whether a fill completed, and fio's steady-state verdict of the rounds (whose rows then carry the
+    window's mean, the only bandwidth the verdict is about)."""
+    if step.job["kind"] == "precondition":
+        written = sum(int(r["io_bytes"]) for r in rows if r["direction"] == "write")
+        record["fill"][step.instance] = {"written_bytes": written, "complete": written >= 2 * size_bytes}
+        if written < 2 * size_bytes:
+            echo(f"      {step.instance}: the fill stopped at its cap after {format_bytes(written)} "
+                 f"of {format_bytes(2 * size_bytes)}")
+    if step.job["kind"] != "steady" or steady is None:
+        return
+    job = (resmod.load_fio_json(raw / f"{step.instance}.json").get("jobs") or [{}])[0]
+    v = ssmod.verdict(job, steady)
+    logs = resmod.find_bw_logs(raw, step.instance)
+    if logs:
+        log = resmod.parse_bw_log(logs[0])
+        v["rounds_bw_bytes"] = ssmod.rounds_from_bw_log(log["t_ms"], log["bw_bytes"], steady.round_s)
+    record["steady"][step.instance] = v
+    for r in rows:
+        if r["direction"] == "write" and v["window_bw_bytes"] > 0:
+            r["bw_bytes"], r["iops"] = v["window_bw_bytes"], v["window_iops_mean"]
+    echo(f"      {step.instance}: {v['reason']}")
+
+
 def _run_step(i: int, n: int, s: Step, fio_bin: Fio, jdir: Path, raw: Path, tpath: Path, size_bytes: int,
-              manifest: dict, commands: list[str], echo) -> tuple[Step, list[dict]]:
+              manifest: dict, commands: list[str], echo, steady=None) -> tuple[Step, list[dict]]:
     """Run one fio invocation, keep its JSON and stderr in ``raw``, and parse its rows."""
     cmd = _command(fio_bin.path, s, jdir, raw)
     commands.append(" ".join(cmd))
-    env = {**os.environ, **_env_for(s, jdir, tpath, size_bytes)}
+    env = {**os.environ, **_env_for(s, jdir, tpath, size_bytes, steady)}
     proc = subprocess.run(cmd, env=env, cwd=raw, capture_output=True, text=True)
     json_path = raw / f"{s.instance}.json"
     (raw / f"{s.instance}.stderr").write_text(proc.stderr)
