@@ -14,9 +14,9 @@ import pytest
 from swaptrace.fio import devicefit
 from swaptrace.fio import roundtrip as R
 
-HELD_OUT_SEEDS = [12, 13, 14, 15, pytest.param(11, marks=pytest.mark.xfail(
-    strict=True, reason="a single-die device (1 x 1): the depth-1 read curve's closed form assumes a read "
-                        "meets each die once, and the search settles on 2 dies at half the tR (docs/ssd.md)"))]
+#: two held-out devices in ``make test`` (a fit takes about a minute on this 2-core machine); seeds 11-15,
+#: the single-die seed 11 that misses among them, are scored by ``analysis/fit_roundtrip.py`` (docs/ssd.md)
+HELD_OUT_SEEDS = [12, 14]
 
 
 @pytest.mark.slow
