@@ -4,7 +4,7 @@ profile read off it (``swaptrace runtime-profile``).
 Needs root, a memory cgroup, tracefs and the torch extra; skips with the reason otherwise. The run is the
 ``tiny`` preset for 4 steps (torch's import dominates: a few seconds per run). Its limit is 0.8 of the
 unlimited run's peak, which torch's own ~280 MiB of runtime memory exceeds by far more than the tiny
-model, so the kernel must swap: what it swaps is the framework, which is the point of the process model.
+model (43 MiB), so the kernel must swap: what it swaps is the framework, which is the point of the process model.
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ def test_capture_real_training_and_derive_its_runtime(tmp_path):
     assert r.exit_code == 0, r.output
     prof = load_runtime_profile(prof_path)
     model = load_spec("tiny")
-    # torch, numba and the interpreter hold far more than the tiny model's arrays: at least 100 MiB
-    # (about 280 MiB measured with torch 2.13 on the CPU); the model's tables are a few MiB
-    assert prof.runtime_bytes >= 100 * MiB > 10 * model.footprint_bytes
+    # torch, numba and the interpreter hold more than the tiny model (43 MiB): at least 100 MiB (about
+    # 280 MiB measured with torch 2.13 on the CPU, docs/process.md)
+    assert prof.runtime_bytes >= max(100 * MiB, 2 * model.footprint_bytes)
     assert 0 <= prof.active_bytes <= prof.runtime_bytes and prof.step_bytes >= 0
     assert ours_left() == []
