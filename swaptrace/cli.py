@@ -95,3 +95,7 @@ def cli() -> None:
 for _module in (presets, generate, inspect, emulate, mrc, export, capture, compare, ssd, fio, time, designs, run,
                 sweep, report):
     cli.add_command(_module.command)
+
+
+if __name__ == "__main__":  # `python -m swaptrace.cli ...` runs the command (it did nothing, exit 0, before)
+    cli(prog_name="swaptrace")

@@ -24,6 +24,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,7 +35,7 @@ import numpy as np
 
 from swaptrace import filenames as S
 from swaptrace.errors import OutputError, TraceFileError
-from swaptrace.traceio import AtomicPath, check_output_folder, make_partial_folder, open_trace
+from swaptrace.traceio import AtomicPath, check_output_folder, install_folder, make_partial_folder, open_trace
 from swaptrace.units import format_bytes
 
 #: the thesis's findings, for the side-by-side table (README.md, "The thesis reproduced")
@@ -139,23 +140,30 @@ def build_report(folder: str | os.PathLike, out: str | os.PathLike | None = None
     final = Path(out) if out is not None else d / S.REPORT
     if final.resolve() == d.resolve() or final.resolve() in d.resolve().parents:
         raise OutputError(f"{final}: would replace the folder the report reads; give another --output")
-    if final.is_dir() and any(final.iterdir()) and not (final / "report.md").exists():
-        raise OutputError(f"{final}: is a folder that holds no report.md; give a new or report folder")
-    check_output_folder(final, force)
+    check_output_folder(final, force, lambda p: (p / "report.md").is_file(), "a report (report.md)")
+    stale = _own_report_files(final)
     # drawn into a temporary sibling renamed into place at the end: a failure or an interrupt leaves the
     # earlier report (or nothing), never a half-written folder
     out_dir = make_partial_folder(final)
     try:
         report = _draw_report(d, out_dir)
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(out_dir, final)
+        install_folder(out_dir, final, stale, last="report.md")
     except BaseException:
         shutil.rmtree(out_dir, ignore_errors=True)
         raise
     report.path = final / report.path.name
     report.figures = [final / f.name for f in report.figures]
     return report
+
+
+def _own_report_files(folder: Path) -> list[str]:
+    """The files an earlier report in ``folder`` wrote: report.md and the figures it shows (a user's own
+    files there are left alone)."""
+    try:
+        text = (folder / "report.md").read_text(errors="replace")
+    except OSError:
+        return []
+    return ["report.md", *sorted(set(re.findall(r"\]\(([^)/\\]+\.(?:png|svg|pdf))\)", text)))]
 
 
 def _draw_report(d: Path, out_dir: Path) -> Report:

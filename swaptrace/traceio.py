@@ -55,7 +55,6 @@ import json
 import os
 import shutil
 import signal
-import stat
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -67,7 +66,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from swaptrace import __version__
-from swaptrace.errors import OutputError, TraceFileError
+from swaptrace.errors import TraceFileError
+
+# the output rule's one owner is swaptrace.outputs; re-exported here for the writers below and their callers
+from swaptrace.outputs import (  # noqa: F401
+    PARTIAL_SUFFIX,
+    check_output_folder,
+    check_output_path,
+    clear_stale_partials,
+    install_folder,
+    make_partial_folder,
+    partial_name,
+)
 
 SCHEMA_VERSION = 1
 METADATA_KEY = b"swaptrace"
@@ -128,146 +138,10 @@ def _encode_column(values: Any, field: pa.Field, dictionary: tuple[str, ...] | N
     return pa.array(np.asarray(values), type=field.type)
 
 
-#: suffix of every temporary output; the part before it names the owner's pid (see :func:`partial_name`)
-PARTIAL_SUFFIX = ".partial"
-
-
-def _describe_special(st: os.stat_result) -> str | None:
-    """What a non-regular file is ("a FIFO", "a character device", ...), or None for a regular file."""
-    mode = st.st_mode
-    if stat.S_ISREG(mode):
-        return None
-    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "not a regular file"
-
-
-def check_output_path(path: str | os.PathLike, force: bool) -> Path:
-    """Refuse an output that is not a regular file or a new name, an existing one without ``force``,
-    or a folder we cannot write into.
-
-    Every file a command writes passes here (through :class:`AtomicPath`), so this is the one place that
-    keeps ``-o /dev/null --force`` or ``-o FIFO --force`` from replacing a device node or special file:
-    outputs are regular files or new names, whatever ``force`` says.
-    """
-    if not str(path).strip():
-        raise OutputError("output path is empty; give a file name")
-    out = Path(path)
-    if os.path.lexists(out):
-        try:
-            st = out.stat()  # follows a symlink: a link to a device is refused like the device
-        except OSError:
-            raise OutputError(f"{out}: is a dangling symbolic link; give a regular file or a new name") from None
-        kind = _describe_special(st)
-        if kind == "a folder":
-            raise OutputError(f"{out}: is a folder; give a file name")
-        if kind is not None:
-            raise OutputError(f"{out}: is {kind}; outputs must be regular files or new names")
-        if not force:
-            raise OutputError(f"{out}: exists; pass --force to overwrite")
-    _ensure_writable_parent(out.parent if str(out.parent) else Path("."))
-    return out
-
-
-def check_output_folder(path: str | os.PathLike, force: bool = True) -> Path:
-    """Refuse an output folder that exists as anything but a folder (or, without ``force``, is not empty).
-
-    The folder twin of :func:`check_output_path`, for commands that write a folder (``fio jobs``,
-    ``fio run``, ``report``, ``run``); creates the parent folder.
-    """
-    if not str(path).strip():
-        raise OutputError("output folder is empty; give a folder name")
-    out = Path(path)
-    if os.path.lexists(out):
-        try:
-            st = out.stat()
-        except OSError:
-            raise OutputError(f"{out}: is a dangling symbolic link; give a folder or a new name") from None
-        if not stat.S_ISDIR(st.st_mode):
-            raise OutputError(f"{out}: exists and is not a folder")
-        if not force and any(out.iterdir()):
-            raise OutputError(f"{out}: exists and is not empty; pass --force to replace it")
-    _ensure_writable_parent(out.parent if str(out.parent) else Path("."))
-    return out
-
-
-def _ensure_writable_parent(parent: Path) -> None:
-    if not parent.exists():
-        try:
-            parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise OutputError(f"{parent}: cannot create folder ({exc.strerror})") from None
-    if not parent.is_dir():
-        raise OutputError(f"{parent}: is not a folder")
-    if not os.access(parent, os.W_OK):
-        raise OutputError(f"{parent}: folder is not writable")
-
-
 def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's live process
-        return True
-    return True
-
-
-def clear_stale_partials(path: str | os.PathLike) -> list[Path]:
-    """Remove temporary siblings of ``path`` left by a killed run (their owner pid no longer lives).
-
-    Temporary names are ``.NAME.PID.RANDOM.partial`` (files or folders); a SIGKILLed command cannot
-    remove its own, so the next command writing the same output does. Returns what was removed.
-    """
-    out = Path(path)
-    parent = out.parent if str(out.parent) else Path(".")
-    removed = []
-    prefix = f".{out.name}."
-    try:
-        entries = list(parent.iterdir())
-    except OSError:
-        return removed
-    for entry in entries:
-        name = entry.name
-        if not (name.startswith(prefix) and name.endswith(PARTIAL_SUFFIX)):
-            continue
-        pid_text = name[len(prefix):-len(PARTIAL_SUFFIX)].split(".", 1)[0]
-        if not pid_text.isdigit() or int(pid_text) == os.getpid() or _pid_alive(int(pid_text)):
-            continue
-        try:
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry)
-            else:
-                entry.unlink()
-            removed.append(entry)
-        except OSError:
-            pass  # another process got there first, or no right to: leave it
-    return removed
-
-
-def partial_name(path: Path) -> tuple[str, str]:
-    """``(prefix, suffix)`` for ``tempfile.mkstemp``/``mkdtemp``: the temp name carries our pid."""
-    return f".{path.name}.{os.getpid()}.", PARTIAL_SUFFIX
-
-
-def make_partial_folder(path: str | os.PathLike) -> Path:
-    """A temporary sibling folder of output folder ``path`` (renamed into place when complete).
-
-    Clears stale partial folders of ``path`` first, as :class:`AtomicPath` does for files.
-    """
-    out = Path(path)
-    parent = out.parent if str(out.parent) else Path(".")
-    clear_stale_partials(out)
-    prefix, suffix = partial_name(out)
-    return Path(tempfile.mkdtemp(prefix=prefix, suffix=suffix, dir=parent))
 
 
 class AtomicPath:
@@ -670,19 +544,8 @@ class DatasetWriter:
     """
 
     def __init__(self, path: str | os.PathLike, force: bool = False):
-        self.path = Path(path)
-        if self.path.exists() and not force:
-            raise OutputError(f"{self.path}: exists; pass --force to overwrite")
-        if self.path.is_dir() and not is_dataset(self.path):
-            raise OutputError(f"{self.path}: is a folder that is not a swaptrace dataset; refusing to replace it")
-        parent = self.path.parent
-        try:
-            parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise OutputError(f"{parent}: cannot create folder ({exc.strerror})") from None
-        if not os.access(parent, os.W_OK):
-            raise OutputError(f"{parent}: folder is not writable")
-        self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.", suffix=".partial", dir=parent))
+        self.path = check_output_folder(path, force, is_dataset, "a swaptrace dataset")
+        self.tmp = make_partial_folder(self.path)
         self._done = False
 
     @staticmethod
@@ -694,14 +557,12 @@ class DatasetWriter:
         """Write the sidecar (``parts``: dicts with ``file`` and ``rows``, in order) and rename into place."""
         doc = {"format": DATASET_FORMAT, "meta": meta, "parts": parts}
         (self.tmp / DATASET_SIDECAR).write_text(json.dumps(doc, default=_json_default, indent=1))
-        old = None
-        if self.path.exists():  # --force: move the old one aside first, so the swap is two renames
-            old = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.", suffix=".old", dir=self.path.parent))
-            os.replace(self.path, old / "old")
-        os.replace(self.tmp, self.path)
+        stale = [DATASET_SIDECAR]
+        if is_dataset(self.path):  # --force: the old parts go; anything else in the folder stays
+            with contextlib.suppress(ValueError, KeyError, TypeError, OSError):
+                stale += [str(p["file"]) for p in json.loads((self.path / DATASET_SIDECAR).read_text())["parts"]]
+        install_folder(self.tmp, self.path, stale, last=DATASET_SIDECAR)
         self._done = True
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
         return self.path
 
     def discard(self) -> None:

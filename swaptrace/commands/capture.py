@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from swaptrace.commands._common import echo_summary, force_option, json_option, number, progressbar
+from swaptrace.commands._common import echo_summary, force_option, json_option, number, progressbar, writes
 from swaptrace.errors import ConfigError
 from swaptrace.traceio import open_trace
 from swaptrace.units import format_bytes, parse_bytes
@@ -79,6 +79,7 @@ def _render(result) -> str:
 @click.option("--cleanup", is_flag=True, help="Only remove what killed captures left behind, then exit.")
 @force_option
 @json_option
+@writes(("out", "raw_trace"), ("trace",))
 def command(trace, out, memory, memory_fraction, compute, unlimited_run, lock_baseline, swap_size, rotational, work_dir, buffer_size,
             timeout_s, raw_trace, trace_reclaim, cleanup, force, as_json):
     """Replay TRACE under the real kernel and record its swap I/O (root only).

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from swaptrace.commands._common import count, echo_summary, force_option, json_option, number, progressbar
+from swaptrace.commands._common import count, echo_summary, force_option, json_option, number, progressbar, writes
 from swaptrace.errors import ConfigError
 from swaptrace.pagecache import (
     DEFAULT_FILL_WRITE_CREDIT,
@@ -105,6 +105,7 @@ def _render(s: dict[str, Any]) -> str:
                    "their mean pages in and out [default: on where it applies].")
 @force_option
 @json_option
+@writes(("out",), ("trace", "profile"))
 def command(trace, out, memory, memory_fraction, policy, readahead, page_cluster, cluster_slots, swap_bytes,
             max_request, step_us, initial_state, reclaim_batch, writeback_lag, zero_page, stats_flush_steps, scan_priorities,
             writeback_completion, write_cost, fill_write_credit, profile, ensemble, force, as_json):

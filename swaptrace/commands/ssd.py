@@ -16,6 +16,7 @@ from swaptrace.commands._common import (
     json_option,
     number,
     progressbar,
+    writes,
 )
 from swaptrace.errors import ConfigError
 from swaptrace.ssd import config as ssd_config
@@ -228,6 +229,7 @@ def command() -> None:
 @click.option("--seed", type=count(0, MAX_SEED), default=0, show_default=True)
 @force_option
 @json_option
+@writes(("out",), ("stream", "device"))
 def replay_cmd(stream, out, iodepth, use_timestamps, precondition, fit, window, fill, overwritten, swap_prior,
                swap_offset, seed, force, as_json, **kw):
     """Replay a swap I/O stream on a simulated SSD.
@@ -281,6 +283,7 @@ def _parse_volume(text: str, user_bytes: int) -> int:
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), default=None)
 @force_option
 @json_option
+@writes(("out",), ("device",))
 def synth_cmd(pattern, bs, volume, iodepth, precondition, rwmix_read, hot_writes, hot_fraction, no_timing, window,
               fill, overwritten, swap_prior, swap_offset, swap_size, seed, out, force, as_json, **kw):
     """Run a synthetic fio-like pattern on a simulated SSD.
@@ -321,6 +324,7 @@ def synth_cmd(pattern, bs, volume, iodepth, precondition, rwmix_read, hot_writes
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), default=None, help="Write the JSON here.")
 @force_option
 @json_option
+@writes(("out",), ("device",))
 def thesis_cmd(iodepth, write_iodepth, drive_writes, real, sensitivity, fill, overwritten, swap_size, seed, out,
                force, as_json, **kw):
     """Reproduce the thesis's three SSD effects and print our ratios beside its 1.75x and 4.37x.

@@ -39,7 +39,7 @@ import pyarrow.parquet as pq
 
 from swaptrace.errors import ConfigError
 from swaptrace.parallel.cluster import connect, require_dask, single_threaded
-from swaptrace.traceio import AtomicPath, TraceWriter, open_trace, register_kind
+from swaptrace.traceio import AtomicPath, TraceWriter, check_output_folder, open_trace, register_kind
 from swaptrace.units import parse_bytes
 
 SWEEP_POINT_SCHEMA = pa.schema([
@@ -305,8 +305,8 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, workers: int | None = 
     require_dask()
     spec.check()
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"{out}: exists and is not a folder")
+    # a new or empty folder, or an earlier run of a sweep (its sidecar): a rerun resumes it
+    check_output_folder(out, True, lambda p: (p / SIDECAR).is_file(), f"sweep results ({SIDECAR})")
     out.mkdir(parents=True, exist_ok=True)
     points = spec.points()
     _write_sidecar(out, spec, points)
