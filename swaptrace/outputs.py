@@ -79,7 +79,8 @@ def check_output_path(path: str | os.PathLike, force: bool) -> Path:
     return out
 
 
-def check_output_folder(path: str | os.PathLike, force: bool, owned: Callable[[Path], bool], what: str) -> Path:
+def check_output_folder(path: str | os.PathLike, force: bool = False, owned: Callable[[Path], bool] | None = None,
+                        what: str = "a swaptrace output") -> Path:
     """Refuse a folder output unless it is new, empty, or ``owned`` (holds this command's marker).
 
     Parameters
@@ -89,8 +90,9 @@ def check_output_folder(path: str | os.PathLike, force: bool, owned: Callable[[P
     force : bool
         Whether an existing folder of the command's own may be rewritten. Commands whose reruns are the
         normal case (``run``) pass True.
-    owned : callable
-        ``owned(folder) -> bool``: whether an existing, non-empty folder is recognisably this command's.
+    owned : callable, optional
+        ``owned(folder) -> bool``: whether an existing, non-empty folder is recognisably this command's
+        (without it, no non-empty folder is).
     what : str
         What the command writes there, for the message ("a fio job folder").
 
@@ -111,7 +113,7 @@ def check_output_folder(path: str | os.PathLike, force: bool, owned: Callable[[P
         if not stat.S_ISDIR(st.st_mode):
             raise OutputError(f"{out}: exists and is not a folder")
         entries = sorted(p.name for p in out.iterdir() if not p.name.endswith(PARTIAL_SUFFIX))
-        if entries and not owned(out):
+        if entries and (owned is None or not owned(out)):
             shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
             raise OutputError(f"{out}: holds files that are not {what} ({shown}); give a new or empty folder "
                               "(--force replaces only swaptrace's own outputs)")

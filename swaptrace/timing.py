@@ -61,7 +61,6 @@ import math
 import mmap
 import os
 import time
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,8 +69,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from swaptrace import bounds
 from swaptrace._kernels import timing as kt
 from swaptrace.errors import ConfigError, TraceFileError
+from swaptrace.inputs import read_toml
 from swaptrace.traceio import CAUSE_FAULT, CAUSE_UNKNOWN, OP_DISCARD, OP_READ, TraceWriter, open_trace
 
 #: request sizes (bytes) and queue depths of the tables built from an SSD model
@@ -145,8 +146,9 @@ class DeviceTiming:
             if arr.shape != (len(sizes), len(depths)):
                 raise ConfigError(f"device {self.name}: {what} latency table is {arr.shape}, expected "
                                   f"{len(sizes)} sizes x {len(depths)} depths")
-            if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
-                raise ConfigError(f"device {self.name}: {what} latencies must be positive numbers")
+            bound = bounds.BOUNDS["latency_us"]  # an hour at most: 1e308 would overflow the step sums to nan
+            if not np.all(np.isfinite(arr)) or np.any(arr <= bound.lo) or np.any(arr > bound.hi):
+                raise ConfigError(f"device {self.name}: {what} latencies must be numbers in {bound.describe()} us")
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``sizes, depths, read, write`` as float64 arrays (the kernel's input)."""
@@ -246,9 +248,9 @@ def load_device(name_or_path: str) -> DeviceTiming:
     if not path.is_file():
         raise ConfigError(f"{path}: no such device file")
     try:
-        raw = tomllib.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read device TOML ({str(exc).splitlines()[0]})") from None
+        raw = read_toml(path, "device TOML")
+    except TraceFileError as exc:
+        raise ConfigError(str(exc)) from None
     if raw.get("kind") != PROFILE_KIND:
         return device_from_ssd(ssdconfig.load_device(str(path)))
     try:
@@ -282,10 +284,8 @@ class CpuCosts:
     source: str = "given"
 
     def __post_init__(self) -> None:
-        for name in ("fault_cpu_us", "reclaim_cpu_us", "write_cpu_us"):
-            v = getattr(self, name)
-            if not (isinstance(v, int | float) and math.isfinite(v) and v >= 0):
-                raise ConfigError(f"{name.replace('_', '-')}: must be a number >= 0, got {v!r}")
+        for name in ("fault_cpu_us", "reclaim_cpu_us", "write_cpu_us"):  # the bounds of --fault-cpu-us, ...
+            bounds.check(name, getattr(self, name), name)
 
 
 COSTS_KIND = "swaptrace-host-costs"
@@ -313,11 +313,9 @@ def save_costs(cpu: CpuCosts, path: str | os.PathLike, force: bool = False) -> P
 def load_costs(path: str | os.PathLike) -> CpuCosts:
     """Read a host-costs TOML written by :func:`save_costs` (or by hand); ``ConfigError`` in one line otherwise."""
     try:
-        data = tomllib.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such host-costs file") from None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: not a host-costs TOML ({exc})") from None
+        data = read_toml(path, "host-costs TOML")
+    except TraceFileError as exc:
+        raise ConfigError(str(exc)) from None
     if data.get("kind") != COSTS_KIND:
         raise ConfigError(f'{path}: not a host-costs file (kind = "{COSTS_KIND}" expected)')
     try:
@@ -325,6 +323,8 @@ def load_costs(path: str | os.PathLike) -> CpuCosts:
                         source=f"{path}: {data.get('source', 'given')}")
     except KeyError as exc:
         raise ConfigError(f"{path}: host-costs file without {exc.args[0]}") from None
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
 
 
 def measure_cpu_costs(pages: int = 8192, repeats: int = 5) -> CpuCosts:

@@ -67,6 +67,7 @@ import pyarrow.parquet as pq
 
 from swaptrace import __version__
 from swaptrace.errors import TraceFileError
+from swaptrace.inputs import check_file
 
 # the output rule's one owner is swaptrace.outputs; re-exported here for the writers below and their callers
 from swaptrace.outputs import (  # noqa: F401
@@ -113,6 +114,17 @@ KINDS: dict[str, pa.Schema] = {"access": ACCESS_SCHEMA, "swapio": SWAPIO_SCHEMA}
 DICTIONARIES: dict[str, dict[str, tuple[str, ...]]] = {"swapio": {"op": OPS, "cause": CAUSES}}
 
 DEFAULT_ROW_GROUP = 1 << 20
+
+#: per kind, column -> (test of a batch's values, what they must be): damaged or foreign values are refused as
+#: they are read, before a kernel wraps an offset of 2^63 or more to a negative int64 or sums a nan time
+VALUE_CHECKS: dict[str, dict[str, tuple[Any, str]]] = {
+    "swapio": {
+        "offset": (lambda a: int(a.max()) < 1 << 63 and (a.dtype.kind == "u" or int(a.min()) >= 0),
+                   "byte offsets in [0, 2^63)"),
+        "t_us": (lambda a: bool(np.isfinite(a).all()), "finite times"),
+        "length": (lambda a: a.dtype.kind == "u" or int(a.min()) >= 0, "non-negative lengths"),
+    },
+}
 
 
 def register_kind(kind: str, schema: pa.Schema, dictionaries: Mapping[str, tuple[str, ...]] | None = None) -> None:
@@ -390,6 +402,9 @@ class TraceFile:
                 out[name] = _canonical_codes(col, dictionaries[name], part, name)
             else:
                 out[name] = col.to_numpy(zero_copy_only=False)
+            check = VALUE_CHECKS.get(self.kind, {}).get(name)
+            if check is not None and len(out[name]) and not check[0](out[name]):
+                raise TraceFileError(f"{part}: column {name!r} holds values that are not {check[1]}")
         return out
 
     def row_group_rows(self) -> np.ndarray:
@@ -462,14 +477,12 @@ def open_trace(path: str | os.PathLike, kind: str | tuple[str, ...] | None = Non
         missing columns -- the message names the file and what is wrong.
     """
     p = Path(path)
-    if not p.exists():
+    if not os.path.lexists(p):
         raise TraceFileError(f"{p}: no such file")
     if p.is_dir():
         return _open_dataset(p, kind)
-    try:
-        pf = pq.ParquetFile(p)
-    except Exception as exc:  # pyarrow raises several types for non-Parquet input
-        raise TraceFileError(f"{p}: not a Parquet file ({str(exc).splitlines()[0]})") from None
+    check_file(p, "Parquet file")  # a FIFO would block the read forever
+    pf = _parquet_file(p)
     kv = pf.metadata.metadata or {}
     if METADATA_KEY not in kv:
         raise TraceFileError(f"{p}: no swaptrace metadata (not written by swaptrace?)")
@@ -477,9 +490,20 @@ def open_trace(path: str | os.PathLike, kind: str | tuple[str, ...] | None = Non
         meta = json.loads(kv[METADATA_KEY])
     except ValueError:
         raise TraceFileError(f"{p}: swaptrace metadata is not valid JSON") from None
+    if not isinstance(meta, dict):
+        raise TraceFileError(f"{p}: swaptrace metadata is not a JSON object")
     file_kind = _check_kind(p, meta, kind)
-    _check_columns(p, file_kind, pf.schema_arrow.names)
+    _check_columns(p, file_kind, pf.schema_arrow)
     return TraceFile(p, file_kind, meta, pf.metadata.num_rows, pf.metadata.num_row_groups)
+
+
+def _parquet_file(p: Path) -> pq.ParquetFile:
+    """``pq.ParquetFile(p)``, its errors (not Parquet, cut short) as one line naming the file."""
+    try:
+        return pq.ParquetFile(p)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for non-Parquet or truncated input
+        raise TraceFileError(f"{p}: not a Parquet file, or cut short ({(str(exc).splitlines() or ['?'])[0]})") \
+            from None
 
 
 def _check_kind(p: Path, meta: dict[str, Any], kind: str | tuple[str, ...] | None) -> str:
@@ -490,11 +514,31 @@ def _check_kind(p: Path, meta: dict[str, Any], kind: str | tuple[str, ...] | Non
     return file_kind
 
 
-def _check_columns(p: Path, kind: str, names: list[str]) -> None:
-    if kind in KINDS:
-        missing = [n for n in KINDS[kind].names if n not in names]
-        if missing:
-            raise TraceFileError(f"{p}: {kind} file lacks column(s) {', '.join(missing)}")
+def _check_columns(p: Path, kind: str, schema: pa.Schema) -> None:
+    """The kind's columns are there, each of the kind's type or one read the same way (another integer width,
+    a float for a float, a plain string for a dictionary): ``t_us`` stored as strings is refused here."""
+    if kind not in KINDS:
+        return
+    missing = [n for n in KINDS[kind].names if n not in schema.names]
+    if missing:
+        raise TraceFileError(f"{p}: {kind} file lacks column(s) {', '.join(missing)}")
+    for want in KINDS[kind]:
+        have = schema.field(want.name).type
+        if not _same_family(want.type, have):
+            raise TraceFileError(f"{p}: column {want.name!r} is {have}; a {kind} file has {want.type}")
+
+
+def _same_family(want: pa.DataType, have: pa.DataType) -> bool:
+    t = pa.types
+    if want.equals(have):
+        return True
+    if t.is_dictionary(want):
+        return (t.is_dictionary(have) and t.is_string(have.value_type)) or t.is_string(have)
+    if t.is_integer(want):
+        return t.is_integer(have)
+    if t.is_floating(want):
+        return t.is_floating(have)
+    return False
 
 
 #: a dataset folder's sidecar: the whole trace's metadata and its parts in order
@@ -509,19 +553,23 @@ def _open_dataset(p: Path, kind: str | tuple[str, ...] | None) -> TraceFile:
     try:
         doc = json.loads(sidecar.read_text())
         meta, parts = doc["meta"], doc["parts"]
-    except (ValueError, KeyError, TypeError):
+        names = [(str(part["file"]), int(part["rows"])) for part in parts]
+        if not isinstance(meta, dict) or any("/" in n or n.startswith(".") for n, _ in names):
+            raise ValueError
+    except (ValueError, KeyError, TypeError, OSError):
         raise TraceFileError(f"{sidecar}: not a swaptrace dataset sidecar") from None
     file_kind = _check_kind(p, meta, kind)
     files, rows, groups = [], 0, 0
-    for part in parts:
-        f = p / part["file"]
+    for name, want_rows in names:
+        f = p / name
         if not f.is_file():
-            raise TraceFileError(f"{p}: part {part['file']} is missing")
-        md = pq.ParquetFile(f).metadata
-        if md.num_rows != int(part["rows"]):
-            raise TraceFileError(f"{f}: has {md.num_rows} rows; the sidecar says {part['rows']}")
-        if not files:
-            _check_columns(f, file_kind, pq.ParquetFile(f).schema_arrow.names)
+            raise TraceFileError(f"{p}: part {name} is missing")
+        check_file(f, "dataset part")
+        pf = _parquet_file(f)  # a part cut short fails here, naming the part
+        md = pf.metadata
+        if md.num_rows != want_rows:
+            raise TraceFileError(f"{f}: has {md.num_rows} rows; the sidecar says {want_rows}")
+        _check_columns(f, file_kind, pf.schema_arrow)  # every part: one of another kind is refused too
         files.append(f)
         rows += md.num_rows
         groups += md.num_row_groups

@@ -28,7 +28,6 @@ import os
 import socket
 import tempfile
 import time
-import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -37,7 +36,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from swaptrace.errors import ConfigError
+from swaptrace.errors import ConfigError, TraceFileError
+from swaptrace.inputs import read_toml
 from swaptrace.parallel.cluster import connect, require_dask, single_threaded
 from swaptrace.traceio import AtomicPath, TraceWriter, check_output_folder, open_trace, register_kind
 from swaptrace.units import parse_bytes
@@ -153,12 +153,12 @@ class SweepSpec:
 def load_sweep_spec(path: str | os.PathLike, **overrides: Any) -> SweepSpec:
     """Read a sweep TOML file (docs/sweep.md); non-empty ``overrides`` (CLI options) take precedence."""
     try:
-        raw = tomllib.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+        raw = read_toml(path, "sweep TOML")
+    except TraceFileError as exc:
+        raise ConfigError(str(exc)) from None
     raw = raw.get("sweep", raw)
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: [sweep] is not a table")
     unknown = sorted(set(raw) - set(SPEC_KEYS))
     if unknown:
         raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)}; known: {', '.join(SPEC_KEYS)}")
