@@ -73,7 +73,7 @@ from swaptrace import bounds
 from swaptrace._kernels import timing as kt
 from swaptrace.errors import ConfigError, TraceFileError
 from swaptrace.inputs import read_toml
-from swaptrace.traceio import CAUSE_FAULT, CAUSE_UNKNOWN, OP_DISCARD, OP_READ, TraceWriter, open_trace
+from swaptrace.traceio import CAUSE_FAULT, CAUSE_UNKNOWN, OP_DISCARD, OP_READ, TraceWriter, check_agree, open_trace
 
 #: request sizes (bytes) and queue depths of the tables built from an SSD model
 TABLE_SIZES = tuple(4096 << i for i in range(9))  # 4 KiB .. 1 MiB
@@ -614,12 +614,26 @@ def simulate(req: StreamRequests, device: DeviceTiming, compute: ComputeTime, cp
 
 def stream_trace_path(stream_path: str | os.PathLike, trace: str | os.PathLike | None = None) -> Path:
     """The access trace a stream was made from (``trace`` in its metadata), checked to exist."""
-    meta = open_trace(stream_path, "swapio").meta
+    stream = open_trace(stream_path, "swapio")
+    meta = stream.meta
     p = Path(trace) if trace else (Path(meta["trace"]) if meta.get("trace") else None)
     if p is None:
         raise TraceFileError(f"{stream_path}: the stream names no access trace; give --trace")
-    if not p.is_file():
+    if not p.exists():
         raise TraceFileError(f"{p}: the stream's access trace is missing (give --trace)")
+    tf = open_trace(p, "access")  # a file or a dataset folder
+    label = "--trace" if trace else "the stream's trace"
+    made_from = meta.get("trace_fingerprint")
+    if isinstance(made_from, dict):
+        for k, v in made_from.items():
+            if tf.meta.get(k) != v:
+                raise TraceFileError(f"{label} {p}: its {k} is {tf.meta.get(k)!r}, the stream was made from a trace "
+                                     f"with {v!r}; give the access trace the stream came from")
+    check_agree(stream, tf, ("page_bytes", "first_step"), "the stream", label,
+                "give the access trace the stream came from")
+    if int(tf.meta.get("steps") or 0) and int(meta.get("steps") or 0) > int(tf.meta["steps"]):
+        raise TraceFileError(f"{label} {p}: has {tf.meta['steps']} steps, the stream {meta['steps']}; give the "
+                             "access trace the stream came from")
     return p
 
 

@@ -119,10 +119,16 @@ DEFAULT_ROW_GROUP = 1 << 20
 #: they are read, before a kernel wraps an offset of 2^63 or more to a negative int64 or sums a nan time
 VALUE_CHECKS: dict[str, dict[str, tuple[Any, str]]] = {
     "swapio": {
-        "offset": (lambda a: int(a.max()) < 1 << 63 and (a.dtype.kind == "u" or int(a.min()) >= 0),
+        "offset": (lambda a, m: int(a.max()) < 1 << 63 and (a.dtype.kind == "u" or int(a.min()) >= 0),
                    "byte offsets in [0, 2^63)"),
-        "t_us": (lambda a: bool(np.isfinite(a).all()), "finite times"),
-        "length": (lambda a: a.dtype.kind == "u" or int(a.min()) >= 0, "non-negative lengths"),
+        "t_us": (lambda a, m: bool(np.isfinite(a).all()), "finite times"),
+        "length": (lambda a, m: a.dtype.kind == "u" or int(a.min()) >= 0, "non-negative lengths"),
+    },
+    "access": {
+        # pages inside the footprint the metadata declares (the emulator sizes its tables by it)
+        "page": (lambda a, m: (a.dtype.kind == "u" or int(a.min()) >= 0)
+                 and ("footprint_pages" not in m or int(a.max()) < int(m["footprint_pages"])),
+                 "pages inside the footprint (metadata footprint_pages)"),
     },
 }
 
@@ -403,7 +409,7 @@ class TraceFile:
             else:
                 out[name] = col.to_numpy(zero_copy_only=False)
             check = VALUE_CHECKS.get(self.kind, {}).get(name)
-            if check is not None and len(out[name]) and not check[0](out[name]):
+            if check is not None and len(out[name]) and not check[0](out[name], self.meta):
                 raise TraceFileError(f"{part}: column {name!r} holds values that are not {check[1]}")
         return out
 
@@ -493,6 +499,7 @@ def open_trace(path: str | os.PathLike, kind: str | tuple[str, ...] | None = Non
     if not isinstance(meta, dict):
         raise TraceFileError(f"{p}: swaptrace metadata is not a JSON object")
     file_kind = _check_kind(p, meta, kind)
+    _check_meta(p, meta)
     _check_columns(p, file_kind, pf.schema_arrow)
     return TraceFile(p, file_kind, meta, pf.metadata.num_rows, pf.metadata.num_row_groups)
 
@@ -512,6 +519,33 @@ def _check_kind(p: Path, meta: dict[str, Any], kind: str | tuple[str, ...] | Non
     if wanted is not None and file_kind not in wanted:
         raise TraceFileError(f"{p}: is a {file_kind!r} file; expected {' or '.join(repr(k) for k in wanted)}")
     return file_kind
+
+
+#: metadata counts every reader takes as whole numbers in [0, 2^63)
+_META_COUNTS = ("footprint_pages", "footprint_bytes", "steps", "first_step", "device_bytes", "memory_bytes", "rows")
+
+
+def _check_meta(p: Path, meta: dict[str, Any]) -> None:
+    """The metadata fields readers compute with are of their type and range (a damaged or hand-edited file
+    is refused here in one line, not as a ZeroDivisionError deep in a stage)."""
+    def bad(key: str, what: str) -> TraceFileError:
+        return TraceFileError(f"{p}: metadata {key} = {meta[key]!r} is not {what}")
+
+    page = meta.get("page_bytes", 4096)
+    if isinstance(page, bool) or not isinstance(page, int) or not 512 <= page <= 1 << 30 or page & (page - 1):
+        raise bad("page_bytes", "a power of two from 512 to 1 GiB")
+    for key in _META_COUNTS:
+        v = meta.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 1 << 63):
+            raise bad(key, "a whole number in [0, 2^63)")
+    v = meta.get("duration_us")
+    if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < float("inf")):
+        raise bad("duration_us", "a finite time >= 0")
+    if "regions" in meta and not (isinstance(meta["regions"], list)
+                                  and all(isinstance(r, dict) for r in meta["regions"])):
+        raise bad("regions", "a list of regions")
+    if "summary" in meta and not isinstance(meta["summary"], dict):
+        raise bad("summary", "an object")
 
 
 def _check_columns(p: Path, kind: str, schema: pa.Schema) -> None:
@@ -559,6 +593,7 @@ def _open_dataset(p: Path, kind: str | tuple[str, ...] | None) -> TraceFile:
     except (ValueError, KeyError, TypeError, OSError):
         raise TraceFileError(f"{sidecar}: not a swaptrace dataset sidecar") from None
     file_kind = _check_kind(p, meta, kind)
+    _check_meta(p, meta)
     files, rows, groups = [], 0, 0
     for name, want_rows in names:
         f = p / name
@@ -574,6 +609,24 @@ def _open_dataset(p: Path, kind: str | tuple[str, ...] | None) -> TraceFile:
         rows += md.num_rows
         groups += md.num_row_groups
     return TraceFile(p, file_kind, meta, rows, groups, tuple(files))
+
+
+#: what identifies the trace a file was made from (the metadata keys two inputs of one run must share)
+FINGERPRINT_KEYS = ("preset", "seed", "first_step", "footprint_pages", "page_bytes")
+
+
+def trace_fingerprint(meta: dict[str, Any]) -> dict[str, Any]:
+    """The keys of :data:`FINGERPRINT_KEYS` an access trace's metadata has (stored in the streams made from it)."""
+    return {k: meta[k] for k in FINGERPRINT_KEYS if k in meta}
+
+
+def check_agree(a: TraceFile, b: TraceFile, keys: tuple[str, ...], a_name: str, b_name: str, why: str) -> None:
+    """Refuse two inputs that must describe the same thing and do not: each of ``keys`` both metadata hold
+    must be equal (``why`` says what they must share, for the message)."""
+    for k in keys:
+        if k in a.meta and k in b.meta and a.meta[k] != b.meta[k]:
+            raise TraceFileError(f"{b_name} {b.path}: its {k} is {b.meta[k]!r}, {a_name}'s is {a.meta[k]!r}; "
+                                 f"{why}")
 
 
 def is_dataset(path: str | os.PathLike) -> bool:

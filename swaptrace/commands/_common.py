@@ -40,6 +40,16 @@ def number(min: float | None = None, max: float | None = None, *, min_open: bool
     return FiniteFloat(min, max, min_open=min_open, max_open=max_open)
 
 
+def bounded(name: str) -> click.ParamType:
+    """The click type of option ``name`` from :data:`swaptrace.bounds.BOUNDS`: the same bound as the TOML key."""
+    from swaptrace.bounds import BOUNDS
+
+    b = BOUNDS[name]
+    if b.integer:
+        return click.IntRange(int(b.lo), int(b.hi), min_open=b.min_open, max_open=b.max_open)
+    return number(b.lo, b.hi, min_open=b.min_open, max_open=b.max_open)
+
+
 def count(min: int = 0, max: int = MAX_COUNT) -> click.IntRange:
     """An integer in [min, max]."""
     return click.IntRange(min, max)

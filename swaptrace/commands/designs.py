@@ -15,7 +15,7 @@ from swaptrace.designs.ondisk import check_file_target, replay_on_disk
 from swaptrace.errors import ConfigError
 from swaptrace.ssd.zns import ZNSConfig
 from swaptrace.stages import add_step_times, save_designs, ssd_config_for
-from swaptrace.traceio import check_output_folder, open_trace
+from swaptrace.traceio import check_agree, check_output_folder, open_trace
 from swaptrace.units import parse_bytes
 
 
@@ -147,3 +147,6 @@ def _check_up_front(tf, packed_trace, designs: DesignSet, ssd, budget: dict) -> 
         if int(packed.meta["page_bytes"]) != page_bytes:
             raise ConfigError(f"--packed {packed_trace}: pages of {packed.meta['page_bytes']} B, the trace's are "
                               f"{page_bytes} B")
+        # the same model, seed and steps, laid out packed: another model's trace compares nothing
+        check_agree(tf, packed, ("spec", "seed", "steps", "first_step"), "TRACE", "--packed",
+                    "give the same model generated with --row-layout packed")

@@ -157,7 +157,7 @@ class EmulatorConfig:
         page_cluster: int = 3,
         cluster_slots: int = 256,
         swap_bytes: int | None = None,
-        max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+        max_request_bytes: int | None = None,
         step_us: float | None = None,
         initial_state: str = "untouched",
         reclaim_batch: int | None = None,
@@ -192,6 +192,8 @@ class EmulatorConfig:
             raise ConfigError(f"{source}: metadata has no positive footprint_pages")
         budget = cls.budget_pages_for(footprint_pages, page_bytes, memory_bytes=memory_bytes,
                                       memory_fraction=memory_fraction)
+        if max_request_bytes is None:  # the default is never below one page (a 2 MiB-page trace)
+            max_request_bytes = max(DEFAULT_MAX_REQUEST_BYTES, page_bytes)
         _check_geometry(page_cluster, cluster_slots, max_request_bytes, page_bytes, reclaim_batch)
         linux = _linux_settings(prof.linux, policy, writeback_lag=writeback_lag, zero_page=zero_page,
                                 stats_flush_steps=stats_flush_steps, scan_priorities=scan_priorities,
@@ -305,7 +307,8 @@ def _check_geometry(page_cluster: int, cluster_slots: int, max_request_bytes: in
     if cluster_slots < 1:
         raise ConfigError(f"--cluster-slots must be at least 1, got {cluster_slots}")
     if max_request_bytes < page_bytes:
-        raise ConfigError(f"--max-request must be at least one page ({page_bytes} bytes), got {max_request_bytes}")
+        raise ConfigError(f"--max-request must be at least one page of the trace ({page_bytes} bytes), got "
+                          f"{max_request_bytes}; give --max-request {page_bytes} or more")
     if reclaim_batch is not None and reclaim_batch < 1:
         raise ConfigError(f"--reclaim-batch must be at least 1, got {reclaim_batch}")
 
