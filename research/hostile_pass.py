@@ -105,7 +105,7 @@ def setup(base: Path, quick: bool) -> dict[str, Path]:
     f["sweep"] = base / "sweep.toml"
     f["sweep"].write_text('presets = ["tiny"]\nsteps = 2\nmemory_fractions = [0.5]\npolicies = ["lru"]\n')
     f["model"] = base / "model.json"
-    f["model"].write_text('{"read_gain_128k_vs_4k": 1.7, "seq_write_gain": 4.0, "device": "nvme-tlc"}\n')
+    f["model"].write_text('{"request_size_gain": 1.7, "sequential_write_gain": 4.0}\n')
     f["P"] = base / "P"
     ok("run", "--preset", "tiny", "--steps", 2, "--no-fio", "--no-thesis", "-o", f["P"])
     (f["P"] / "ssd-thesis.json").write_text('{"ratios": {"read_128k_vs_4k": 1.7, "seq_vs_rand_write": 4.1}}\n')

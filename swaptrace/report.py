@@ -22,7 +22,7 @@ Figures (every axis labelled with units):
 from __future__ import annotations
 
 import csv
-import json
+import math
 import os
 import re
 import shutil
@@ -35,6 +35,7 @@ import numpy as np
 
 from swaptrace import filenames as S
 from swaptrace.errors import OutputError, TraceFileError
+from swaptrace.inputs import read_json
 from swaptrace.traceio import AtomicPath, check_output_folder, install_folder, make_partial_folder, open_trace
 from swaptrace.units import format_bytes
 
@@ -147,6 +148,9 @@ def build_report(folder: str | os.PathLike, out: str | os.PathLike | None = None
     out_dir = make_partial_folder(final)
     try:
         report = _draw_report(d, out_dir)
+        if not report.figures:  # nothing drawn: not a pipeline folder (a report of nothing is an error)
+            raise TraceFileError(f"{d}: holds none of the files a report draws (access.parquet, swapio.parquet, "
+                                 "mrc.csv, ssd.parquet, ...); give a `swaptrace run` folder")
         install_folder(out_dir, final, stale, last="report.md")
     except BaseException:
         shutil.rmtree(out_dir, ignore_errors=True)
@@ -282,7 +286,9 @@ def _ssd_parts(d: Path, out_dir: Path, report: Report) -> None:
     else:
         report.skipped["SSD timeline"] = f"{d / S.SSD}: missing"
     if (d / S.THESIS).exists():
-        model = load_json(d / S.THESIS)
+        model = _try(report, "SSD request-size sweep", lambda: load_json(d / S.THESIS))
+        if model is None:
+            return
         report.numbers["thesis_model"] = model
         _figure(out_dir, "bandwidth_vs_request_size.png", lambda fig: _draw_request_sizes(fig, d, model), report,
                 size=(12, 4))
@@ -454,7 +460,25 @@ def render_markdown(report: Report, folder: Path) -> str:
 
 
 def load_json(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text())
+    """The SSD model's thesis JSON (``ssd-thesis.json``), checked for what the report reads from it."""
+    model = read_json(path, "SSD thesis JSON")
+    try:
+        if not isinstance(model, dict):
+            raise TypeError("not an object")
+        for key in ("request_size_gain", "sequential_write_gain"):
+            v = model.get(key)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)):
+                raise TypeError(f"{key} = {v!r}")
+        _real_drive_lines(model.get("real_drive"))
+        from matplotlib.figure import Figure
+
+        from swaptrace.figures.ssd import plot_bandwidth_vs_request_size
+
+        plot_bandwidth_vs_request_size(model, ax=Figure().subplots())  # what the report will draw from it
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise TraceFileError(f"{path}: damaged or not `swaptrace ssd thesis` output ({type(exc).__name__}: "
+                             f"{exc})") from None
+    return model
 
 
 def _timing_parts(d: Path, out_dir: Path, report: Report) -> None:

@@ -259,16 +259,25 @@ def load_device(name_or_path: str) -> DeviceTiming:
         return DeviceTiming(
             name=str(raw.get("name", path.stem)),
             source=str(raw.get("source", "profile")),
-            sizes_bytes=tuple(int(s) for s in raw["sizes_bytes"]),
-            depths=tuple(int(d) for d in raw["depths"]),
-            read_latency_us=tuple(tuple(float(v) for v in r) for r in raw["read"]["latency_us"]),
-            write_latency_us=tuple(tuple(float(v) for v in r) for r in raw["write"]["latency_us"]),
+            sizes_bytes=tuple(_number(s, int) for s in raw["sizes_bytes"]),
+            depths=tuple(_number(d, int) for d in raw["depths"]),
+            read_latency_us=tuple(tuple(_number(v, float) for v in r) for r in raw["read"]["latency_us"]),
+            write_latency_us=tuple(tuple(_number(v, float) for v in r) for r in raw["write"]["latency_us"]),
             notes=notes,
         )
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"{path}: not a valid device profile (missing or bad {exc})") from None
+
+
+def _number(value: Any, kind: type) -> int | float:
+    """A TOML number as ``kind``: strings, booleans, infinities and fractional counts are refused (ValueError)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"value {value!r}")
+    if kind is int and not float(value).is_integer():
+        raise ValueError(f"count {value!r}")
+    return kind(value)
 
 
 # --------------------------------------------------------------------------- CPU costs

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
+import socket
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -56,6 +59,7 @@ def connect(workers: int | None = None, scheduler: str | None = None) -> Iterato
     if workers is not None and workers < 1:
         raise ConfigError(f"--workers must be at least 1, got {workers}")
     if address is not None:
+        _probe(address)
         try:
             client = distributed.Client(address, timeout="20s")
         except OSError as exc:
@@ -63,10 +67,31 @@ def connect(workers: int | None = None, scheduler: str | None = None) -> Iterato
         with client:
             yield client
         return
-    with distributed.LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1, processes=True,
-                                  dashboard_address=":0", silence_logs=40) as cluster, \
-            distributed.Client(cluster) as client:
+    # the workers start with Ctrl-C ignored (a disposition they inherit): the terminal sends SIGINT to the whole
+    # process group, and only this process should answer it -- by closing the cluster -- not each worker with
+    # its own traceback
+    ignore = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN) if ignore else None
+    try:
+        cluster = distributed.LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
+                                           processes=True, dashboard_address=":0", silence_logs=40)
+    finally:
+        if ignore:
+            signal.signal(signal.SIGINT, old)
+    with cluster, distributed.Client(cluster) as client:
         yield client
+
+
+def _probe(address: str, timeout_s: float = 3.0) -> None:
+    """Refuse at once a ``tcp://`` scheduler nobody listens on (Dask itself waits out its 20 s timeout)."""
+    proto, _, rest = address.partition("://")
+    host, _, port = rest.rpartition(":")
+    if proto != "tcp" or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise ConfigError(f"--scheduler {address}: no Dask scheduler answers there ({exc.strerror or exc})") from None
 
 
 @contextlib.contextmanager

@@ -395,6 +395,8 @@ def load_device(name_or_path: str | None = None, overrides: dict[str, Any] | Non
             raw = read_toml(path, "device TOML")
         except TraceFileError as exc:
             raise ConfigError(str(exc)) from None
+        if not raw:
+            raise ConfigError(f"{path}: the device TOML is empty; give SSDConfig fields (or base = \"PRESET\")")
         base = raw.pop("base", None)
         if base is not None and base not in DEVICES:
             raise ConfigError(f"{path}: unknown base device {base!r}; presets: {', '.join(DEVICES)}")
