@@ -9,6 +9,7 @@ drift apart.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,3 +90,29 @@ def check(name: str, value: Any, where: str) -> float | int:
     if not bound.contains(float(value)):
         raise ConfigError(f"{where}: {value!r} is outside {bound.describe()}")
     return value
+
+
+def physical_memory_bytes() -> int:
+    """This machine's physical memory (bytes), or 2^62 where it cannot be read."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 62
+
+
+def check_allocation(nbytes: float, what: str, hint: str) -> None:
+    """Refuse, before allocating, a run whose tables would need more than this machine's physical memory.
+
+    Parameters
+    ----------
+    nbytes : float
+        What the run would allocate (an estimate from its sizes).
+    what : str
+        What allocates it, for the message ("the log design with 1.0 TiB segments").
+    hint : str
+        The option to change ("give a smaller --segment-size").
+    """
+    have = physical_memory_bytes()
+    if nbytes > have:
+        raise ConfigError(f"{what} would need {nbytes / (1 << 30):,.1f} GiB of memory, more than this machine's "
+                          f"{have / (1 << 30):,.1f} GiB; {hint}")

@@ -501,6 +501,7 @@ def open_trace(path: str | os.PathLike, kind: str | tuple[str, ...] | None = Non
     file_kind = _check_kind(p, meta, kind)
     _check_meta(p, meta)
     _check_columns(p, file_kind, pf.schema_arrow)
+    _check_statistics(p, pf, file_kind, meta)
     return TraceFile(p, file_kind, meta, pf.metadata.num_rows, pf.metadata.num_row_groups)
 
 
@@ -562,6 +563,28 @@ def _check_columns(p: Path, kind: str, schema: pa.Schema) -> None:
             raise TraceFileError(f"{p}: column {want.name!r} is {have}; a {kind} file has {want.type}")
 
 
+def _check_statistics(p: Path, pf: pq.ParquetFile, kind: str, meta: dict[str, Any]) -> None:
+    """:data:`VALUE_CHECKS` on the row groups' stored minimum and maximum, where the writer kept them: a value
+    out of range is refused when the file is opened, before any stage has printed or written a thing (the
+    same check runs again on the values as they are read, for files written without statistics)."""
+    checks = VALUE_CHECKS.get(kind, {})
+    names = pf.schema_arrow.names
+    for g in range(pf.metadata.num_row_groups):
+        rg = pf.metadata.row_group(g)
+        for name, (test, what) in checks.items():
+            if name not in names:
+                continue
+            st = rg.column(names.index(name)).statistics
+            if st is None or not st.has_min_max:
+                continue
+            try:
+                ends = np.asarray([st.min, st.max])
+            except (TypeError, ValueError):
+                continue
+            if ends.dtype.kind in "iuf" and not test(ends, meta):
+                raise TraceFileError(f"{p}: column {name!r} holds values that are not {what}")
+
+
 def _same_family(want: pa.DataType, have: pa.DataType) -> bool:
     t = pa.types
     if want.equals(have):
@@ -605,6 +628,7 @@ def _open_dataset(p: Path, kind: str | tuple[str, ...] | None) -> TraceFile:
         if md.num_rows != want_rows:
             raise TraceFileError(f"{f}: has {md.num_rows} rows; the sidecar says {want_rows}")
         _check_columns(f, file_kind, pf.schema_arrow)  # every part: one of another kind is refused too
+        _check_statistics(f, pf, file_kind, meta)
         files.append(f)
         rows += md.num_rows
         groups += md.num_row_groups

@@ -139,6 +139,7 @@ def _check_up_front(tf, packed_trace, designs: DesignSet, ssd, budget: dict) -> 
     page_bytes = int(tf.meta["page_bytes"])
     for cfg in designs.logs().values():
         cfg.check(page_bytes)
+        cfg.check_size(int(tf.meta["footprint_pages"]), page_bytes)
     if ssd is not None:
         designs.zones.check(ssd(1 << 30))
     EmulatorConfig.resolve(tf.meta, profile=load_profile(None), source=str(tf.path), **budget)

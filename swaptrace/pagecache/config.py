@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from swaptrace._kernels import swapstate as ks
+from swaptrace.bounds import check_allocation
 from swaptrace.errors import ConfigError
 from swaptrace.pagecache.profile import KernelProfile, load_profile
 from swaptrace.units import format_bytes
@@ -190,6 +191,9 @@ class EmulatorConfig:
         footprint_pages = int(meta.get("footprint_pages", 0))
         if footprint_pages <= 0:
             raise ConfigError(f"{source}: metadata has no positive footprint_pages")
+        # the emulator's per-page state (list links, slots, flags: about 48 bytes a page), before it is allocated
+        check_allocation(footprint_pages * 48, f"{source}: emulating {footprint_pages:,} pages",
+                         "the trace's footprint is too large to emulate here")
         budget = cls.budget_pages_for(footprint_pages, page_bytes, memory_bytes=memory_bytes,
                                       memory_fraction=memory_fraction)
         if max_request_bytes is None:  # the default is never below one page (a 2 MiB-page trace)
