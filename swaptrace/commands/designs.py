@@ -20,13 +20,13 @@ from swaptrace.units import parse_bytes
 
 
 @click.command("designs")
-@click.argument("trace", type=click.Path(dir_okay=False))
+@click.argument("trace", type=click.Path())
 @click.option("-o", "--output", "out", required=True, type=click.Path(file_okay=False), help="Folder to write.")
 @click.option("--memory", default=None, help="DRAM budget, e.g. 2GiB (or use --memory-fraction).")
 @click.option("--memory-fraction", type=number(0, 1, min_open=True), default=None, help="DRAM budget as a fraction of the footprint.")
 @click.option("--device", default="nvme-tlc", show_default=True,
               help="SSD preset the streams are replayed on (sized as `swaptrace run` does); 'none' skips the model.")
-@click.option("--packed", "packed_trace", default=None, type=click.Path(dir_okay=False),
+@click.option("--packed", "packed_trace", default=None, type=click.Path(),
               help="The same model generated with --row-layout packed (adds the packed and packed+log designs).")
 @click.option("--segment-size", default="1MiB", show_default=True, help="Log segment (one sequential write each).")
 @click.option("--victim", type=click.Choice(list(VICTIMS)), default="greedy", show_default=True,

@@ -206,7 +206,7 @@ def command() -> None:
 
     \b
     Replay a swap I/O stream (the first argument may be the stream itself):
-      swaptrace ssd traces/demo/swapio.parquet --device mqsim-default --capacity 8GiB -o traces/demo/ssd.parquet
+      swaptrace ssd traces/demo/swapio.parquet --device mqsim-default --capacity 16GiB -o traces/demo/ssd.parquet
     Synthetic pattern:
       swaptrace ssd synth --pattern randwrite --bs 4k --volume 4x --device nvme-tlc --capacity 4GiB
     The thesis's three effects:

@@ -52,7 +52,7 @@ from typing import Any
 from swaptrace import bounds
 from swaptrace.errors import ConfigError, TraceFileError
 from swaptrace.inputs import read_toml
-from swaptrace.units import parse_bytes
+from swaptrace.units import format_bytes, parse_bytes
 
 #: GC victim policies understood by the FTL kernel (name -> kernel code)
 GC_POLICIES = {"greedy": 0, "fifo": 1, "random": 2, "cost-benefit": 3, "d-choices": 4}
@@ -423,7 +423,25 @@ def load_device(name_or_path: str | None = None, overrides: dict[str, Any] | Non
         values["spare_factor"] = spare_from_op(op)
     if capacity_bytes is not None:
         values["blocks_per_plane"] = _blocks_for_capacity(values, capacity_bytes)
-    return SSDConfig(**values)
+    try:
+        return SSDConfig(**values)
+    except ConfigError as exc:
+        if capacity_bytes is None or "spare blocks per die" not in str(exc):
+            raise
+        raise ConfigError(f"{exc}; at this over-provisioning {values['name']} needs --capacity "
+                          f"{_smallest_capacity(values, capacity_bytes)} or more (or a larger --op)") from None
+
+
+def _smallest_capacity(values: dict[str, Any], capacity_bytes: int) -> str:
+    """The smallest power-of-two capacity (from ``capacity_bytes`` up) at which the device has room for GC."""
+    cap = 1 << max(int(capacity_bytes).bit_length(), 20)
+    while cap <= 1 << 60:
+        try:
+            SSDConfig(**{**values, "blocks_per_plane": _blocks_for_capacity(values, cap)})
+            return format_bytes(cap).replace(".0 ", "").replace(" ", "")
+        except ConfigError:
+            cap <<= 1
+    return "(none)"
 
 
 def _blocks_for_capacity(values: dict[str, Any], capacity_bytes: int) -> int:
