@@ -154,3 +154,21 @@ def damage(kind: str, good: Path, out_dir: Path) -> dict[str, Path]:
             else good.suffix
         made[name] = make(good, out_dir / f"{good.stem.split('.')[0]}-{name}{suffix}")
     return made
+
+
+def make_dataset(access: Path, out: Path, parts: int = 2) -> Path:
+    """A dataset folder (tests/../docs/formats.md) cut from an access trace by pyarrow: ``parts`` part files
+    of whole row ranges and the ``_swaptrace.json`` sidecar listing them."""
+    out.mkdir(parents=True)
+    table = pq.read_table(access)
+    meta = json.loads(pq.ParquetFile(access).metadata.metadata[META])
+    n = table.num_rows
+    cuts = [n * i // parts for i in range(parts + 1)]
+    listed = []
+    for i in range(parts):
+        name = f"part-{i:05d}.parquet"
+        piece = table.slice(cuts[i], cuts[i + 1] - cuts[i]).replace_schema_metadata({META: json.dumps(meta)})
+        pq.write_table(piece, out / name)
+        listed.append({"file": name, "rows": piece.num_rows})
+    (out / "_swaptrace.json").write_text(json.dumps({"format": "swaptrace-dataset", "meta": meta, "parts": listed}))
+    return out
