@@ -8,6 +8,7 @@ into one line on stderr and exit code 2 -- never a traceback.
 
 from __future__ import annotations
 
+import re
 import sys
 
 import click
@@ -36,9 +37,27 @@ from swaptrace.errors import SwaptraceError
 
 
 class UserError(click.ClickException):
-    """A one-line error with exit code 2 (bad input, as opposed to a crash)."""
+    """A one-line error with exit code 2 (bad input, as opposed to a crash).
+
+    A temporary output's name (``.NAME.PID.RANDOM.partial``, an internal detail) is shown as the output's own.
+    """
 
     exit_code = 2
+
+    def __init__(self, message: str):
+        super().__init__(_PARTIAL.sub(r"\1", " ".join(str(message).split())))
+
+
+_PARTIAL = re.compile(r"\.([^/\s]+?)\.\d+\.[A-Za-z0-9_]+\.partial")
+
+
+def _help_or_one_line(exc: click.UsageError):
+    """A group called with nothing (``swaptrace fio``) shows its help as click would, exit 0; any other usage
+    error becomes one line."""
+    if type(exc).__name__ == "NoArgsIsHelpError" and exc.ctx is not None:
+        click.echo(exc.ctx.get_help())
+        sys.exit(0)
+    return _one_line_usage_error(exc)
 
 
 def _one_line_usage_error(exc: click.UsageError) -> UserError:
@@ -65,16 +84,16 @@ class SwaptraceGroup(click.Group):
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
         except click.UsageError as exc:
-            raise _one_line_usage_error(exc) from None
+            raise _help_or_one_line(exc) from None
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
         except click.UsageError as exc:
-            raise _one_line_usage_error(exc) from None
+            raise _help_or_one_line(exc) from None
         except SwaptraceError as exc:
             raise UserError(str(exc)) from None
-        except (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError) as exc:
+        except OSError as exc:  # the user's environment (a full disk, a name too long, no permission): one line
             where = f"{exc.filename}: " if exc.filename else ""
             raise UserError(f"{where}{exc.strerror or exc}") from None
         except KeyboardInterrupt:
@@ -99,5 +118,5 @@ for _module in (presets, generate, train, inspect, emulate, mrc, export, capture
     cli.add_command(_module.command)
 
 
-if __name__ == "__main__":  # `python -m swaptrace.cli` runs the command as the console script does
-    cli()
+if __name__ == "__main__":  # `python -m swaptrace.cli ...` runs the command (it did nothing, exit 0, before)
+    cli(prog_name="swaptrace")

@@ -40,6 +40,7 @@ import numba
 import numpy as np
 
 from swaptrace._kernels.generate import _count_segments, _emit, _emit_segments, _segments, _tally
+from swaptrace.bounds import check_allocation
 from swaptrace.errors import ConfigError
 from swaptrace.indices import DrawnSteps, IndexPlan, check_draw_options, draw_batches
 from swaptrace.layout import Layout, build_layout
@@ -202,7 +203,12 @@ def _prepare(spec: ModelSpec | str | os.PathLike, *, steps: int, seed: int, firs
         spec = load_spec(spec)
     spec = spec.with_overrides(alpha=alpha, optimizer=optimizer)
     _check_options(steps, seed, first_step, reuse, dedup)
-    return spec, build_layout(spec, page_bytes)
+    layout = build_layout(spec, page_bytes)
+    # one touched flag per page (and two step stamps with dedup), allocated before the first step
+    check_allocation(layout.footprint_pages * (9 if dedup == "step" else 1),
+                     f"a trace of {layout.footprint_pages:,} pages ({spec.name})",
+                     "the model is too large to trace here: fewer or smaller tables, or --page-bytes 2MiB")
+    return spec, layout
 
 
 def iter_accesses(spec: ModelSpec | str, *, steps: int, seed: int = 0, first_step: int = 0, page_bytes: int = 4096,

@@ -248,7 +248,8 @@ def run_pipeline(
     say = announce or (lambda line: None)
     out = Path(out_dir)
     check_options(opts)  # every option checked before anything is written
-    check_output_folder(out)
+    # a new or empty folder, or one of our own runs (pipeline.json): never a folder of the user's files
+    check_output_folder(out, True, lambda p: (p / MANIFEST).is_file(), "a `swaptrace run` folder (pipeline.json)")
     out.mkdir(parents=True, exist_ok=True)
     manifest_path = out / MANIFEST
     try:
@@ -272,10 +273,6 @@ def run_pipeline(
             result.summaries[stage.name] = done.get("summary")
             continue
         say(f"{tag} ...")
-        for o in stage.outputs:  # a stage rewrites its outputs whole
-            target = out / o
-            if target.is_dir():
-                shutil.rmtree(target)
         start = time.perf_counter()
         summary = stage.run(out, say, progress or _no_bar)
         seconds = time.perf_counter() - start

@@ -26,8 +26,9 @@ model beside fio's replay on the drive, with the error (:mod:`swaptrace.fio.mode
 from __future__ import annotations
 
 import csv
-import json
+import math
 import os
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,7 +40,8 @@ import numpy as np
 from swaptrace import filenames as S
 from swaptrace.errors import OutputError, TraceFileError
 from swaptrace.fio import modelcheck
-from swaptrace.traceio import AtomicPath, check_output_folder, make_partial_folder, open_trace
+from swaptrace.inputs import read_json
+from swaptrace.traceio import AtomicPath, check_output_folder, install_folder, make_partial_folder, open_trace
 from swaptrace.units import format_bytes
 
 #: the thesis's findings, for the side-by-side table (README.md, "The thesis reproduced")
@@ -144,23 +146,33 @@ def build_report(folder: str | os.PathLike, out: str | os.PathLike | None = None
     final = Path(out) if out is not None else d / S.REPORT
     if final.resolve() == d.resolve() or final.resolve() in d.resolve().parents:
         raise OutputError(f"{final}: would replace the folder the report reads; give another --output")
-    if final.is_dir() and any(final.iterdir()) and not (final / "report.md").exists():
-        raise OutputError(f"{final}: is a folder that holds no report.md; give a new or report folder")
-    check_output_folder(final, force)
+    check_output_folder(final, force, lambda p: (p / "report.md").is_file(), "a report (report.md)")
+    stale = _own_report_files(final)
     # drawn into a temporary sibling renamed into place at the end: a failure or an interrupt leaves the
     # earlier report (or nothing), never a half-written folder
     out_dir = make_partial_folder(final)
     try:
         report = _draw_report(d, out_dir)
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(out_dir, final)
+        if not report.figures:  # nothing drawn: not a pipeline folder (a report of nothing is an error)
+            raise TraceFileError(f"{d}: holds none of the files a report draws (access.parquet, swapio.parquet, "
+                                 "mrc.csv, ssd.parquet, ...); give a `swaptrace run` folder")
+        install_folder(out_dir, final, stale, last="report.md")
     except BaseException:
         shutil.rmtree(out_dir, ignore_errors=True)
         raise
     report.path = final / report.path.name
     report.figures = [final / f.name for f in report.figures]
     return report
+
+
+def _own_report_files(folder: Path) -> list[str]:
+    """The files an earlier report in ``folder`` wrote: report.md and the figures it shows (a user's own
+    files there are left alone)."""
+    try:
+        text = (folder / "report.md").read_text(errors="replace")
+    except OSError:
+        return []
+    return ["report.md", *sorted(set(re.findall(r"\]\(([^)/\\]+\.(?:png|svg|pdf))\)", text)))]
 
 
 def _draw_report(d: Path, out_dir: Path) -> Report:
@@ -196,7 +208,7 @@ def _draw_report(d: Path, out_dir: Path) -> Report:
         _figure(out_dir, "swap_traffic.png", lambda fig: plot_swap_traffic(swapio.path, ax=fig.subplots()), report)
     _try(report, "SSD model", lambda: _ssd_parts(d, out_dir, report))
     _try(report, "fio", lambda: _fio_parts(d, out_dir, report))
-    _try(report, "model vs fio", lambda: report.numbers.update(model_vs_fio=json.loads((d / S.MODEL_VS_FIO).read_text())))
+    _try(report, "model vs fio", lambda: report.numbers.update(model_vs_fio=read_json(d / S.MODEL_VS_FIO, "model-vs-fio summary")))
     if (d / KERNEL_STREAM).exists() and swapio is not None:
         _try(report, "emulator vs kernel", lambda: _kernel_parts(d, out_dir, report))
     _try(report, "time model", lambda: _timing_parts(d, out_dir, report))
@@ -280,7 +292,9 @@ def _ssd_parts(d: Path, out_dir: Path, report: Report) -> None:
     else:
         report.skipped["SSD timeline"] = f"{d / S.SSD}: missing"
     if (d / S.THESIS).exists():
-        model = load_json(d / S.THESIS)
+        model = _try(report, "SSD request-size sweep", lambda: load_json(d / S.THESIS))
+        if model is None:
+            return
         report.numbers["thesis_model"] = model
         _figure(out_dir, "bandwidth_vs_request_size.png", lambda fig: _draw_request_sizes(fig, d, model), report,
                 size=(12, 4))
@@ -453,7 +467,25 @@ def render_markdown(report: Report, folder: Path) -> str:
 
 
 def load_json(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text())
+    """The SSD model's thesis JSON (``ssd-thesis.json``), checked for what the report reads from it."""
+    model = read_json(path, "SSD thesis JSON")
+    try:
+        if not isinstance(model, dict):
+            raise TypeError("not an object")
+        for key in ("request_size_gain", "sequential_write_gain"):
+            v = model.get(key)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)):
+                raise TypeError(f"{key} = {v!r}")
+        _real_drive_lines(model.get("real_drive"))
+        from matplotlib.figure import Figure
+
+        from swaptrace.figures.ssd import plot_bandwidth_vs_request_size
+
+        plot_bandwidth_vs_request_size(model, ax=Figure().subplots())  # what the report will draw from it
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise TraceFileError(f"{path}: damaged or not `swaptrace ssd thesis` output ({type(exc).__name__}: "
+                             f"{exc})") from None
+    return model
 
 
 def _timing_parts(d: Path, out_dir: Path, report: Report) -> None:

@@ -82,7 +82,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from swaptrace.errors import SpecError
+from swaptrace.errors import SpecError, TraceFileError
+from swaptrace.inputs import check_file
 
 OPTIMIZERS = ("sgd", "rowwise-adagrad", "adagrad", "adam")
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "int8": 1}
@@ -512,8 +513,12 @@ def load_spec(name_or_path: str | os.PathLike) -> ModelSpec:
     text = str(name_or_path)
     path = Path(text)
     if text.endswith(".toml") or os.sep in text or path.is_file():
-        if not path.is_file():
+        if not os.path.lexists(path):
             raise SpecError(f"{path}: no such spec file")
+        try:
+            check_file(path, "model spec (TOML)")  # a FIFO would block the read
+        except TraceFileError as exc:
+            raise SpecError(str(exc)) from None
         try:
             raw = path.read_bytes()
         except OSError as exc:

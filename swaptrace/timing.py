@@ -61,7 +61,6 @@ import math
 import mmap
 import os
 import time
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,9 +69,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from swaptrace import bounds
 from swaptrace._kernels import timing as kt
 from swaptrace.errors import ConfigError, TraceFileError
-from swaptrace.traceio import CAUSE_FAULT, CAUSE_UNKNOWN, OP_DISCARD, OP_READ, TraceWriter, open_trace
+from swaptrace.inputs import read_toml
+from swaptrace.traceio import CAUSE_FAULT, CAUSE_UNKNOWN, OP_DISCARD, OP_READ, TraceWriter, check_agree, open_trace
 
 #: request sizes (bytes) and queue depths of the tables built from an SSD model
 TABLE_SIZES = tuple(4096 << i for i in range(9))  # 4 KiB .. 1 MiB
@@ -145,8 +146,9 @@ class DeviceTiming:
             if arr.shape != (len(sizes), len(depths)):
                 raise ConfigError(f"device {self.name}: {what} latency table is {arr.shape}, expected "
                                   f"{len(sizes)} sizes x {len(depths)} depths")
-            if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
-                raise ConfigError(f"device {self.name}: {what} latencies must be positive numbers")
+            bound = bounds.BOUNDS["latency_us"]  # an hour at most: 1e308 would overflow the step sums to nan
+            if not np.all(np.isfinite(arr)) or np.any(arr <= bound.lo) or np.any(arr > bound.hi):
+                raise ConfigError(f"device {self.name}: {what} latencies must be numbers in {bound.describe()} us")
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``sizes, depths, read, write`` as float64 arrays (the kernel's input)."""
@@ -246,9 +248,9 @@ def load_device(name_or_path: str) -> DeviceTiming:
     if not path.is_file():
         raise ConfigError(f"{path}: no such device file")
     try:
-        raw = tomllib.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read device TOML ({str(exc).splitlines()[0]})") from None
+        raw = read_toml(path, "device TOML")
+    except TraceFileError as exc:
+        raise ConfigError(str(exc)) from None
     if raw.get("kind") != PROFILE_KIND:
         return device_from_ssd(ssdconfig.load_device(str(path)))
     try:
@@ -257,16 +259,25 @@ def load_device(name_or_path: str) -> DeviceTiming:
         return DeviceTiming(
             name=str(raw.get("name", path.stem)),
             source=str(raw.get("source", "profile")),
-            sizes_bytes=tuple(int(s) for s in raw["sizes_bytes"]),
-            depths=tuple(int(d) for d in raw["depths"]),
-            read_latency_us=tuple(tuple(float(v) for v in r) for r in raw["read"]["latency_us"]),
-            write_latency_us=tuple(tuple(float(v) for v in r) for r in raw["write"]["latency_us"]),
+            sizes_bytes=tuple(_number(s, int) for s in raw["sizes_bytes"]),
+            depths=tuple(_number(d, int) for d in raw["depths"]),
+            read_latency_us=tuple(tuple(_number(v, float) for v in r) for r in raw["read"]["latency_us"]),
+            write_latency_us=tuple(tuple(_number(v, float) for v in r) for r in raw["write"]["latency_us"]),
             notes=notes,
         )
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"{path}: not a valid device profile (missing or bad {exc})") from None
+
+
+def _number(value: Any, kind: type) -> int | float:
+    """A TOML number as ``kind``: strings, booleans, infinities and fractional counts are refused (ValueError)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"value {value!r}")
+    if kind is int and not float(value).is_integer():
+        raise ValueError(f"count {value!r}")
+    return kind(value)
 
 
 # --------------------------------------------------------------------------- CPU costs
@@ -282,10 +293,8 @@ class CpuCosts:
     source: str = "given"
 
     def __post_init__(self) -> None:
-        for name in ("fault_cpu_us", "reclaim_cpu_us", "write_cpu_us"):
-            v = getattr(self, name)
-            if not (isinstance(v, int | float) and math.isfinite(v) and v >= 0):
-                raise ConfigError(f"{name.replace('_', '-')}: must be a number >= 0, got {v!r}")
+        for name in ("fault_cpu_us", "reclaim_cpu_us", "write_cpu_us"):  # the bounds of --fault-cpu-us, ...
+            bounds.check(name, getattr(self, name), name)
 
 
 COSTS_KIND = "swaptrace-host-costs"
@@ -313,11 +322,9 @@ def save_costs(cpu: CpuCosts, path: str | os.PathLike, force: bool = False) -> P
 def load_costs(path: str | os.PathLike) -> CpuCosts:
     """Read a host-costs TOML written by :func:`save_costs` (or by hand); ``ConfigError`` in one line otherwise."""
     try:
-        data = tomllib.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such host-costs file") from None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: not a host-costs TOML ({exc})") from None
+        data = read_toml(path, "host-costs TOML")
+    except TraceFileError as exc:
+        raise ConfigError(str(exc)) from None
     if data.get("kind") != COSTS_KIND:
         raise ConfigError(f'{path}: not a host-costs file (kind = "{COSTS_KIND}" expected)')
     try:
@@ -325,6 +332,8 @@ def load_costs(path: str | os.PathLike) -> CpuCosts:
                         source=f"{path}: {data.get('source', 'given')}")
     except KeyError as exc:
         raise ConfigError(f"{path}: host-costs file without {exc.args[0]}") from None
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
 
 
 def measure_cpu_costs(pages: int = 8192, repeats: int = 5) -> CpuCosts:
@@ -614,12 +623,26 @@ def simulate(req: StreamRequests, device: DeviceTiming, compute: ComputeTime, cp
 
 def stream_trace_path(stream_path: str | os.PathLike, trace: str | os.PathLike | None = None) -> Path:
     """The access trace a stream was made from (``trace`` in its metadata), checked to exist."""
-    meta = open_trace(stream_path, "swapio").meta
+    stream = open_trace(stream_path, "swapio")
+    meta = stream.meta
     p = Path(trace) if trace else (Path(meta["trace"]) if meta.get("trace") else None)
     if p is None:
         raise TraceFileError(f"{stream_path}: the stream names no access trace; give --trace")
-    if not p.is_file():
+    if not p.exists():
         raise TraceFileError(f"{p}: the stream's access trace is missing (give --trace)")
+    tf = open_trace(p, "access")  # a file or a dataset folder
+    label = "--trace" if trace else "the stream's trace"
+    made_from = meta.get("trace_fingerprint")
+    if isinstance(made_from, dict):
+        for k, v in made_from.items():
+            if tf.meta.get(k) != v:
+                raise TraceFileError(f"{label} {p}: its {k} is {tf.meta.get(k)!r}, the stream was made from a trace "
+                                     f"with {v!r}; give the access trace the stream came from")
+    check_agree(stream, tf, ("page_bytes", "first_step"), "the stream", label,
+                "give the access trace the stream came from")
+    if int(tf.meta.get("steps") or 0) and int(meta.get("steps") or 0) > int(tf.meta["steps"]):
+        raise TraceFileError(f"{label} {p}: has {tf.meta['steps']} steps, the stream {meta['steps']}; give the "
+                             "access trace the stream came from")
     return p
 
 

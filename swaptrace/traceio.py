@@ -55,7 +55,6 @@ import json
 import os
 import shutil
 import signal
-import stat
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -67,7 +66,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from swaptrace import __version__
-from swaptrace.errors import OutputError, TraceFileError
+from swaptrace.errors import TraceFileError
+from swaptrace.inputs import check_file
+
+# the output rule's one owner is swaptrace.outputs; re-exported here for the writers below and their callers
+from swaptrace.outputs import (  # noqa: F401
+    PARTIAL_SUFFIX,
+    check_output_folder,
+    check_output_path,
+    clear_stale_partials,
+    install_folder,
+    make_partial_folder,
+    partial_name,
+)
 
 SCHEMA_VERSION = 1
 METADATA_KEY = b"swaptrace"
@@ -103,6 +114,23 @@ KINDS: dict[str, pa.Schema] = {"access": ACCESS_SCHEMA, "swapio": SWAPIO_SCHEMA}
 DICTIONARIES: dict[str, dict[str, tuple[str, ...]]] = {"swapio": {"op": OPS, "cause": CAUSES}}
 
 DEFAULT_ROW_GROUP = 1 << 20
+
+#: per kind, column -> (test of a batch's values, what they must be): damaged or foreign values are refused as
+#: they are read, before a kernel wraps an offset of 2^63 or more to a negative int64 or sums a nan time
+VALUE_CHECKS: dict[str, dict[str, tuple[Any, str]]] = {
+    "swapio": {
+        "offset": (lambda a, m: int(a.max()) < 1 << 63 and (a.dtype.kind == "u" or int(a.min()) >= 0),
+                   "byte offsets in [0, 2^63)"),
+        "t_us": (lambda a, m: bool(np.isfinite(a).all()), "finite times"),
+        "length": (lambda a, m: a.dtype.kind == "u" or int(a.min()) >= 0, "non-negative lengths"),
+    },
+    "access": {
+        # pages inside the footprint the metadata declares (the emulator sizes its tables by it)
+        "page": (lambda a, m: (a.dtype.kind == "u" or int(a.min()) >= 0)
+                 and ("footprint_pages" not in m or int(a.max()) < int(m["footprint_pages"])),
+                 "pages inside the footprint (metadata footprint_pages)"),
+    },
+}
 
 
 @dataclass(frozen=True)
@@ -178,146 +206,10 @@ def _encode_column(values: Any, field: pa.Field, dictionary: tuple[str, ...] | N
     return pa.array(np.asarray(values), type=field.type)
 
 
-#: suffix of every temporary output; the part before it names the owner's pid (see :func:`partial_name`)
-PARTIAL_SUFFIX = ".partial"
-
-
-def _describe_special(st: os.stat_result) -> str | None:
-    """What a non-regular file is ("a FIFO", "a character device", ...), or None for a regular file."""
-    mode = st.st_mode
-    if stat.S_ISREG(mode):
-        return None
-    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "not a regular file"
-
-
-def check_output_path(path: str | os.PathLike, force: bool) -> Path:
-    """Refuse an output that is not a regular file or a new name, an existing one without ``force``,
-    or a folder we cannot write into.
-
-    Every file a command writes passes here (through :class:`AtomicPath`), so this is the one place that
-    keeps ``-o /dev/null --force`` or ``-o FIFO --force`` from replacing a device node or special file:
-    outputs are regular files or new names, whatever ``force`` says.
-    """
-    if not str(path).strip():
-        raise OutputError("output path is empty; give a file name")
-    out = Path(path)
-    if os.path.lexists(out):
-        try:
-            st = out.stat()  # follows a symlink: a link to a device is refused like the device
-        except OSError:
-            raise OutputError(f"{out}: is a dangling symbolic link; give a regular file or a new name") from None
-        kind = _describe_special(st)
-        if kind == "a folder":
-            raise OutputError(f"{out}: is a folder; give a file name")
-        if kind is not None:
-            raise OutputError(f"{out}: is {kind}; outputs must be regular files or new names")
-        if not force:
-            raise OutputError(f"{out}: exists; pass --force to overwrite")
-    _ensure_writable_parent(out.parent if str(out.parent) else Path("."))
-    return out
-
-
-def check_output_folder(path: str | os.PathLike, force: bool = True) -> Path:
-    """Refuse an output folder that exists as anything but a folder (or, without ``force``, is not empty).
-
-    The folder twin of :func:`check_output_path`, for commands that write a folder (``fio jobs``,
-    ``fio run``, ``report``, ``run``); creates the parent folder.
-    """
-    if not str(path).strip():
-        raise OutputError("output folder is empty; give a folder name")
-    out = Path(path)
-    if os.path.lexists(out):
-        try:
-            st = out.stat()
-        except OSError:
-            raise OutputError(f"{out}: is a dangling symbolic link; give a folder or a new name") from None
-        if not stat.S_ISDIR(st.st_mode):
-            raise OutputError(f"{out}: exists and is not a folder")
-        if not force and any(out.iterdir()):
-            raise OutputError(f"{out}: exists and is not empty; pass --force to replace it")
-    _ensure_writable_parent(out.parent if str(out.parent) else Path("."))
-    return out
-
-
-def _ensure_writable_parent(parent: Path) -> None:
-    if not parent.exists():
-        try:
-            parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise OutputError(f"{parent}: cannot create folder ({exc.strerror})") from None
-    if not parent.is_dir():
-        raise OutputError(f"{parent}: is not a folder")
-    if not os.access(parent, os.W_OK):
-        raise OutputError(f"{parent}: folder is not writable")
-
-
 def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's live process
-        return True
-    return True
-
-
-def clear_stale_partials(path: str | os.PathLike) -> list[Path]:
-    """Remove temporary siblings of ``path`` left by a killed run (their owner pid no longer lives).
-
-    Temporary names are ``.NAME.PID.RANDOM.partial`` (files or folders); a SIGKILLed command cannot
-    remove its own, so the next command writing the same output does. Returns what was removed.
-    """
-    out = Path(path)
-    parent = out.parent if str(out.parent) else Path(".")
-    removed = []
-    prefix = f".{out.name}."
-    try:
-        entries = list(parent.iterdir())
-    except OSError:
-        return removed
-    for entry in entries:
-        name = entry.name
-        if not (name.startswith(prefix) and name.endswith(PARTIAL_SUFFIX)):
-            continue
-        pid_text = name[len(prefix):-len(PARTIAL_SUFFIX)].split(".", 1)[0]
-        if not pid_text.isdigit() or int(pid_text) == os.getpid() or _pid_alive(int(pid_text)):
-            continue
-        try:
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry)
-            else:
-                entry.unlink()
-            removed.append(entry)
-        except OSError:
-            pass  # another process got there first, or no right to: leave it
-    return removed
-
-
-def partial_name(path: Path) -> tuple[str, str]:
-    """``(prefix, suffix)`` for ``tempfile.mkstemp``/``mkdtemp``: the temp name carries our pid."""
-    return f".{path.name}.{os.getpid()}.", PARTIAL_SUFFIX
-
-
-def make_partial_folder(path: str | os.PathLike) -> Path:
-    """A temporary sibling folder of output folder ``path`` (renamed into place when complete).
-
-    Clears stale partial folders of ``path`` first, as :class:`AtomicPath` does for files.
-    """
-    out = Path(path)
-    parent = out.parent if str(out.parent) else Path(".")
-    clear_stale_partials(out)
-    prefix, suffix = partial_name(out)
-    return Path(tempfile.mkdtemp(prefix=prefix, suffix=suffix, dir=parent))
 
 
 class AtomicPath:
@@ -567,6 +459,9 @@ class TraceFile:
                 out[name] = _canonical_codes(col, dictionaries[name], part, name)
             else:
                 out[name] = col.to_numpy(zero_copy_only=False)
+            check = VALUE_CHECKS.get(self.kind, {}).get(name)
+            if check is not None and len(out[name]) and not check[0](out[name], self.meta):
+                raise TraceFileError(f"{part}: column {name!r} holds values that are not {check[1]}")
         return out
 
     def row_group_rows(self) -> np.ndarray:
@@ -639,14 +534,12 @@ def open_trace(path: str | os.PathLike, kind: str | tuple[str, ...] | None = Non
         missing columns -- the message names the file and what is wrong.
     """
     p = Path(path)
-    if not p.exists():
+    if not os.path.lexists(p):
         raise TraceFileError(f"{p}: no such file")
     if p.is_dir():
         return _open_dataset(p, kind)
-    try:
-        pf = pq.ParquetFile(p)
-    except Exception as exc:  # pyarrow raises several types for non-Parquet input
-        raise TraceFileError(f"{p}: not a Parquet file ({str(exc).splitlines()[0]})") from None
+    check_file(p, "Parquet file")  # a FIFO would block the read forever
+    pf = _parquet_file(p)
     kv = pf.metadata.metadata or {}
     if METADATA_KEY not in kv:
         raise TraceFileError(f"{p}: no swaptrace metadata (not written by swaptrace?)")
@@ -654,9 +547,22 @@ def open_trace(path: str | os.PathLike, kind: str | tuple[str, ...] | None = Non
         meta = json.loads(kv[METADATA_KEY])
     except ValueError:
         raise TraceFileError(f"{p}: swaptrace metadata is not valid JSON") from None
+    if not isinstance(meta, dict):
+        raise TraceFileError(f"{p}: swaptrace metadata is not a JSON object")
     file_kind = _check_kind(p, meta, kind)
-    _check_columns(p, file_kind, pf.schema_arrow.names)
+    _check_meta(p, meta)
+    _check_columns(p, file_kind, pf.schema_arrow)
+    _check_statistics(p, pf, file_kind, meta)
     return TraceFile(p, file_kind, meta, pf.metadata.num_rows, pf.metadata.num_row_groups)
+
+
+def _parquet_file(p: Path) -> pq.ParquetFile:
+    """``pq.ParquetFile(p)``, its errors (not Parquet, cut short) as one line naming the file."""
+    try:
+        return pq.ParquetFile(p)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for non-Parquet or truncated input
+        raise TraceFileError(f"{p}: not a Parquet file, or cut short ({(str(exc).splitlines() or ['?'])[0]})") \
+            from None
 
 
 def _check_kind(p: Path, meta: dict[str, Any], kind: str | tuple[str, ...] | None) -> str:
@@ -667,11 +573,80 @@ def _check_kind(p: Path, meta: dict[str, Any], kind: str | tuple[str, ...] | Non
     return file_kind
 
 
-def _check_columns(p: Path, kind: str, names: list[str]) -> None:
-    if kind in KINDS:
-        missing = [n for n in KINDS[kind].names if n not in names]
-        if missing:
-            raise TraceFileError(f"{p}: {kind} file lacks column(s) {', '.join(missing)}")
+#: metadata counts every reader takes as whole numbers in [0, 2^63)
+_META_COUNTS = ("footprint_pages", "footprint_bytes", "steps", "first_step", "device_bytes", "memory_bytes", "rows")
+
+
+def _check_meta(p: Path, meta: dict[str, Any]) -> None:
+    """The metadata fields readers compute with are of their type and range (a damaged or hand-edited file
+    is refused here in one line, not as a ZeroDivisionError deep in a stage)."""
+    def bad(key: str, what: str) -> TraceFileError:
+        return TraceFileError(f"{p}: metadata {key} = {meta[key]!r} is not {what}")
+
+    page = meta.get("page_bytes", 4096)
+    if isinstance(page, bool) or not isinstance(page, int) or not 512 <= page <= 1 << 30 or page & (page - 1):
+        raise bad("page_bytes", "a power of two from 512 to 1 GiB")
+    for key in _META_COUNTS:
+        v = meta.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 1 << 63):
+            raise bad(key, "a whole number in [0, 2^63)")
+    v = meta.get("duration_us")
+    if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < float("inf")):
+        raise bad("duration_us", "a finite time >= 0")
+    if "regions" in meta and not (isinstance(meta["regions"], list)
+                                  and all(isinstance(r, dict) for r in meta["regions"])):
+        raise bad("regions", "a list of regions")
+    if "summary" in meta and not isinstance(meta["summary"], dict):
+        raise bad("summary", "an object")
+
+
+def _check_columns(p: Path, kind: str, schema: pa.Schema) -> None:
+    """The kind's columns are there, each of the kind's type or one read the same way (another integer width,
+    a float for a float, a plain string for a dictionary): ``t_us`` stored as strings is refused here."""
+    if kind not in KINDS:
+        return
+    missing = [n for n in KINDS[kind].names if n not in schema.names]
+    if missing:
+        raise TraceFileError(f"{p}: {kind} file lacks column(s) {', '.join(missing)}")
+    for want in KINDS[kind]:
+        have = schema.field(want.name).type
+        if not _same_family(want.type, have):
+            raise TraceFileError(f"{p}: column {want.name!r} is {have}; a {kind} file has {want.type}")
+
+
+def _check_statistics(p: Path, pf: pq.ParquetFile, kind: str, meta: dict[str, Any]) -> None:
+    """:data:`VALUE_CHECKS` on the row groups' stored minimum and maximum, where the writer kept them: a value
+    out of range is refused when the file is opened, before any stage has printed or written a thing (the
+    same check runs again on the values as they are read, for files written without statistics)."""
+    checks = VALUE_CHECKS.get(kind, {})
+    names = pf.schema_arrow.names
+    for g in range(pf.metadata.num_row_groups):
+        rg = pf.metadata.row_group(g)
+        for name, (test, what) in checks.items():
+            if name not in names:
+                continue
+            st = rg.column(names.index(name)).statistics
+            if st is None or not st.has_min_max:
+                continue
+            try:
+                ends = np.asarray([st.min, st.max])
+            except (TypeError, ValueError):
+                continue
+            if ends.dtype.kind in "iuf" and not test(ends, meta):
+                raise TraceFileError(f"{p}: column {name!r} holds values that are not {what}")
+
+
+def _same_family(want: pa.DataType, have: pa.DataType) -> bool:
+    t = pa.types
+    if want.equals(have):
+        return True
+    if t.is_dictionary(want):
+        return (t.is_dictionary(have) and t.is_string(have.value_type)) or t.is_string(have)
+    if t.is_integer(want):
+        return t.is_integer(have)
+    if t.is_floating(want):
+        return t.is_floating(have)
+    return False
 
 
 #: a dataset folder's sidecar: the whole trace's metadata and its parts in order
@@ -686,23 +661,47 @@ def _open_dataset(p: Path, kind: str | tuple[str, ...] | None) -> TraceFile:
     try:
         doc = json.loads(sidecar.read_text())
         meta, parts = doc["meta"], doc["parts"]
-    except (ValueError, KeyError, TypeError):
+        names = [(str(part["file"]), int(part["rows"])) for part in parts]
+        if not isinstance(meta, dict) or any("/" in n or n.startswith(".") for n, _ in names):
+            raise ValueError
+    except (ValueError, KeyError, TypeError, OSError):
         raise TraceFileError(f"{sidecar}: not a swaptrace dataset sidecar") from None
     file_kind = _check_kind(p, meta, kind)
+    _check_meta(p, meta)
     files, rows, groups = [], 0, 0
-    for part in parts:
-        f = p / part["file"]
+    for name, want_rows in names:
+        f = p / name
         if not f.is_file():
-            raise TraceFileError(f"{p}: part {part['file']} is missing")
-        md = pq.ParquetFile(f).metadata
-        if md.num_rows != int(part["rows"]):
-            raise TraceFileError(f"{f}: has {md.num_rows} rows; the sidecar says {part['rows']}")
-        if not files:
-            _check_columns(f, file_kind, pq.ParquetFile(f).schema_arrow.names)
+            raise TraceFileError(f"{p}: part {name} is missing")
+        check_file(f, "dataset part")
+        pf = _parquet_file(f)  # a part cut short fails here, naming the part
+        md = pf.metadata
+        if md.num_rows != want_rows:
+            raise TraceFileError(f"{f}: has {md.num_rows} rows; the sidecar says {want_rows}")
+        _check_columns(f, file_kind, pf.schema_arrow)  # every part: one of another kind is refused too
+        _check_statistics(f, pf, file_kind, meta)
         files.append(f)
         rows += md.num_rows
         groups += md.num_row_groups
     return TraceFile(p, file_kind, meta, rows, groups, tuple(files))
+
+
+#: what identifies the trace a file was made from (the metadata keys two inputs of one run must share)
+FINGERPRINT_KEYS = ("preset", "seed", "first_step", "footprint_pages", "page_bytes")
+
+
+def trace_fingerprint(meta: dict[str, Any]) -> dict[str, Any]:
+    """The keys of :data:`FINGERPRINT_KEYS` an access trace's metadata has (stored in the streams made from it)."""
+    return {k: meta[k] for k in FINGERPRINT_KEYS if k in meta}
+
+
+def check_agree(a: TraceFile, b: TraceFile, keys: tuple[str, ...], a_name: str, b_name: str, why: str) -> None:
+    """Refuse two inputs that must describe the same thing and do not: each of ``keys`` both metadata hold
+    must be equal (``why`` says what they must share, for the message)."""
+    for k in keys:
+        if k in a.meta and k in b.meta and a.meta[k] != b.meta[k]:
+            raise TraceFileError(f"{b_name} {b.path}: its {k} is {b.meta[k]!r}, {a_name}'s is {a.meta[k]!r}; "
+                                 f"{why}")
 
 
 def is_dataset(path: str | os.PathLike) -> bool:
@@ -721,19 +720,8 @@ class DatasetWriter:
     """
 
     def __init__(self, path: str | os.PathLike, force: bool = False):
-        self.path = Path(path)
-        if self.path.exists() and not force:
-            raise OutputError(f"{self.path}: exists; pass --force to overwrite")
-        if self.path.is_dir() and not is_dataset(self.path):
-            raise OutputError(f"{self.path}: is a folder that is not a swaptrace dataset; refusing to replace it")
-        parent = self.path.parent
-        try:
-            parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise OutputError(f"{parent}: cannot create folder ({exc.strerror})") from None
-        if not os.access(parent, os.W_OK):
-            raise OutputError(f"{parent}: folder is not writable")
-        self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.", suffix=".partial", dir=parent))
+        self.path = check_output_folder(path, force, is_dataset, "a swaptrace dataset")
+        self.tmp = make_partial_folder(self.path)
         self._done = False
 
     @staticmethod
@@ -745,14 +733,12 @@ class DatasetWriter:
         """Write the sidecar (``parts``: dicts with ``file`` and ``rows``, in order) and rename into place."""
         doc = {"format": DATASET_FORMAT, "meta": meta, "parts": parts}
         (self.tmp / DATASET_SIDECAR).write_text(json.dumps(doc, default=_json_default, indent=1))
-        old = None
-        if self.path.exists():  # --force: move the old one aside first, so the swap is two renames
-            old = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.", suffix=".old", dir=self.path.parent))
-            os.replace(self.path, old / "old")
-        os.replace(self.tmp, self.path)
+        stale = [DATASET_SIDECAR]
+        if is_dataset(self.path):  # --force: the old parts go; anything else in the folder stays
+            with contextlib.suppress(ValueError, KeyError, TypeError, OSError):
+                stale += [str(p["file"]) for p in json.loads((self.path / DATASET_SIDECAR).read_text())["parts"]]
+        install_folder(self.tmp, self.path, stale, last=DATASET_SIDECAR)
         self._done = True
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
         return self.path
 
     def discard(self) -> None:

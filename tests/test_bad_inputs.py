@@ -7,16 +7,25 @@ kind and a trace whose data pages are corrupt under a valid footer; plus rows fo
 (``ssd synth --volume nanx``, ``fio import`` of malformed logs, bad model specs, ...). For each row the
 test snapshots the output folder (and the inputs' folder) before and after: no new file anywhere.
 A few rows also run as real subprocesses to see the interpreter's own stderr.
+
+Every row first runs a control: the same command with a good value in place of the bad one (or the option
+left out). The control must succeed, so a row cannot pass by failing on something other than what it names
+(the default device at a small capacity, a missing folder argument). The row's one error line must then
+name the option or the file it is about. Rows for damaged files come from tests/damaged.py: every damaged
+variant of an access trace, a swap stream and a dataset folder, given to every command that reads that kind.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from damaged import damage, dataset_variants, make_dataset, parquet_variants
 from safety_helpers import invoke, make_inputs, snapshot
 
 # where a row's own outputs go; replaced per row by a fresh folder
@@ -155,10 +164,14 @@ def _rows():
     add("compare --plot no-suffix", "compare", "{stream}", "{stream}", "--plot", OUT + "/c")
 
     # -- ssd -----------------------------------------------------------------------------------------
-    synth = ["ssd", "synth", "--pattern", "randwrite", "--volume", "0.05x", "--capacity", "64MiB", "--no-timing",
-             "-o", OUT + "/t.parquet"]
-    replay = ["ssd", "replay", "{stream}", "--capacity", "256MiB", "-o", OUT + "/t.parquet"]
-    thesis = ["ssd", "thesis", "-o", OUT + "/t.json"]
+    # nvme-tlc at 4 GiB: the smallest size at which the device has room for GC (the default device at 64 MiB
+    # has none, and every row failed on that before reaching its option)
+    synth = ["ssd", "synth", "--device", "nvme-tlc", "--pattern", "randwrite", "--volume", "0.01x", "--capacity",
+             "4GiB", "--no-timing", "-o", OUT + "/t.parquet"]
+    replay = ["ssd", "replay", "{stream}", "--device", "nvme-tlc", "--capacity", "4GiB", "-o", OUT + "/t.parquet"]
+    # a small drive and 0.1 drive writes: the control runs the whole study in seconds
+    thesis = ["ssd", "thesis", "--device", "nvme-tlc", "--capacity", "4GiB", "--drive-writes", "0.1",
+              "-o", OUT + "/t.json"]
     device_bad = (("--device", ["bogus", "{base}/nope.toml", "{badtoml}", ""]),
                   ("--capacity", ["abc", "0", "-1", "nan", "1e30", "1EiB"]),
                   ("--op", ["abc", "0", "-1", "nan", "inf", "1e30"]),
@@ -198,7 +211,8 @@ def _rows():
         for v in bad:
             add(f"ssd synth {opt} {v or 'empty'}", *synth, opt, v)
     for cid, p in [*_trace_files(), ("access-kind", "{access}")]:
-        add(f"ssd replay stream {cid}", "ssd", "replay", p, "--capacity", "256MiB", "-o", OUT + "/t.parquet")
+        add(f"ssd replay stream {cid}", "ssd", "replay", p, "--device", "nvme-tlc", "--capacity", "4GiB", "-o",
+            OUT + "/t.parquet")
     for opt, bad in (("--iodepth", ["abc", "-1", "0", "99999999999999999999"]),
                      ("--precondition", ["bogus"]), ("--fit", ["bogus", ""]),
                      ("--window", ["abc", "0", "-1", "nan"]), ("--seed", ["-1", "99999999999999999999"])):
@@ -303,13 +317,13 @@ def _rows():
     # -- designs -------------------------------------------------------------------------------------
     des = ["designs", "{access}", "-o", OUT + "/d", "--memory-fraction", "0.5", "--device", "none"]
     for cid, p in [*_trace_files(), ("swapio-kind", "{stream}")]:
-        add(f"designs trace {cid}", "designs", p, "-o", OUT + "/d", "--memory-fraction", "0.5")
+        add(f"designs trace {cid}", "designs", p, "-o", OUT + "/d", "--memory-fraction", "0.5", "--device", "none")
         if cid != "corrupt-pages":  # found after the Linux run, whose progress line precedes the error
             add(f"designs --packed {cid}", *des, "--packed", p)
-    add("designs no budget", "designs", "{access}", "-o", OUT + "/d")
+    add("designs no budget", "designs", "{access}", "-o", OUT + "/d", "--device", "none")
     add("designs both budgets", *des, "--memory", "1MiB")
     for cid, v in SIZE_BAD + [("zero", "0"), ("above-footprint", "1TiB")]:
-        add(f"designs --memory {cid}", "designs", "{access}", "-o", OUT + "/d", "--memory", v)
+        add(f"designs --memory {cid}", "designs", "{access}", "-o", OUT + "/d", "--device", "none", "--memory", v)
     for opt, bad in (("--memory-fraction", ["abc", "", "0", "-1", "2", "nan", "inf"]),
                      ("--device", ["bogus", "", "{base}/nope.toml", "{badtoml}"]),
                      ("--segment-size", ["abc", "", "0", "-1", "nan", "1e30", "1000"]),
@@ -327,8 +341,8 @@ def _rows():
                      ("--fio-repeats", ["abc", "0", "-1", "99999999999999999999"])):
         for v in bad:
             add(f"designs {opt} {v.replace(OUT, 'OUT') or 'empty'}", *des, opt, v)
-    add("designs -o a file", "designs", "{access}", "-o", "{iolog}", "--memory-fraction", "0.5")
-    add("designs -o a folder of other files", "designs", "{access}", "-o", "{folder_full}", "--memory-fraction", "0.5")
+    add("designs -o a file", *des, "-o", "{iolog}")
+    add("designs -o a folder of other files", *des, "-o", "{folder_full}")
 
     # -- time ----------------------------------------------------------------------------------------
     tim = ["time", "{stream}", "--device", "nvme-tlc", "--compute", "none", "--fault-cpu-us", "1",
@@ -412,7 +426,7 @@ def _rows():
         add(f"ssd synth --swap-size {v or 'empty'}", *synth, *steady, "--swap-size", v)
     add("ssd synth --swap-offset + --swap-size past the drive", *synth, "--swap-offset", "48MiB",
         "--swap-size", "32MiB")
-    real = [*thesis, "--real", "--capacity", "64MiB"]
+    real = [*thesis, "--real", "--swap-size", "1GiB"]
     for opt, bad in (("--fill", ["abc", "", "-1", "1.5", "nan", "inf"]),
                      ("--overwritten", ["abc", "", "-1", "1.5", "nan", "inf"]),
                      ("--swap-size", ["abc", "", "0", "-1", "nan", "1e30", "1GiB", "100"])):
@@ -434,6 +448,77 @@ def _rows():
     for cid, p in (("empty", ""), ("folder", "{folder}"), ("folder-slash", "{folder}/"), ("text", "{text}"),
                    *((f"toml-{key}", "{kprofile_" + key + "}") for key in _KPROFILE_ROWS)):
         add(f"emulate --profile {cid}", *emf, "--profile", p)
+
+    # -- damaged files from tests/damaged.py, given to every reader of their kind ---------------------
+    access_readers = {"emulate": ["emulate", "{X}", "-o", OUT + "/s.parquet", "--memory-fraction", "0.5"],
+                      "mrc": ["mrc", "{X}", "-o", OUT + "/m.csv"],
+                      "export csv": ["export", "{X}", "--format", "csv", "-o", OUT + "/e.csv"],
+                      "designs": ["designs", "{X}", "-o", OUT + "/d", "--memory-fraction", "0.5", "--device", "none"],
+                      "designs --packed": [*des, "--packed", "{X}"],
+                      "inspect": ["inspect", "{X}"]}
+    stream_readers = {"compare a": ["compare", "{X}", "{stream}"], "compare b": ["compare", "{stream}", "{X}"],
+                      "ssd replay": ["ssd", "replay", "{X}", "--device", "nvme-tlc", "--capacity", "4GiB",
+                                     "-o", OUT + "/t.parquet"],
+                      "fio jobs": ["fio", "jobs", "{X}", "-o", OUT + "/jobs", "--sweep", "4k", "--max-requests", "100"],
+                      "time": ["time", "{X}", *tim[2:]],
+                      "export mqsim": ["export", "{X}", "--format", "mqsim", "-o", OUT + "/e.trace"]}
+    for kind, readers in (("access", access_readers), ("swapio", stream_readers)):
+        for name in parquet_variants(kind):
+            for cmd, argv in readers.items():
+                if (kind, name, cmd) in _READ_LATER:
+                    continue
+                add(f"damaged {kind} {name}: {cmd}", *[a.replace("{X}", "{dmg_" + kind + "_" + name + "}")
+                                                       for a in argv])
+    for name in dataset_variants():
+        for cmd in ("emulate", "mrc", "export csv", "inspect", "designs"):
+            add(f"damaged dataset {name}: {cmd}", *[a.replace("{X}", "{dmg_dataset_" + name + "}")
+                                                    for a in access_readers[cmd]])
+    for name in ("cut-short", "binary", "numbers-as-strings", "numbers-1e400", "numbers-1e300", "numbers-true",
+                 "numbers-negative"):
+        add(f"damaged device toml {name}: ssd synth", *synth, "--device", "{dmg_device_" + name + "}")
+        add(f"damaged device toml {name}: time", *tim, "--device", "{dmg_device_" + name + "}")
+        add(f"damaged costs toml {name}: time", "time", "{stream}", "--device", "nvme-tlc", "--compute", "none",
+            "--costs", "{dmg_costs_" + name + "}")
+    add("device toml op = 1000: ssd synth", *synth, "--device", "{device_op1000}")
+    add("device toml op = 1000: time", *tim, "--device", "{device_op1000}")
+
+    # -- inputs that must agree ----------------------------------------------------------------------
+    add("time --trace of another trace", *tim[:5], "mlp", *tim[6:], "--trace", "{other_access}")
+    add("designs --packed of another model", *des, "--packed", "{other_access}")
+    add("compare streams of different page sizes", "compare", "{stream}", "{stream_2m}")
+
+    # -- sizes checked before they are allocated -----------------------------------------------------
+    add("designs --segment-size 1TiB", *des, "--segment-size", "1TiB")
+    add("generate a spec of 6 EiB", "generate", "--spec", "{spec_huge}", "--steps", "1", "-o", OUT + "/g.parquet")
+
+    # -- FIFOs given as inputs (refused, never read: a read would block) -----------------------------
+    for cmd, argv in (("inspect", ["inspect", "{fifo}"]), ("emulate", access_readers["emulate"]),
+                      ("compare", stream_readers["compare a"])):
+        add(f"fifo: {cmd}", *[a.replace("{X}", "{fifo}") for a in argv])
+    add("fifo: generate --spec", "generate", "--spec", "{fifo_toml}", "-o", OUT + "/g.parquet")
+    add("fifo: ssd --device", *synth, "--device", "{fifo_toml}")
+    add("fifo: emulate --profile", *emf, "--profile", "{fifo_toml}")
+    add("fifo: fio import", "fio", "import", "{fifo_log}", "-o", OUT + "/i.swapio.parquet")
+    add("fifo: sweep file", "sweep", "{fifo_toml}", "--workers", "1", "-o", OUT + "/sw")
+
+    # -- the output rule: inputs are never outputs, outputs never share a path, folders not ours -----
+    add("mrc -o its own trace", "mrc", "{access}", "-o", "{access}", "--force")
+    add("emulate -o its own trace", "emulate", "{access}", "-o", "{access}", "--force", "--memory-fraction", "0.5")
+    add("export -o its own trace", "export", "{access}", "--format", "csv", "-o", "{access}", "--force")
+    add("mrc -o inside its dataset", "mrc", "{dataset}", "-o", "{dataset}/m.csv")
+    add("time -o and --save-costs one path", *tim, "-o", OUT + "/x", "--save-costs", OUT + "/x")
+    add("time --save-costs its --costs", "time", "{stream}", "--device", "nvme-tlc", "--compute", "none",
+        "--costs", "{costs_ok}", "--save-costs", "{costs_ok}", "--force")
+    add("mrc -o and --plot one path", "mrc", "{access}", "-o", OUT + "/m.png", "--plot", OUT + "/m.png")
+    add("fio import -o its iolog", "fio", "import", "{iolog}", "-o", "{iolog}", "--force")
+    add("fio jobs -o a folder of other files --force", *jobs, "-o", "{folder_full}", "--force")
+    add("designs -o a folder of other files --force", *des, "-o", "{folder_full}", "--force")
+    add("run -o a folder of other files --force", *prun, "-o", "{folder_full}", "--force")
+    add("sweep -o a folder of other files", *swp, "-o", "{folder_full}")
+    add("mrc -o a name of 300 bytes", "mrc", "{access}", "-o", OUT + "/" + "n" * 300)
+
+    # -- report --------------------------------------------------------------------------------------
+    add("report of an empty folder", "report", "{empty_dir}", "-o", OUT + "/r")
 
     # -- the group -----------------------------------------------------------------------------------
     add("unknown command", "bogus")
@@ -528,6 +613,11 @@ _SWEEP_ROWS = {
     "type": 'presets = ["tiny"]\nmemory_fractions = ["half"]\n',
 }
 
+#: (kind, variant, reader) pairs left out: the reader never reads the damaged column or field, so the file is
+#: valid input for it (inspect reads the metadata only; compare reads steps, ops and lengths, not times)
+_READ_LATER = {("swapio", "t_us-nan", "compare a"), ("swapio", "t_us-nan", "compare b"),
+               ("swapio", "t_us-nan", "ssd replay"), ("access", "page-past-footprint", "inspect")}
+
 ROWS = _rows()
 
 
@@ -564,7 +654,67 @@ def make_all_inputs(base: Path) -> dict[str, Path]:
     paths["folder_full"] = base / "other-files"
     paths["folder_full"].mkdir()
     (paths["folder_full"] / "keep.txt").write_text("keep")
+    for kind, good in (("access", paths["access"]), ("swapio", paths["stream"])):
+        for name, path in damage(kind, good, base / f"damaged-{kind}").items():
+            paths[f"dmg_{kind}_{name}"] = path
+    paths["device_ok"] = base / "device-ok.toml"
+    paths["device_ok"].write_text('base = "nvme-tlc"\nop = 0.28\n')
+    for name, path in damage("toml", paths["device_ok"], base / "damaged-device").items():
+        paths[f"dmg_device_{name}"] = path
+    paths["device_op1000"] = base / "device-op1000.toml"
+    paths["device_op1000"].write_text('base = "nvme-tlc"\nop = 1000\n')
+    paths["costs_ok"] = base / "costs-ok.toml"
+    paths["costs_ok"].write_text('kind = "swaptrace-host-costs"\nfault_cpu_us = 1.5\nreclaim_cpu_us = 0.5\n'
+                                 'write_cpu_us = 0.25\n')
+    for name, path in damage("toml", paths["costs_ok"], base / "damaged-costs").items():
+        paths[f"dmg_costs_{name}"] = path
+    paths["other_access"] = base / "other.access.parquet"
+    assert invoke("generate", "--preset", "tiny", "--steps", 3, "--seed", 5, "-o", paths["other_access"]).exit_code == 0
+    paths["fifo"] = base / "fifo.parquet"
+    os.mkfifo(paths["fifo"])
+    paths["thesis_dir"] = base / "pipeline-like"
+    paths["thesis_dir"].mkdir()
+    shutil.copyfile(paths["stream"], paths["thesis_dir"] / "swapio.parquet")
+    (paths["thesis_dir"] / "ssd-thesis.json").write_text('{"request_size_gain": "big", "sequential_write_gain": [1]}')
+    paths["empty_dir"] = base / "empty-folder"
+    paths["empty_dir"].mkdir()
+    paths["dataset"] = make_dataset(paths["access"], base / "ds.access.parquet")
+    for name, make in dataset_variants().items():
+        paths[f"dmg_dataset_{name}"] = make(paths["dataset"], base / f"ds-{name}.access.parquet")
+    paths["access_2m"] = base / "t2m.access.parquet"
+    assert invoke("generate", "--preset", "tiny", "--steps", 2, "--page-bytes", "2MiB", "-o",
+                  paths["access_2m"]).exit_code == 0
+    paths["stream_2m"] = base / "t2m.swapio.parquet"
+    assert invoke("emulate", paths["access_2m"], "--memory-fraction", "0.5", "-o", paths["stream_2m"]).exit_code == 0
+    paths["spec_huge"] = base / "spec-huge.toml"  # 2^31 rows x 65536 dims x 4096 tables: past any machine
+    paths["spec_huge"].write_text(_SPEC_BASE.format(batch=4).replace("rows = 100", "rows = 2147483648")
+                                  + "dim = 65536\ncount = 4096\n")
+    paths["spec_dim_ok"] = base / "spec-ok.toml"
+    paths["spec_dim_ok"].write_text(_SPEC_BASE.format(batch=4) + "dim = 4\n")
+    paths["run_dir"] = _fake_run_dir(base / "run")
+    paths["fifo_toml"] = base / "fifo.toml"
+    os.mkfifo(paths["fifo_toml"])
+    paths["fifo_json"] = base / "fifo.json"
+    os.mkfifo(paths["fifo_json"])
+    paths["fifo_log"] = base / "fifo.iolog"
+    os.mkfifo(paths["fifo_log"])
     return paths
+
+
+def _fake_run_dir(path: Path) -> Path:
+    """A `fio run` results folder holding results.parquet with two sweep rows (fio itself is for the fio tests)."""
+    from swaptrace.fio import results as res
+    from swaptrace.traceio import TraceWriter
+
+    path.mkdir()
+    rows = [{"instance": n, "job": n, "group": "sweep", "kind": "sweep", "direction": d, "request_bytes": 4096,
+             "pattern": "random", "io_bytes": 409600, "ios": 100, "bw_bytes": 4.096e6, "iops": 1000.0,
+             "clat_p50_us": 900.0, "clat_p99_us": 2000.0, "clat_p999_us": 3000.0, "runtime_ms": 100.0,
+             "trace_duration_ms": float("nan"), "expected_ios": float("nan")}
+            for n, d in (("sweep_read_4k", "read"), ("sweep_write_4k", "write"))]
+    with TraceWriter(path / res.RESULTS_NAME, "fio-results", {"run": {"target": "t.dat"}, "ratios": {}}) as w:
+        w.write_table(res.rows_to_table(rows))
+    return path
 
 
 def _fill(args: list[str], inputs: dict, out) -> list[str]:
@@ -577,17 +727,188 @@ def test_the_table_is_large_and_its_ids_unique():
     assert len({cls for cls, _ in ROWS}) == len(ROWS)
 
 
-@pytest.mark.parametrize("args", [a for _, a in ROWS], ids=[c for c, _ in ROWS])
-def test_bad_input(inputs, tmp_path, monkeypatch, args):
+def test_every_row_has_a_control_or_a_reason():
+    for cls, args in ROWS:
+        if control_for(cls, args) is None:
+            assert cls in CONTROLS or cls.startswith(tuple(NO_CONTROL_PREFIXES)), cls
+
+
+#: a good value for the options whose absence would fail the control (a budget, a required size)
+GOOD = {(cmd, opt): value for cmd in ("emulate", "designs", "sweep", "capture")
+        for opt, value in (("--memory", "8MiB"), ("--memory-fraction", "0.5"))} | {("time", "--device"): "nvme-tlc",
+                                                                                   ("sweep", "--trace"): "{access}"}
+#: placeholders of files that are not good inputs (the rows' bad files)
+BAD_FILES = {"{badtoml}", "{folder}", "{plain}", "{text}", "{empty}", "{corrupt}", "{base}/no-such.parquet", "{base}/nope.parquet",
+             "{fifo}", "{folder}/", "{other_access}", "{stream_2m}", "{device_op1000}", "{spec_huge}"}
+SWEEP_CONTROL = ["sweep", "--preset", "tiny", "--steps", "2", "--memory-fraction", "0.5", "--workers", "1",
+                 "-o", OUT + "/sw"]
+#: rows whose control is given here (None: no control, with the reason)
+CONTROLS: dict[str, list[str] | None] = {
+    "unknown command": None, "unknown fio subcommand": None, "ssd unknown subcommand": None,  # nothing to run
+    "generate -o empty": ["generate", "--preset", "tiny", "--steps", "2", "-o", OUT + "/g.access.parquet"],
+    "generate -o folder": ["generate", "--preset", "tiny", "--steps", "2", "-o", OUT + "/g.access.parquet"],
+    "generate --steps absent-folder-parent-is-file": ["generate", "--preset", "tiny", "--steps", "2", "-o",
+                                                      OUT + "/g.access.parquet"],
+    "export -o missing": ["export", "{access}", "-o", OUT + "/e.csv"],
+    "capture no trace": None,
+    "sweep nothing to sweep": ["sweep", "--preset", "tiny", "--steps", "2", "--memory-fraction", "0.5",
+                               "--workers", "1", "-o", OUT + "/sw"],
+    "sweep no budget": ["sweep", "--preset", "tiny", "--steps", "2", "--memory-fraction", "0.5", "--workers", "1",
+                        "-o", OUT + "/sw"],
+    "sweep no -o": ["sweep", "--preset", "tiny", "--steps", "2", "--memory-fraction", "0.5", "--workers", "1",
+                    "-o", OUT + "/sw"],
+    "designs no budget": ["designs", "{access}", "-o", OUT + "/d", "--device", "none", "--memory-fraction", "0.5"],
+    "emulate no budget": ["emulate", "{access}", "-o", OUT + "/s.swapio.parquet", "--memory-fraction", "0.5"],
+    "time no device": ["time", "{stream}", "--device", "nvme-tlc", "--compute", "none", "--fault-cpu-us", "1",
+                       "--reclaim-cpu-us", "1"],
+    "ssd replay too small a device": ["ssd", "replay", "{stream}", "--device", "nvme-tlc", "--capacity", "4GiB",
+                                      "-o", OUT + "/t.parquet"],
+    "fio compare --model missing": ["fio", "compare", "{run_dir}"],
+    "report of an empty folder": ["report", "{thesis_dir}", "-o", OUT + "/r"],
+    "compare streams of different page sizes": ["compare", "{stream}", "{stream}"],
+    "generate --preset and --spec": ["generate", "--preset", "tiny", "-o", OUT + "/g.access.parquet"],
+    "generate --workers and --scheduler": ["generate", "--preset", "tiny", "-o", OUT + "/g.access.parquet"],
+    "run -o a file": ["run", "--preset", "tiny", "--steps", "2", "--no-fio", "--no-thesis", "-o", OUT + "/p"],
+    **{f"report {k}": ["report", "{thesis_dir}", "-o", OUT + "/r"]
+       for k in ("-o the input folder", "-o a parent of the input", "-o a folder of other files", "-o a file")},
+    **{f"run --designs with {k}": ["run", "--preset", "tiny", "--steps", "2", "--no-fio", "--no-thesis",
+                                    "-o", OUT + "/p"] for k in ("--policy bogus", "--device bogus", "--memory 1TiB")},
+    "run --fio-profile with --no-fio": ["run", "--preset", "tiny", "--steps", "2", "--no-fio", "--no-thesis",
+                                        "-o", OUT + "/p"],
+    "sweep --workers and --scheduler": SWEEP_CONTROL,
+    **{f"fio run jobs-dir {k}": ["fio", "run", "{jobs}", "--target", OUT + "/target.dat", "-o", OUT + "/run"]
+       for k in ("missing", "file", "not-jobs")},
+    **{f"fio profile {k}": ["fio", "profile", "{run_dir}", "-o", OUT + "/p.toml"]
+       for k in ("run-dir missing", "run-dir file", "run-dir not-a-run", "run-dir jobs-not-run", "-o missing",
+                 "-o folder")},
+    **{f"fio import log {k}": ["fio", "import", "{iolog}", "-o", OUT + "/i.swapio.parquet"]
+       for k in ("missing", "folder", "parquet", "empty-file")},
+    "generate a spec of 6 EiB": ["generate", "--spec", "{spec_dim_ok}", "--steps", "1", "-o", OUT + "/g.parquet"],
+    **{f"fio {c} {k}": ["fio", c, "{run_dir}"] for c in ("results", "compare")
+       for k in ("missing", "file", "not-jobs")},
+    "report missing folder": ["report", "{thesis_dir}", "-o", OUT + "/r"],
+    "report a file": ["report", "{thesis_dir}", "-o", OUT + "/r"],
+}
+#: rows the control of which cannot run here, with the reason
+NO_CONTROL_PREFIXES = {
+    "capture": "a control would be a real kernel capture (root, the machine-wide lock, minutes): tests/test_capture_*",
+    "preset:": "the preset rows read one named file; there is no option to get past",
+    "spec:": "the spec rows give one bad file; the control is `presets tiny` (the presets rows)",
+}
+
+
+def _kind_at(cls: str) -> str:
+    """The file kind the row's bad file stands in for: a swap stream or an access trace."""
+    streams = ("compare", "time stream", "fio jobs stream", "ssd replay stream", "export mqsim", "damaged swapio")
+    return "{stream}" if cls.startswith(streams) or "access-kind" in cls else "{access}"
+
+
+#: the good positional file of each command whose positional argument is not a trace or stream
+GOOD_POSITIONAL = {("fio", "import"): "{iolog}", ("fio", "run"): "{jobs}", ("fio", "profile"): "{run_dir}",
+                   ("fio", "results"): "{run_dir}", ("fio", "compare"): "{run_dir}", ("report",): "{thesis_dir}",
+                   ("presets",): "tiny"}
+
+
+def _is_bad_file(a: str) -> bool:
+    return a in BAD_FILES or a.startswith(("{dmg_", "{fifo", "{iolog_", "{kprofile_", "{devprof_", "{sweep_",
+                                            "{spec_", "{base}/", "{folder}"))
+
+
+def _without(args: list[str], i: int, takes_value: bool) -> list[str]:
+    """``args`` without the option at ``i`` (and its value), given a good value where leaving it out fails."""
+    opt = args[i]
+    rest = args[:i] + args[i + 2 if takes_value else i + 1:]
+    if opt in ("-o", "--output", "--plot"):
+        return rest + [opt, OUT + ("/ok.png" if opt == "--plot" else "/ok")]
+    return rest + ([opt, GOOD[(args[0], opt)]] if (args[0], opt) in GOOD and opt not in rest else [])
+
+
+def control_for(cls: str, args: list[str]) -> list[str] | None:
+    """The row's control: its command with a good value (or none) in place of the bad one; None if there is none
+    (then NO_CONTROL_PREFIXES or CONTROLS says why)."""
+    if cls in CONTROLS:
+        return CONTROLS[cls]
+    if cls.startswith(tuple(NO_CONTROL_PREFIXES)):
+        return None
+    bad = [i for i, a in enumerate(args) if _is_bad_file(a)]
+    if "swapio-kind" in cls or "access-kind" in cls:  # a good file of the other kind: its last place
+        wrong = "{stream}" if "swapio-kind" in cls else "{access}"
+        bad = [len(args) - 1 - args[::-1].index(wrong)]
+    if bad:
+        i = bad[-1]
+        if args[i - 1].startswith("-"):  # an option's value: the option left out (or a good value)
+            return _without(args, i - 1, True)
+        if args[0] == "sweep":
+            return SWEEP_CONTROL
+        good = GOOD_POSITIONAL.get(tuple(args[:2]), GOOD_POSITIONAL.get(tuple(args[:1]), _kind_at(cls)))
+        return [good if j == i else a for j, a in enumerate(args)]
+    named = [w for w in cls.split() if re.match(r"^--?[a-z]", w) and w != "--force" and w in args]
+    if named:  # the (last) option the row names: its last occurrence (the one click uses) made good, or left out
+        i = len(args) - 1 - args[::-1].index(named[-1])
+        return _without(args, i, i + 1 < len(args) and not args[i + 1].startswith("--"))
+    if len(args) >= 2 and args[-2].startswith("-"):
+        return args[:-2]
+    if args[-1].startswith("-"):
+        return args[:-1]
+    raise AssertionError(f"{cls}: no control inferred; add it to CONTROLS")
+
+
+def subject_of(cls: str, args: list[str], filled: list[str]) -> list[str]:
+    """What the row's error line must name: the option made bad, or the bad file (any of the returned words)."""
+    if cls in SUBJECTS:
+        return SUBJECTS[cls]
+    for i, a in enumerate(args):
+        if a in BAD_FILES or a.startswith(("{dmg_", "{fifo", "{iolog_", "{kprofile_", "{devprof_", "{sweep_",
+                                           "{spec_", "{base}/no")):
+            name = Path(filled[i].rstrip("/")).name
+            return [name]
+    if len(args) >= 2 and args[-2].startswith("-"):
+        opt = args[-2]
+        return [opt, opt.lstrip("-"), opt.lstrip("-").replace("-", " "), opt.lstrip("-").replace("-", "_")]
+    return [""]
+
+
+#: rows whose error names its subject in its own words
+SUBJECTS: dict[str, list[str]] = {}
+
+
+@pytest.fixture(scope="module")
+def controls(inputs, tmp_path_factory):
+    """Run each distinct control once (many rows share one), in its own folder; returns the cached results."""
+    done: dict[tuple, tuple[int, str]] = {}
+
+    def run(args: list[str]) -> tuple[int, str]:
+        key = tuple(args)
+        if key not in done:
+            out = tmp_path_factory.mktemp("control")
+            filled = _fill(args, inputs, out)
+            if filled[:2] == ["fio", "run"]:
+                filled.append("--dry-run")  # checks every option and the target, runs nothing
+            r = invoke(*filled)
+            done[key] = (r.exit_code, r.output[-400:])
+        return done[key]
+
+    return run
+
+
+@pytest.mark.parametrize("cls,args", ROWS, ids=[c for c, _ in ROWS])
+def test_bad_input(inputs, controls, tmp_path, monkeypatch, cls, args):
+    control = control_for(cls, args)
+    if control is not None:  # the same command with a good value must pass: the row tests its own option
+        code, output = controls(control)
+        assert code == 0, f"the control {control} fails on its own: {output}"
     out = tmp_path / "out"
     out.mkdir()
     monkeypatch.chdir(tmp_path)  # generate's default output (traces/...) would land here
     before, before_inputs = snapshot(tmp_path), snapshot(inputs["base"])
-    r = invoke(*_fill(args, inputs, out))
+    filled = _fill(args, inputs, out)
+    r = invoke(*filled)
     assert r.exit_code == 2, (r.exit_code, r.output, r.exception)
     assert "Traceback" not in r.output
     lines = r.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: "), r.stderr
+    words = subject_of(cls, args, filled)
+    assert any(w.lower() in lines[0].lower() for w in words), f"the error does not name {words[0]!r}: {lines[0]}"
     assert snapshot(tmp_path) == before, "left files behind"
     assert snapshot(inputs["base"]) == before_inputs, "left files beside the inputs"
 

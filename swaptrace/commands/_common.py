@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -37,6 +38,16 @@ def number(min: float | None = None, max: float | None = None, *, min_open: bool
            max_open: bool = False) -> FiniteFloat:
     """A finite float in [min, max] (open ends when asked), refused in one line otherwise."""
     return FiniteFloat(min, max, min_open=min_open, max_open=max_open)
+
+
+def bounded(name: str) -> click.ParamType:
+    """The click type of option ``name`` from :data:`swaptrace.bounds.BOUNDS`: the same bound as the TOML key."""
+    from swaptrace.bounds import BOUNDS
+
+    b = BOUNDS[name]
+    if b.integer:
+        return click.IntRange(int(b.lo), int(b.hi), min_open=b.min_open, max_open=b.max_open)
+    return number(b.lo, b.hi, min_open=b.min_open, max_open=b.max_open)
 
 
 def count(min: int = 0, max: int = MAX_COUNT) -> click.IntRange:
@@ -87,6 +98,53 @@ def figure_format(path: str) -> str:
         raise ConfigError(f"{path}: cannot draw a figure {'without a suffix' if not suffix else 'as .' + suffix}; "
                           f"give one of {', '.join('.' + f for f in sorted(formats))}")
     return suffix
+
+
+def _label(ctx: click.Context, name: str) -> str:
+    """How the user wrote parameter ``name``: ``-o``, ``--plot`` or ``TRACE``."""
+    for param in ctx.command.params:
+        if param.name == name:
+            if isinstance(param, click.Argument):
+                return param.human_readable_name
+            return min(param.opts, key=lambda o: (not o.startswith("-") or o.startswith("--"), len(o)))
+    return name
+
+
+def _named_paths(ctx: click.Context, kwargs: dict, names: tuple[str, ...], existing: bool) -> dict:
+    """``{label: path}`` of the parameters ``names`` (a repeated option gives one entry per value)."""
+    found = {}
+    for name in names:
+        value = kwargs.get(name)
+        values = value if isinstance(value, tuple | list) else (value,)
+        for i, v in enumerate(values):
+            if v is None or not str(v).strip() or (existing and not os.path.exists(v)):
+                continue  # a missing input or a preset name: nothing on disk an output could destroy
+            found[_label(ctx, name) + (f" #{i + 1}" if len(values) > 1 else "")] = v
+    return found
+
+
+def writes(outputs: tuple[str, ...], inputs: tuple[str, ...] = (),
+           more_inputs: Callable[[dict], dict] | None = None):
+    """Declare a command's output and input parameters; the output rule (:mod:`swaptrace.outputs`) is
+    checked on them before the command runs: no output is an input or lies in an input folder, no two
+    outputs share a path. ``more_inputs(kwargs)`` adds inputs found from the arguments (a run folder's files).
+    Put it just above the ``def``.
+    """
+    def decorate(f):
+        @functools.wraps(f)
+        def checked(*args, **kwargs):
+            from swaptrace.outputs import check_distinct
+
+            ctx = click.get_current_context()
+            ins = _named_paths(ctx, kwargs, inputs, existing=True)
+            if more_inputs is not None:
+                ins.update({k: v for k, v in more_inputs(kwargs).items() if v is not None and os.path.exists(v)})
+            check_distinct(_named_paths(ctx, kwargs, outputs, existing=False), ins)
+            return f(*args, **kwargs)
+
+        return checked
+
+    return decorate
 
 
 force_option = click.option("--force", is_flag=True, help="Overwrite an existing output file.")

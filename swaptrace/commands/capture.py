@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import click
 
-from swaptrace.commands._common import echo_summary, force_option, json_option, number, progress_enabled, progressbar
+from swaptrace.commands._common import (
+    echo_summary,
+    force_option,
+    json_option,
+    number,
+    progress_enabled,
+    progressbar,
+    writes,
+)
 from swaptrace.errors import ConfigError
 from swaptrace.traceio import open_trace
 from swaptrace.units import format_bytes, parse_bytes
@@ -195,6 +203,7 @@ def _capture_command(argv, out, memory, memory_fraction, window_s, sample_ms, op
 @click.option("--cleanup", is_flag=True, help="Only remove what killed captures left behind, then exit.")
 @force_option
 @json_option
+@writes(("out", "raw_trace"), ("trace",))
 def command(trace, out, memory, memory_fraction, window_s, sample_ms, compute, unlimited_run, lock_baseline, swap_size,
             rotational, work_dir, buffer_size, timeout_s, raw_trace, trace_reclaim, cleanup, force, as_json):
     """Record swap I/O under the real kernel: replay TRACE, or run -- CMD (root only).

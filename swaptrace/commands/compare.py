@@ -6,7 +6,7 @@ import json
 
 import click
 
-from swaptrace.commands._common import figure_format, force_option, json_option, number
+from swaptrace.commands._common import figure_format, force_option, json_option, number, writes
 from swaptrace.traceio import check_output_path
 
 
@@ -20,6 +20,7 @@ from swaptrace.traceio import check_output_path
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="Write a figure (PNG, SVG, PDF).")
 @force_option
 @json_option
+@writes(("plot_path",), ("a", "b"))
 def command(a, b, tolerance, ks_tolerance, plot_path, force, as_json):
     """Compare swap I/O stream B with reference A (e.g. emulator vs kernel).
 
@@ -36,6 +37,11 @@ def command(a, b, tolerance, ks_tolerance, plot_path, force, as_json):
     if plot_path:
         figure_format(plot_path)
         check_output_path(plot_path, force)  # before the comparison's work
+    from swaptrace.traceio import check_agree, open_trace
+
+    # request sizes and pages are compared in bytes and pages: streams of different page sizes compare nothing
+    check_agree(open_trace(a, "swapio"), open_trace(b, "swapio"), ("page_bytes",), "A", "B",
+                "compare streams of the same page size")
     result = compare_streams(a, b, tolerance=tolerance, ks_tolerance=ks_tolerance)
     if plot_path:
         import matplotlib

@@ -8,25 +8,25 @@ from types import SimpleNamespace
 
 import click
 
-from swaptrace.commands._common import MAX_COUNT, MAX_RUNTIME_S, count, number, progressbar
+from swaptrace.commands._common import MAX_COUNT, MAX_RUNTIME_S, count, number, progressbar, writes
 from swaptrace.designs.compare import DesignSet, add_disk, compare_designs, markdown
 from swaptrace.designs.log import SWAPINS, VICTIMS, LogConfig
 from swaptrace.designs.ondisk import check_file_target, replay_on_disk
-from swaptrace.errors import ConfigError, OutputError
+from swaptrace.errors import ConfigError
 from swaptrace.ssd.zns import ZNSConfig
 from swaptrace.stages import add_step_times, save_designs, ssd_config_for
-from swaptrace.traceio import open_trace
+from swaptrace.traceio import check_agree, check_output_folder, open_trace
 from swaptrace.units import parse_bytes
 
 
 @click.command("designs")
-@click.argument("trace", type=click.Path(dir_okay=False))
+@click.argument("trace", type=click.Path())
 @click.option("-o", "--output", "out", required=True, type=click.Path(file_okay=False), help="Folder to write.")
 @click.option("--memory", default=None, help="DRAM budget, e.g. 2GiB (or use --memory-fraction).")
 @click.option("--memory-fraction", type=number(0, 1, min_open=True), default=None, help="DRAM budget as a fraction of the footprint.")
 @click.option("--device", default="nvme-tlc", show_default=True,
               help="SSD preset the streams are replayed on (sized as `swaptrace run` does); 'none' skips the model.")
-@click.option("--packed", "packed_trace", default=None, type=click.Path(dir_okay=False),
+@click.option("--packed", "packed_trace", default=None, type=click.Path(),
               help="The same model generated with --row-layout packed (adds the packed and packed+log designs).")
 @click.option("--segment-size", default="1MiB", show_default=True, help="Log segment (one sequential write each).")
 @click.option("--victim", type=click.Choice(list(VICTIMS)), default="greedy", show_default=True,
@@ -56,6 +56,7 @@ from swaptrace.units import parse_bytes
                    "(0: paging time only).")
 @click.option("--verify", is_flag=True, help="Check the shadow map and the log's invariants after every chunk.")
 @click.option("--force", is_flag=True, help="Overwrite existing outputs.")
+@writes(("out", "fio_target"), ("trace", "packed_trace", "device"))
 def command(trace, out, memory, memory_fraction, device, packed_trace, segment_size, victim, spare, discard, swapin,
             prefetch_window, zone_size, zone_capacity, max_open_zones, fio_target, fio_size, fio_runtime,
             fio_requests, fio_repeats, verify, force,
@@ -76,9 +77,8 @@ def command(trace, out, memory, memory_fraction, device, packed_trace, segment_s
     """
     if not str(out).strip():
         raise ConfigError("-o: empty; give the folder to write")
-    outdir = Path(out)
-    if outdir.exists() and any(outdir.iterdir()) and not force:
-        raise OutputError(f"{outdir}: exists and is not empty; pass --force to overwrite")
+    outdir = check_output_folder(out, force, lambda p: (p / "designs.json").is_file(),
+                                 "a designs folder (designs.json)")
     if fio_target is not None:
         if not str(fio_target).strip():
             raise ConfigError("--fio-target: empty; give a file (e.g. /tmp/swaptrace-fio.dat)")
@@ -101,7 +101,8 @@ def command(trace, out, memory, memory_fraction, device, packed_trace, segment_s
     designs = DesignSet(log=log, zones=zones, prefetch_window_bytes=window)
     _check_up_front(tf, packed_trace, designs, ssd, budget)
     passes = 2 if packed_trace else 1
-    made = not outdir.exists()
+    existed = outdir.exists()
+    made = not existed or not any(outdir.iterdir())  # new or empty: everything in it will be ours
     try:
         with progressbar(tf.num_rows * passes, "designs") as bar:
             cmp = compare_designs(trace, outdir, ssd=ssd, designs=designs, packed_trace=packed_trace, verify=verify,
@@ -116,6 +117,8 @@ def command(trace, out, memory, memory_fraction, device, packed_trace, segment_s
     except BaseException:
         if made:  # a failure found late (damaged data pages, Ctrl-C) leaves no half-written folder of ours
             shutil.rmtree(outdir, ignore_errors=True)
+            if existed:
+                outdir.mkdir(exist_ok=True)  # the user's empty folder stays
         raise
     click.echo(markdown(cmp), nl=False)
     click.echo(f"wrote {outdir}/designs.md, designs.parquet, designs.json, designs-*.png")
@@ -136,6 +139,7 @@ def _check_up_front(tf, packed_trace, designs: DesignSet, ssd, budget: dict) -> 
     page_bytes = int(tf.meta["page_bytes"])
     for cfg in designs.logs().values():
         cfg.check(page_bytes)
+        cfg.check_size(int(tf.meta["footprint_pages"]), page_bytes)
     if ssd is not None:
         designs.zones.check(ssd(1 << 30))
     EmulatorConfig.resolve(tf.meta, profile=load_profile(None), source=str(tf.path), **budget)
@@ -144,3 +148,6 @@ def _check_up_front(tf, packed_trace, designs: DesignSet, ssd, budget: dict) -> 
         if int(packed.meta["page_bytes"]) != page_bytes:
             raise ConfigError(f"--packed {packed_trace}: pages of {packed.meta['page_bytes']} B, the trace's are "
                               f"{page_bytes} B")
+        # the same model, seed and steps, laid out packed: another model's trace compares nothing
+        check_agree(tf, packed, ("spec", "seed", "steps", "first_step"), "TRACE", "--packed",
+                    "give the same model generated with --row-layout packed")

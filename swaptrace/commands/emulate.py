@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from swaptrace.commands._common import count, echo_summary, force_option, json_option, number, progressbar
+from swaptrace.commands._common import count, echo_summary, force_option, json_option, number, progressbar, writes
 from swaptrace.errors import ConfigError
 from swaptrace.pagecache import (
     DEFAULT_FILL_WRITE_CREDIT,
@@ -64,7 +64,8 @@ def _render(s: dict[str, Any]) -> str:
 @click.option("--page-cluster", type=count(0, 10), default=3, show_default=True, help="vm.page-cluster: readahead of at most 2^N pages.")
 @click.option("--cluster-slots", type=count(1, 1 << 20), default=256, show_default=True, help="Slots per swap allocator cluster.")
 @click.option("--swap-bytes", default=None, help="Swap device size [default: the footprint plus the header page].")
-@click.option("--max-request", "max_request", default="512KiB", show_default=True, help="Largest merged block request.")
+@click.option("--max-request", "max_request", default=None, show_default="512KiB, or one page if larger",
+              help="Largest merged block request.")
 @click.option("--step-us", type=number(0, 1e12, min_open=True), default=None, help=f"Duration of one step in the time model [default: {DEFAULT_STEP_US:g}].")
 @click.option("--initial-state", type=click.Choice(INITIAL_STATES), default="untouched", show_default=True,
               help="'swapped': table pages start on swap (model loaded, then pushed out).")
@@ -110,6 +111,7 @@ def _render(s: dict[str, Any]) -> str:
                    "their mean pages in and out [default: on where it applies].")
 @force_option
 @json_option
+@writes(("out",), ("trace", "profile"))
 def command(trace, out, memory, memory_fraction, policy, readahead, page_cluster, cluster_slots, swap_bytes,
             max_request, step_us, initial_state, reclaim_batch, writeback_lag, zero_page, stats_flush_steps, scan_priorities,
             writeback_completion, write_cost, fill_write_credit, write_latency, profile, ensemble, force, as_json):
@@ -132,7 +134,8 @@ def command(trace, out, memory, memory_fraction, policy, readahead, page_cluster
         tf.meta, profile=prof, source=str(tf.path), policy=policy, readahead=readahead, page_cluster=page_cluster,
         memory_bytes=parse_bytes(memory, "--memory") if memory is not None else None, memory_fraction=memory_fraction,
         cluster_slots=cluster_slots, swap_bytes=parse_bytes(swap_bytes, "--swap-bytes") if swap_bytes else None,
-        max_request_bytes=parse_bytes(max_request, "--max-request"), step_us=step_us, initial_state=initial_state,
+        max_request_bytes=parse_bytes(max_request, "--max-request") if max_request is not None else None,
+        step_us=step_us, initial_state=initial_state,
         reclaim_batch=reclaim_batch, writeback_lag=writeback_lag, zero_page=zero_page,
         stats_flush_steps=stats_flush_steps, scan_priorities=scan_priorities,
         writeback_completion=writeback_completion, write_cost=write_cost, fill_write_credit=fill_write_credit,

@@ -12,6 +12,7 @@ from swaptrace.commands._common import (
     force_option,
     json_option,
     number,
+    writes,
 )
 from swaptrace.errors import ConfigError
 from swaptrace.fio.jobfile import IOENGINES
@@ -24,6 +25,24 @@ def _names(text: str, what: str) -> tuple[str, ...]:
     if not all(names):
         raise ConfigError(f"{what}: give comma-separated names with none empty, got {text!r}")
     return names
+
+
+def _job_folder_files(kw: dict) -> dict:
+    """The files ``fio run`` reads from JOBS_DIR (its manifest, job files and iolog): never its outputs."""
+    from pathlib import Path
+
+    d = Path(kw["jobs_dir"])
+    return {f"JOBS_DIR/{p.name}": p for p in d.glob("*") if p.is_file()} if d.is_dir() else {}
+
+
+def _run_folder_files(kw: dict) -> dict:
+    """The files ``fio profile`` reads from RUN_DIR (results and fio's JSON): never its output."""
+    from pathlib import Path
+
+    d = Path(kw["run_dir"])
+    if not d.is_dir():
+        return {}
+    return {f"RUN_DIR/{p.relative_to(d)}": p for p in [*d.glob("*.parquet"), *d.glob("raw/*.json")]}
 
 
 @click.group("fio")
@@ -50,6 +69,7 @@ def command() -> None:
               help="Fixed request sizes of the sweep, comma-separated.")
 @force_option
 @json_option
+@writes(("out",), ("stream",))
 def jobs_cmd(stream, out, size, max_requests, ioengine, iodepth, buffered, sweep, force, as_json) -> None:
     """Write a folder of fio jobs (replay, synthetic, experiments) for STREAM.
 
@@ -115,6 +135,7 @@ def jobs_cmd(stream, out, size, max_requests, ioengine, iodepth, buffered, sweep
               help="With --steady: discard the whole device (needs --allow-device) or punch the file first.")
 @click.option("--capacity-fraction", type=number(0, 1, min_open=True), default=None,
               help="Use this fraction of the target (a device's size, or the file's) instead of --size.")
+@writes(("out", "target"), (), _job_folder_files)
 def run_cmd(jobs_dir, target, size, runtime, only, out, no_precondition, allow_device, force, dry_run, fio_path,
             steady, round_s, steady_cap, ss_ramp, fill_cap, purge, capacity_fraction) -> None:
     """Run a job folder on TARGET and write parsed results.
@@ -189,6 +210,7 @@ def results_cmd(results, as_json) -> None:
 @click.option("--device-size", default=None, help="Size of the recorded device (default: end of the furthest request).")
 @force_option
 @json_option
+@writes(("out",), ("iolog",))
 def import_cmd(iolog, out, file_name, page_bytes, device_size, force, as_json) -> None:
     """Convert a fio v2/v3 iolog (e.g. from write_iolog) into a swap I/O stream.
 
@@ -243,6 +265,7 @@ def compare_cmd(results, model_path, as_json) -> None:
 @click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False), help="Device profile TOML to write.")
 @click.option("--name", default=None, help="Name of the device in the profile (default: the run folder's).")
 @force_option
+@writes(("out",), (), _run_folder_files)
 def profile_cmd(run_dir, out, name, force) -> None:
     """Device profile (mean latency by request size and queue depth) of a `fio run` folder, for `swaptrace time`.
 

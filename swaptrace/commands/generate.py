@@ -17,6 +17,7 @@ from swaptrace.commands._common import (
     number,
     progressbar,
     scheduler_address,
+    writes,
 )
 from swaptrace.errors import ConfigError
 from swaptrace.generate import ROW_LAYOUTS, generate_trace
@@ -52,6 +53,7 @@ from swaptrace.units import format_bytes, parse_bytes
 @click.option("--parts", type=count(1, 1 << 20), default=None, help="Step ranges (part files) of a dataset [default: 4 per worker].")
 @force_option
 @json_option
+@writes(("output",), ("spec_file", "preset"))
 def command(preset, spec_file, steps, seed, first_step, output, alpha, optimizer, page_bytes, scatter, row_layout,
             reuse, dedup, workers, scheduler, parts, runtime, force, as_json) -> None:
     """Generate a page-level access trace of DLRM training steps (Parquet).

@@ -16,7 +16,9 @@ from swaptrace.units import format_bytes
 def _region_counts(trace: TraceFile) -> np.ndarray:
     regions = trace.meta.get("regions", [])
     stored = trace.meta.get("summary", {}).get("region_accesses")
-    if stored is not None and len(stored) == len(regions):
+    # a stored summary is used only when it agrees with the rows (a stale or edited one is recounted)
+    if (isinstance(stored, list) and len(stored) == len(regions) and all(isinstance(c, int) and c >= 0 for c in stored)
+            and sum(stored) == trace.num_rows):
         return np.asarray(stored, dtype=np.int64)
     counts = np.zeros(max(len(regions), 1), dtype=np.int64)
     for batch in trace.iter_batches(["region"]):
@@ -30,9 +32,10 @@ def _region_counts(trace: TraceFile) -> np.ndarray:
 def _access_facts(trace: TraceFile, top: int) -> dict[str, Any]:
     meta = trace.meta
     summary = meta.get("summary", {})
-    if "writes" in summary:
-        writes = int(summary["writes"])
-    else:
+    stored = summary.get("writes")
+    if isinstance(stored, int) and not isinstance(stored, bool) and 0 <= stored <= trace.num_rows:
+        writes = stored
+    else:  # absent, or stale (more writes than rows would print negative reads): counted
         writes = sum(int(np.count_nonzero(b["write"])) for b in trace.iter_batches(["write"]))
     regions = meta.get("regions", [])
     counts = _region_counts(trace)
@@ -42,8 +45,8 @@ def _access_facts(trace: TraceFile, top: int) -> dict[str, Any]:
     for i in order:
         if counts[i] == 0:
             break
-        name = regions[i]["name"] if i < len(regions) else f"#{i}"
-        kind = regions[i]["kind"] if i < len(regions) else "?"
+        name = regions[i].get("name", f"#{i}") if i < len(regions) else f"#{i}"
+        kind = regions[i].get("kind", "?") if i < len(regions) else "?"
         top_regions.append({"region": name, "kind": kind, "accesses": int(counts[i]), "share": float(counts[i] / total)})
     footprint = int(meta.get("footprint_bytes", 0))
     return {

@@ -12,6 +12,7 @@ from swaptrace.commands._common import (
     json_option,
     number,
     progressbar,
+    writes,
 )
 from swaptrace.errors import ConfigError
 from swaptrace.mrc import exact_mrc, shards_mrc, write_csv
@@ -29,6 +30,7 @@ from swaptrace.units import format_bytes, parse_bytes
 @click.option("--budget", default=None, help="Memory budget to mark on the plot, e.g. 2GiB.")
 @force_option
 @json_option
+@writes(("out", "plot"), ("trace",))
 def command(trace, out, sample_rate, sample_pages, points, plot, budget, force, as_json):
     """LRU miss-ratio curve of TRACE for every memory size, in one pass.
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from swaptrace.commands._common import MAX_RUNTIME_S, MAX_SEED, count, number, progressbar
+from swaptrace.commands._common import MAX_RUNTIME_S, MAX_SEED, count, number, progressbar, writes
 from swaptrace.errors import ConfigError
 from swaptrace.pipeline import PipelineOptions, run_pipeline
 from swaptrace.spec import MAX_STEPS
@@ -37,6 +37,7 @@ from swaptrace.units import parse_bytes
 @click.option("-o", "--output", "out", default=None, type=click.Path(file_okay=False),
               help="Output folder [default: traces/PRESET].")
 @click.option("--force", is_flag=True, help="Rerun every stage even if its inputs and parameters are unchanged.")
+@writes(("out", "fio_target"), ("preset", "time_costs", "device"))
 def command(preset, steps, seed, memory, memory_fraction, policy, readahead, device, ssd_capacity, no_fio, fio_profile,
             no_thesis, fio_target, fio_size, fio_runtime, designs, time_costs, out, force):
     """Run generate → mrc → emulate → ssd → fio jobs → fio run → report.

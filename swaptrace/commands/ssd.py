@@ -10,12 +10,14 @@ import click
 from swaptrace.commands._common import (
     MAX_IODEPTH,
     MAX_SEED,
+    bounded,
     count,
     echo_summary,
     force_option,
     json_option,
     number,
     progressbar,
+    writes,
 )
 from swaptrace.errors import ConfigError
 from swaptrace.ssd import config as ssd_config
@@ -44,27 +46,27 @@ def device_options(f):
         click.option("--device", default=None, show_default="mqsim-default",
                      help=f"Preset ({', '.join(ssd_config.DEVICES)}) or a TOML file of SSDConfig fields."),
         click.option("--capacity", default=None, help="User capacity (e.g. 4GiB); sets blocks per plane."),
-        click.option("--op", type=number(0, 100, min_open=True), default=None,
+        click.option("--op", type=bounded("op"), default=None,
                      help="Physical over-provisioning (T-U)/U, e.g. 0.07 or 0.28 (the GC reserve comes out of it)."),
-        click.option("--spare-factor", type=number(0, 1, min_open=True, max_open=True), default=None,
+        click.option("--spare-factor", type=bounded("spare_factor"), default=None,
                      help="Spare factor (T-U)/T (instead of --op)."),
-        click.option("--channels", type=count(1, 1 << 10), default=None),
-        click.option("--dies-per-channel", type=count(1, 1 << 10), default=None),
-        click.option("--planes", type=count(1, 1 << 6), default=None),
-        click.option("--blocks-per-plane", type=count(1, 1 << 24), default=None),
-        click.option("--pages-per-block", type=count(1, 1 << 16), default=None),
+        click.option("--channels", type=bounded("channels"), default=None),
+        click.option("--dies-per-channel", type=bounded("dies_per_channel"), default=None),
+        click.option("--planes", type=bounded("planes"), default=None),
+        click.option("--blocks-per-plane", type=bounded("blocks_per_plane"), default=None),
+        click.option("--pages-per-block", type=bounded("pages_per_block"), default=None),
         click.option("--page-size", default=None, help="Flash page size (e.g. 16k)."),
-        click.option("--read-us", type=number(0, 1e9), default=None, help="tR, µs."),
-        click.option("--program-us", type=number(0, 1e9), default=None, help="tPROG, µs."),
-        click.option("--erase-us", type=number(0, 1e9), default=None, help="tBERS, µs."),
-        click.option("--channel-mb-s", type=number(0, 1e9, min_open=True), default=None, help="Channel rate, MB/s."),
-        click.option("--host-mb-s", type=number(0, 1e9, min_open=True), default=None, help="Host link rate, MB/s."),
+        click.option("--read-us", type=bounded("read_us"), default=None, help="tR, µs."),
+        click.option("--program-us", type=bounded("program_us"), default=None, help="tPROG, µs."),
+        click.option("--erase-us", type=bounded("erase_us"), default=None, help="tBERS, µs."),
+        click.option("--channel-mb-s", type=bounded("channel_mb_s"), default=None, help="Channel rate, MB/s."),
+        click.option("--host-mb-s", type=bounded("host_mb_s"), default=None, help="Host link rate, MB/s."),
         click.option("--gc", "gc_policy", type=click.Choice(list(ssd_config.GC_POLICIES)), default=None,
                      help="GC victim policy."),
-        click.option("--gc-free", type=number(0, 1, max_open=True), default=None,
+        click.option("--gc-free", type=bounded("gc_free_fraction"), default=None,
                      help="GC free-block reserve: fraction of a die's blocks foreground GC keeps erased. "
                           "It comes out of --op; the output states the effective spare."),
-        click.option("--bg-gc-free", type=number(0, 1, max_open=True), default=None, help="Background GC threshold (0 = off)."),
+        click.option("--bg-gc-free", type=bounded("bg_gc_free_fraction"), default=None, help="Background GC threshold (0 = off)."),
         click.option("--write-buffer", default=None, help="Device write-back buffer (e.g. 64MiB)."),
         click.option("--separate-gc-stream/--mixed-gc-stream", default=None,
                      help="Write GC-relocated (cold) data to its own frontier."),
@@ -204,7 +206,7 @@ def command() -> None:
 
     \b
     Replay a swap I/O stream (the first argument may be the stream itself):
-      swaptrace ssd traces/demo/swapio.parquet --device mqsim-default --capacity 8GiB -o traces/demo/ssd.parquet
+      swaptrace ssd traces/demo/swapio.parquet --device mqsim-default --capacity 16GiB -o traces/demo/ssd.parquet
     Synthetic pattern:
       swaptrace ssd synth --pattern randwrite --bs 4k --volume 4x --device nvme-tlc --capacity 4GiB
     The thesis's three effects:
@@ -228,6 +230,7 @@ def command() -> None:
 @click.option("--seed", type=count(0, MAX_SEED), default=0, show_default=True)
 @force_option
 @json_option
+@writes(("out",), ("stream", "device"))
 def replay_cmd(stream, out, iodepth, use_timestamps, precondition, fit, window, fill, overwritten, swap_prior,
                swap_offset, seed, force, as_json, **kw):
     """Replay a swap I/O stream on a simulated SSD.
@@ -281,6 +284,7 @@ def _parse_volume(text: str, user_bytes: int) -> int:
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), default=None)
 @force_option
 @json_option
+@writes(("out",), ("device",))
 def synth_cmd(pattern, bs, volume, iodepth, precondition, rwmix_read, hot_writes, hot_fraction, no_timing, window,
               fill, overwritten, swap_prior, swap_offset, swap_size, seed, out, force, as_json, **kw):
     """Run a synthetic fio-like pattern on a simulated SSD.
@@ -321,6 +325,7 @@ def synth_cmd(pattern, bs, volume, iodepth, precondition, rwmix_read, hot_writes
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), default=None, help="Write the JSON here.")
 @force_option
 @json_option
+@writes(("out",), ("device",))
 def thesis_cmd(iodepth, write_iodepth, drive_writes, real, sensitivity, fill, overwritten, swap_size, seed, out,
                force, as_json, **kw):
     """Reproduce the thesis's three SSD effects and print our ratios beside its 1.75x and 4.37x.

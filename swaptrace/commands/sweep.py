@@ -13,6 +13,7 @@ from swaptrace.commands._common import (
     number,
     progressbar,
     scheduler_address,
+    writes,
 )
 from swaptrace.errors import ConfigError
 from swaptrace.spec import MAX_STEPS
@@ -39,6 +40,7 @@ from swaptrace.spec import MAX_STEPS
 @click.option("--plot", default=None, type=click.Path(dir_okay=False), metavar="FILE.png",
               help="Draw pages in against budget, one line per trace/policy/device.")
 @json_option
+@writes(("out", "plot"), ("spec_file", "traces", "devices"))
 def command(spec_file, out, traces, presets, steps, seed, memory, memory_fractions, policies, devices,
             step_compute_us, workers, scheduler, plot, as_json) -> None:
     """Run a parameter sweep on Dask distributed and write one Parquet dataset of results.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from swaptrace.commands._common import echo_summary, force_option, json_option, number
+from swaptrace.commands._common import bounded, echo_summary, force_option, json_option, writes
 from swaptrace.errors import ConfigError
 
 #: the largest CPU or compute time per step, fault or page taken (us): an hour, far above any real one
@@ -57,14 +57,14 @@ def _costs(costs_file, fault_cpu_us, reclaim_cpu_us, write_cpu_us):
               help="SSD model preset (swaptrace ssd devices), SSD model TOML, or measured profile TOML (fio profile).")
 @click.option("--compute", type=click.Choice(["mlp", "none"]), default="mlp", show_default=True,
               help="mlp: measure the steps with no memory limit (needs the access trace); none: paging time only.")
-@click.option("--step-compute-us", type=number(0, MAX_US), default=None, help="Given compute time of every step (us).")
+@click.option("--step-compute-us", type=bounded("step_compute_us"), default=None, help="Given compute time of every step (us).")
 @click.option("--compute-baseline", type=click.Path(dir_okay=False), default=None,
               help="Take the compute time from the unlimited run of this capture.")
-@click.option("--trace", type=click.Path(dir_okay=False), default=None,
+@click.option("--trace", type=click.Path(), default=None,
               help="The access trace (default: the one named in the stream's metadata).")
-@click.option("--fault-cpu-us", type=number(0, MAX_US), default=None, help="Kernel CPU per fault (default: micro-benchmark).")
-@click.option("--reclaim-cpu-us", type=number(0, MAX_US), default=None, help="Reclaim CPU per page freed (default: micro-benchmark).")
-@click.option("--write-cpu-us", type=number(0, MAX_US), default=None,
+@click.option("--fault-cpu-us", type=bounded("fault_cpu_us"), default=None, help="Kernel CPU per fault (default: micro-benchmark).")
+@click.option("--reclaim-cpu-us", type=bounded("reclaim_cpu_us"), default=None, help="Reclaim CPU per page freed (default: micro-benchmark).")
+@click.option("--write-cpu-us", type=bounded("write_cpu_us"), default=None,
               help="Kernel time per page written (default: 0, or measured with --measure-fault-overhead).")
 @click.option("--measure-fault-overhead", is_flag=True,
               help="Root: measure the time per page written and per fault beyond the device's latency with two "
@@ -76,6 +76,7 @@ def _costs(costs_file, fault_cpu_us, reclaim_cpu_us, write_cpu_us):
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), default=None, help="Per-step Parquet table.")
 @force_option
 @json_option
+@writes(("out", "save_costs"), ("stream", "trace", "compute_baseline", "device", "costs_file"))
 def command(stream, device, compute, step_compute_us, compute_baseline, trace, fault_cpu_us, reclaim_cpu_us,
             write_cpu_us, measure_fault_overhead, costs_file, save_costs, out, force, as_json) -> None:
     """Predict the step time and training slowdown of STREAM on a device.

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from swaptrace._kernels import logswap as kl
+from swaptrace.bounds import check_allocation
 from swaptrace.errors import ConfigError
 from swaptrace.units import format_bytes
 
@@ -79,11 +80,11 @@ class LogConfig:
 
     def check(self, page_bytes: int) -> None:
         """Raise ConfigError for a value the log cannot use with ``page_bytes`` pages."""
-        for name in ("segment_bytes", "write_bytes", "stride_bytes", "prefetch_window_bytes"):
+        for name, option in _OPTIONS.items():
             v = getattr(self, name)
             if v is not None and (v < page_bytes or v % page_bytes):
-                raise ConfigError(f"--{name.replace('_bytes', '').replace('_', '-')} must be a positive multiple of "
-                                  f"the page size ({page_bytes} B), got {format_bytes(v)}")
+                raise ConfigError(f"{option} must be a positive multiple of the page size ({page_bytes} B), got "
+                                  f"{format_bytes(v)}")
         if self.stride_bytes is not None and self.stride_bytes < self.segment_bytes:
             raise ConfigError("a zone's size must be at least its capacity")
         if self.write_bytes is not None and self.write_bytes > self.segment_bytes:
@@ -97,8 +98,23 @@ class LogConfig:
         if not 2 <= self.low_segments <= self.high_segments:
             raise ConfigError("the cleaner needs 2 <= low_segments <= high_segments")
 
+    def check_size(self, footprint_pages: int, page_bytes: int) -> None:
+        """Refuse a log whose tables would not fit in this machine's memory, before any is allocated (a
+        1 TiB segment asks for the slot maps of at least ``high_segments + 2`` such segments)."""
+        seg = self.segment_bytes // page_bytes
+        stride = (self.stride_bytes or self.segment_bytes) // page_bytes
+        nsegs = max(-(-int(np.ceil(footprint_pages * (1.0 + self.spare_factor))) // seg), self.high_segments + 2)
+        need = nsegs * stride * 16 + int(footprint_pages) * 41 + 8 * seg * 8 + 4 * (self.high_segments + 2) * seg * 32
+        check_allocation(need, f"the log design with {format_bytes(self.segment_bytes)} segments",
+                         "give a smaller --segment-size (or --zone-size)")
+
     def describe(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+#: the options that set each size field (in messages)
+_OPTIONS = {"segment_bytes": "--segment-size", "write_bytes": "--write-size", "stride_bytes": "--zone-size",
+            "prefetch_window_bytes": "--prefetch-window"}
 
 
 @dataclass
@@ -158,6 +174,7 @@ class LogSwap:
 
     def __init__(self, cfg: LogConfig, *, footprint_pages: int, page_bytes: int, nsteps: int, first_step: int = 0):
         cfg.check(page_bytes)
+        cfg.check_size(footprint_pages, page_bytes)
         self.cfg = cfg
         self.page_bytes = page_bytes
         seg = cfg.segment_bytes // page_bytes

@@ -21,7 +21,7 @@ from swaptrace.designs.log import LogConfig, LogCounters, LogSwap
 from swaptrace.errors import ConfigError
 from swaptrace.pagecache import EmulatorConfig
 from swaptrace.pagecache.engine import Emulator, kernel_columns, prefetch, step_counts
-from swaptrace.traceio import TraceWriter, check_output_path, open_trace
+from swaptrace.traceio import TraceWriter, check_output_path, open_trace, trace_fingerprint
 
 CHUNK_ROWS = 1 << 20
 
@@ -140,6 +140,7 @@ def _meta(tf, emu: Emulator, swap: LogSwap | None) -> dict[str, Any]:
         "first_step": emu.first_step,
         "duration_us": float(emu.nsteps * cfg.step_us),
         "trace": str(tf.path),
+        "trace_fingerprint": trace_fingerprint(tf.meta),  # so `time --trace` can tell another trace
         "params": {**cfg.describe(), "requested_memory_bytes": cfg.memory_bytes, "ensemble": None},
     }
     if swap is not None:

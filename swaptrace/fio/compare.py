@@ -26,12 +26,12 @@ Measured definitions (from a ``fio-results`` table):
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from pathlib import Path
 
-from swaptrace.errors import ConfigError
+from swaptrace.errors import ConfigError, TraceFileError
+from swaptrace.inputs import read_json
 
 THESIS = {"request_size_gain": 1.75, "sequential_write_gain": 4.37, "bandwidth_decline": None}
 GAIN_REQUEST_BYTES = 128 << 10
@@ -91,14 +91,16 @@ def load_model(path: str | os.PathLike) -> dict:
     """The SSD model's JSON (``swaptrace ssd thesis --json``), checked for the two ratios."""
     p = Path(path)
     try:
-        model = json.loads(p.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{p}: no such file") from None
-    except ValueError:
-        raise ConfigError(f"{p}: is not JSON (expected `swaptrace ssd thesis --json` output)") from None
+        model = read_json(p, "model JSON (`swaptrace ssd thesis --json`)")
+    except TraceFileError as exc:
+        raise ConfigError(f"--model {exc}") from None
     wanted = ("request_size_gain", "sequential_write_gain")
     if not isinstance(model, dict) or not any(k in model for k in wanted):
-        raise ConfigError(f"{p}: has neither {' nor '.join(wanted)}")
+        raise ConfigError(f"--model {p}: has neither {' nor '.join(wanted)}")
+    for k in wanted:
+        v = model.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < 1e6):
+            raise ConfigError(f"--model {p}: {k} = {v!r} is not a positive ratio")
     return model
 
 

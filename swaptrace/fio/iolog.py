@@ -40,6 +40,7 @@ import numpy as np
 
 from swaptrace import traceio
 from swaptrace.errors import ConfigError, TraceFileError
+from swaptrace.inputs import check_file
 
 IOLOG_V2_HEADER = "fio version 2 iolog"
 IOLOG_V3_HEADER = "fio version 3 iolog"
@@ -287,6 +288,7 @@ def read_iolog(path: str | os.PathLike) -> IologRequests:
         raise TraceFileError(f"{p}: no such file")
     if p.is_dir():
         raise TraceFileError(f"{p}: is a folder, not an iolog")
+    check_file(p, "fio iolog")  # a FIFO would block the read
     files: dict[str, int] = {}
     t_list: list[float] = []
     op_list: list[int] = []

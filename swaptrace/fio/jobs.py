@@ -326,11 +326,8 @@ def build_jobs(
         (tmp / "README.md").write_text(render_readme(manifest))
         for job in [pre, *jobs]:
             validate_job_file(tmp / job.file, example_env(tmp, manifest["min_target_bytes"]))
-        if out.exists():
-            if (out / RUNS_DIR).is_dir():  # keep earlier results when jobs are regenerated
-                os.replace(out / RUNS_DIR, tmp / RUNS_DIR)
-            shutil.rmtree(out)
-        os.replace(tmp, out)
+        # into an earlier job folder: its own files are replaced, runs/ and anything else stay
+        traceio.install_folder(tmp, out, _own_files(out), last=MANIFEST)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -352,8 +349,25 @@ def _check_job_options(ioengine: str, iodepth: int, max_requests: int | None, sw
             raise ConfigError(f"sweep size: {label!r} is not a positive multiple of 512 bytes")
 
 
+def _is_job_folder(folder: Path) -> bool:
+    """Whether ``folder`` holds a fio job folder's manifest (``kind: fio-jobs``)."""
+    try:
+        return json.loads((folder / MANIFEST).read_text()).get("kind") == "fio-jobs"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _own_files(folder: Path) -> list[str]:
+    """The files an earlier ``fio jobs`` wrote in ``folder`` (its manifest's jobs, the iolog, README)."""
+    if not _is_job_folder(folder):
+        return []
+    m = json.loads((folder / MANIFEST).read_text())
+    files = [j.get("file") for j in [m.get("precondition") or {}, *(m.get("jobs") or [])] if isinstance(j, dict)]
+    return [f for f in files if isinstance(f, str)] + [IOLOG_NAME, "README.md", MANIFEST]
+
+
 def _check_out_dir(out: Path, force: bool) -> None:
-    traceio.check_output_folder(out, force)
+    traceio.check_output_folder(out, force, _is_job_folder, "a fio job folder (manifest.json)")
 
 
 def _manifest(stream, stream_path, remap, info, fit, pre, jobs, ioengine, iodepth, direct) -> dict:

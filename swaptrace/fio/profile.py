@@ -31,20 +31,24 @@ def _job_depth_and_latency(raw_json: Path, direction: str) -> tuple[int | None, 
     """Queue depth and mean latency (us) of ``direction`` in one fio JSON output, if it says."""
     if not raw_json.is_file():
         return None, None
+    data = resmod.load_fio_json(raw_json)  # a damaged output is an error, not a cell quietly left out
     try:
-        data = resmod.load_fio_json(raw_json)
-    except TraceFileError:
-        return None, None
-    jobs = data.get("jobs") or []
-    if not jobs:
-        return None, None
-    j = jobs[0]
-    opts = {**(data.get("global options") or {}), **(j.get("job options") or {})}
-    depth = None
-    if "iodepth" in opts or "ioengine" in opts:
-        depth = 1 if opts.get("ioengine", "psync") in SYNC_ENGINES else int(opts.get("iodepth", 1))
-    lat = ((j.get(direction) or {}).get("lat_ns") or {}).get("mean")
-    return depth, (float(lat) / 1e3 if lat else None)
+        jobs = data.get("jobs") or []
+        if not jobs:
+            return None, None
+        j = jobs[0]
+        opts = {**(data.get("global options") or {}), **(j.get("job options") or {})}
+        depth = None
+        if "iodepth" in opts or "ioengine" in opts:
+            depth = 1 if opts.get("ioengine", "psync") in SYNC_ENGINES else int(opts.get("iodepth", 1))
+        lat = ((j.get(direction) or {}).get("lat_ns") or {}).get("mean")
+        lat_us = float(lat) / 1e3 if lat else None
+    except (AttributeError, TypeError, ValueError, IndexError, KeyError):
+        raise TraceFileError(f"{raw_json}: fio's JSON output has values of the wrong type (iodepth, lat_ns); "
+                             "run the job again") from None
+    if (depth is not None and not 1 <= depth <= 65535) or (lat_us is not None and not 0 < lat_us < 3.6e9):
+        raise TraceFileError(f"{raw_json}: fio's JSON output has an iodepth or mean latency out of range")
+    return depth, lat_us
 
 
 def measure_points(run_dir: str | os.PathLike) -> dict[tuple[str, int, int], float]:

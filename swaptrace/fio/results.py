@@ -52,6 +52,7 @@ import pyarrow as pa
 
 from swaptrace import traceio
 from swaptrace.errors import TraceFileError
+from swaptrace.inputs import check_file
 
 RESULTS_SCHEMA = pa.schema(
     [
@@ -96,6 +97,7 @@ _DIR_CODES = {0: "read", 1: "write", 2: "trim"}
 
 def load_fio_json(path: str | os.PathLike) -> dict:
     """fio's JSON output, skipping any notes fio printed before it (e.g. psync with iodepth > 1)."""
+    check_file(path, "fio JSON output")  # a FIFO would block the read
     text = Path(path).read_text(errors="replace")
     start = text.find("\n{") + 1 if not text.startswith("{") else 0
     if not text.startswith("{") and start == 0:

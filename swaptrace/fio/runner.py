@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from swaptrace import blockdev, traceio
-from swaptrace.errors import ConfigError, OutputError, ToolError
+from swaptrace.errors import ConfigError, ToolError
 from swaptrace.fio import jobs as jobsmod
 from swaptrace.fio import results as resmod
 from swaptrace.fio import steady as ssmod
@@ -406,9 +406,8 @@ def run_jobs(
             echo(f"note: {fio_bin.text}; swaptrace's fio workarounds were verified on fio-3.33")
         final = (Path(out_dir) if out_dir else
                  jdir / jobsmod.RUNS_DIR / _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ"))
-        if final.is_dir() and any(final.iterdir()) and not force:
-            raise OutputError(f"{final}: exists; choose another --output or pass --force")
-        traceio.check_output_folder(final, force=True)
+        traceio.check_output_folder(final, force, lambda p: (p / resmod.RESULTS_NAME).is_file(),
+                                    "a fio results folder (results.parquet)")
         run_info = _run_info(tpath, tgt, size_bytes, runtime_s, fio_bin, jdir, manifest, precondition, steady)
         outcome = _run_into(final, steps, manifest, fio_bin, jdir, tgt, tpath, size_bytes, run_info, echo,
                             steady, fd)
@@ -499,9 +498,7 @@ def _run_into(final: Path, steps, manifest: dict, fio_bin: Fio, jdir: Path, tgt:
             parsed.append((step, rows))
         res_path, bw_path, rows, ratios = resmod.write_run_results(tmp, parsed, manifest,
                                                                    {**run_info, "commands": commands})
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
+        traceio.install_folder(tmp, final, last=res_path.name)  # a user's other files there stay
     except BaseException:
         # subprocess.run has already killed a running fio; drop the partial results
         shutil.rmtree(tmp, ignore_errors=True)

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from swaptrace._kernels import swapstate as ks
+from swaptrace.bounds import check_allocation
 from swaptrace.errors import ConfigError
 from swaptrace.pagecache.profile import KernelProfile, load_profile
 from swaptrace.process import anon_budget_bytes, process_write_cost
@@ -161,7 +162,7 @@ class EmulatorConfig:
         page_cluster: int = 3,
         cluster_slots: int = 256,
         swap_bytes: int | None = None,
-        max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+        max_request_bytes: int | None = None,
         step_us: float | None = None,
         initial_state: str = "untouched",
         reclaim_batch: int | None = None,
@@ -195,6 +196,9 @@ class EmulatorConfig:
         footprint_pages = int(meta.get("footprint_pages", 0))
         if footprint_pages <= 0:
             raise ConfigError(f"{source}: metadata has no positive footprint_pages")
+        # the emulator's per-page state (list links, slots, flags: about 48 bytes a page), before it is allocated
+        check_allocation(footprint_pages * 48, f"{source}: emulating {footprint_pages:,} pages",
+                         "the trace's footprint is too large to emulate here")
         process = meta.get("process")
         if write_cost is None and process_write_cost(meta):
             write_cost = process_write_cost(meta)
@@ -204,6 +208,8 @@ class EmulatorConfig:
             memory_bytes = anon_budget_bytes(memory_bytes, process)
         budget = cls.budget_pages_for(footprint_pages, page_bytes, memory_bytes=memory_bytes,
                                       memory_fraction=memory_fraction)
+        if max_request_bytes is None:  # the default is never below one page (a 2 MiB-page trace)
+            max_request_bytes = max(DEFAULT_MAX_REQUEST_BYTES, page_bytes)
         _check_geometry(page_cluster, cluster_slots, max_request_bytes, page_bytes, reclaim_batch)
         linux = _linux_settings(prof.linux, policy, writeback_lag=writeback_lag, zero_page=zero_page,
                                 stats_flush_steps=stats_flush_steps, scan_priorities=scan_priorities,
@@ -319,7 +325,8 @@ def _check_geometry(page_cluster: int, cluster_slots: int, max_request_bytes: in
     if cluster_slots < 1:
         raise ConfigError(f"--cluster-slots must be at least 1, got {cluster_slots}")
     if max_request_bytes < page_bytes:
-        raise ConfigError(f"--max-request must be at least one page ({page_bytes} bytes), got {max_request_bytes}")
+        raise ConfigError(f"--max-request must be at least one page of the trace ({page_bytes} bytes), got "
+                          f"{max_request_bytes}; give --max-request {page_bytes} or more")
     if reclaim_batch is not None and reclaim_batch < 1:
         raise ConfigError(f"--reclaim-batch must be at least 1, got {reclaim_batch}")
 

@@ -15,7 +15,7 @@ from swaptrace.pagecache.engine import Emulator, prefetch, step_counts
 from swaptrace.pagecache.ensemble import describe_members, ensemble_configs, nearest_member, run_members
 from swaptrace.pagecache.profile import KernelProfile, load_profile
 from swaptrace.process import process_write_cost
-from swaptrace.traceio import TraceFile, TraceWriter, check_output_path, open_trace
+from swaptrace.traceio import TraceFile, TraceWriter, check_output_path, open_trace, trace_fingerprint
 
 CHUNK_ROWS = 1 << 20
 
@@ -184,6 +184,7 @@ def _write_stream(tf: TraceFile, emu: Emulator, out, params: dict[str, Any], *, 
         "first_step": emu.first_step,
         "duration_us": float(emu.nsteps * cfg.step_us),
         "trace": str(tf.path),
+        "trace_fingerprint": trace_fingerprint(tf.meta),  # so `time --trace` can tell another trace
         "params": params,
     }
     with TraceWriter(out, "swapio", meta, force=force) as writer, ThreadPoolExecutor(1) as pool:

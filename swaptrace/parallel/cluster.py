@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
+import socket
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -64,9 +67,18 @@ def connect(workers: int | None = None, scheduler: str | None = None) -> Iterato
         with client:
             yield client
         return
-    with distributed.LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1, processes=True,
-                                  dashboard_address=":0", silence_logs=40) as cluster, \
-            distributed.Client(cluster) as client:
+    # the workers start with Ctrl-C ignored (a disposition they inherit): the terminal sends SIGINT to the whole
+    # process group, and only this process should answer it -- by closing the cluster -- not each worker with
+    # its own traceback
+    ignore = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN) if ignore else None
+    try:
+        cluster = distributed.LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
+                                           processes=True, dashboard_address=":0", silence_logs=40)
+    finally:
+        if ignore:
+            signal.signal(signal.SIGINT, old)
+    with cluster, distributed.Client(cluster) as client:
         yield client
 
 
@@ -82,7 +94,6 @@ def _probe(address: str) -> None:
     running scheduler, so one refused (or unanswered) connection is the answer. Other schemes are left
     to the Client.
     """
-    import socket
 
     from distributed.comm import parse_address, parse_host_port
 

@@ -25,10 +25,12 @@ import itertools
 import json
 import math
 import os
+import shutil
+import signal
 import socket
 import tempfile
+import threading
 import time
-import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -37,9 +39,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from swaptrace.errors import ConfigError
+from swaptrace.errors import ConfigError, TraceFileError
+from swaptrace.inputs import read_toml
 from swaptrace.parallel.cluster import connect, require_dask, single_threaded
-from swaptrace.traceio import AtomicPath, TraceWriter, open_trace, register_kind
+from swaptrace.traceio import AtomicPath, TraceWriter, check_output_folder, open_trace, register_kind
 from swaptrace.units import parse_bytes
 
 SWEEP_POINT_SCHEMA = pa.schema([
@@ -146,19 +149,36 @@ class SweepSpec:
             raise ConfigError(f"sweep: step compute time must be a number >= 0 (us), got {self.step_compute_us!r}")
         if self.steps is not None and self.steps < 1:
             raise ConfigError(f"sweep: steps must be at least 1, got {self.steps}")
-        for t in self.traces:
-            open_trace(t, "access")
+        self._check_budgets()
+
+    def _check_budgets(self) -> None:
+        """Every input x budget x policy as the emulator will resolve it (a budget above a trace's footprint is
+        refused here in one line, not by a task on a worker after the cluster started)."""
+        from swaptrace.layout import build_layout
+        from swaptrace.pagecache import EmulatorConfig
+        from swaptrace.spec import load_spec
+
+        metas = [(t, open_trace(t, "access").meta) for t in self.traces]
+        metas += [(f"preset {p}", {"page_bytes": 4096, "footprint_pages": build_layout(load_spec(p)).footprint_pages})
+                  for p in self.presets]
+        for where, meta in metas:
+            for m in self.memory:
+                for pol in self.policies:
+                    EmulatorConfig.resolve(meta, memory_bytes=m, policy=pol, source=where)
+            for f in self.memory_fractions:
+                for pol in self.policies:
+                    EmulatorConfig.resolve(meta, memory_fraction=f, policy=pol, source=where)
 
 
 def load_sweep_spec(path: str | os.PathLike, **overrides: Any) -> SweepSpec:
     """Read a sweep TOML file (docs/sweep.md); non-empty ``overrides`` (CLI options) take precedence."""
     try:
-        raw = tomllib.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+        raw = read_toml(path, "sweep TOML")
+    except TraceFileError as exc:
+        raise ConfigError(str(exc)) from None
     raw = raw.get("sweep", raw)
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: [sweep] is not a table")
     unknown = sorted(set(raw) - set(SPEC_KEYS))
     if unknown:
         raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)}; known: {', '.join(SPEC_KEYS)}")
@@ -169,26 +189,38 @@ def load_sweep_spec(path: str | os.PathLike, **overrides: Any) -> SweepSpec:
 
 def spec_from_values(**values: Any) -> SweepSpec:
     """A :class:`SweepSpec` from plain values (memory sizes as ``"64MiB"`` or bytes)."""
-    def tup(name: str, conv: Callable[[Any], Any]) -> tuple:
+    def tup(name: str, kinds: tuple[type, ...], conv: Callable[[Any], Any]) -> tuple:
         v = values.get(name) or ()
-        return tuple(conv(x) for x in ([v] if isinstance(v, str | int | float) else v))
+        items = [v] if isinstance(v, str | int | float) else v
+        if not isinstance(items, list | tuple) or any(isinstance(x, bool) or not isinstance(x, kinds) for x in items):
+            raise ConfigError(f"sweep: {name} must be a list of {' or '.join(k.__name__ for k in kinds)}, "
+                              f"got {v!r}")
+        return tuple(conv(x) for x in items)
+
+    def whole(name: str, default: int | None) -> int | None:
+        v = values.get(name)
+        if v is None:
+            return default
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ConfigError(f"sweep: {name} must be a whole number, got {v!r}")
+        return v
 
     defaults = SweepSpec()
     return SweepSpec(
-        traces=tup("traces", str), presets=tup("presets", str),
-        steps=None if values.get("steps") is None else int(values["steps"]), seed=int(values.get("seed") or 0),
-        memory=tup("memory", lambda x: parse_bytes(x, "memory") if isinstance(x, str) else int(x)),
-        memory_fractions=tup("memory_fractions", float),
-        policies=tup("policies", str) or defaults.policies, devices=tup("devices", str) or defaults.devices,
+        traces=tup("traces", (str,), str), presets=tup("presets", (str,), str),
+        steps=whole("steps", None), seed=whole("seed", 0) or 0,
+        memory=tup("memory", (str, int), lambda x: parse_bytes(x, "memory", positive=True)),
+        memory_fractions=tup("memory_fractions", (int, float), float),
+        policies=tup("policies", (str,), str) or defaults.policies,
+        devices=tup("devices", (str,), str) or defaults.devices,
         step_compute_us=_float(values.get("step_compute_us") or 0.0, "step_compute_us"),
     )
 
 
 def _float(v: Any, name: str) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        raise ConfigError(f"sweep: {name} must be a number, got {v!r}") from None
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        raise ConfigError(f"sweep: {name} must be a number, got {v!r}")
+    return float(v)
 
 
 # --- the tasks (run on the workers) ----------------------------------------------------------------
@@ -273,8 +305,16 @@ class SweepResult:
 
 
 def finished_keys(out: str | os.PathLike) -> set[str]:
-    """Keys of the points whose result file exists (complete by construction: they are renamed into place)."""
-    return {p.name[len("point-"):-len(".parquet")] for p in Path(out).glob("point-*.parquet")}
+    """Keys of the points whose result file exists and reads back (written under a temporary name and renamed
+    into place, so complete unless damaged since: a file cut short is not counted, and its point runs again)."""
+    done = set()
+    for p in Path(out).glob("point-*.parquet"):
+        try:
+            if pq.ParquetFile(p).metadata.num_rows == 1:
+                done.add(p.name[len("point-"):-len(".parquet")])
+        except Exception:  # noqa: BLE001 - pyarrow raises several types for a damaged file: rerun the point
+            pass
+    return done
 
 
 def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, workers: int | None = None, scheduler: str | None = None,
@@ -305,8 +345,8 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, workers: int | None = 
     require_dask()
     spec.check()
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"{out}: exists and is not a folder")
+    # a new or empty folder, or an earlier run of a sweep (its sidecar): a rerun resumes it
+    check_output_folder(out, True, lambda p: (p / SIDECAR).is_file(), f"sweep results ({SIDECAR})")
     out.mkdir(parents=True, exist_ok=True)
     points = spec.points()
     _write_sidecar(out, spec, points)
@@ -316,9 +356,14 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, workers: int | None = 
         on_start(len(todo))
     started = time.perf_counter()
     failed: list[tuple[str, str]] = []
-    if todo:
-        failed = _submit_all(todo, out, workers, scheduler, progress)
-    _remove_stale_temporaries(out)
+    old_sigterm = _sigterm_as_interrupt()
+    try:
+        if todo:
+            failed = _submit_all(todo, out, workers, scheduler, progress)
+    finally:  # also on Ctrl-C or SIGTERM: the cluster is closed by now, so no temporary has a live writer
+        _remove_stale_temporaries(out)
+        if old_sigterm is not None:
+            signal.signal(signal.SIGTERM, old_sigterm)
     return SweepResult(out, len(points), len(todo) - len(failed), len(points) - len(todo), failed,
                        time.perf_counter() - started)
 
@@ -394,14 +439,43 @@ def _write_sidecar(out: Path, spec: SweepSpec, points: list[SweepPoint]) -> None
 
 
 def _remove_stale_temporaries(out: Path) -> None:
-    """Temporaries of point files whose writer died (a killed worker); their points were rerun."""
-    for p in out.glob(".point-*.partial"):
-        p.unlink(missing_ok=True)
+    """Temporaries of point files and generated inputs whose writer died (a killed worker, an interrupted
+    sweep); their points run again next time."""
+    for p in [*out.glob(".point-*.partial"), *(out / INPUTS).glob(".*.partial")]:
+        pid = p.name.split(".")[-3] if p.name.count(".") >= 3 else ""
+        if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
+            continue  # another sweep's worker still writing it
+        if p.is_dir():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _sigterm_as_interrupt():
+    """SIGTERM raises KeyboardInterrupt in the main thread while the sweep runs (the CLI's one-line exit)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def interrupt(signum, frame):  # noqa: ARG001 - signal handler signature
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    return signal.signal(signal.SIGTERM, interrupt)
 
 
 def read_results(out: str | os.PathLike) -> pa.Table:
-    """All finished points of a results folder as one Arrow table, sorted by key."""
-    files = sorted(Path(out).glob("point-*.parquet"))
+    """All finished points of a results folder as one Arrow table, sorted by key (damaged files left out)."""
+    done = finished_keys(out)
+    files = sorted(p for p in Path(out).glob("point-*.parquet") if p.name[len("point-"):-len(".parquet")] in done)
     if not files:
         return SWEEP_POINT_SCHEMA.empty_table()
     table = pa.concat_tables([pq.read_table(f).cast(SWEEP_POINT_SCHEMA) for f in files])

@@ -45,13 +45,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from swaptrace.errors import ConfigError
-from swaptrace.units import parse_bytes
+from swaptrace import bounds
+from swaptrace.errors import ConfigError, TraceFileError
+from swaptrace.inputs import read_toml
+from swaptrace.units import format_bytes, parse_bytes
 
 #: GC victim policies understood by the FTL kernel (name -> kernel code)
 GC_POLICIES = {"greedy": 0, "fifo": 1, "random": 2, "cost-benefit": 3, "d-choices": 4}
@@ -255,6 +256,10 @@ class SSDConfig:
         return out
 
 
+#: fields checked against the option bounds (blocks_per_plane is derived from --capacity, checked by its size)
+_BOUNDED = tuple(f.name for f in fields(SSDConfig) if f.name in bounds.BOUNDS and f.name != "blocks_per_plane")
+
+
 def validate(cfg: SSDConfig) -> None:
     """Raise :class:`ConfigError` for an impossible geometry or parameter."""
     for name in ("channels", "dies_per_channel", "planes", "blocks_per_plane", "pages_per_block", "page_bytes",
@@ -262,6 +267,8 @@ def validate(cfg: SSDConfig) -> None:
         value = getattr(cfg, name)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ConfigError(f"ssd config: {name} must be a positive integer, got {value!r}")
+    for name in _BOUNDED:  # the bounds of the options of the same name (--op, --read-us, ...): TOML files too
+        bounds.check(name, getattr(cfg, name), f"ssd config: {name}")
     if cfg.page_bytes % cfg.map_bytes:
         raise ConfigError(f"ssd config: page_bytes ({cfg.page_bytes}) must be a multiple of map_bytes ({cfg.map_bytes})")
     for name in ("read_us", "program_us", "erase_us"):
@@ -385,9 +392,11 @@ def load_device(name_or_path: str | None = None, overrides: dict[str, Any] | Non
         if not path.is_file():
             raise ConfigError(f"{path}: no such device file")
         try:
-            raw = tomllib.loads(path.read_text())
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError(f"{path}: cannot read device TOML ({exc})") from None
+            raw = read_toml(path, "device TOML")
+        except TraceFileError as exc:
+            raise ConfigError(str(exc)) from None
+        if not raw:
+            raise ConfigError(f"{path}: the device TOML is empty; give SSDConfig fields (or base = \"PRESET\")")
         base = raw.pop("base", None)
         if base is not None and base not in DEVICES:
             raise ConfigError(f"{path}: unknown base device {base!r}; presets: {', '.join(DEVICES)}")
@@ -395,8 +404,9 @@ def load_device(name_or_path: str | None = None, overrides: dict[str, Any] | Non
         values["name"] = path.stem
         if "capacity" in raw and capacity_bytes is None:
             capacity_bytes = parse_bytes(raw.pop("capacity"), "capacity")
-        if "op" in raw and op is None:
-            op = float(raw.pop("op"))
+        if "op" in raw:
+            op_raw = bounds.check("op", raw.pop("op"), f"{path}: op")  # as --op: (0, 100]
+            op = op_raw if op is None else op
         unknown = sorted(set(raw) - set(_FIELD_TYPES))
         if unknown:
             raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)}")
@@ -413,7 +423,25 @@ def load_device(name_or_path: str | None = None, overrides: dict[str, Any] | Non
         values["spare_factor"] = spare_from_op(op)
     if capacity_bytes is not None:
         values["blocks_per_plane"] = _blocks_for_capacity(values, capacity_bytes)
-    return SSDConfig(**values)
+    try:
+        return SSDConfig(**values)
+    except ConfigError as exc:
+        if capacity_bytes is None or "spare blocks per die" not in str(exc):
+            raise
+        raise ConfigError(f"{exc}; at this over-provisioning {values['name']} needs --capacity "
+                          f"{_smallest_capacity(values, capacity_bytes)} or more (or a larger --op)") from None
+
+
+def _smallest_capacity(values: dict[str, Any], capacity_bytes: int) -> str:
+    """The smallest power-of-two capacity (from ``capacity_bytes`` up) at which the device has room for GC."""
+    cap = 1 << max(int(capacity_bytes).bit_length(), 20)
+    while cap <= 1 << 60:
+        try:
+            SSDConfig(**{**values, "blocks_per_plane": _blocks_for_capacity(values, cap)})
+            return format_bytes(cap).replace(".0 ", "").replace(" ", "")
+        except ConfigError:
+            cap <<= 1
+    return "(none)"
 
 
 def _blocks_for_capacity(values: dict[str, Any], capacity_bytes: int) -> int:
