@@ -126,7 +126,7 @@ def setup(base: Path, quick: bool) -> dict[str, Path]:
 
 def reader_slots(f):
     """(command, kind of the file slot, argv with {X} for the slot); OUT is a fresh folder per case."""
-    O = "{OUT}"
+    O = "{OUT}"  # noqa: E741 - reads as the slot it stands for
     tim = ["--device", "nvme-tlc", "--compute", "none", "--fault-cpu-us", 1, "--reclaim-cpu-us", 1]
     return [
         ("inspect", "access", ["inspect", "{X}"]),

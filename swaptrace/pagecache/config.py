@@ -199,13 +199,7 @@ class EmulatorConfig:
         # the emulator's per-page state (list links, slots, flags: about 48 bytes a page), before it is allocated
         check_allocation(footprint_pages * 48, f"{source}: emulating {footprint_pages:,} pages",
                          "the trace's footprint is too large to emulate here")
-        process = meta.get("process")
-        if write_cost is None and process_write_cost(meta):
-            write_cost = process_write_cost(meta)
-        if process and memory_bytes is not None:
-            # a process trace: --memory is the whole group's limit, of which page cache and kernel memory
-            # are not the trace's (swaptrace.process)
-            memory_bytes = anon_budget_bytes(memory_bytes, process)
+        memory_bytes, write_cost = _process_settings(meta, memory_bytes, write_cost)
         budget = cls.budget_pages_for(footprint_pages, page_bytes, memory_bytes=memory_bytes,
                                       memory_fraction=memory_fraction)
         if max_request_bytes is None:  # the default is never below one page (a 2 MiB-page trace)
@@ -311,6 +305,19 @@ class EmulatorConfig:
             "fill_write_credit": self.fill_write_credit,
             "write_latency": self.write_latency,
         }
+
+
+def _process_settings(meta: dict[str, Any], memory_bytes: int | None, write_cost: int | None):
+    """A process trace's (swaptrace.process): ``--memory`` is the whole group's limit, of which page cache and
+    kernel memory are not the trace's, and its runtime states the device's speed unless one is given."""
+    process = meta.get("process")
+    if not process:
+        return memory_bytes, write_cost
+    if write_cost is None and process_write_cost(meta):
+        write_cost = process_write_cost(meta)
+    if memory_bytes is not None:
+        memory_bytes = anon_budget_bytes(memory_bytes, process)
+    return memory_bytes, write_cost
 
 
 def _check_choice(what: str, value: str, choices) -> None:
