@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from swaptrace.commands._common import count, echo_summary, force_option, json_option
+from swaptrace.commands._common import count, echo_summary, force_option, json_option, writes
 from swaptrace.errors import ConfigError
 from swaptrace.spec import MAX_STEPS, load_spec
 from swaptrace.traceio import AtomicPath, open_trace
@@ -39,6 +39,7 @@ def _train_args(command: list[str] | None) -> dict[str, str]:
 @click.option("--name", default=None, help="The profile's name (default: the output's stem).")
 @force_option
 @json_option
+@writes(("out",), ("capture", "spec_file"))
 def command(capture, out, preset, spec_file, steps, seed, name, force, as_json):
     """Derive a runtime profile from a `capture -- CMD` of a training program.
 
