@@ -149,7 +149,8 @@ def test_write_overhead_under_the_kernel(tmp_path):
     r = measure_write_overhead(dev, pages=4096, steps=4, fraction=0.25, cpu=timing.CpuCosts(0.0, 0.0, 0.0))
     assert r.details["major_faults"] == 0  # nothing is touched twice
     assert r.pages_out >= 4096 * 0.6  # three quarters of the pages must leave (less what the budget's slack keeps)
-    assert 0.0 <= r.overhead_us < 1000.0 and r.measured_us > 0.0
+    # a sanity bound, not a benchmark: tens of us per fault on an idle machine, 1.3 ms seen at load 4
+    assert 0.0 <= r.overhead_us < 10_000.0 and r.measured_us > 0.0
 
 
 @pytest.mark.privileged
@@ -160,7 +161,8 @@ def test_fault_overhead_under_the_kernel(tmp_path):
     r = measure_fault_overhead(dev, pages=2048, steps=3, touches=1500, fraction=0.25,
                                cpu=timing.CpuCosts(0.0, 0.0, 0.0))
     assert r.major_faults > 500  # a quarter of the pages fit: most touches of swapped pages fault
-    assert 0.0 <= r.overhead_us < 1000.0 and r.measured_us > 0.0
+    # a sanity bound, not a benchmark: tens of us per fault on an idle machine, 1.3 ms seen at load 4
+    assert 0.0 <= r.overhead_us < 10_000.0 and r.measured_us > 0.0
 
 
 @pytest.mark.privileged
