@@ -179,11 +179,15 @@ def _ks(a: dict, b: dict) -> float | None:
     return float(ks_distance({str(k): v for k, v in a.items()}, {str(k): v for k, v in b.items()}))
 
 
+_GENERATED: set[Path] = set()
+
+
 def predict_point(shape: str, frac: float, profile: str) -> dict:
     """Generate the shape as a process with ``profile`` (``model-only``: the model alone, today's answer) and
     emulate it at each run's limit; numbers per phase."""
     trace = WORK / f"{shape}-{Path(profile).stem}.access.parquet"
-    if not trace.exists():
+    if trace not in _GENERATED:  # made anew by every predict: a profile may have changed since
+        _GENERATED.add(trace)
         runtime = [] if profile == "model-only" else ["--runtime", profile]
         sh(SWAPTRACE, "generate", "--spec", str(SPECS / SHAPES[shape]), "--steps", str(STEPS), "--seed", str(SEED),
            *runtime, "-o", str(trace), "--force")
