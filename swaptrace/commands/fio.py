@@ -132,6 +132,8 @@ def run_cmd(jobs_dir, target, size, runtime, only, out, no_precondition, allow_d
     """
     from swaptrace.fio import runner
 
+    if not str(target).strip():
+        raise ConfigError("--target: empty; give a file (e.g. /tmp/swaptrace-fio.dat) or a block device")
     outcome = runner.run_jobs(
         jobs_dir,
         target,
