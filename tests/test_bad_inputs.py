@@ -250,7 +250,7 @@ def _rows():
                      ("--file", ["/dev/other"])):
         for v in bad:
             add(f"fio import {opt} {v}", *imp, opt, v)
-    add("fio compare --model missing", "fio", "compare", "{folder}", "--model", "{base}/nope.json")
+    add("fio compare --model missing", "fio", "compare", "{run_dir}", "--model", "{base}/nope.json")
 
     # -- run -----------------------------------------------------------------------------------------
     prun = ["run", "--preset", "tiny", "--steps", "2", "--no-fio", "--no-thesis", "-o", OUT + "/p"]
@@ -857,14 +857,15 @@ def subject_of(cls: str, args: list[str], filled: list[str]) -> list[str]:
     opt = _named(cls, args)
     if opt is not None:
         i = len(args) - 1 - args[::-1].index(opt)
-        words = [opt, opt.lstrip("-").replace("-", " "), opt.lstrip("-").replace("-", "_")]
+        words = [opt, opt.lstrip("-"), opt.lstrip("-").replace("-", " "), opt.lstrip("-").replace("-", "_")]
         if i + 1 < len(filled) and "/" in filled[i + 1]:
             words.append(Path(filled[i + 1].rstrip("/")).name)
         return words
     i = _bad_index(cls, args)
     if i is not None:
         return [Path(filled[i].rstrip("/")).name or filled[i]]
-    missing = {"budget": ["--memory"], "device": ["--device"], "-o": ["-o", "--output"], "trace": ["TRACE"]}
+    missing = {"budget": ["--memory", "budget"], "device": ["--device"], "-o": ["-o", "--output"],
+               "trace": ["TRACE"]}
     for word, names in missing.items():
         if f" no {word}" in cls:
             return names
@@ -880,6 +881,7 @@ SUBJECTS: dict[str, list[str]] = {
     "generate a spec of 6 EiB": ["would need"],  # names the trace's size and the memory it would need
     "generate --preset and --spec": ["--preset"],
     "fio profile -o missing": ["-o", "--output"],
+    "sweep nothing to sweep": ["trace or preset"],
 }
 
 
@@ -967,7 +969,7 @@ def test_a_failing_report_leaves_the_earlier_one_whole(inputs, tmp_path, monkeyp
     from swaptrace import report as rep
 
     folder = tmp_path / "f"
-    shutil.copytree(inputs["base"], folder, ignore=shutil.ignore_patterns("*.toml", "*.iolog", "other-files"))
+    shutil.copytree(inputs["base"], folder, ignore=shutil.ignore_patterns("*.toml", "*.iolog", "other-files", "fifo*"))
     shutil.copyfile(inputs["access"], folder / "access.parquet")
     shutil.copyfile(inputs["stream"], folder / "swapio.parquet")
     assert invoke("report", folder).exit_code == 0
