@@ -62,19 +62,19 @@ def read_text(path: str | os.PathLike, what: str = "file") -> str:
         raise TraceFileError(f"{p}: is not UTF-8 text (not a {what}?)") from None
 
 
-def read_toml(path: str | os.PathLike, what: str = "TOML file") -> dict[str, Any]:
-    """A TOML file as a dict; one line naming the file if it cannot be read or parsed."""
+def read_toml(path: str | os.PathLike, what: str = "TOML file", invalid: str = "not valid TOML") -> dict[str, Any]:
+    """A TOML file as a dict; one line naming the file (``PATH: INVALID (why)``) if it cannot be parsed."""
     text = read_text(path, what)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise TraceFileError(f"{path}: not valid TOML ({exc})") from None
+        raise TraceFileError(f"{path}: {invalid} ({exc})") from None
 
 
-def read_json(path: str | os.PathLike, what: str = "JSON file") -> Any:
-    """A JSON file's value; one line naming the file if it cannot be read or parsed."""
+def read_json(path: str | os.PathLike, what: str = "JSON file", invalid: str = "not valid JSON") -> Any:
+    """A JSON file's value; one line naming the file (``PATH: INVALID (why)``) if it cannot be parsed."""
     text = read_text(path, what)
     try:
         return json.loads(text)
     except ValueError as exc:
-        raise TraceFileError(f"{path}: not valid JSON ({exc})") from None
+        raise TraceFileError(f"{path}: {invalid} ({exc})") from None

@@ -148,7 +148,8 @@ class DeviceTiming:
                                   f"{len(sizes)} sizes x {len(depths)} depths")
             bound = bounds.BOUNDS["latency_us"]  # an hour at most: 1e308 would overflow the step sums to nan
             if not np.all(np.isfinite(arr)) or np.any(arr <= bound.lo) or np.any(arr > bound.hi):
-                raise ConfigError(f"device {self.name}: {what} latencies must be numbers in {bound.describe()} us")
+                raise ConfigError(f"device {self.name}: {what} latencies must be positive numbers of at most "
+                                  f"{bound.hi:g} us")
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``sizes, depths, read, write`` as float64 arrays (the kernel's input)."""
@@ -248,7 +249,7 @@ def load_device(name_or_path: str) -> DeviceTiming:
     if not path.is_file():
         raise ConfigError(f"{path}: no such device file")
     try:
-        raw = read_toml(path, "device TOML")
+        raw = read_toml(path, "device TOML", "cannot read device TOML")
     except TraceFileError as exc:
         raise ConfigError(str(exc)) from None
     if raw.get("kind") != PROFILE_KIND:
@@ -294,7 +295,7 @@ class CpuCosts:
 
     def __post_init__(self) -> None:
         for name in ("fault_cpu_us", "reclaim_cpu_us", "write_cpu_us"):  # the bounds of --fault-cpu-us, ...
-            bounds.check(name, getattr(self, name), name)
+            bounds.check(name, getattr(self, name), name.replace("_", "-"))
 
 
 COSTS_KIND = "swaptrace-host-costs"
@@ -322,7 +323,7 @@ def save_costs(cpu: CpuCosts, path: str | os.PathLike, force: bool = False) -> P
 def load_costs(path: str | os.PathLike) -> CpuCosts:
     """Read a host-costs TOML written by :func:`save_costs` (or by hand); ``ConfigError`` in one line otherwise."""
     try:
-        data = read_toml(path, "host-costs TOML")
+        data = read_toml(path, "host-costs TOML", "not a host-costs TOML")
     except TraceFileError as exc:
         raise ConfigError(str(exc)) from None
     if data.get("kind") != COSTS_KIND:

@@ -263,7 +263,7 @@ def _rows():
                      ("--file", ["/dev/other"])):
         for v in bad:
             add(f"fio import {opt} {v}", *imp, opt, v)
-    add("fio compare --model missing", "fio", "compare", "{folder}", "--model", "{base}/nope.json")
+    add("fio compare --model missing", "fio", "compare", "{run_dir}", "--model", "{base}/nope.json")
 
     # -- run -----------------------------------------------------------------------------------------
     prun = ["run", "--preset", "tiny", "--steps", "2", "--no-fio", "--no-thesis", "-o", OUT + "/p"]
@@ -417,19 +417,19 @@ def _rows():
     background_bad = (("--fill", ["abc", "", "-1", "1.5", "nan", "inf"]),
                       ("--overwritten", ["abc", "", "-1", "1.5", "nan", "inf"]),
                       ("--swap-prior", ["bogus", ""]),
-                      ("--swap-offset", ["abc", "", "-1", "nan", "1e30", "1EiB", "100", "1GiB"]))
+                      ("--swap-offset", ["abc", "", "-1", "nan", "1e30", "2EiB", "100", "8GiB"]))
     for opt, bad in background_bad:
         for v in bad:
             add(f"ssd synth steady {opt} {v or 'empty'}", *synth, *steady, opt, v)
             add(f"ssd replay steady {opt} {v or 'empty'}", *replay, *steady, opt, v)
-    for v in ("abc", "", "0", "-1", "nan", "1e30", "1GiB", "100"):
+    for v in ("abc", "", "0", "-1", "nan", "1e30", "8GiB", "100"):
         add(f"ssd synth --swap-size {v or 'empty'}", *synth, *steady, "--swap-size", v)
-    add("ssd synth --swap-offset + --swap-size past the drive", *synth, "--swap-offset", "48MiB",
-        "--swap-size", "32MiB")
+    add("ssd synth --swap-offset + --swap-size past the drive", *synth, "--swap-offset", "3GiB",
+        "--swap-size", "2GiB")
     real = [*thesis, "--real", "--swap-size", "1GiB"]
     for opt, bad in (("--fill", ["abc", "", "-1", "1.5", "nan", "inf"]),
                      ("--overwritten", ["abc", "", "-1", "1.5", "nan", "inf"]),
-                     ("--swap-size", ["abc", "", "0", "-1", "nan", "1e30", "1GiB", "100"])):
+                     ("--swap-size", ["abc", "", "0", "-1", "nan", "1e30", "8GiB", "100"])):
         for v in bad:
             add(f"ssd thesis --real {opt} {v or 'empty'}", *real, opt, v)
     add("ssd thesis --sensitivity without --real", *thesis, "--sensitivity")
@@ -439,7 +439,7 @@ def _rows():
     mq = ["export", "{stream}", "--format", "mqsim", "-o", OUT + "/e.trace"]
     for cid, p in [*_trace_files(), ("access-kind", "{access}")]:
         add(f"export mqsim {cid}", "export", p, "--format", "mqsim", "-o", OUT + "/e.trace")
-    for v in ("abc", "", "-1", "nan", "inf", "1e30", "1EiB", "100", "12xyz"):
+    for v in ("abc", "", "-1", "nan", "inf", "1e30", "2EiB", "100", "12xyz"):
         add(f"export mqsim --swap-offset {v or 'empty'}", *mq, "--swap-offset", v)
     add("export mqsim -o folder", "export", "{stream}", "--format", "mqsim", "-o", OUT)
     add("export mqsim -o exists", "export", "{stream}", "--format", "mqsim", "-o", "{iolog}")
@@ -797,16 +797,37 @@ NO_CONTROL_PREFIXES = {
 }
 
 
-def _kind_at(cls: str) -> str:
-    """The file kind the row's bad file stands in for: a swap stream or an access trace."""
-    streams = ("compare", "time stream", "fio jobs stream", "ssd replay stream", "export mqsim", "damaged swapio")
-    return "{stream}" if cls.startswith(streams) or "access-kind" in cls else "{access}"
+def _kind_at(args: list[str]) -> str:
+    """The file kind a command's positional file is: a swap stream or an access trace."""
+    reads_stream = args[0] in ("compare", "time") or args[:2] in (["fio", "jobs"], ["ssd", "replay"]) \
+        or "mqsim" in args
+    return "{stream}" if reads_stream else "{access}"
 
 
 #: the good positional file of each command whose positional argument is not a trace or stream
 GOOD_POSITIONAL = {("fio", "import"): "{iolog}", ("fio", "run"): "{jobs}", ("fio", "profile"): "{run_dir}",
                    ("fio", "results"): "{run_dir}", ("fio", "compare"): "{run_dir}", ("report",): "{thesis_dir}",
                    ("presets",): "tiny"}
+
+
+def _is_option(a: str) -> bool:
+    """An option's name (``--steps``, ``-o``), not a value such as ``-1`` or ``-inf``."""
+    return bool(re.match(r"^--[a-z]", a)) or a == "-o"
+
+
+def _named(cls: str, args: list[str]) -> str | None:
+    """The (last) option a row's name names, if the row's arguments hold it (``--force`` is never the subject)."""
+    named = [w for w in cls.split() if _is_option(w) and w != "--force" and w in args]
+    return named[-1] if named else None
+
+
+def _bad_index(cls: str, args: list[str]) -> int | None:
+    """Where the row's bad file is in its arguments (a wrong-kind row: the good file of the other kind)."""
+    if "swapio-kind" in cls or "access-kind" in cls:
+        wrong = "{stream}" if "swapio-kind" in cls else "{access}"
+        return len(args) - 1 - args[::-1].index(wrong)
+    bad = [i for i, a in enumerate(args) if _is_bad_file(a)]
+    return bad[-1] if bad else None
 
 
 def _is_bad_file(a: str) -> bool:
@@ -830,22 +851,18 @@ def control_for(cls: str, args: list[str]) -> list[str] | None:
         return CONTROLS[cls]
     if cls.startswith(tuple(NO_CONTROL_PREFIXES)):
         return None
-    bad = [i for i, a in enumerate(args) if _is_bad_file(a)]
-    if "swapio-kind" in cls or "access-kind" in cls:  # a good file of the other kind: its last place
-        wrong = "{stream}" if "swapio-kind" in cls else "{access}"
-        bad = [len(args) - 1 - args[::-1].index(wrong)]
-    if bad:
-        i = bad[-1]
+    i = _bad_index(cls, args)
+    if i is not None:
         if args[i - 1].startswith("-"):  # an option's value: the option left out (or a good value)
             return _without(args, i - 1, True)
         if args[0] == "sweep":
             return SWEEP_CONTROL
-        good = GOOD_POSITIONAL.get(tuple(args[:2]), GOOD_POSITIONAL.get(tuple(args[:1]), _kind_at(cls)))
+        good = GOOD_POSITIONAL.get(tuple(args[:2]), GOOD_POSITIONAL.get(tuple(args[:1]), _kind_at(args)))
         return [good if j == i else a for j, a in enumerate(args)]
-    named = [w for w in cls.split() if re.match(r"^--?[a-z]", w) and w != "--force" and w in args]
-    if named:  # the (last) option the row names: its last occurrence (the one click uses) made good, or left out
-        i = len(args) - 1 - args[::-1].index(named[-1])
-        return _without(args, i, i + 1 < len(args) and not args[i + 1].startswith("--"))
+    opt = _named(cls, args)
+    if opt is not None:  # the option the row names: its last occurrence (the one click uses) made good, or left out
+        i = len(args) - 1 - args[::-1].index(opt)
+        return _without(args, i, i + 1 < len(args) and not _is_option(args[i + 1]))
     if len(args) >= 2 and args[-2].startswith("-"):
         return args[:-2]
     if args[-1].startswith("-"):
@@ -854,22 +871,39 @@ def control_for(cls: str, args: list[str]) -> list[str] | None:
 
 
 def subject_of(cls: str, args: list[str], filled: list[str]) -> list[str]:
-    """What the row's error line must name: the option made bad, or the bad file (any of the returned words)."""
+    """What the row's error line must name (any of the words): the option made bad (or the file it was given),
+    or the bad file."""
     if cls in SUBJECTS:
         return SUBJECTS[cls]
-    for i, a in enumerate(args):
-        if a in BAD_FILES or a.startswith(("{dmg_", "{fifo", "{iolog_", "{kprofile_", "{devprof_", "{sweep_",
-                                           "{spec_", "{base}/no")):
-            name = Path(filled[i].rstrip("/")).name
-            return [name]
-    if len(args) >= 2 and args[-2].startswith("-"):
-        opt = args[-2]
-        return [opt, opt.lstrip("-"), opt.lstrip("-").replace("-", " "), opt.lstrip("-").replace("-", "_")]
+    opt = _named(cls, args)
+    if opt is not None:
+        i = len(args) - 1 - args[::-1].index(opt)
+        words = [opt, opt.lstrip("-"), opt.lstrip("-").replace("-", " "), opt.lstrip("-").replace("-", "_")]
+        if i + 1 < len(filled) and "/" in filled[i + 1]:
+            words.append(Path(filled[i + 1].rstrip("/")).name)
+        return words
+    i = _bad_index(cls, args)
+    if i is not None:
+        return [Path(filled[i].rstrip("/")).name or filled[i]]
+    missing = {"budget": ["--memory", "budget"], "device": ["--device"], "-o": ["-o", "--output"],
+               "trace": ["TRACE"]}
+    for word, names in missing.items():
+        if f" no {word}" in cls:
+            return names
+    if len(args) >= 2 and _is_option(args[-2]):
+        return [args[-2]]
     return [""]
 
 
 #: rows whose error names its subject in its own words
-SUBJECTS: dict[str, list[str]] = {}
+SUBJECTS: dict[str, list[str]] = {
+    **{f"fio run --jobs {v}": ["--jobs", "job(s)"] for v in ("bogus", "seqwrite,bogus")},  # "unknown job(s) ..."
+    "ssd synth --page-size 3000": ["page_bytes"],  # the device's field, with the value given
+    "generate a spec of 6 EiB": ["would need"],  # names the trace's size and the memory it would need
+    "generate --preset and --spec": ["--preset"],
+    "fio profile -o missing": ["-o", "--output"],
+    "sweep nothing to sweep": ["trace or preset"],
+}
 
 
 @pytest.fixture(scope="module")
@@ -956,7 +990,7 @@ def test_a_failing_report_leaves_the_earlier_one_whole(inputs, tmp_path, monkeyp
     from swaptrace import report as rep
 
     folder = tmp_path / "f"
-    shutil.copytree(inputs["base"], folder, ignore=shutil.ignore_patterns("*.toml", "*.iolog", "other-files"))
+    shutil.copytree(inputs["base"], folder, ignore=shutil.ignore_patterns("*.toml", "*.iolog", "other-files", "fifo*"))
     shutil.copyfile(inputs["access"], folder / "access.parquet")
     shutil.copyfile(inputs["stream"], folder / "swapio.parquet")
     assert invoke("report", folder).exit_code == 0

@@ -137,6 +137,10 @@ def _check_up_front(tf, packed_trace, designs: DesignSet, ssd, budget: dict) -> 
     from swaptrace.pagecache import EmulatorConfig, load_profile
 
     page_bytes = int(tf.meta["page_bytes"])
+    z = designs.zones  # the zoned design's segments are its zones: named by their own options
+    for value, option in ((z.zone_bytes, "--zone-size"), (z.capacity_bytes, "--zone-capacity")):
+        if value < page_bytes or value % page_bytes:
+            raise ConfigError(f"{option} must be a positive multiple of the page size ({page_bytes} B), got {value} B")
     for cfg in designs.logs().values():
         cfg.check(page_bytes)
         cfg.check_size(int(tf.meta["footprint_pages"]), page_bytes)

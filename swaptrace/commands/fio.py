@@ -150,6 +150,8 @@ def run_cmd(jobs_dir, target, size, runtime, only, out, no_precondition, allow_d
     from swaptrace.fio import runner
     from swaptrace.fio.steady import SteadyOptions
 
+    if not str(target).strip():
+        raise ConfigError("--target: empty; give a file (e.g. /tmp/swaptrace-fio.dat) or a block device")
     if purge and not steady:
         raise ConfigError("--purge: only with --steady (the purge is the first step of SNIA preconditioning)")
     ss = SteadyOptions(round_s=round_s, cap_s=steady_cap, ramp_s=ss_ramp, fill_cap_s=fill_cap,

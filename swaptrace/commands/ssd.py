@@ -293,7 +293,7 @@ def synth_cmd(pattern, bs, volume, iodepth, precondition, rwmix_read, hot_writes
     """
     cfg = _split_device(kw)
     offset = parse_bytes(swap_offset, "--swap-offset")
-    size = parse_bytes(swap_size, "--swap-size") if swap_size else cfg.user_bytes - offset
+    size = parse_bytes(swap_size, "--swap-size", positive=True) if swap_size is not None else cfg.user_bytes - offset
     region = None if (offset == 0 and swap_size is None) else (offset, size)
     volume_bytes = _parse_volume(volume, size)
     with progressbar(volume_bytes, f"ssd {pattern}") as bar:
@@ -344,7 +344,10 @@ def thesis_cmd(iodepth, write_iodepth, drive_writes, real, sensitivity, fill, ov
         raise ConfigError("--sensitivity goes with --real")
     if real:
         bg = Background(fill=fill, overwritten=overwritten, swap_prior="pool")
-        swap_bytes = parse_bytes(swap_size, "--swap-size")
+        swap_bytes = parse_bytes(swap_size, "--swap-size", positive=True)
+        if swap_bytes % cfg.map_bytes or swap_bytes < 1 << 20:  # the experiments' requests are up to 128 KiB
+            raise ConfigError(f"--swap-size must be a multiple of {cfg.map_bytes} bytes and at least 1 MiB, got "
+                              f"{swap_bytes}")
         result = ssd_thesis.thesis_real(cfg, background=bg, swap_bytes=swap_bytes, iodepth=iodepth,
                                         write_iodepth=write_iodepth, seed=seed, log=log)
         if sensitivity:

@@ -71,11 +71,15 @@ def command(spec_file, out, traces, presets, steps, seed, memory, memory_fractio
         raise ConfigError("-o: empty; give the results folder")
     try:
         spec = load_sweep_spec(spec_file, **values) if spec_file else spec_from_values(**values)
+        _check_values(spec)
     except IsADirectoryError:
         raise ConfigError(f"{spec_file}: is a folder, not a sweep TOML file") from None
     except (ValueError, TypeError) as exc:  # a value of the wrong type in the file, e.g. memory_fractions = ["half"]
         raise ConfigError(f"{spec_file or 'sweep'}: {exc}") from None
-    _check_values(spec)
+    except ConfigError as exc:  # a value in the file: the message names the file
+        if spec_file and str(spec_file) not in str(exc):
+            raise ConfigError(f"{spec_file}: {exc}") from None
+        raise
     if plot is not None and not str(plot).endswith((".png", ".svg", ".pdf")):
         raise ConfigError(f"{plot}: --plot takes a .png, .svg or .pdf name")
     bars: list = []

@@ -86,7 +86,7 @@ class LogConfig:
                 raise ConfigError(f"{option} must be a positive multiple of the page size ({page_bytes} B), got "
                                   f"{format_bytes(v)}")
         if self.stride_bytes is not None and self.stride_bytes < self.segment_bytes:
-            raise ConfigError("a zone's size must be at least its capacity")
+            raise ConfigError("--zone-size must be at least --zone-capacity (a zone's size holds its capacity)")
         if self.write_bytes is not None and self.write_bytes > self.segment_bytes:
             raise ConfigError("--write-size must not exceed the segment size")
         if self.victim not in VICTIMS:

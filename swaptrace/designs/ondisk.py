@@ -26,7 +26,7 @@ def check_file_target(target: str | os.PathLike) -> None:
     """Refuse a block device: the designs' replays write over their target."""
     p = Path(target)
     if str(p).startswith("/dev/") or p.is_block_device():
-        raise ConfigError("swaptrace designs replays on a file target only (e.g. /tmp/swaptrace-fio.dat)")
+        raise ConfigError(f"--fio-target {target}: swaptrace designs replays on a file target only (e.g. /tmp/swaptrace-fio.dat)")
 
 
 def rows_per_step(stream: str | os.PathLike) -> tuple[int, np.ndarray]:

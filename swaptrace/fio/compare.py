@@ -91,7 +91,7 @@ def load_model(path: str | os.PathLike) -> dict:
     """The SSD model's JSON (``swaptrace ssd thesis --json``), checked for the two ratios."""
     p = Path(path)
     try:
-        model = read_json(p, "model JSON (`swaptrace ssd thesis --json`)")
+        model = read_json(p, "model JSON", "is not JSON (expected `swaptrace ssd thesis --json` output)")
     except TraceFileError as exc:
         raise ConfigError(f"--model {exc}") from None
     wanted = ("request_size_gain", "sequential_write_gain")

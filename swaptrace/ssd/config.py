@@ -392,7 +392,7 @@ def load_device(name_or_path: str | None = None, overrides: dict[str, Any] | Non
         if not path.is_file():
             raise ConfigError(f"{path}: no such device file")
         try:
-            raw = read_toml(path, "device TOML")
+            raw = read_toml(path, "device TOML", "cannot read device TOML")
         except TraceFileError as exc:
             raise ConfigError(str(exc)) from None
         if not raw:

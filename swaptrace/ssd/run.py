@@ -174,10 +174,12 @@ def _region_units(config: SSDConfig, region: tuple[int, int] | None) -> tuple[in
         return 0, config.user_units
     off, size = int(region[0]), int(region[1])
     if off < 0 or size <= 0 or off % config.map_bytes or size % config.map_bytes:
-        raise ConfigError(f"region: offset and size must be multiples of {config.map_bytes} bytes, size > 0")
+        raise ConfigError(f"--swap-offset {off} and --swap-size {size}: must be multiples of {config.map_bytes} "
+                          "bytes, the size above 0, the partition inside the drive")
     off_u, size_u = off // config.map_bytes, size // config.map_bytes
     if off_u + size_u > config.user_units:
-        raise ConfigError(f"region {off} + {size} bytes is beyond the drive's {config.user_bytes} user bytes")
+        raise ConfigError(f"--swap-offset + --swap-size ({off} + {size} bytes) is beyond the drive's "
+                          f"{config.user_bytes} user bytes")
     return off_u, size_u
 
 

@@ -124,7 +124,7 @@ def layout(config: SSDConfig, swap_offset_units: int, swap_units: int, backgroun
     """
     u = config.user_units
     if swap_offset_units < 0 or swap_units < 0 or swap_offset_units + swap_units > u:
-        raise ConfigError(f"swap partition ({swap_offset_units * config.map_bytes} + {swap_units * config.map_bytes}"
+        raise ConfigError(f"--swap-offset + --swap-size: the swap partition ({swap_offset_units * config.map_bytes} + {swap_units * config.map_bytes}"
                           f" bytes) does not fit the drive's {config.user_bytes} user bytes")
     end = swap_offset_units + swap_units
     others = u - swap_units
