@@ -126,41 +126,41 @@ def setup(base: Path, quick: bool) -> dict[str, Path]:
 
 def reader_slots(f):
     """(command, kind of the file slot, argv with {X} for the slot); OUT is a fresh folder per case."""
-    O = "{OUT}"  # noqa: E741 - reads as the slot it stands for
+    OUT = "{OUT}"
     tim = ["--device", "nvme-tlc", "--compute", "none", "--fault-cpu-us", 1, "--reclaim-cpu-us", 1]
     return [
         ("inspect", "access", ["inspect", "{X}"]),
         ("inspect", "swapio", ["inspect", "{X}"]),
-        ("emulate", "access", ["emulate", "{X}", "-o", O + "/s.swapio.parquet", "--memory-fraction", 0.5]),
-        ("mrc", "access", ["mrc", "{X}", "-o", O + "/m.csv"]),
-        ("export csv", "access", ["export", "{X}", "--format", "csv", "-o", O + "/e.csv"]),
-        ("export libcachesim", "access", ["export", "{X}", "--format", "libcachesim", "-o", O + "/e.bin"]),
-        ("designs", "access", ["designs", "{X}", "-o", O + "/d", "--memory-fraction", 0.5, "--device", "none"]),
-        ("designs --packed", "access", ["designs", f["T"], "-o", O + "/d", "--memory-fraction", 0.5, "--device",
+        ("emulate", "access", ["emulate", "{X}", "-o", OUT + "/s.swapio.parquet", "--memory-fraction", 0.5]),
+        ("mrc", "access", ["mrc", "{X}", "-o", OUT + "/m.csv"]),
+        ("export csv", "access", ["export", "{X}", "--format", "csv", "-o", OUT + "/e.csv"]),
+        ("export libcachesim", "access", ["export", "{X}", "--format", "libcachesim", "-o", OUT + "/e.bin"]),
+        ("designs", "access", ["designs", "{X}", "-o", OUT + "/d", "--memory-fraction", 0.5, "--device", "none"]),
+        ("designs --packed", "access", ["designs", f["T"], "-o", OUT + "/d", "--memory-fraction", 0.5, "--device",
                                         "none", "--packed", "{X}"]),
         ("time --trace", "access", ["time", f["S"], "--device", "nvme-tlc", "--compute", "mlp", "--fault-cpu-us", 1,
                                     "--reclaim-cpu-us", 1, "--trace", "{X}"]),
         ("compare a", "swapio", ["compare", "{X}", f["S"]]),
         ("compare b", "swapio", ["compare", f["S"], "{X}"]),
         ("ssd replay", "swapio", ["ssd", "replay", "{X}", "--device", "nvme-tlc", "--capacity", "1GiB",
-                                  "-o", O + "/t.parquet"]),
-        ("fio jobs", "swapio", ["fio", "jobs", "{X}", "-o", O + "/j", "--sweep", "4k", "--max-requests", 100]),
+                                  "-o", OUT + "/t.parquet"]),
+        ("fio jobs", "swapio", ["fio", "jobs", "{X}", "-o", OUT + "/j", "--sweep", "4k", "--max-requests", 100]),
         ("time", "swapio", ["time", "{X}", *tim]),
-        ("export mqsim", "swapio", ["export", "{X}", "--format", "mqsim", "-o", O + "/e.trace"]),
-        ("generate --spec", "toml", ["generate", "--spec", "{X}", "--steps", 1, "-o", O + "/g.parquet"]),
+        ("export mqsim", "swapio", ["export", "{X}", "--format", "mqsim", "-o", OUT + "/e.trace"]),
+        ("generate --spec", "toml", ["generate", "--spec", "{X}", "--steps", 1, "-o", OUT + "/g.parquet"]),
         ("presets", "toml", ["presets", "{X}"]),
-        ("emulate --profile", "toml", ["emulate", f["T"], "-o", O + "/s.parquet", "--memory-fraction", 0.5,
+        ("emulate --profile", "toml", ["emulate", f["T"], "-o", OUT + "/s.parquet", "--memory-fraction", 0.5,
                                        "--profile", "{X}"]),
         ("ssd synth --device", "toml", ["ssd", "synth", "--device", "{X}", "--pattern", "randwrite", "--volume",
-                                        "0.05x", "--capacity", "1GiB", "--no-timing", "-o", O + "/t.parquet"]),
+                                        "0.05x", "--capacity", "1GiB", "--no-timing", "-o", OUT + "/t.parquet"]),
         ("time --device ssd", "toml", ["time", f["S"], "--device", "{X}", "--compute", "none", "--fault-cpu-us", 1,
                                        "--reclaim-cpu-us", 1]),
         ("time --device profile", "devprof", ["time", f["S"], "--device", "{X}", "--compute", "none",
                                               "--fault-cpu-us", 1, "--reclaim-cpu-us", 1]),
         ("time --costs", "costs", ["time", f["S"], "--device", "nvme-tlc", "--compute", "none", "--costs", "{X}"]),
-        ("sweep file", "sweep", ["sweep", "{X}", "--workers", 1, "-o", O + "/sw"]),
+        ("sweep file", "sweep", ["sweep", "{X}", "--workers", 1, "-o", OUT + "/sw"]),
         ("fio compare --model", "json", ["fio", "compare", "{RUN}", "--model", "{X}"]),
-        ("fio import", "iolog", ["fio", "import", "{X}", "-o", O + "/i.swapio.parquet"]),
+        ("fio import", "iolog", ["fio", "import", "{X}", "-o", OUT + "/i.swapio.parquet"]),
     ]
 
 

@@ -925,7 +925,18 @@ def controls(inputs, tmp_path_factory):
     return run
 
 
-@pytest.mark.parametrize("cls,args", ROWS, ids=[c for c, _ in ROWS])
+#: commands whose control takes seconds (a Dask cluster, the whole pipeline, the designs, the SSD study): their
+#: rows are marked slow, so `make test-fast` runs the rest of the table in about a minute
+SLOW_CONTROLS = (("sweep",), ("run",), ("designs",), ("ssd", "thesis"))
+
+
+def _param(cls: str, args: list[str]):
+    control = control_for(cls, args) or []
+    slow = any(tuple(control[:len(c)]) == c for c in SLOW_CONTROLS)
+    return pytest.param(cls, args, id=cls, marks=[pytest.mark.slow] if slow else [])
+
+
+@pytest.mark.parametrize("cls,args", [_param(c, a) for c, a in ROWS])
 def test_bad_input(inputs, controls, tmp_path, monkeypatch, cls, args):
     control = control_for(cls, args)
     if control is not None:  # the same command with a good value must pass: the row tests its own option

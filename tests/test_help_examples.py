@@ -73,8 +73,8 @@ def _inputs(work: Path) -> None:
     r = CliRunner().invoke(cli, ["generate", "--preset", "tiny", "--steps", "3", "-o", str(work / "traces/tiny.access.parquet")])
     assert r.exit_code == 0, r.output
     # the demo pipeline folder the examples read (`run --preset demo` itself runs fio for minutes: skipped)
-    r = CliRunner().invoke(cli, ["run", "--preset", "tiny", "--steps", "3", "--no-fio", "--no-thesis", "-o",
-                                 str(work / "traces/demo")])
+    r = CliRunner().invoke(cli, ["run", "--preset", "tiny", "--steps", "3", "--memory-fraction", "0.3", "--no-fio",
+                                 "--no-thesis", "-o", str(work / "traces/demo")])
     assert r.exit_code == 0, r.output
     for name in ("tiny.swapio.parquet", "tiny.kernel.swapio.parquet"):  # a capture's stream stands in as B
         r = CliRunner().invoke(cli, ["emulate", str(work / "traces/tiny.access.parquet"), "--memory-fraction", "0.4",
@@ -104,6 +104,8 @@ def test_help_example_runs_as_written(work, monkeypatch, command, line):
         target = work / words[words.index("-o") + 1]
         if target.is_file():
             target.unlink()
+        elif target.is_dir() and target != work / "traces":  # an earlier example's folder of the same name
+            shutil.rmtree(target)
     r = CliRunner().invoke(cli, words[1:])
     assert r.exit_code == 0, f"`{line}` ({command} --help) fails: {r.output[-600:]}"
     if out is not None:

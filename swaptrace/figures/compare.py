@@ -51,7 +51,8 @@ def plot_request_sizes(data, ax=None, op: str = "read"):
     ax.set_ylabel("fraction of requests ≤ size")
     ax.set_ylim(0, 1.02)
     ax.set_title(f"{op} sizes, KS = {data.ks[op]:.3f}")
-    ax.legend(fontsize="small")
+    if ax.get_legend_handles_labels()[0]:  # a stream with no requests of this op draws no line to label
+        ax.legend(fontsize="small")
     return ax
 
 
