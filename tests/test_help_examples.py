@@ -31,6 +31,9 @@ SKIP = {
     "--scheduler tcp://head": "needs a running Dask scheduler named head",
     "run --preset demo": "the whole demo pipeline with fio on this disk (minutes)",
     "--workers 2": "a two-process Dask cluster for rm2's 2000 steps (minutes)",
+    "swaptrace train": "trains a real PyTorch model for a minute (tests/test_train.py trains small ones)",
+    "my-runtime.toml": "reads the capture of a program the sudo line makes (tests/test_train_capture_privileged.py)",
+    "mydrive.toml": "the device `ssd fit` makes from a fio run on a disk (tests/test_fit_roundtrip.py)",
 }
 
 
