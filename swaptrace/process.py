@@ -91,11 +91,6 @@ class RuntimeProfile:
     measured_on: str = ""
     source: str = ""
 
-    @property
-    def overhead_bytes(self) -> int:
-        """What the group holds that is not anonymous memory of the trace: page cache and kernel memory."""
-        return self.file_bytes + self.kernel_bytes
-
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
