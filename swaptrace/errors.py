@@ -21,6 +21,10 @@ class ConfigError(SwaptraceError):
     """A parameter (size, policy, device config, ...) is out of range or unknown."""
 
 
+class GCStallError(ConfigError):
+    """The simulated FTL ran out of blocks to reclaim: the device has too little spare for its workload."""
+
+
 class ToolError(SwaptraceError):
     """An external tool (fio, mkswap, losetup, ...) is missing or failed."""
 

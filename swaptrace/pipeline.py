@@ -17,7 +17,10 @@ Each stage writes into one folder (``traces/demo/`` by default)::
 A stage is skipped when its outputs exist and ``pipeline.json`` records the
 same parameters and the same inputs (size and modification time of each
 input file) -- so a rerun after changing ``--memory`` redoes emulate and what
-follows, but not generate. ``force=True`` reruns everything.
+follows, but not generate. ``force=True`` reruns everything. A stage left out
+of a run (``--no-fio``, no ``--designs``) keeps an earlier run's outputs (a fio
+run is minutes of measurement), and ``pipeline.json`` lists them as skipped so
+the report leaves them out: they may belong to another swap stream.
 """
 
 from __future__ import annotations
@@ -261,9 +264,16 @@ def run_pipeline(
     for i, stage in enumerate(stage_list, 1):
         tag = f"[{i}/{len(stage_list)}] {stage.name}"
         if stage.skip_reason:
-            say(f"{tag}: skipped ({stage.skip_reason})")
             result.skipped[stage.name] = stage.skip_reason
-            manifest.pop(stage.name, None)
+            kept = [o for o in stage.outputs if (out / o).exists()]
+            if kept:  # an earlier run's, kept (a fio run is minutes of measurement) but no longer this run's
+                say(f"{tag}: skipped ({stage.skip_reason}); an earlier run's {', '.join(kept)} kept, "
+                    "left out of the report")
+                manifest[stage.name] = {"skipped": stage.skip_reason, "outputs": kept}
+            else:
+                say(f"{tag}: skipped ({stage.skip_reason})")
+                manifest.pop(stage.name, None)
+            _save_manifest(manifest_path, manifest)  # the report stage reads it
             continue
         fp = _fingerprint(stage, out)
         done = manifest.get(stage.name, {})
@@ -287,7 +297,11 @@ def run_pipeline(
             "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
             "summary": summary,
         }
-        with AtomicPath(manifest_path) as ap:
-            ap.tmp.write_text(json.dumps(manifest, indent=2, default=str))
+        _save_manifest(manifest_path, manifest)
         say(f"{tag}: done in {seconds:.1f} s")
     return result
+
+
+def _save_manifest(path: Path, manifest: dict) -> None:
+    with AtomicPath(path) as ap:
+        ap.tmp.write_text(json.dumps(manifest, indent=2, default=str))

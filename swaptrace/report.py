@@ -26,6 +26,7 @@ model beside fio's replay on the drive, with the error (:mod:`swaptrace.fio.mode
 from __future__ import annotations
 
 import csv
+import json
 import math
 import os
 import re
@@ -206,22 +207,53 @@ def _draw_report(d: Path, out_dir: Path) -> Report:
         _figure(out_dir, "request_sizes.png", lambda fig: plot_request_size_cdf(swapio.path, ax=fig.subplots()),
                 report)
         _figure(out_dir, "swap_traffic.png", lambda fig: plot_swap_traffic(swapio.path, ax=fig.subplots()), report)
-    _try(report, "SSD model", lambda: _ssd_parts(d, out_dir, report))
-    _try(report, "fio", lambda: _fio_parts(d, out_dir, report))
-    _try(report, "model vs fio", lambda: report.numbers.update(model_vs_fio=read_json(d / S.MODEL_VS_FIO, "model-vs-fio summary")))
+    stale = stale_outputs(d)
+    _try(report, "SSD model", lambda: _ssd_parts(d, out_dir, report, stale))
+    for what, name, part in (
+            ("fio", S.FIO_RUN, lambda: _fio_parts(d, out_dir, report)),
+            ("model vs fio", S.MODEL_VS_FIO,
+             lambda: report.numbers.update(model_vs_fio=read_json(d / S.MODEL_VS_FIO, "model-vs-fio summary")))):
+        if name in stale:
+            report.skipped[what] = stale[name]
+        else:
+            _try(report, what, part)
     if (d / KERNEL_STREAM).exists() and swapio is not None:
         _try(report, "emulator vs kernel", lambda: _kernel_parts(d, out_dir, report))
     _try(report, "time model", lambda: _timing_parts(d, out_dir, report))
-    _try(report, "swap designs", lambda: _designs_parts(d, out_dir, report))
+    _try(report, "swap designs", lambda: _designs_parts(d, out_dir, report, stale))
     with AtomicPath(report.path) as ap:
         ap.tmp.write_text(render_markdown(report, d))
     return report
 
 
-def _designs_parts(d: Path, out_dir: Path, report: Report) -> None:
+def stale_outputs(d: Path) -> dict[str, str]:
+    """Outputs in a ``swaptrace run`` folder that its last run skipped the stage of, and why they are left out.
+
+    The pipeline keeps an earlier run's outputs of a stage it skips (``pipeline.json`` lists them under
+    that stage with ``skipped``); they may belong to another swap stream, so the report does not show
+    them as this run's. A folder without ``pipeline.json`` (put together by hand) has none.
+    """
+    try:
+        manifest = json.loads((d / S.MANIFEST).read_text())
+    except (OSError, ValueError):
+        return {}
+    out = {}
+    for stage, entry in manifest.items() if isinstance(manifest, dict) else ():
+        if isinstance(entry, dict) and "skipped" in entry:
+            for name in entry.get("outputs") or ():
+                out[str(name)] = (f"{name}: an earlier run's, left out (the last `swaptrace run` skipped "
+                                  f"{stage}: {entry['skipped']})")
+    return out
+
+
+def _designs_parts(d: Path, out_dir: Path, report: Report, stale: dict[str, str] | None = None) -> None:
     """The tables and device-time figures of ``swaptrace designs`` runs in ``designs*/`` (``run --designs``,
-    ``make designs``)."""
-    found = sorted(d.glob("designs*/designs.md"))
+    ``make designs``), but not the pipeline's own ``designs/`` when its last run skipped that stage."""
+    stale = stale or {}
+    for name in stale:
+        if (d / name / "designs.md").exists():
+            report.skipped[f"swap designs in {name}/"] = stale[name]
+    found = sorted(md for md in d.glob("designs*/designs.md") if md.parent.name not in stale)
     for md in found:
         name = md.parent.name
         table = [line for line in md.read_text().splitlines() if not line.startswith("## ")]
@@ -270,7 +302,8 @@ def _fixed(x: float | None, fmt: str) -> str:
     return "n/a" if x is None or x != x else fmt.format(x)
 
 
-def _ssd_parts(d: Path, out_dir: Path, report: Report) -> None:
+def _ssd_parts(d: Path, out_dir: Path, report: Report, stale: dict[str, str] | None = None) -> None:
+    stale = stale or {}
     from swaptrace.figures import ssd as F
     from swaptrace.ssd.run import read_timeline
 
@@ -291,7 +324,9 @@ def _ssd_parts(d: Path, out_dir: Path, report: Report) -> None:
         _figure(out_dir, "ssd_waf.png", lambda fig: F.plot_waf_vs_written(timeline, ax=fig.subplots()), report)
     else:
         report.skipped["SSD timeline"] = f"{d / S.SSD}: missing"
-    if (d / S.THESIS).exists():
+    if S.THESIS in stale:
+        report.skipped["SSD request-size sweep"] = stale[S.THESIS]
+    elif (d / S.THESIS).exists():
         model = _try(report, "SSD request-size sweep", lambda: load_json(d / S.THESIS))
         if model is None:
             return

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from swaptrace.errors import ConfigError
+from swaptrace.errors import ConfigError, GCStallError
 from swaptrace.ssd.config import SSDConfig
 from swaptrace.ssd.labjobs import STEADY_BS, TWIN_MAX_BYTES, LabJob, run_job, with_effective_spare
 
@@ -69,6 +69,8 @@ SPARE_RANGE = (0.01, 0.5)
 SPARE_TOLERANCE = 0.01
 #: ... or after this many halvings of log(spare) (50x range / 2^12: 0.1 % in spare)
 SPARE_ITERATIONS = 12
+#: a bisection that ends further than this factor from the measured bandwidth did not match it
+MATCHED = 1.25
 #: the pipeline's quick fit: read-search evaluations, spare search tolerance and halvings, one round
 QUICK = {"read_evaluations": 24, "spare_tolerance": 0.03, "spare_iterations": 6}
 #: reads below this fraction of the fastest one are taken as not held back by the host link
@@ -76,6 +78,8 @@ LINK_FREE = 0.8
 #: fewest erase blocks per die the fitted device keeps where it is simulated: GC's spare then has a
 #: resolution of 1/64 of a die (~1.6 %), not the 10-25 % of a die with 4-8 huge blocks
 MIN_BLOCKS_PER_DIE = 64
+#: most blocks per plane :func:`with_gc_room` adds to a die before it gives up
+MAX_ROOM_BLOCKS = 64
 #: engines with one request in flight whatever iodepth says (fio HOWTO, "ioengine")
 SYNC_ENGINES = {"psync", "sync", "pvsync", "pvsync2", "vsync"}
 
@@ -485,7 +489,43 @@ def fit_device(meas: Measurements, *, name: str = "fitted", say: Callable[[str],
     if quick:
         notes.append(f"quick fit (the pipeline's time budget): {QUICK}")
     cfg = same_stripe_phase(cfg, meas.size_bytes)
+    writes = [j for j in meas.bw_mb_s if j.kind != "read"]
+    cfg, _ = with_gc_room(cfg, lambda c: [run_job(c, j) for j in writes], notes, "the lab's write jobs")
     return FitResult(cfg, src, notes, meas)
+
+
+def with_gc_room(cfg: SSDConfig, runs: Callable[[SSDConfig], Any], notes: list[str] | None = None,
+                 what: str = "the workload") -> tuple[SSDConfig, Any]:
+    """``cfg`` with the fewest extra blocks per die on which ``runs(cfg)`` completes, and what it returned.
+
+    A device of few blocks per die (the model of a small fio file) can need more spare than the fit's
+    random writes imply. Host writes are striped over the dies in turn while overwrites invalidate data
+    wherever it lies, so the valid data each die holds drifts apart, by about the square root of the map
+    units a die holds (a random walk): on a die of a few hundred units that is a block or more, and the
+    fullest die's greedy GC finds only full blocks although the device as a whole has spare. On a real
+    drive's millions of units per die the drift is a negligible fraction of the spare.
+
+    One block per plane is added to every die at a time, the user capacity (and so its stripe phase)
+    unchanged, until ``runs`` completes without a GC stall; ``notes`` gets a line saying how many were
+    added. Raises :class:`~swaptrace.errors.GCStallError` if :data:`MAX_ROOM_BLOCKS` do not do.
+    """
+    start, added = cfg, 0
+    while True:
+        try:
+            out = runs(cfg)
+            break
+        except GCStallError:
+            if added == MAX_ROOM_BLOCKS:
+                raise
+            bpp = cfg.blocks_per_plane + 1
+            physical = cfg.physical_units * bpp // cfg.blocks_per_plane
+            cfg = dataclasses.replace(cfg, blocks_per_plane=bpp, spare_factor=1.0 - (cfg.user_units + 0.5) / physical)
+            added += 1
+    if added and notes is not None:
+        notes.append(f"{what}: the model's GC stalled on a die with the fitted spare (few blocks per die: the "
+                     f"dies' valid data drifts apart); {added} block(s) per plane added, effective OP "
+                     f"{start.effective_op:.2%} -> {cfg.effective_op:.2%}")
+    return cfg, out
 
 
 def _fit_program(cfg, meas, src, notes, say) -> SSDConfig:
@@ -517,7 +557,7 @@ def search_spare(cfg: SSDConfig, job: LabJob, measured: float, user_bytes: int, 
     dies' time goes. A spare too small for GC to reclaim a block counts as zero bandwidth. Returns the
     device and how the search ended: ``"matched"``, ``"above"`` (the model at ``hi`` is still slower:
     the writes are bound by programs, channels or link, so the spare is only a lower bound) or
-    ``"below"`` (the model at ``lo`` is still faster).
+    ``"below"`` (the model at ``lo``, or at the least spare its GC runs with, is still faster).
     """
     def at(eff: float) -> tuple[SSDConfig | None, float]:
         try:  # the capacity fio used, whatever the spare: blocks are added, not user space taken away
@@ -532,16 +572,18 @@ def search_spare(cfg: SSDConfig, job: LabJob, measured: float, user_bytes: int, 
     c_lo, bw_lo = at(lo)
     if c_lo is not None and bw_lo >= measured * (1.0 - rel):
         return c_lo, "below" if bw_lo > measured * (1.0 + rel) else "matched"
-    best = (abs(math.log(bw_hi / measured)), c_hi)
+    best = (abs(math.log(bw_hi / measured)), c_hi, bw_hi)
     a, b = lo, hi
     for _ in range(iterations):
         mid = math.sqrt(a * b)
         c, bw = at(mid)
         if c is not None and abs(math.log(bw / measured)) < best[0]:
-            best = (abs(math.log(bw / measured)), c)
+            best = (abs(math.log(bw / measured)), c, bw)
         if best[0] < math.log1p(rel):
             break
         a, b = (mid, b) if bw < measured else (a, mid)
+    if best[0] > math.log(MATCHED):  # the model's GC stalls below the spare where it is still faster
+        return best[1], "below"
     return best[1], "matched"
 
 
@@ -605,7 +647,7 @@ def render_toml(res: FitResult, run_dir: str | Path | None = None) -> str:
         elif isinstance(value, str):
             text = f'"{value}"'
         elif isinstance(value, float):
-            text = repr(round(value, 6) if f.name != "spare_factor" else value)
+            text = repr(value)  # every digit: the device written is the device the fit simulated
         else:
             text = str(value)
         why = res.sources.get(f.name, "prior" if f.name in PRIORS else "")
@@ -627,18 +669,30 @@ def fit_run(run_dir: str | Path, *, name: str | None = None, say=None, quick: bo
     rows, meta = resmod.read_results(d)
     meas = measurements_from_rows(rows, meta)
     res = fit_device(meas, name=name or d.resolve().name, say=say, quick=quick)
-    pred = predict(res.config, meas.bw_mb_s)
-    res.residuals = {j.name: pred[j] / meas.bw_mb_s[j] - 1.0 for j in meas.bw_mb_s}
+    res.residuals = residuals(res.config, meas)
     return res
+
+
+def residuals(cfg: SSDConfig, meas: Measurements) -> dict[str, float]:
+    """The model's relative error on each lab job measured (simulated / measured - 1), by job name."""
+    pred = predict(cfg, meas.bw_mb_s)
+    return {j.name: pred[j] / meas.bw_mb_s[j] - 1.0 for j in meas.bw_mb_s}
 
 
 def write_fit(run_dir: str | Path, out: str | Path, *, name: str | None = None, force: bool = False,
               say=None, quick: bool = False) -> FitResult:
     """Fit the device of ``run_dir`` and write it (atomically) as a TOML device file."""
-    from swaptrace.traceio import AtomicPath, check_output_path
+    from swaptrace.traceio import check_output_path
 
     check_output_path(out, force)  # refused before minutes of fitting, not after
     res = fit_run(run_dir, name=name or Path(out).stem, say=say, quick=quick)
+    save_fit(res, run_dir, out, force=force)
+    return res
+
+
+def save_fit(res: FitResult, run_dir: str | Path, out: str | Path, *, force: bool = False) -> None:
+    """Write a fitted device (atomically) as a TOML device file."""
+    from swaptrace.traceio import AtomicPath
+
     with AtomicPath(out, force=force) as ap:
         ap.tmp.write_text(render_toml(res, run_dir))
-    return res

@@ -88,17 +88,25 @@ def compare(run_dir: os.PathLike, stream: os.PathLike, device_out: os.PathLike, 
     error of each quantity.
     """
     from swaptrace.fio import results as resmod
-    from swaptrace.fio.devicefit import write_fit
+    from swaptrace.fio.devicefit import fit_run, residuals, save_fit, with_gc_room
 
     say = say or (lambda _m: None)
     rows, _meta = resmod.read_results(Path(run_dir))
-    res = write_fit(run_dir, device_out, name="fitted", force=True, say=say, quick=quick)
+    res = fit_run(run_dir, name="fitted", say=say, quick=quick)
+    wanted = {job: _measured(rows, job) for job in REPLAYS}
+    wanted = {job: meas for job, meas in wanted.items() if meas is not None}
+    if not wanted:
+        raise TraceFileError(f"{run_dir}: the fio run has no replay job to compare the model with")
+    fitted = res.config
+    res.config, modelled = with_gc_room(
+        fitted, lambda c: {job: _modelled(stream, c, REPLAYS[job]["use_timestamps"]) for job in wanted},
+        res.notes, "the swap stream's replay")
+    if res.config is not fitted:  # the residuals are those of the device written
+        res.residuals = residuals(res.config, res.measurements)
+    save_fit(res, run_dir, device_out, force=True)
     replays = []
-    for job, opts in REPLAYS.items():
-        meas = _measured(rows, job)
-        if meas is None:
-            continue
-        model = _modelled(stream, res.config, opts["use_timestamps"])
+    for job, meas in wanted.items():
+        opts, model = REPLAYS[job], modelled[job]
         quantities = []
         for key, label in (("read_mb_s", "read MB/s"), ("write_mb_s", "write MB/s"), ("runtime_s", "run time, s"),
                            ("mean_request_us", "mean time per request, us")):
@@ -114,8 +122,6 @@ def compare(run_dir: os.PathLike, stream: os.PathLike, device_out: os.PathLike, 
                         "quantities": quantities, "model_waf": model["waf"]})
         say(f"{job}: " + ", ".join(f"{q['quantity'].split(',')[0]} {q['error']:+.0%}" for q in quantities[:2]
                                    if q["error"] is not None))
-    if not replays:
-        raise TraceFileError(f"{run_dir}: the fio run has no replay job to compare the model with")
     cfg = res.config
     return {"device": str(device_out), "quick": quick, "sources": res.sources, "notes": res.notes,
             "residuals": res.residuals, "steady": res.measurements.steady if res.measurements else None,

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from swaptrace._kernels import ftl as K
-from swaptrace.errors import ConfigError
+from swaptrace.errors import ConfigError, GCStallError
 from swaptrace.ssd.config import GC_POLICIES, SSDConfig
 
 PRECONDITIONS = ("none", "seq", "seq+rand", "steady")
@@ -146,7 +146,9 @@ class Simulator:
 
     def _check(self, code: int) -> None:
         if code != K.ERR_NONE:
-            raise ConfigError(f"ssd {self.config.name}: {_ERRORS.get(int(code), f'FTL error {code}')}")
+            stalled = code in (K.ERR_NO_PROGRESS, K.ERR_NO_FREE_BLOCK)
+            raise (GCStallError if stalled else ConfigError)(
+                f"ssd {self.config.name}: {_ERRORS.get(int(code), f'FTL error {code}')}")
 
     # -- running --------------------------------------------------------------------
     def write_units(self, lpns: np.ndarray, cold: np.ndarray | None = None) -> None:
