@@ -39,6 +39,7 @@ def fio_bin() -> str:
 SERIAL_FILES = {
     "test_sweep.py": "starts Dask clusters of one worker per core",
     "test_datasets.py": "starts Dask clusters of one worker per core",
+    "test_sweep_interrupt.py": "starts Dask clusters of one worker per core and signals their session",
     "test_train.py": "trains with every core (PyTorch's threads)",
 }
 #: file-name prefixes of the same

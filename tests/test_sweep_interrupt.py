@@ -1,0 +1,83 @@
+"""Ctrl-C or SIGTERM to a running sweep (issue 30): one line, exit 130, nothing half-written, no worker left.
+
+The sweep runs as the user runs it, a ``swaptrace sweep`` process with its own local Dask cluster, in a
+session of its own. The signal is sent once the cluster is working (a point's temporary or result file
+exists): Ctrl-C as a terminal sends it, to the whole process group; SIGTERM as a service manager does, to
+the sweep alone. Afterwards no temporary is left, every point file present reads back whole, no process
+of the session is alive, and a rerun finishes exactly the points that were missing.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("dask.distributed", reason="the sweep needs the dask extra")
+
+from swaptrace.parallel.sweep import finished_keys  # noqa: E402
+
+#: 3 budgets x 2 policies of the tiny preset: long enough to interrupt, short enough to rerun
+ARGS = ["sweep", "--preset", "tiny", "--steps", "30", "--memory-fraction", "0.2", "--memory-fraction", "0.4",
+        "--memory-fraction", "0.6", "--policy", "linux", "--policy", "lru", "--workers", "2"]
+#: seconds the cluster may take to start its first point on a loaded 2-core machine
+START_S = 180
+
+
+def _session_alive(sid: int) -> list[int]:
+    alive = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if os.getsid(int(d.name)) == sid:
+                    alive.append(int(d.name))
+            except OSError:  # gone meanwhile
+                pass
+    return alive
+
+
+def _sweep(out: Path, **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "swaptrace.cli", *ARGS, "-o", str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, **kw)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_interrupted_sweep_stops_cleanly_and_resumes(tmp_path, sig):
+    out = tmp_path / "sweep"
+    p = _sweep(out)
+    try:
+        deadline = time.monotonic() + START_S
+        while not (any(out.glob(".point-*.partial")) or any(out.glob("point-*.parquet"))):
+            assert p.poll() is None, f"the sweep ended before it was interrupted: {p.communicate()}"
+            assert time.monotonic() < deadline, "the sweep did not start a point in time"
+            time.sleep(0.05)
+        if sig == "SIGINT":
+            os.killpg(p.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches the whole group
+        else:
+            p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    assert p.returncode == 130, err
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1] == "Interrupted; partial outputs were removed.", err
+    assert len([line for line in err.splitlines() if line.strip()]) == 1, err
+    deadline = time.monotonic() + 30  # the workers were told to stop; give them the time they take to exit
+    while _session_alive(p.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _session_alive(p.pid), "a process of the sweep outlived it"
+    assert not [x for x in out.rglob("*") if x.name.endswith(".partial")], "a temporary was left"
+    files = sorted(out.glob("point-*.parquet"))
+    assert len(finished_keys(out)) == len(files)  # every point file present is whole
+    again = _sweep(out)
+    o, e = again.communicate(timeout=600)
+    assert again.returncode == 0, e
+    assert len(finished_keys(out)) == 6
