@@ -6,7 +6,7 @@ The pipeline (one module per stage, see docs/architecture.md)::
          -> ssd (model) / fio (real disk) -> report
 """
 
-__version__ = "0.8.0"
+__version__ = "0.8.1"
 
 from swaptrace.markers import mark_step  # noqa: E402  (cheap: no heavy imports)
 
