@@ -3,6 +3,11 @@
 The drive is filled sequentially first (the models assume every user page
 holds data), then warmed up with 4 drive writes of the workload, then
 measured over 4 more. One die, GC reserve of one block, mixed write stream.
+
+Tolerances: 2 %, the models' accuracy docs/ssd.md states, which covers |bias| + 3 std of the
+simulated WAF over seeds 100-107 in every case (``python research/tolerances.py oracle --big``,
+table in docs/testing.md): at most 0.59 % for Eq. 4 and 12 (greedy OP 7 %, Np 256: +0.51 % +-
+0.03 %), 0.34 % for random victims, 0.27 % for Eq. 14, 0.67 % on 2^16 units.
 """
 
 from __future__ import annotations
@@ -64,14 +69,14 @@ def test_uniform_random_matches_desnoyers(policy, op, pages_per_block):
     cfg = oracle_config(op, pages_per_block, policy)
     assert cfg.user_units >= 1 << 20
     predicted = A.predict(policy, spare_of(cfg), pages_per_block)  # Eq. 12 (greedy) / Eq. 4 (fifo)
-    assert measured_waf(cfg, uniform) == pytest.approx(predicted, rel=0.02)
+    assert measured_waf(cfg, uniform) == pytest.approx(predicted, rel=0.02)  # measured <= 0.59 % (docstring)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("op", [0.07, 0.28])
 def test_random_victim_is_inverse_spare_factor(op):
     cfg = oracle_config(op, 64, "random")
-    assert measured_waf(cfg, uniform) == pytest.approx(1.0 / spare_of(cfg), rel=0.02)
+    assert measured_waf(cfg, uniform) == pytest.approx(1.0 / spare_of(cfg), rel=0.02)  # measured <= 0.34 %
 
 
 @pytest.mark.slow
@@ -80,7 +85,7 @@ def test_hot_cold_80_20_matches_eq14():
     alpha = cfg.physical_units / cfg.user_units
     predicted = A.wa_hot_cold(alpha, 0.8, 0.2)
     waf = measured_waf(cfg, lambda u, n: hot_cold(u, n, 0.8, 0.2))
-    assert waf == pytest.approx(predicted, rel=0.03)
+    assert waf == pytest.approx(predicted, rel=0.02)  # measured +0.20 % +- 0.02 % (docstring)
 
 
 @pytest.mark.slow
@@ -113,6 +118,6 @@ def test_sequential_overwrite_is_exactly_one():
 
 
 def test_small_device_uniform_is_close_to_greedy_model():
-    # fast sanity check on 2^16 units (the slow tests hold the 2 % claim at 2^20)
+    # fast check on 2^16 units: the 2 % claim holds here too, |bias| + 3 std 0.67 % (+0.41 % +- 0.09 %, seeds 100-107)
     cfg = oracle_config(0.28, 64, "greedy", user_units=1 << 16)
-    assert measured_waf(cfg, uniform) == pytest.approx(A.predict("greedy", spare_of(cfg), 64), rel=0.03)
+    assert measured_waf(cfg, uniform) == pytest.approx(A.predict("greedy", spare_of(cfg), 64), rel=0.02)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from cli_helpers import run_cli, the_error
 
 from swaptrace.ssd import analytic as A
@@ -31,12 +30,19 @@ def test_full_random_drive_gains_from_sequential_writes():
     r = run()
     p = r["parts"]
     cfg = small()
-    # random writes into a small partition of a full, randomly overwritten drive: close to the whole
-    # drive's uniform-random steady state (Desnoyers at the effective spare), within 15 %. NOT derived yet: the
-    # model holds to 2 % for uniform writes over the whole drive (test_ssd_steady, test_ssd_op); here only the
-    # partition is written for 2 drive writes, a drift away from that state no model here bounds (measured
-    # -3.4 %: 8.64 vs 8.94). Left for issue 34: bracket it (Desnoyers Eq. 14 with the static rest) or measure a spread
-    assert p["random_write_waf_steady"] == pytest.approx(A.predict_config(cfg), rel=0.15)
+    # random writes into the 256 MiB partition P of the full, randomly overwritten 2 GiB drive (2 partition
+    # writes), bracketed by Desnoyers' greedy model (Eq. 12, swaptrace.ssd.analytic):
+    # * above, where the drive starts: the whole drive's uniform-random steady state at the effective spare,
+    #   8.94, which the model holds to 2 % (test_ssd_op, test_ssd_steady). Writing only P can only leave victims
+    #   emptier (the rest is never invalidated, so GC packs it into full blocks it no longer picks). Plus 3 std of
+    #   one run: over seeds 0-15 this WAF is 8.60 +- 0.15 (8.31-8.79; `python research/tolerances.py thesis
+    #   --first 0 --seeds 16`), 3.8 % below the model: the drift to the bound below is real, not noise;
+    # * below, that packing complete: P alone with all the spare, alpha = (T_eff - (U - P)) / P = 1.47, WAF 1.78
+    #   (far below: two writes of P are far from that state; seed 0 reads 8.64)
+    upper = A.predict_config(cfg) * 1.02 + 3 * 0.15
+    rest = cfg.user_units - (256 << 20) // cfg.map_bytes
+    lower = A.wa_greedy((cfg.effective_physical_units - rest) / (cfg.user_units - rest), cfg.units_per_block)
+    assert lower < p["random_write_waf_steady"] <= upper
     # sequential passes free whole blocks but GC still relocates the background it meets (into the same
     # frontier by default), so sequential writes amplify far less than random ones, not 1
     assert p["sequential_write_waf"] < p["random_write_waf_steady"] / 2

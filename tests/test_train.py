@@ -171,13 +171,22 @@ def test_dot_interaction_equals_a_numpy_reference():
     got = dot_interaction(torch.from_numpy(x), [torch.from_numpy(e) for e in embs]).numpy()
     vectors = [x, *embs]
     want = np.empty((b, d + (n_tables + 1) * n_tables // 2))
+    scale = np.zeros_like(want)  # sum_k |x_k y_k| of each dot product (0: the dense features, copied exactly)
     for s in range(b):
-        row = list(x[s])
+        row, mag = list(x[s]), [0.0] * d
         for i in range(len(vectors)):
             for j in range(i):  # pairs i > j, row by row of the strict lower triangle
                 row.append(sum(float(vectors[i][s, k]) * float(vectors[j][s, k]) for k in range(d)))
-        want[s] = row
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)  # float32 sums of 4 products
+                mag.append(sum(abs(float(vectors[i][s, k]) * float(vectors[j][s, k])) for k in range(d)))
+        want[s], scale[s] = row, mag
+    # a dot product of d terms in floating point, in any order of summation, errs by at most
+    # gamma_d * sum_k |x_k y_k|, gamma_d = d u / (1 - d u) (Higham, "Accuracy and Stability of Numerical
+    # Algorithms", 2002, Eq. 3.5): u = 2^-24 for torch's float32; the float64 reference (exact products of float32
+    # inputs, then d additions) adds gamma_d with u = 2^-53
+    def gamma(u):
+        return d * u / (1 - d * u)
+
+    assert np.all(np.abs(got - want) <= (gamma(2.0**-24) + gamma(2.0**-53)) * scale)
 
 
 @needs_torch
