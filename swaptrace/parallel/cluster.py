@@ -9,6 +9,7 @@ spreads the work over the cores.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import socket
@@ -78,8 +79,20 @@ def connect(workers: int | None = None, scheduler: str | None = None) -> Iterato
     finally:
         if ignore:
             signal.signal(signal.SIGINT, old)
-    with cluster, distributed.Client(cluster) as client:
-        yield client
+    interrupted = False
+    try:
+        with cluster, distributed.Client(cluster) as client:
+            try:
+                yield client
+            except KeyboardInterrupt:
+                # the interrupt's one line is the user's answer; the scheduler's complaints about the tasks
+                # it drops while the cluster closes ("Couldn't gather keys") are not news to them
+                interrupted = True
+                logging.disable(logging.CRITICAL)
+                raise
+    finally:
+        if interrupted:  # the cluster is closed by now: its threads log nothing more
+            logging.disable(logging.NOTSET)
 
 
 #: seconds to wait for a scheduler's TCP port to accept a connection
