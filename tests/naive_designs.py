@@ -64,7 +64,7 @@ class NaiveLog:
         self.now = 0
         for k in ("pages_in pages_out clean_drops read_requests write_requests read_pages write_pages "
                   "clean_read_pages clean_write_pages segments_cleaned prefetch_issued prefetch_hit prefetch_wasted "
-                  "buffer_hit bad_versions zero_fill discards ignored_evictions fault_reads").split():
+                  "buffer_hit bad_versions zero_fill discards ignored_evictions fault_reads slot_frees").split():
             self.c[k] = 0
 
     # ---- output
@@ -91,6 +91,7 @@ class NaiveLog:
 
     def kill(self, slot):
         del self.slot[slot]
+        self.c["slot_frees"] += 1
         s = slot // self.stride
         if self.live(s) == 0 and self.state[s] == "closed":
             self.free_segment(s)

@@ -140,6 +140,7 @@ class LogCounters:
     discards: int
     ignored_evictions: int
     fault_reads: int
+    slot_frees: int  # slots that died: their page was written again elsewhere, swapped in and freed, or dropped
     live_slots: int
 
     @property
@@ -156,7 +157,7 @@ _COUNTER_REGS = {
     "prefetch_issued": kl.C_PF_ISSUED, "prefetch_hit": kl.C_PF_HIT, "prefetch_wasted": kl.C_PF_WASTED,
     "buffer_hit": kl.C_BUF_HIT, "bad_versions": kl.C_BAD_VERSION, "zero_fill": kl.C_ZERO_FILL,
     "discards": kl.C_DISCARDS, "ignored_evictions": kl.C_IGNORED_EVICTIONS, "fault_reads": kl.C_FAULT_READS,
-    "live_slots": kl.R_LIVE,
+    "slot_frees": kl.C_SLOT_FREES, "live_slots": kl.R_LIVE,
 }
 
 
