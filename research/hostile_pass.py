@@ -11,7 +11,8 @@ in-process (click's runner) under a 60 s alarm and is scored:
 
 - ``good``: exit 2, one ``Error:`` line, no traceback, nothing left behind, nothing of the user's changed;
 - ``accepted``: exit 0 (the input was read as valid; listed so a person can judge each);
-- ``traceback``, ``hang``, ``data-loss``, ``left-behind``, ``many-lines``, ``exit-N``: not handled well.
+- ``traceback``, ``hang``, ``data-loss``, ``left-behind``, ``many-lines``, ``exit-N``: not handled well;
+- ``no-control``: refused, but the slot's good input (its control, run first) fails too: the case proves nothing.
 
 File readers covered (slot: kinds given): inspect, emulate, mrc, export (csv, libcachesim, mqsim), designs
 TRACE and --packed, time --trace (access traces and dataset folders); compare A and B, ssd replay, fio jobs,
@@ -164,7 +165,8 @@ def _setup_more(f: dict[str, Path], base: Path, ok) -> None:
     end, peak = mb["startup"] + (300 << 20), mb["startup"] + (300 << 20) + mb["lazy"] + (20 << 20)
     kernel = {"unlimited": {"startup_end": {"anon": end, "file": 0, "usage": end},
                             "peak": {"training": {"anon": peak, "file": 1 << 20, "usage": peak + (3 << 20)}},
-                            "referenced": {"anon_referenced_training_bytes": 400 << 20}},
+                            "referenced": {"anon_referenced_training_bytes": 400 << 20},
+                            "replay_us": [1000.0, 1000.0], "compute_us": [500.0, 500.0]},  # its two steps' times
               "limited": {"peak": {"training": {"file": 2 << 20}}}}
     table = pq.read_table(f["S"])
     meta = json.loads(pq.ParquetFile(f["S"]).metadata.metadata[b"swaptrace"])
@@ -260,6 +262,17 @@ def good_for(cmd: str, kind: str, f) -> Path:
     if kind == "toml":
         return {"generate --spec": f["spec"], "presets": f["spec"], "emulate --profile": f["kprof"]}.get(cmd, f["dev"])
     return f[GOOD[kind]]
+
+
+def control_input(cmd: str, kind: str, f) -> Path:
+    """The good input of a reader slot (its control)."""
+    if kind.startswith("report:"):
+        return f["R"]
+    if kind == "jobs-manifest":
+        return f["J"]
+    if kind == "access" and cmd == "time --trace":
+        return f["T"]
+    return good_for(cmd, kind, f)
 
 
 def damage_kind(kind: str, cmd: str) -> str:
@@ -589,12 +602,24 @@ def main() -> int:
             continue
         if a.quick and cmd.startswith("sweep"):
             continue
+        # the slot's control: its good input must pass, so no case is good by failing on something else
+        control = base / "control"
+        control.mkdir()
+        good = control_input(cmd, kind, f)
+        r = invoke(fill_for(control)([str(x).replace("{X}", str(good)) for x in argv]), timeout=300)
+        failed = None if r is not None and r.exit_code == 0 else \
+            "hang" if r is None else (r.output.strip().splitlines() or ["?"])[-1][:140]
+        shutil.rmtree(control, ignore_errors=True)
+        if failed:
+            print(f"control fails: {cmd} ({kind}): {failed}")
         for vname, path in variants(cmd, kind, f, scratch).items():
             n += 1
             out = base / f"out-{n}"
             out.mkdir()
             args = [str(x).replace("{X}", str(path)) for x in argv]
             outcome, detail = run_case(args, out, [f["T"], f["S"], f["P"]], base, fill_for(out))
+            if failed and outcome == "good":
+                outcome, detail = "no-control", failed
             outcomes.append((cmd, vname, outcome, detail))
             shutil.rmtree(out, ignore_errors=True)
     if f["DS"].exists():

@@ -287,6 +287,10 @@ def _joined(pieces: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
             np.concatenate([p[2] for p in pieces]).astype(bool), np.concatenate([p[3] for p in pieces]).astype(np.uint16))
 
 
+#: what a process trace's ``process`` section holds besides the profile's own fields (generate.py)
+TRACE_PROCESS_KEYS = ("source", "model_footprint_pages")
+
+
 def runtime_of(meta: dict[str, Any], where: str = "trace") -> RuntimeProfile | None:
     """The runtime profile a process trace's metadata states (``process``), checked as a profile file is
     (:func:`profile_from_dict`); None for a model's own trace."""
@@ -295,7 +299,12 @@ def runtime_of(meta: dict[str, Any], where: str = "trace") -> RuntimeProfile | N
         return None
     if not isinstance(process, dict):
         raise ConfigError(f"{where}: metadata process = {process!r} is not a runtime profile")
-    return profile_from_dict(process, f"{where}: metadata process")
+    # beside the profile's fields, generate records where the profile came from and the model's own footprint
+    fields = {k: v for k, v in process.items() if k not in TRACE_PROCESS_KEYS}
+    pages = process.get("model_footprint_pages", 0)
+    if isinstance(pages, bool) or not isinstance(pages, int) or pages < 0:
+        raise ConfigError(f"{where}: metadata process model_footprint_pages = {pages!r} is not a page count")
+    return profile_from_dict(fields, f"{where}: metadata process")
 
 
 def process_write_cost(meta: dict[str, Any], where: str = "trace") -> int:

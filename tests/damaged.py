@@ -166,6 +166,12 @@ def capture_variants() -> dict[str, Callable[[Path, Path], Path]]:
         "command-preset-unknown": lambda m: {**m, "command": ["swaptrace", "train", "--preset", "nope"]},
         "command-spec-missing": lambda m: {**m, "command": ["swaptrace", "train", "--spec", "/nonexistent/x.toml"]},
         # no --steps on the command line: the steps are the stream's own, here far too many to redraw
+        # the baseline run's step times (time --compute-baseline)
+        "replay-us-text": _kernel(_set_in(("unlimited", "replay_us"), "fast")),
+        "replay-us-strings": _kernel(_set_in(("unlimited", "replay_us"), ["1", "2"])),
+        "replay-us-nan": _kernel(_set_in(("unlimited", "replay_us"), [float("nan"), 1.0])),
+        "compute-us-negative": _kernel(_set_in(("unlimited", "compute_us"), [-1.0, 1.0])),
+        "compute-us-1e300": _kernel(_set_in(("unlimited", "compute_us"), [1e300, 1.0])),
         "meta-steps-huge": lambda m: {**m, "steps": (1 << 62), "command": ["swaptrace", "train", "--preset", "tiny"]},
     }
     return {k: (lambda g, o, c=c: _rewrite(g, o, change_meta=c)) for k, c in cases.items()}

@@ -127,7 +127,7 @@ def _rows():
                      ("--profile", ["bogus", "{base}/nope.toml", "{badtoml}"]),
                      ("--page-cluster", ["abc", "-1", "11", "99999999999999999999"]),
                      ("--cluster-slots", ["abc", "0", "-1", "99999999999999999999"]),
-                     ("--swap-bytes", ["abc", "-1", "4096", "nan", "1e30"]),
+                     ("--swap-bytes", ["abc", "", "-1", "4096", "nan", "1e30"]),
                      ("--max-request", ["abc", "0", "100", "-1", "nan", "1e30"]),
                      ("--step-us", ["abc", "0", "-1", "nan", "inf", "1e300"]),
                      ("--reclaim-batch", ["abc", "0", "-1", "99999999999999999999"]),
@@ -240,7 +240,7 @@ def _rows():
     jobs = ["fio", "jobs", "{stream}", "-o", OUT + "/jobs"]
     for cid, p in [*_trace_files(), ("access-kind", "{access}")]:
         add(f"fio jobs stream {cid}", "fio", "jobs", p, "-o", OUT + "/jobs")
-    for opt, bad in (("--size", ["abc", "0", "-1", "nan", "1e30", "100"]),
+    for opt, bad in (("--size", ["abc", "", "0", "-1", "nan", "1e30", "100"]),
                      ("--max-requests", ["abc", "0", "-1", "99999999999999999999"]),
                      ("--ioengine", ["bogus", "", "psync;rm", "libaio extra"]),
                      ("--iodepth", ["abc", "0", "-1", "99999999999999999999"]),
@@ -442,6 +442,8 @@ def _rows():
         for v in bad:
             add(f"ssd thesis --real {opt} {v or 'empty'}", *real, opt, v)
     add("ssd thesis --sensitivity without --real", *thesis, "--sensitivity")
+    for opt, v in (("--fill", "0.5"), ("--overwritten", "0.5"), ("--swap-size", "lots")):  # read only with --real
+        add(f"ssd thesis {opt} without --real", *thesis, opt, v)
     add("ssd thesis --real --device bogus", *real, "--device", "bogus")
 
     # -- export --format mqsim -----------------------------------------------------------------------
@@ -507,8 +509,12 @@ def _rows():
                     *[a.replace("{X}", "{dmg_fiorun_results-" + name + "}") for a in argv])
     # a `capture -- swaptrace train` stream whose kernel readings or command line are damaged
     for name in capture_variants():
-        add(f"damaged capture {name}: runtime-profile", "runtime-profile", "{dmg_capture_" + name + "}",
-            "-o", OUT + "/r.toml")
+        if name.startswith(("replay-us", "compute-us")):  # the baseline's step times: read by time, not here
+            add(f"damaged capture {name}: time --compute-baseline", *tim[:5], "mlp", *tim[6:], "--compute-baseline",
+                "{dmg_capture_" + name + "}")
+        else:
+            add(f"damaged capture {name}: runtime-profile", "runtime-profile", "{dmg_capture_" + name + "}",
+                "-o", OUT + "/r.toml")
     # a process trace (generate --runtime) whose runtime section is damaged
     for name in process_variants():
         if name not in ("step-offset-text", "startup-step-negative"):  # not read by the emulator (it numbers steps
@@ -795,7 +801,8 @@ def _hostile_inputs(paths: dict, base: Path) -> None:
     end, peak = mb["startup"] + (300 << 20), mb["startup"] + (300 << 20) + mb["lazy"] + (20 << 20)
     kernel = {"unlimited": {"startup_end": {"anon": end, "file": 0, "usage": end},
                             "peak": {"training": {"anon": peak, "file": 1 << 20, "usage": peak + (3 << 20)}},
-                            "referenced": {"anon_referenced_training_bytes": 400 << 20}},
+                            "referenced": {"anon_referenced_training_bytes": 400 << 20},
+                            "replay_us": [1000.0, 1000.0], "compute_us": [500.0, 500.0]},  # its two steps' times
               "limited": {"peak": {"training": {"file": 2 << 20}}}}
     meta = json.loads(pq.ParquetFile(paths["stream"]).metadata.metadata[b"swaptrace"])
     meta |= {"source": "kernel", "kernel": kernel, "command": ["swaptrace", "train", "--preset", "tiny", "--steps",
