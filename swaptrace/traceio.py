@@ -128,9 +128,10 @@ VALUE_CHECKS: dict[str, dict[str, tuple[Any, str]]] = {
         **{c: (lambda a, m: a.dtype.kind in "iu" and int(a.min()) >= 0 and int(a.max()) < 1 << 63,
                "whole numbers in [0, 2^63)") for c in ("ios", "io_bytes", "request_bytes")},
         **{c: (lambda a, m: bool((np.isfinite(a) & (a >= 0)).all()), "finite numbers >= 0")
-           for c in ("iops", "bw_bytes", "runtime_ms")},
+           for c in ("iops", "bw_bytes")},
         **{c: (lambda a, m: not bool((np.isinf(a) | (a < 0)).any()), "numbers >= 0 (or nan: not measured)")
-           for c in ("clat_p50_us", "clat_p99_us", "clat_p999_us", "trace_duration_ms", "expected_ios")},
+           for c in ("clat_p50_us", "clat_p99_us", "clat_p999_us", "runtime_ms", "trace_duration_ms",
+                     "expected_ios")},
         # the instance names fio's own outputs in raw/ (raw/INSTANCE.json): a plain name, never a path
         "instance": (lambda a, m: all(isinstance(v, str) and v and "/" not in v and v not in (".", "..")
                                       for v in a), "plain job names"),

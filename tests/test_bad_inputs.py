@@ -776,7 +776,7 @@ def _hostile_inputs(paths: dict, base: Path) -> None:
 
     good = json.loads((paths["jobs"] / "manifest.json").read_text())
     for name, change in _MANIFEST_ROWS.items():
-        d = base / f"jobs-{name}"
+        d = base / (f"jobs-{name}" if change is not None else "fifo-jobs")  # fifo*: left out of copies of base
         shutil.copytree(paths["jobs"], d)
         (d / "manifest.json").unlink()
         if change is None:
@@ -790,8 +790,8 @@ def _hostile_inputs(paths: dict, base: Path) -> None:
             text = json.dumps({**good, change[0]: change[1]})
         (d / "manifest.json").write_text(text)
         paths[f"dmg_jobs_{name}"] = d
-    paths["dmg_jobs_fifo"] = base / "jobs-fifo"
-    paths["jobs_fifo_manifest"] = base / "jobs-out-fifo"
+    paths["dmg_jobs_fifo"] = base / "fifo-jobs"
+    paths["jobs_fifo_manifest"] = base / "fifo-jobs-out"
     paths["jobs_fifo_manifest"].mkdir()
     os.mkfifo(paths["jobs_fifo_manifest"] / "manifest.json")
     for name, path in damage("fio-run", paths["run_dir"], base / "damaged-fiorun").items():
