@@ -87,6 +87,11 @@ def digest(folder: Path) -> dict[str, str]:
     return out
 
 
+def listing(folder: Path) -> set[str]:
+    """Every path under ``folder`` (names only: what a case may leave behind)."""
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")}
+
+
 def setup(base: Path, quick: bool) -> dict[str, Path]:
     """The good inputs a user has, made with the CLI."""
     f: dict[str, Path] = {}
@@ -188,6 +193,9 @@ def _setup_more(f: dict[str, Path], base: Path, ok) -> None:
     assert "fitted" in json.loads((f["R"] / "model-vs-fio.json").read_text()), "model vs fio did not fit"
     shutil.rmtree(f["R"] / "report")
     f["jobs-manifest"] = f["J"] / "manifest.json"
+    f["fifojobs"] = base / "fifo-jobs"  # a folder whose manifest.json is a FIFO (read, it would block forever)
+    f["fifojobs"].mkdir()
+    os.mkfifo(f["fifojobs"] / "manifest.json")
 
 
 def reader_slots(f):
@@ -208,7 +216,7 @@ def reader_slots(f):
                                     "--reclaim-cpu-us", 1, "--trace", "{X}"]),
         ("compare a", "swapio", ["compare", "{X}", f["S"]]),
         ("compare b", "swapio", ["compare", f["S"], "{X}"]),
-        ("ssd replay", "swapio", ["ssd", "replay", "{X}", "--device", "nvme-tlc", "--capacity", "1GiB",
+        ("ssd replay", "swapio", ["ssd", "replay", "{X}", "--device", "nvme-tlc", "--capacity", "4GiB",
                                   "-o", OUT + "/t.parquet"]),
         ("fio jobs", "swapio", ["fio", "jobs", "{X}", "-o", OUT + "/j", "--sweep", "4k", "--max-requests", 100]),
         ("time", "swapio", ["time", "{X}", *tim]),
@@ -411,6 +419,8 @@ def writer_cases(f):
                                         "0.05x", "--capacity", "1GiB", "--no-timing", "-o", f["dev"], "--force"],
          [f["dev"]]),
         ("fio jobs", "out-is-user-folder", ["fio", "jobs", S, "-o", U, "--force", "--sweep", "4k"], [U]),
+        ("fio jobs", "out-has-fifo-manifest", ["fio", "jobs", S, "-o", f["fifojobs"], "--force", "--sweep", "4k"],
+         [f["fifojobs"]]),
         ("fio jobs", "out-holds-input", ["fio", "jobs", f["J"] / "s.swapio.parquet", "-o", f["J"], "--force",
                                          "--sweep", "4k"], []),
         ("fio import", "out-is-input", ["fio", "import", f["iolog"], "-o", f["iolog"], "--force"], [f["iolog"]]),
@@ -550,7 +560,7 @@ def value_cases(f) -> tuple[list[tuple[str, str, list]], dict[str, list]]:
 
 def run_case(args, out: Path, watch: list[Path], base: Path, fill) -> tuple[str, str]:
     before = {p: digest(p) if p.is_dir() else (p.read_bytes() if p.exists() else None) for p in watch}
-    base_before = set(digest(base))
+    base_before = listing(base)
     r = invoke(fill(args))
     if r is None:
         return "hang", "no answer within 60 s"
@@ -567,7 +577,7 @@ def run_case(args, out: Path, watch: list[Path], base: Path, fill) -> tuple[str,
         return "traceback", f"{type(r.exception).__name__}: {str(r.exception)[:140]}"
     if r.exit_code == 0:
         return "accepted", r.output.strip().splitlines()[0][:100] if r.output.strip() else ""
-    left = set(digest(base)) - base_before
+    left = listing(base) - base_before
     if r.exit_code == 2 and left:
         return "left-behind", ", ".join(sorted(left)[:3])
     lines = err.splitlines()
