@@ -1,15 +1,35 @@
-"""A hostile user's pass over every command (issue 30): damaged, wrong and dangerous inputs and outputs.
+"""A hostile user's pass over every command (issue 30): damaged, wrong and dangerous inputs, outputs and values.
 
 Every command that reads a file gets, in each file slot: a missing path, an empty file, a folder, a FIFO, a
 file of another kind, text junk, and every damaged variant of its kind from tests/damaged.py (cut short,
 wrong types, out of range). Every command that writes gets: its output on its own input (with --force), an
 existing folder of the user's files (with --force), a FIFO, two outputs on one path, an output inside the
-input dataset folder and names whose temporary name would pass 255 bytes. Each case runs in-process
-(click's runner) under a 60 s alarm and is scored:
+input dataset folder and names whose temporary name would pass 255 bytes. Every numeric or size option of
+every command gets -1, 0, nan, inf, 1e400, 2^64, a word and an empty value, the command's other arguments
+good (the option-value class; each command's good arguments run first as its control). Each case runs
+in-process (click's runner) under a 60 s alarm and is scored:
 
 - ``good``: exit 2, one ``Error:`` line, no traceback, nothing left behind, nothing of the user's changed;
 - ``accepted``: exit 0 (the input was read as valid; listed so a person can judge each);
-- ``traceback``, ``hang``, ``data-loss``, ``left-behind``, ``many-lines``, ``exit-N``: not handled well.
+- ``traceback``, ``hang``, ``data-loss``, ``left-behind``, ``many-lines``, ``exit-N``: not handled well;
+- ``no-control``: refused, but the slot's good input (its control, run first) fails too: the case proves nothing.
+
+File readers covered (slot: kinds given): inspect, emulate, mrc, export (csv, libcachesim, mqsim), designs
+TRACE and --packed, time --trace (access traces and dataset folders); compare A and B, ssd replay, fio jobs,
+time, export mqsim (swap streams); generate --spec, presets FILE, emulate --profile, ssd synth/thesis/replay
+--device, designs --device, time --device (a device TOML or a measured profile), time --costs, sweep FILE,
+generate --runtime (TOML files); fio compare --model (JSON); fio import (iolog); ssd fit, fio profile, fio
+compare and fio results RUN_DIR (a ``fio run`` folder: results.parquet and fio's raw JSON damaged); fio run
+JOBS_DIR (its manifest.json damaged, --dry-run); runtime-profile CAPTURE and time --compute-baseline (a
+``capture -- CMD`` stream whose kernel readings and command line are damaged); emulate and inspect of a process
+trace (``generate --runtime``) whose ``process`` section is damaged; report FOLDER with a damaged
+ssd-thesis.json, model-vs-fio.json, pipeline.json or fio-run/results.parquet.
+
+Not covered, and why: ``capture`` (root, a kernel and the machine-wide capture lock: tests/test_capture_*),
+``train`` and ``train --spec`` (torch; its bad values are refused before torch in tests/test_bad_inputs.py),
+``runtime-profile --spec``, ``run --preset FILE``/``--device FILE``/``--time-costs`` and ``sweep --trace``/
+``--device FILE`` (the same readers as generate --spec, ssd --device, time --costs and emulate, which are
+covered), ``fio run`` for real (fio on a file; only its --dry-run checks here) and block devices.
 
 Run from the repository root:  PYTHONPATH=$PWD python research/hostile_pass.py [--quick] [--only WORD]
 Prints one line per case that is not good, then the counts by outcome and by cause.
@@ -20,6 +40,7 @@ from __future__ import annotations
 import argparse
 import collections
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -66,6 +87,11 @@ def digest(folder: Path) -> dict[str, str]:
     return out
 
 
+def listing(folder: Path) -> set[str]:
+    """Every path under ``folder`` (names only: what a case may leave behind)."""
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")}
+
+
 def setup(base: Path, quick: bool) -> dict[str, Path]:
     """The good inputs a user has, made with the CLI."""
     f: dict[str, Path] = {}
@@ -109,6 +135,7 @@ def setup(base: Path, quick: bool) -> dict[str, Path]:
     f["P"] = base / "P"
     ok("run", "--preset", "tiny", "--steps", 2, "--no-fio", "--no-thesis", "-o", f["P"])
     (f["P"] / "ssd-thesis.json").write_text('{"ratios": {"read_128k_vs_4k": 1.7, "seq_vs_rand_write": 4.1}}\n')
+    _setup_more(f, base, ok)
     f["text"] = base / "junk.parquet"
     f["text"].write_text("not parquet\n")
     f["empty"] = base / "empty.parquet"
@@ -122,6 +149,53 @@ def setup(base: Path, quick: bool) -> dict[str, Path]:
     (f["user"] / "thesis.docx").write_text("months of work")
     (f["user"] / "access.parquet").write_text("mine")
     return f
+
+
+def _setup_more(f: dict[str, Path], base: Path, ok) -> None:
+    """The inputs of the readers added for issue 30's full-size pass: a fio run folder, a capture of a program,
+    a runtime profile, a process trace and a pipeline folder holding every part a report reads."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from swaptrace import stages
+    from swaptrace.runtime_fit import model_bytes
+    from swaptrace.spec import load_spec
+
+    f["RUN"] = base / "run"  # a `fio run` folder: two sweep jobs and the replay on a small file
+    ok("fio", "run", f["J"], "--target", base / "t.dat", "--size", "8MiB", "--runtime", 1, "--jobs",
+       "sweep_read_4k,sweep_write_4k,replay", "-o", f["RUN"])
+    # a `capture -- swaptrace train` stream: the swap stream with the metadata a capture of a program writes
+    mb = model_bytes(load_spec("tiny"))
+    end, peak = mb["startup"] + (300 << 20), mb["startup"] + (300 << 20) + mb["lazy"] + (20 << 20)
+    kernel = {"unlimited": {"startup_end": {"anon": end, "file": 0, "usage": end},
+                            "peak": {"training": {"anon": peak, "file": 1 << 20, "usage": peak + (3 << 20)}},
+                            "referenced": {"anon_referenced_training_bytes": 400 << 20},
+                            "replay_us": [1000.0, 1000.0], "compute_us": [500.0, 500.0]},  # its two steps' times
+              "limited": {"peak": {"training": {"file": 2 << 20}}}}
+    table = pq.read_table(f["S"])
+    meta = json.loads(pq.ParquetFile(f["S"]).metadata.metadata[b"swaptrace"])
+    meta |= {"source": "kernel", "kernel": kernel,
+             "command": ["swaptrace", "train", "--preset", "tiny", "--steps", "2", "--seed", "0"]}
+    f["CAP"] = base / "cap.swapio.parquet"
+    pq.write_table(table.replace_schema_metadata({b"swaptrace": json.dumps(meta)}), f["CAP"])
+    f["rtprof"] = base / "runtime.toml"
+    f["rtprof"].write_text(Path("swaptrace/profiles/runtime/pytorch-cpu.toml").read_text())
+    f["PT"] = base / "pt.access.parquet"
+    ok("generate", "--preset", "tiny", "--steps", 2, "--runtime", f["rtprof"], "-o", f["PT"])
+    # a pipeline folder with every part a report reads: the thesis, the fio run, model vs fio
+    f["R"] = base / "R"
+    ok("run", "--preset", "tiny", "--steps", 2, "--no-fio", "--no-thesis", "-o", f["R"])
+    ok("ssd", "thesis", "--device", "nvme-tlc", "--capacity", "4GiB", "--drive-writes", 0.1, "-o",
+       f["R"] / "ssd-thesis.json")
+    shutil.copytree(f["RUN"], f["R"] / "fio-run")
+    stages.run_model_vs_fio(f["R"], None, lambda line: None, None)
+    assert "fitted" in json.loads((f["R"] / "model-vs-fio.json").read_text()), "model vs fio did not fit"
+    shutil.rmtree(f["R"] / "report")
+    f["jobs-manifest"] = f["J"] / "manifest.json"
+    f["fifojobs"] = base / "fifo-jobs"  # a folder whose manifest.json is a FIFO (read, it would block forever)
+    f["fifojobs"].mkdir()
+    os.mkfifo(f["fifojobs"] / "manifest.json")
 
 
 def reader_slots(f):
@@ -142,7 +216,7 @@ def reader_slots(f):
                                     "--reclaim-cpu-us", 1, "--trace", "{X}"]),
         ("compare a", "swapio", ["compare", "{X}", f["S"]]),
         ("compare b", "swapio", ["compare", f["S"], "{X}"]),
-        ("ssd replay", "swapio", ["ssd", "replay", "{X}", "--device", "nvme-tlc", "--capacity", "1GiB",
+        ("ssd replay", "swapio", ["ssd", "replay", "{X}", "--device", "nvme-tlc", "--capacity", "4GiB",
                                   "-o", OUT + "/t.parquet"]),
         ("fio jobs", "swapio", ["fio", "jobs", "{X}", "-o", OUT + "/j", "--sweep", "4k", "--max-requests", 100]),
         ("time", "swapio", ["time", "{X}", *tim]),
@@ -161,11 +235,35 @@ def reader_slots(f):
         ("sweep file", "sweep", ["sweep", "{X}", "--workers", 1, "-o", OUT + "/sw"]),
         ("fio compare --model", "json", ["fio", "compare", "{RUN}", "--model", "{X}"]),
         ("fio import", "iolog", ["fio", "import", "{X}", "-o", OUT + "/i.swapio.parquet"]),
+        # the readers added for issue 30's full-size pass
+        ("ssd fit", "fio-run", ["ssd", "fit", "{X}", "-o", OUT + "/fit.toml"]),
+        ("fio profile", "fio-run", ["fio", "profile", "{X}", "-o", OUT + "/p.toml"]),
+        ("fio compare", "fio-run", ["fio", "compare", "{X}"]),
+        ("fio results", "fio-run", ["fio", "results", "{X}"]),
+        ("fio run", "jobs-manifest", ["fio", "run", "{X}", "--target", OUT + "/t.dat", "--size", "8MiB", "--runtime",
+                                      1, "-o", OUT + "/r", "--dry-run"]),
+        ("runtime-profile", "capture", ["runtime-profile", "{X}", "-o", OUT + "/r.toml"]),
+        ("time --compute-baseline", "capture", ["time", f["S"], "--device", "nvme-tlc", "--compute", "mlp",
+                                                "--fault-cpu-us", 1, "--reclaim-cpu-us", 1, "--compute-baseline",
+                                                "{X}"]),
+        ("generate --runtime", "rtprof", ["generate", "--preset", "tiny", "--steps", 1, "--runtime", "{X}", "-o",
+                                          OUT + "/g.access.parquet"]),
+        ("emulate process", "process", ["emulate", "{X}", "-o", OUT + "/s.swapio.parquet", "--memory-fraction", 0.5]),
+        ("inspect process", "process", ["inspect", "{X}"]),
+        ("ssd thesis --device", "toml", ["ssd", "thesis", "--device", "{X}", "--capacity", "4GiB", "--drive-writes",
+                                         0.1, "-o", OUT + "/t.json"]),
+        ("ssd replay --device", "toml", ["ssd", "replay", f["S"], "--device", "{X}", "--capacity", "4GiB",
+                                         "-o", OUT + "/t.parquet"]),
+        ("designs --device", "toml", ["designs", f["T"], "-o", OUT + "/d", "--memory-fraction", 0.5, "--device",
+                                      "{X}"]),
+        *((f"report {part}", f"report:{part}", ["report", "{X}", "-o", OUT + "/r"])
+          for part in ("ssd-thesis.json", "model-vs-fio.json", "pipeline.json", "fio-run/results.parquet")),
     ]
 
 
 GOOD = {"access": "T", "swapio": "S", "toml": None, "devprof": "devprof", "costs": "costs", "sweep": "sweep",
-        "json": "model", "iolog": "iolog"}
+        "json": "model", "iolog": "iolog", "fio-run": "RUN", "capture": "CAP", "rtprof": "rtprof", "process": "PT",
+        "jobs-manifest": "jobs-manifest"}
 
 
 def good_for(cmd: str, kind: str, f) -> Path:
@@ -174,17 +272,112 @@ def good_for(cmd: str, kind: str, f) -> Path:
     return f[GOOD[kind]]
 
 
+def control_input(cmd: str, kind: str, f) -> Path:
+    """The good input of a reader slot (its control)."""
+    if kind.startswith("report:"):
+        return f["R"]
+    if kind == "jobs-manifest":
+        return f["J"]
+    if kind == "access" and cmd == "time --trace":
+        return f["T"]
+    return good_for(cmd, kind, f)
+
+
 def damage_kind(kind: str, cmd: str) -> str:
-    if kind in ("access", "swapio"):
+    if kind in ("access", "swapio", "fio-run", "capture", "process", "iolog"):
         return kind
-    return "json" if kind == "json" else "iolog" if kind == "iolog" else "toml"
+    return "json" if kind in ("json", "jobs-manifest") else "toml"
+
+
+#: JSON of the right syntax and the wrong shape, for the JSON files a command or a report reads
+JSON_SHAPES = {"shape:list": "[1, 2]", "shape:null": "null", "shape:number": "7", "shape:empty-object": "{}"}
+
+
+def report_variants(part: str, f, scratch: Path) -> dict[str, Path]:
+    """Copies of the pipeline folder R with its ``part`` missing, not a file, or damaged."""
+    good = f["R"] / part
+    made: dict[str, Path] = {}
+
+    def folder(name: str) -> Path:
+        d = scratch / f"report-{part.replace('/', '_')}" / name
+        shutil.copytree(f["R"], d)
+        (d / part).unlink()
+        made[name] = d
+        return d / part
+
+    folder("missing")
+    folder("empty").write_bytes(b"")
+    folder("folder").mkdir()
+    os.mkfifo(folder("fifo"))
+    folder("junk").write_text("not a report part\n")
+    kind = "fio-results" if part.endswith(".parquet") else "json"
+    for name, bad in damage(kind, good, scratch / f"report-{part.replace('/', '_')}-damaged").items():
+        shutil.copyfile(bad, folder(f"damaged:{name}"))
+    if kind == "json":
+        for name, text in JSON_SHAPES.items():
+            folder(name).write_text(text)
+    if part == "pipeline.json":  # a stage that skipped, listing its outputs of the wrong shape
+        for name, entry in {"skipped-outputs-number": {"skipped": "no fio", "outputs": 5},
+                            "skipped-outputs-objects": {"skipped": "no fio", "outputs": [{"a": 1}]},
+                            "skipped-reason-object": {"skipped": {"why": 1}, "outputs": ["fio-run"]}}.items():
+            folder(name).write_text(json.dumps({"fio": entry}))
+    if part == "model-vs-fio.json":  # the fields the report prints, of the wrong types
+        doc = json.loads(good.read_text())
+        for name, change in {"fitted-text": ("fitted", "yes"), "jobs-text": ("jobs", "many"),
+                             "replays-of-numbers": ("replays", [1, 2]), "error-number": ("error", 5),
+                             "residuals-text": ("residuals", "small"), "device-number": ("device", 7)}.items():
+            folder(f"field:{name}").write_text(json.dumps({**doc, change[0]: change[1]}))
+    if part == "ssd-thesis.json":
+        doc = json.loads(good.read_text())
+        for key in list(doc)[:6]:
+            folder(f"field:{key}-text").write_text(json.dumps({**doc, key: "x"}))
+    return made
+
+
+def jobs_variants(f, scratch: Path) -> dict[str, Path]:
+    """Copies of the fio job folder J with its manifest.json damaged, missing or not a file."""
+    made: dict[str, Path] = {}
+
+    def folder(name: str) -> Path:
+        d = scratch / "jobs-manifest" / name
+        shutil.copytree(f["J"], d)
+        (d / "manifest.json").unlink()
+        made[name] = d
+        return d / "manifest.json"
+
+    folder("missing")
+    folder("empty").write_bytes(b"")
+    folder("folder").mkdir()
+    os.mkfifo(folder("fifo"))
+    folder("binary").write_bytes(b"\x00\xff\xfe junk")
+    for name, bad in damage("json", f["jobs-manifest"], scratch / "jobs-manifest-damaged").items():
+        shutil.copyfile(bad, folder(f"damaged:{name}"))
+    for name, text in JSON_SHAPES.items():
+        folder(name).write_text(text)
+    doc = json.loads(f["jobs-manifest"].read_text())
+    for name, change in {"jobs-text": ("jobs", "all"), "jobs-of-numbers": ("jobs", [1, 2]),
+                         "precondition-text": ("precondition", "yes"), "kind-number": ("kind", 3)}.items():
+        folder(f"field:{name}").write_text(json.dumps({**doc, change[0]: change[1]}))
+    first = dict(doc["jobs"][0])
+    for name, change in {"job-file-escapes": ("file", "../../../etc/passwd"), "job-file-number": ("file", 5),
+                         "job-name-number": ("name", 5), "job-group-list": ("group", [1])}.items():
+        folder(f"field:{name}").write_text(json.dumps({**doc, "jobs": [{**first, change[0]: change[1]},
+                                                                          *doc["jobs"][1:]]}))
+    return made
 
 
 def variants(cmd, kind, f, scratch: Path) -> dict[str, Path]:
+    if kind.startswith("report:"):
+        return report_variants(kind.split(":", 1)[1], f, scratch)
+    if kind == "jobs-manifest":
+        return jobs_variants(f, scratch)
     good = good_for(cmd, kind, f)
-    other = {"access": f["S"], "swapio": f["T"]}.get(kind, f["T"])
+    other = {"access": f["S"], "swapio": f["T"], "fio-run": f["J"], "capture": f["S"], "process": f["S"]}.get(
+        kind, f["T"])
     v = {"missing": scratch / "nope" / "x.parquet", "empty": f["empty"], "folder": f["folder"], "fifo": f["fifo"],
          "wrong-kind": other, "junk": f["text"]}
+    if kind == "process":
+        v["plain-trace"] = f["T"]  # a model's trace: no process section, valid
     dk = damage_kind(kind, cmd)
     if dk != "iolog":
         v |= {f"damaged:{k}": p for k, p in damage(dk, good, scratch / f"{cmd.replace(' ', '_')}-{kind}").items()}
@@ -226,6 +419,8 @@ def writer_cases(f):
                                         "0.05x", "--capacity", "1GiB", "--no-timing", "-o", f["dev"], "--force"],
          [f["dev"]]),
         ("fio jobs", "out-is-user-folder", ["fio", "jobs", S, "-o", U, "--force", "--sweep", "4k"], [U]),
+        ("fio jobs", "out-has-fifo-manifest", ["fio", "jobs", S, "-o", f["fifojobs"], "--force", "--sweep", "4k"],
+         [f["fifojobs"]]),
         ("fio jobs", "out-holds-input", ["fio", "jobs", f["J"] / "s.swapio.parquet", "-o", f["J"], "--force",
                                          "--sweep", "4k"], []),
         ("fio import", "out-is-input", ["fio", "import", f["iolog"], "-o", f["iolog"], "--force"], [f["iolog"]]),
@@ -254,9 +449,118 @@ def writer_cases(f):
     return cases
 
 
+#: the option-value class: what a hostile user types as a number or a size
+VALUES = {"-1": "-1", "0": "0", "nan": "nan", "inf": "inf", "1e400": "1e400", "2^64": str(2 ** 64), "word": "lots",
+          "empty": ""}
+#: commands left out of the option-value class, and why
+NO_VALUE_CASES = {"capture": "needs root, a kernel and the capture lock", "train": "needs torch",
+                  "ssd devices": "no numeric option"}
+
+
+def value_bases(f) -> dict[str, list]:
+    """Each command's good arguments (its control): small presets, 1-2 steps, small drives, --dry-run for fio."""
+    OUT = "{OUT}"
+    return {
+        "presets": ["presets", "tiny"],
+        "generate": ["generate", "--preset", "tiny", "--steps", 1, "-o", OUT + "/g.access.parquet"],
+        "inspect": ["inspect", f["T"]],
+        "emulate": ["emulate", f["T"], "-o", OUT + "/s.swapio.parquet", "--memory-fraction", 0.5],
+        "mrc": ["mrc", f["T"], "-o", OUT + "/m.csv"],
+        "export": ["export", f["S"], "--format", "mqsim", "-o", OUT + "/e.trace"],
+        "runtime-profile": ["runtime-profile", f["CAP"], "-o", OUT + "/r.toml"],
+        "compare": ["compare", f["S"], f["S"]],
+        "ssd replay": ["ssd", "replay", f["S"], "--device", "nvme-tlc", "--capacity", "4GiB", "-o", OUT + "/t.parquet"],
+        "ssd synth": ["ssd", "synth", "--device", "nvme-tlc", "--pattern", "randwrite", "--volume", "0.01x",
+                      "--capacity", "4GiB", "--no-timing", "-o", OUT + "/t.parquet"],
+        "ssd thesis": ["ssd", "thesis", "--device", "nvme-tlc", "--capacity", "4GiB", "--drive-writes", 0.1,
+                       "-o", OUT + "/t.json"],
+        "ssd fit": ["ssd", "fit", f["RUN"], "-o", OUT + "/fit.toml"],
+        "fio jobs": ["fio", "jobs", f["S"], "-o", OUT + "/j", "--sweep", "4k", "--max-requests", 100],
+        "fio run": ["fio", "run", f["J"], "--target", OUT + "/t.dat", "--size", "8MiB", "--runtime", 1, "--jobs",
+                    "sweep_read_4k", "-o", OUT + "/r", "--dry-run"],
+        "fio results": ["fio", "results", f["RUN"]],
+        "fio import": ["fio", "import", f["iolog"], "-o", OUT + "/i.swapio.parquet"],
+        "fio compare": ["fio", "compare", f["RUN"]],
+        "fio profile": ["fio", "profile", f["RUN"], "-o", OUT + "/p.toml"],
+        "time": ["time", f["S"], "--device", "nvme-tlc", "--compute", "none", "--fault-cpu-us", 1,
+                 "--reclaim-cpu-us", 1],
+        "designs": ["designs", f["T"], "-o", OUT + "/d", "--memory-fraction", 0.5, "--device", "none"],
+        "run": ["run", "--preset", "tiny", "--steps", 2, "--no-fio", "--no-thesis", "-o", OUT + "/p"],
+        "sweep": ["sweep", "--preset", "tiny", "--steps", 2, "--memory-fraction", 0.5, "--workers", 1,
+                  "-o", OUT + "/sw"],
+        "report": ["report", f["P"], "-o", OUT + "/r"],
+    }
+
+
+def _commands(group, path=()):
+    import click
+
+    for name, cmd in group.commands.items():
+        if isinstance(cmd, click.Group):
+            yield from _commands(cmd, (*path, name))
+        else:
+            yield " ".join((*path, name)), cmd
+
+
+#: the text options that take a size (swaptrace.units.parse_bytes, or ``Nx`` of the drive for --volume); found by
+#: the flag named in the command's parse_bytes call, listed here where the flag is passed indirectly
+SIZE_FLAGS_INDIRECT = {"--page-size", "--write-buffer", "--page-bytes", "--sweep"}
+
+
+def size_flags() -> set[str]:
+    """Every flag some command reads with :func:`swaptrace.units.parse_bytes` (read off the command modules)."""
+    import re
+
+    found = set(SIZE_FLAGS_INDIRECT)
+    for path in Path("swaptrace/commands").glob("*.py"):
+        found |= set(re.findall(r'parse_bytes\([^()]*?,\s*"(--[a-z-]+)"', path.read_text()))
+    return found
+
+
+def value_options(cmd) -> list[str]:
+    """The options of ``cmd`` that take a number or a size: click's int and float types, and sized text."""
+    import click
+
+    sizes = size_flags()
+    out = []
+    for p in cmd.params:
+        if not isinstance(p, click.Option) or p.is_flag:
+            continue
+        t = p.type
+        numeric = isinstance(t, click.types.IntParamType | click.types.FloatParamType | click.IntRange
+                             | click.FloatRange)
+        sized = isinstance(t, click.types.StringParamType) and any(o in sizes for o in p.opts)
+        if numeric or sized:
+            out.append(max(p.opts, key=len))
+    return out
+
+
+def value_cases(f) -> tuple[list[tuple[str, str, list]], dict[str, list]]:
+    """(command, case, argv) of the option-value class, and each command's control (its good arguments)."""
+    bases = value_bases(f)
+    cases = []
+    for name, cmd in _commands(cli):
+        if name in NO_VALUE_CASES:
+            continue
+        base = bases[name]
+        for opt in value_options(cmd):
+            # the option's other spellings and a value given in the base are taken out: the case sets it alone
+            spellings = next(p.opts for p in cmd.params if opt in getattr(p, "opts", ()))
+            kept, i = [], 0
+            while i < len(base):
+                if str(base[i]) in spellings:
+                    i += 2
+                    continue
+                kept.append(base[i])
+                i += 1
+            for vname, value in VALUES.items():
+                cases.append((name, f"{opt} {vname}", [*kept, opt, value]))
+    return cases, bases
+
+
 def run_case(args, out: Path, watch: list[Path], base: Path, fill) -> tuple[str, str]:
     before = {p: digest(p) if p.is_dir() else (p.read_bytes() if p.exists() else None) for p in watch}
-    base_before = set(digest(base))
+    base_before = listing(base)
     r = invoke(fill(args))
     if r is None:
         return "hang", "no answer within 60 s"
@@ -273,7 +577,7 @@ def run_case(args, out: Path, watch: list[Path], base: Path, fill) -> tuple[str,
         return "traceback", f"{type(r.exception).__name__}: {str(r.exception)[:140]}"
     if r.exit_code == 0:
         return "accepted", r.output.strip().splitlines()[0][:100] if r.output.strip() else ""
-    left = set(digest(base)) - base_before
+    left = listing(base) - base_before
     if r.exit_code == 2 and left:
         return "left-behind", ", ".join(sorted(left)[:3])
     lines = err.splitlines()
@@ -292,10 +596,7 @@ def main() -> int:
     base = Path(tempfile.mkdtemp(prefix="hostile-"))
     started = time.perf_counter()
     f = setup(base, a.quick)
-    run_dir = base / "run"  # a `fio run` folder: the results of two sweep jobs on a small file
-    r = invoke(["fio", "run", f["J"], "--target", base / "t.dat", "--size", "8MiB", "--runtime", 1, "--jobs",
-                "sweep_read_4k,sweep_write_4k", "-o", run_dir], timeout=300)
-    assert r is not None and r.exit_code == 0, r and r.output
+    run_dir = f["RUN"]
     scratch = base / "scratch"
     outcomes: list[tuple[str, str, str, str]] = []
     n = 0
@@ -311,12 +612,24 @@ def main() -> int:
             continue
         if a.quick and cmd.startswith("sweep"):
             continue
+        # the slot's control: its good input must pass, so no case is good by failing on something else
+        control = base / "control"
+        control.mkdir()
+        good = control_input(cmd, kind, f)
+        r = invoke(fill_for(control)([str(x).replace("{X}", str(good)) for x in argv]), timeout=300)
+        failed = None if r is not None and r.exit_code == 0 else \
+            "hang" if r is None else (r.output.strip().splitlines() or ["?"])[-1][:140]
+        shutil.rmtree(control, ignore_errors=True)
+        if failed:
+            print(f"control fails: {cmd} ({kind}): {failed}")
         for vname, path in variants(cmd, kind, f, scratch).items():
             n += 1
             out = base / f"out-{n}"
             out.mkdir()
             args = [str(x).replace("{X}", str(path)) for x in argv]
             outcome, detail = run_case(args, out, [f["T"], f["S"], f["P"]], base, fill_for(out))
+            if failed and outcome == "good":
+                outcome, detail = "no-control", failed
             outcomes.append((cmd, vname, outcome, detail))
             shutil.rmtree(out, ignore_errors=True)
     if f["DS"].exists():
@@ -332,6 +645,30 @@ def main() -> int:
         out.mkdir()
         fill = fill_for(out)
         outcome, detail = run_case(argv, out, [Path(fill([w])[0]) for w in watch], base, fill)
+        outcomes.append((cmd, case, outcome, detail))
+        shutil.rmtree(out, ignore_errors=True)
+    cases, controls = value_cases(f)
+    failed_controls = {}
+    for name, argv in controls.items():
+        if a.only and a.only not in name or (a.quick and name == "sweep"):
+            continue
+        out = base / "control"
+        out.mkdir()
+        r = invoke(fill_for(out)(argv), timeout=300)
+        if r is None or r.exit_code != 0:
+            failed_controls[name] = "hang" if r is None else (r.output.strip().splitlines() or ["?"])[-1][:140]
+        shutil.rmtree(out, ignore_errors=True)
+    for name, why in failed_controls.items():
+        print(f"control fails: {name}: {why}")
+    for cmd, case, argv in cases:
+        if a.only and a.only not in cmd or (a.quick and cmd == "sweep"):
+            continue
+        n += 1
+        out = base / f"out-{n}"
+        out.mkdir()
+        outcome, detail = run_case(argv, out, [f["T"], f["S"], f["P"], f["RUN"], f["CAP"]], base, fill_for(out))
+        if cmd in failed_controls and outcome == "good":
+            outcome, detail = "no-control", failed_controls[cmd]
         outcomes.append((cmd, case, outcome, detail))
         shutil.rmtree(out, ignore_errors=True)
     by = collections.Counter(o for _, _, o, _ in outcomes)

@@ -65,6 +65,8 @@ BOUNDS: dict[str, Bound] = {
     "step_compute_us": Bound(0, MAX_US),
     # a measured device profile's latencies (time --device disk.toml)
     "latency_us": Bound(0, MAX_US, min_open=True),
+    # a capture's memory readings (runtime-profile CAPTURE): bytes, at most the largest size any option takes
+    "memory_reading_bytes": Bound(0, 1 << 60),
 }
 
 

@@ -143,10 +143,10 @@ def load_runtime_profile(name_or_path: str | Path) -> RuntimeProfile:
             raise ConfigError(f"--runtime: no runtime profile {text!r} (shipped: {', '.join(list_runtime_profiles())};"
                               " or give a .toml file)")
         raw, where = shipped.read_bytes(), f"runtime profile {text}"
-    else:
-        if not path.is_file():
-            raise ConfigError(f"--runtime: {path}: no such file")
-        raw, where = path.read_bytes(), str(path)
+    else:  # a file: checked (a FIFO is never read) and parsed by the input rule
+        from swaptrace.inputs import read_toml
+
+        return profile_from_dict(read_toml(path, "runtime profile"), str(path))
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
@@ -287,14 +287,36 @@ def _joined(pieces: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
             np.concatenate([p[2] for p in pieces]).astype(bool), np.concatenate([p[3] for p in pieces]).astype(np.uint16))
 
 
-def process_write_cost(meta: dict[str, Any]) -> int:
+#: what a process trace's ``process`` section holds besides the profile's own fields (generate.py)
+TRACE_PROCESS_KEYS = ("source", "model_footprint_pages")
+
+
+def runtime_of(meta: dict[str, Any], where: str = "trace") -> RuntimeProfile | None:
+    """The runtime profile a process trace's metadata states (``process``), checked as a profile file is
+    (:func:`profile_from_dict`); None for a model's own trace."""
+    process = meta.get("process")
+    if not process:
+        return None
+    if not isinstance(process, dict):
+        raise ConfigError(f"{where}: metadata process = {process!r} is not a runtime profile")
+    # beside the profile's fields, generate records where the profile came from and the model's own footprint
+    fields = {k: v for k, v in process.items() if k not in TRACE_PROCESS_KEYS}
+    pages = process.get("model_footprint_pages", 0)
+    if isinstance(pages, bool) or not isinstance(pages, int) or pages < 0:
+        raise ConfigError(f"{where}: metadata process model_footprint_pages = {pages!r} is not a page count")
+    return profile_from_dict(fields, f"{where}: metadata process")
+
+
+def process_write_cost(meta: dict[str, Any], where: str = "trace") -> int:
     """The write cost a process trace's runtime states (0: none; the kernel profile's ensemble applies)."""
-    return int((meta.get("process") or {}).get("write_cost", 0))
+    profile = runtime_of(meta, where)
+    return profile.write_cost if profile is not None else 0
 
 
-def anon_budget_bytes(memory_bytes: int, process: dict[str, Any]) -> int:
+def anon_budget_bytes(memory_bytes: int, process: dict[str, Any], where: str = "trace") -> int:
     """The anonymous memory a whole-process limit leaves the trace: the limit less page cache and kernel memory."""
-    overhead = int(process.get("file_bytes", 0)) + int(process.get("kernel_bytes", 0))
+    profile = runtime_of({"process": process}, where)
+    overhead = profile.file_bytes + profile.kernel_bytes if profile is not None else 0
     budget = memory_bytes - overhead
     if budget <= 0 or math.isnan(budget):
         raise ConfigError(f"--memory {format_bytes(memory_bytes)} is not above what the process's group holds "

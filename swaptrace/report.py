@@ -26,7 +26,6 @@ model beside fio's replay on the drive, with the error (:mod:`swaptrace.fio.mode
 from __future__ import annotations
 
 import csv
-import json
 import math
 import os
 import re
@@ -41,7 +40,7 @@ import numpy as np
 from swaptrace import filenames as S
 from swaptrace.errors import OutputError, TraceFileError
 from swaptrace.fio import modelcheck
-from swaptrace.inputs import read_json
+from swaptrace.inputs import read_json, read_text
 from swaptrace.traceio import AtomicPath, check_output_folder, install_folder, make_partial_folder, open_trace
 from swaptrace.units import format_bytes
 
@@ -212,7 +211,7 @@ def _draw_report(d: Path, out_dir: Path) -> Report:
     for what, name, part in (
             ("fio", S.FIO_RUN, lambda: _fio_parts(d, out_dir, report)),
             ("model vs fio", S.MODEL_VS_FIO,
-             lambda: report.numbers.update(model_vs_fio=read_json(d / S.MODEL_VS_FIO, "model-vs-fio summary")))):
+             lambda: report.numbers.update(model_vs_fio=modelcheck.load_summary(d / S.MODEL_VS_FIO)))):
         if name in stale:
             report.skipped[what] = stale[name]
         else:
@@ -233,16 +232,20 @@ def stale_outputs(d: Path) -> dict[str, str]:
     that stage with ``skipped``); they may belong to another swap stream, so the report does not show
     them as this run's. A folder without ``pipeline.json`` (put together by hand) has none.
     """
+    if not os.path.lexists(d / S.MANIFEST):
+        return {}
     try:
-        manifest = json.loads((d / S.MANIFEST).read_text())
-    except (OSError, ValueError):
+        manifest = read_json(d / S.MANIFEST, "pipeline manifest")
+    except TraceFileError:  # damaged or not a file (a FIFO is never read): no stage is known to have skipped
         return {}
     out = {}
     for stage, entry in manifest.items() if isinstance(manifest, dict) else ():
         if isinstance(entry, dict) and "skipped" in entry:
-            for name in entry.get("outputs") or ():
-                out[str(name)] = (f"{name}: an earlier run's, left out (the last `swaptrace run` skipped "
-                                  f"{stage}: {entry['skipped']})")
+            outputs = entry.get("outputs")
+            for name in outputs if isinstance(outputs, list) else ():
+                if isinstance(name, str):
+                    out[name] = (f"{name}: an earlier run's, left out (the last `swaptrace run` skipped "
+                                 f"{stage}: {entry['skipped']})")
     return out
 
 
@@ -256,7 +259,7 @@ def _designs_parts(d: Path, out_dir: Path, report: Report, stale: dict[str, str]
     found = sorted(md for md in d.glob("designs*/designs.md") if md.parent.name not in stale)
     for md in found:
         name = md.parent.name
-        table = [line for line in md.read_text().splitlines() if not line.startswith("## ")]
+        table = [line for line in read_text(md, "designs table").splitlines() if not line.startswith("## ")]
         report.numbers.setdefault("designs", []).append({"name": name, "markdown": "\n".join(table).strip()})
         png = md.parent / "designs-device-time.png"
         if png.exists():

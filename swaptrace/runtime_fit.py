@@ -59,9 +59,30 @@ def _get(d: dict[str, Any] | None, *keys: str) -> Any:
     return d
 
 
+def _readings(kernel: Any, where: str) -> None:
+    """Every memory reading :func:`derive` uses is a number of bytes in range (``swaptrace.bounds``), and every
+    section holding them an object: a damaged capture is refused in one line naming the reading."""
+    from swaptrace.bounds import check
+
+    if not isinstance(kernel, dict):
+        raise ConfigError(f"{where}: kernel is {kernel!r}, not the readings of a capture")
+    for run, section, keys in (("unlimited", ("startup_end",), ("anon", "file", "usage")),
+                               ("unlimited", ("peak", "training"), ("anon", "file", "usage")),
+                               ("unlimited", ("referenced",), ("anon_referenced_training_bytes",)),
+                               ("limited", ("peak", "training"), ("file",))):
+        for depth in range(len(section) + 1):  # each level present is an object
+            node = _get(kernel, run, *section[:depth])
+            if node is not None and not isinstance(node, dict):
+                raise ConfigError(f"{where}: kernel {'.'.join((run, *section[:depth]))} is {node!r}, not an object")
+        node = _get(kernel, run, *section) or {}
+        for key in keys:
+            if node.get(key) is not None:
+                check("memory_reading_bytes", node[key], f"{where}: kernel {'.'.join((run, *section, key))}")
+
+
 def derive(kernel: dict[str, Any], spec: ModelSpec, *, steps: int, seed: int, name: str,
            measured_on: str = "", page_bytes: int = 4096,
-           write_cost: int = DEFAULT_WRITE_COST) -> tuple[RuntimeProfile, dict[str, str]]:
+           write_cost: int = DEFAULT_WRITE_COST, where: str = "capture") -> tuple[RuntimeProfile, dict[str, str]]:
     """The runtime profile of a captured program, and a note per field saying how it was measured.
 
     Parameters
@@ -72,9 +93,12 @@ def derive(kernel: dict[str, Any], spec: ModelSpec, *, steps: int, seed: int, na
         The model the program trained, for how many steps, with which seed (as given to ``train``).
     name, measured_on
         The profile's name and provenance.
+    where : str
+        The capture, named in the error when a reading is damaged.
     write_cost : int
         The emulator's write cost for the program (:class:`~swaptrace.process.RuntimeProfile`).
     """
+    _readings(kernel, where)
     free = _get(kernel, "unlimited")
     if free is None:
         raise ConfigError("the capture has no unlimited run (captured with --no-baseline); capture again with it")

@@ -198,7 +198,9 @@ def run_fio(d: Path, opts, say, bar) -> dict[str, Any]:
     target = opts.fio_target or "/tmp/swaptrace-fio.dat"
     only = None
     if not opts.fio_profile:  # the queue-depth profile jobs only when asked (they take ~2 minutes)
-        manifest = json.loads((d / FIO_JOBS / "manifest.json").read_text())
+        from swaptrace.fio.jobs import load_manifest
+
+        manifest = load_manifest(d / FIO_JOBS)
         # nor the steady-state rounds (fio run --steady: hours on a lab drive; the demo stays short)
         only = [j["name"] for j in manifest["jobs"] if j.get("group") not in ("profile", "steady")]
     outcome = run_jobs(d / FIO_JOBS, target, size_bytes=opts.fio_size_bytes, runtime_s=opts.fio_runtime_s,

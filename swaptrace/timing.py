@@ -394,11 +394,18 @@ def baseline_compute(capture_path: str | os.PathLike, nsteps: int) -> ComputeTim
     """The unlimited run of a ``swaptrace capture`` (``kernel.unlimited``): replay and MLP time per step."""
     tf = open_trace(capture_path, "swapio")
     un = (tf.meta.get("kernel") or {}).get("unlimited") or {}
+    if not isinstance(un, dict):
+        raise TraceFileError(f"{tf.path}: metadata kernel.unlimited = {un!r} is not a baseline run")
     access, dense = un.get("replay_us"), un.get("compute_us")
     if not access or dense is None:
         raise TraceFileError(f"{tf.path}: not a capture with a baseline run (kernel.unlimited); "
                              "capture with --baseline")
-    if len(access) != nsteps:
+    for key, times in (("replay_us", access), ("compute_us", dense)):
+        if not isinstance(times, list):
+            raise TraceFileError(f"{tf.path}: metadata kernel.unlimited.{key} = {times!r} is not a list of times")
+        for i, t in enumerate(times):  # a step's time, bounded as --step-compute-us is (swaptrace.bounds)
+            bounds.check("step_compute_us", t, f"{tf.path}: metadata kernel.unlimited.{key}[{i}]")
+    if len(access) != nsteps or len(dense) != nsteps:
         raise ConfigError(f"{tf.path}: its baseline has {len(access)} steps, the stream {nsteps}")
     return ComputeTime(np.asarray(access, float), np.asarray(dense, float), f"baseline run of {tf.path}")
 

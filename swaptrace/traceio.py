@@ -124,6 +124,19 @@ VALUE_CHECKS: dict[str, dict[str, tuple[Any, str]]] = {
         "t_us": (lambda a, m: bool(np.isfinite(a).all()), "finite times"),
         "length": (lambda a, m: a.dtype.kind == "u" or int(a.min()) >= 0, "non-negative lengths"),
     },
+    "fio-results": {  # counts and rates fio reported: whole, finite, not negative (a missing percentile is nan)
+        **{c: (lambda a, m: a.dtype.kind in "iu" and int(a.min()) >= 0 and int(a.max()) < 1 << 63,
+               "whole numbers in [0, 2^63)") for c in ("ios", "io_bytes", "request_bytes")},
+        **{c: (lambda a, m: bool((np.isfinite(a) & (a >= 0)).all()), "finite numbers >= 0")
+           for c in ("iops", "bw_bytes")},
+        **{c: (lambda a, m: not bool((np.isinf(a) | (a < 0)).any()), "numbers >= 0 (or nan: not measured)")
+           for c in ("clat_p50_us", "clat_p99_us", "clat_p999_us", "runtime_ms", "trace_duration_ms",
+                     "expected_ios")},
+        # the instance names fio's own outputs in raw/ (raw/INSTANCE.json): a plain name, never a path
+        "instance": (lambda a, m: all(isinstance(v, str) and v and "/" not in v and v not in (".", "..")
+                                      for v in a), "plain job names"),
+        "direction": (lambda a, m: all(v in ("read", "write", "trim") for v in a), "read, write or trim"),
+    },
     "access": {
         # pages inside the footprint the metadata declares (the emulator sizes its tables by it)
         "page": (lambda a, m: (a.dtype.kind == "u" or int(a.min()) >= 0)
@@ -483,8 +496,14 @@ class TraceFile:
         raise IndexError("row group out of range")
 
     def read_table(self) -> pa.Table:
-        """All rows as one Arrow table (small files: results, fio runs)."""
-        return pa.concat_tables([pq.read_table(p) for p in self.files])
+        """All rows as one Arrow table (small files: results, fio runs), their values checked
+        (:data:`VALUE_CHECKS`)."""
+        tables = []
+        for p in self.files:
+            with damaged_data(p):
+                tables.append(pq.read_table(p))
+            self._to_numpy(tables[-1], p)
+        return pa.concat_tables(tables)
 
     def read_all(self, columns: list[str] | None = None) -> dict[str, np.ndarray]:
         """Whole file as numpy arrays (for small files and tests)."""
@@ -577,6 +596,11 @@ def _check_kind(p: Path, meta: dict[str, Any], kind: str | tuple[str, ...] | Non
 _META_COUNTS = ("footprint_pages", "footprint_bytes", "steps", "first_step", "device_bytes", "memory_bytes", "rows")
 
 
+#: metadata sections every reader takes as JSON objects (or absent): a stream's summary, a fio run's settings and
+#: ratios, a capture's kernel readings, a process trace's runtime, the options a file was made with
+_META_OBJECTS = ("summary", "run", "ratios", "kernel", "process", "params")
+
+
 def _check_meta(p: Path, meta: dict[str, Any]) -> None:
     """The metadata fields readers compute with are of their type and range (a damaged or hand-edited file
     is refused here in one line, not as a ZeroDivisionError deep in a stage)."""
@@ -596,8 +620,9 @@ def _check_meta(p: Path, meta: dict[str, Any]) -> None:
     if "regions" in meta and not (isinstance(meta["regions"], list)
                                   and all(isinstance(r, dict) for r in meta["regions"])):
         raise bad("regions", "a list of regions")
-    if "summary" in meta and not isinstance(meta["summary"], dict):
-        raise bad("summary", "an object")
+    for key in _META_OBJECTS:  # null stands for "none" (a fio run's ratios), except a summary
+        if key in meta and not isinstance(meta[key], dict) and (meta[key] is not None or key == "summary"):
+            raise bad(key, "an object")
 
 
 def _check_columns(p: Path, kind: str, schema: pa.Schema) -> None:

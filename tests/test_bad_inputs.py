@@ -24,8 +24,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
-from damaged import damage, dataset_variants, make_dataset, parquet_variants
+from damaged import (
+    capture_variants,
+    damage,
+    dataset_variants,
+    fio_results_variants,
+    make_dataset,
+    parquet_variants,
+    process_variants,
+)
 from safety_helpers import invoke, make_inputs, snapshot
 
 # where a row's own outputs go; replaced per row by a fresh folder
@@ -118,7 +127,7 @@ def _rows():
                      ("--profile", ["bogus", "{base}/nope.toml", "{badtoml}"]),
                      ("--page-cluster", ["abc", "-1", "11", "99999999999999999999"]),
                      ("--cluster-slots", ["abc", "0", "-1", "99999999999999999999"]),
-                     ("--swap-bytes", ["abc", "-1", "4096", "nan", "1e30"]),
+                     ("--swap-bytes", ["abc", "", "-1", "4096", "nan", "1e30"]),
                      ("--max-request", ["abc", "0", "100", "-1", "nan", "1e30"]),
                      ("--step-us", ["abc", "0", "-1", "nan", "inf", "1e300"]),
                      ("--reclaim-batch", ["abc", "0", "-1", "99999999999999999999"]),
@@ -231,7 +240,7 @@ def _rows():
     jobs = ["fio", "jobs", "{stream}", "-o", OUT + "/jobs"]
     for cid, p in [*_trace_files(), ("access-kind", "{access}")]:
         add(f"fio jobs stream {cid}", "fio", "jobs", p, "-o", OUT + "/jobs")
-    for opt, bad in (("--size", ["abc", "0", "-1", "nan", "1e30", "100"]),
+    for opt, bad in (("--size", ["abc", "", "0", "-1", "nan", "1e30", "100"]),
                      ("--max-requests", ["abc", "0", "-1", "99999999999999999999"]),
                      ("--ioengine", ["bogus", "", "psync;rm", "libaio extra"]),
                      ("--iodepth", ["abc", "0", "-1", "99999999999999999999"]),
@@ -433,6 +442,8 @@ def _rows():
         for v in bad:
             add(f"ssd thesis --real {opt} {v or 'empty'}", *real, opt, v)
     add("ssd thesis --sensitivity without --real", *thesis, "--sensitivity")
+    for opt, v in (("--fill", "0.5"), ("--overwritten", "0.5"), ("--swap-size", "lots")):  # read only with --real
+        add(f"ssd thesis {opt} without --real", *thesis, opt, v)
     add("ssd thesis --real --device bogus", *real, "--device", "bogus")
 
     # -- export --format mqsim -----------------------------------------------------------------------
@@ -481,6 +492,35 @@ def _rows():
             "--costs", "{dmg_costs_" + name + "}")
     add("device toml op = 1000: ssd synth", *synth, "--device", "{device_op1000}")
     add("device toml op = 1000: time", *tim, "--device", "{device_op1000}")
+
+    # -- issue 30's full-size hostile pass: the readers it found failing --------------------------------
+    # a fio job folder whose manifest.json is damaged, of the wrong shape, not a file, or names a job file
+    # outside the folder (fio run --dry-run reads and checks it whole)
+    for name in _MANIFEST_ROWS:
+        add(f"fio run manifest {name}", "fio", "run", "{dmg_jobs_" + name + "}", "--target", OUT + "/target.dat",
+            "-o", OUT + "/run")
+    add("fio jobs -o a folder whose manifest.json is a FIFO --force", *jobs, "-o", "{jobs_fifo_manifest}", "--force")
+    # a `fio run` folder whose results.parquet holds damaged values or metadata
+    for name in fio_results_variants():
+        for cmd, argv in (("fio results", ["fio", "results", "{X}"]), ("fio compare", ["fio", "compare", "{X}"]),
+                          ("fio profile", ["fio", "profile", "{X}", "-o", OUT + "/p.toml"])):
+            if (name, cmd) not in _RESULTS_VALID:
+                add(f"damaged fio-run results-{name}: {cmd}",
+                    *[a.replace("{X}", "{dmg_fiorun_results-" + name + "}") for a in argv])
+    # a `capture -- swaptrace train` stream whose kernel readings or command line are damaged
+    for name in capture_variants():
+        if name.startswith(("replay-us", "compute-us")):  # the baseline's step times: read by time, not here
+            add(f"damaged capture {name}: time --compute-baseline", *tim[:5], "mlp", *tim[6:], "--compute-baseline",
+                "{dmg_capture_" + name + "}")
+        else:
+            add(f"damaged capture {name}: runtime-profile", "runtime-profile", "{dmg_capture_" + name + "}",
+                "-o", OUT + "/r.toml")
+    # a process trace (generate --runtime) whose runtime section is damaged
+    for name in process_variants():
+        if name not in ("step-offset-text", "startup-step-negative"):  # not read by the emulator (it numbers steps
+            # from the trace's own rows); inspect shows them
+            add(f"damaged process {name}: emulate", "emulate", "{dmg_process_" + name + "}", "-o",
+                OUT + "/s.parquet", "--memory-fraction", "0.5")
 
     # -- inputs that must agree ----------------------------------------------------------------------
     add("time --trace of another trace", *tim[:5], "mlp", *tim[6:], "--trace", "{other_access}")
@@ -613,6 +653,30 @@ _SWEEP_ROWS = {
     "type": 'presets = ["tiny"]\nmemory_fractions = ["half"]\n',
 }
 
+#: manifests of a fio job folder with one problem each: (field, value) set on the manifest, ("job", field, value)
+#: on its first job, or the whole text
+_MANIFEST_ROWS = {
+    "not-json": "{\"kind\": \"fio-jobs\", \"jobs\": [",
+    "list": "[1, 2]",
+    "jobs-text": ("jobs", "all"),
+    "jobs-of-numbers": ("jobs", [1, 2]),
+    "precondition-text": ("precondition", "yes"),
+    "groups-text": ("groups", "all"),
+    "min-target-inf": ("min_target_bytes", float("inf")),
+    "job-file-escapes": ("job", "file", "../../../etc/passwd"),
+    "job-file-number": ("job", "file", 5),
+    "job-name-number": ("job", "name", 5),
+    "job-group-list": ("job", "group", [1]),
+    "job-runtime-factor-huge": ("job", "runtime_factor", 10 ** 30),
+    "job-iodepth-text": ("job", "iodepth", "deep"),
+    "fifo": None,
+}
+
+#: (results variant, reader) pairs left out: the file is valid for that reader (a replay's rows have request
+#: size 0; a run with no rows prints an empty table and no ratios)
+_RESULTS_VALID = {("request-bytes-zero", "fio results"), ("request-bytes-zero", "fio compare"),
+                  ("request-bytes-zero", "fio profile"), ("no-rows", "fio results"), ("no-rows", "fio compare")}
+
 #: (kind, variant, reader) pairs left out: the reader never reads the damaged column or field, so the file is
 #: valid input for it (inspect reads the metadata only; compare reads steps, ops and lengths, not times)
 _READ_LATER = {("swapio", "t_us-nan", "compare a"), ("swapio", "t_us-nan", "compare b"),
@@ -692,6 +756,7 @@ def make_all_inputs(base: Path) -> dict[str, Path]:
     paths["spec_dim_ok"] = base / "spec-ok.toml"
     paths["spec_dim_ok"].write_text(_SPEC_BASE.format(batch=4) + "dim = 4\n")
     paths["run_dir"] = _fake_run_dir(base / "run")
+    _hostile_inputs(paths, base)
     paths["fifo_toml"] = base / "fifo.toml"
     os.mkfifo(paths["fifo_toml"])
     paths["fifo_json"] = base / "fifo.json"
@@ -699,6 +764,59 @@ def make_all_inputs(base: Path) -> dict[str, Path]:
     paths["fifo_log"] = base / "fifo.iolog"
     os.mkfifo(paths["fifo_log"])
     return paths
+
+
+def _hostile_inputs(paths: dict, base: Path) -> None:
+    """The damaged inputs of the readers issue 30's full-size hostile pass found failing: job folders with a
+    damaged manifest, run folders with a damaged results file, a capture and a process trace damaged."""
+    import json
+
+    from swaptrace.runtime_fit import model_bytes
+    from swaptrace.spec import load_spec
+
+    good = json.loads((paths["jobs"] / "manifest.json").read_text())
+    for name, change in _MANIFEST_ROWS.items():
+        d = base / (f"jobs-{name}" if change is not None else "fifo-jobs")  # fifo*: left out of copies of base
+        shutil.copytree(paths["jobs"], d)
+        (d / "manifest.json").unlink()
+        if change is None:
+            os.mkfifo(d / "manifest.json")
+            continue
+        if isinstance(change, str):
+            text = change
+        elif change[0] == "job":
+            text = json.dumps({**good, "jobs": [{**good["jobs"][0], change[1]: change[2]}, *good["jobs"][1:]]})
+        else:
+            text = json.dumps({**good, change[0]: change[1]})
+        (d / "manifest.json").write_text(text)
+        paths[f"dmg_jobs_{name}"] = d
+    paths["dmg_jobs_fifo"] = base / "fifo-jobs"
+    paths["jobs_fifo_manifest"] = base / "fifo-jobs-out"
+    paths["jobs_fifo_manifest"].mkdir()
+    os.mkfifo(paths["jobs_fifo_manifest"] / "manifest.json")
+    for name, path in damage("fio-run", paths["run_dir"], base / "damaged-fiorun").items():
+        paths[f"dmg_fiorun_{name}"] = path
+    # a `capture -- swaptrace train` of tiny: the stream with the readings a capture of a program records
+    mb = model_bytes(load_spec("tiny"))
+    end, peak = mb["startup"] + (300 << 20), mb["startup"] + (300 << 20) + mb["lazy"] + (20 << 20)
+    kernel = {"unlimited": {"startup_end": {"anon": end, "file": 0, "usage": end},
+                            "peak": {"training": {"anon": peak, "file": 1 << 20, "usage": peak + (3 << 20)}},
+                            "referenced": {"anon_referenced_training_bytes": 400 << 20},
+                            "replay_us": [1000.0, 1000.0], "compute_us": [500.0, 500.0]},  # its two steps' times
+              "limited": {"peak": {"training": {"file": 2 << 20}}}}
+    meta = json.loads(pq.ParquetFile(paths["stream"]).metadata.metadata[b"swaptrace"])
+    meta |= {"source": "kernel", "kernel": kernel, "command": ["swaptrace", "train", "--preset", "tiny", "--steps",
+                                                               "2", "--seed", "0"]}
+    paths["capture"] = base / "capture.swapio.parquet"
+    pq.write_table(pq.read_table(paths["stream"]).replace_schema_metadata({b"swaptrace": json.dumps(meta)}),
+                   paths["capture"])
+    for name, path in damage("capture", paths["capture"], base / "damaged-capture").items():
+        paths[f"dmg_capture_{name}"] = path
+    paths["process"] = base / "process.access.parquet"
+    assert invoke("generate", "--preset", "tiny", "--steps", 2, "--runtime", "pytorch-cpu", "-o",
+                  paths["process"]).exit_code == 0
+    for name, path in damage("process", paths["process"], base / "damaged-process").items():
+        paths[f"dmg_process_{name}"] = path
 
 
 def _fake_run_dir(path: Path) -> Path:
@@ -806,6 +924,7 @@ def _kind_at(args: list[str]) -> str:
 
 #: the good positional file of each command whose positional argument is not a trace or stream
 GOOD_POSITIONAL = {("fio", "import"): "{iolog}", ("fio", "run"): "{jobs}", ("fio", "profile"): "{run_dir}",
+                   ("runtime-profile",): "{capture}",
                    ("fio", "results"): "{run_dir}", ("fio", "compare"): "{run_dir}", ("report",): "{thesis_dir}",
                    ("presets",): "tiny"}
 
@@ -1021,3 +1140,24 @@ def test_a_failing_report_leaves_the_earlier_one_whole(inputs, tmp_path, monkeyp
     assert r.exit_code == 130
     assert snapshot(folder) == before  # no partial folder beside it
     assert {p.name: p.read_bytes() for p in (folder / "report").iterdir()} == first
+
+
+def test_a_report_leaves_out_a_damaged_part_and_names_it(inputs, tmp_path):
+    """A damaged model-vs-fio.json (a field of the wrong type) is left out of the report with one line naming the
+    file, and a pipeline.json that is a FIFO is never read (the report finishes): issue 30's hostile pass found the
+    first a TypeError and the second a read blocked forever."""
+    folder = tmp_path / "f"
+    folder.mkdir()
+    shutil.copyfile(inputs["access"], folder / "access.parquet")
+    shutil.copyfile(inputs["stream"], folder / "swapio.parquet")
+    (folder / "model-vs-fio.json").write_text('{"fitted": "yes", "device": "d.toml", "jobs": [], "replays": []}')
+    r = invoke("report", folder, "-o", tmp_path / "r")
+    assert r.exit_code == 0 and "Traceback" not in r.output, r.output
+    skipped = [line for line in r.stderr.splitlines() if line.startswith("skipped model vs fio")]
+    assert len(skipped) == 1 and "model-vs-fio.json" in skipped[0] and "damaged" in skipped[0], r.stderr
+    os.mkfifo(folder / "pipeline.json")
+    exe = Path(sys.executable).with_name("swaptrace")
+    done = subprocess.run([str(exe), "report", str(folder), "-o", str(tmp_path / "r2")], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert (tmp_path / "r2" / "report.md").is_file()

@@ -133,7 +133,7 @@ def command(trace, out, memory, memory_fraction, policy, readahead, page_cluster
     config = EmulatorConfig.resolve(
         tf.meta, profile=prof, source=str(tf.path), policy=policy, readahead=readahead, page_cluster=page_cluster,
         memory_bytes=parse_bytes(memory, "--memory") if memory is not None else None, memory_fraction=memory_fraction,
-        cluster_slots=cluster_slots, swap_bytes=parse_bytes(swap_bytes, "--swap-bytes") if swap_bytes else None,
+        cluster_slots=cluster_slots, swap_bytes=parse_bytes(swap_bytes, "--swap-bytes") if swap_bytes is not None else None,
         max_request_bytes=parse_bytes(max_request, "--max-request") if max_request is not None else None,
         step_us=step_us, initial_state=initial_state,
         reclaim_batch=reclaim_batch, writeback_lag=writeback_lag, zero_page=zero_page,

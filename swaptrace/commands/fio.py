@@ -85,7 +85,7 @@ def jobs_cmd(stream, out, size, max_requests, ioengine, iodepth, buffered, sweep
     folder = jobs.build_jobs(
         stream,
         out,
-        size_bytes=parse_bytes(size, "--size") if size else None,
+        size_bytes=parse_bytes(size, "--size") if size is not None else None,
         max_requests=max_requests,
         ioengine=ioengine,
         iodepth=iodepth,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from swaptrace.commands._common import count, echo_summary, force_option, json_option, writes
-from swaptrace.errors import ConfigError
+from swaptrace.errors import ConfigError, SwaptraceError
 from swaptrace.spec import MAX_STEPS, load_spec
 from swaptrace.traceio import AtomicPath, open_trace
 from swaptrace.units import format_bytes
@@ -14,15 +14,29 @@ from swaptrace.units import format_bytes
 TRAIN_OPTIONS = ("--preset", "--spec", "--steps", "--seed")
 
 
-def _train_args(command: list[str] | None) -> dict[str, str]:
-    """``--preset/--spec/--steps/--seed`` of a captured ``swaptrace train`` command line (empty if it was not one)."""
-    if not command or "train" not in command:
+#: the bounds of the captured ``train --steps/--seed`` (those of the options here and of ``train``)
+_TRAIN_BOUNDS = {"--steps": (1, MAX_STEPS), "--seed": (0, (1 << 64) - 1)}
+
+
+def _train_args(command: list[str] | None, capture: str, given: tuple[str, ...] = ()) -> dict[str, str | int]:
+    """``--preset/--spec/--steps/--seed`` of a captured ``swaptrace train`` command line (empty if it was not one);
+    the numbers checked as ``train`` checks them, in one line naming the capture, unless ``given`` here."""
+    if not isinstance(command, list) or not all(isinstance(w, str) for w in command):
+        raise ConfigError(f"{capture}: its command {command!r} is not a command line (a list of words)")
+    if "train" not in command:
         return {}
     rest = command[command.index("train") + 1:]
-    found = {}
+    found: dict[str, str | int] = {}
     for i, word in enumerate(rest[:-1]):
         if word in TRAIN_OPTIONS:
             found[word] = rest[i + 1]
+    for opt, (lo, hi) in _TRAIN_BOUNDS.items():
+        if opt in found and opt not in given:
+            text = str(found[opt])
+            if not text.isdigit() or not lo <= int(text) <= hi:
+                raise ConfigError(f"{capture}: its command line's {opt} {text!r} is not a whole number in "
+                                  f"[{lo}, {hi}]; give {opt}")
+            found[opt] = int(text)
     return found
 
 
@@ -65,17 +79,25 @@ def command(capture, out, preset, spec_file, steps, seed, name, force, as_json):
     meta = tf.meta
     if meta.get("source") != "kernel" or not meta.get("command"):
         raise ConfigError(f"{capture}: not a capture of a program (capture -- CMD); a runtime profile needs one")
-    given = _train_args(meta.get("command"))
+    given = _train_args(meta.get("command"), capture,
+                        tuple(o for o, v in (("--steps", steps), ("--seed", seed)) if v is not None))
     if preset is not None and spec_file is not None:
         raise ConfigError("give either --preset or --spec, not both")
     model = spec_file or preset or given.get("--spec") or given.get("--preset")
     if model is None:
         raise ConfigError(f"{capture}: its program was not `swaptrace train`; name its model with --preset or --spec")
-    spec = load_spec(model)
+    try:
+        spec = load_spec(model)
+    except SwaptraceError as exc:  # the model named on the captured command line: say where it came from
+        if spec_file or preset:
+            raise
+        raise ConfigError(f"{capture}: the model on its command line: {exc}") from None
     n_steps = steps or int(given.get("--steps", 0)) or max(int(meta.get("steps", 1)) - 1, 1)
+    if n_steps > MAX_STEPS:
+        raise ConfigError(f"{capture}: {n_steps} steps is above {MAX_STEPS}; give --steps")
     n_seed = seed if seed is not None else int(given.get("--seed", 0))
-    profile, notes = derive(meta["kernel"], spec, steps=n_steps, seed=n_seed, name=name or Path(out).stem,
-                            measured_on=f"{Path(capture).name}: {' '.join(meta['command'])}")
+    profile, notes = derive(meta.get("kernel"), spec, steps=n_steps, seed=n_seed, name=name or Path(out).stem,
+                            measured_on=f"{Path(capture).name}: {' '.join(meta['command'])}", where=str(capture))
     with AtomicPath(out, force) as ap:
         ap.tmp.write_text(to_toml(profile, notes))
     summary = {"output": str(out), **{k: v for k, v in profile.to_dict().items() if k.endswith("_bytes")}}

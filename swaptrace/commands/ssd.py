@@ -342,6 +342,12 @@ def thesis_cmd(iodepth, write_iodepth, drive_writes, real, sensitivity, fill, ov
     log = None if as_json else click.echo
     if sensitivity and not real:
         raise ConfigError("--sensitivity goes with --real")
+    if not real:  # the real drive's options, given without it, would be ignored: refused, never unread
+        source = click.get_current_context().get_parameter_source
+        given = [f"--{n.replace('_', '-')}" for n in ("fill", "overwritten", "swap_size")
+                 if source(n) == click.core.ParameterSource.COMMANDLINE]
+        if given:
+            raise ConfigError(f"{', '.join(given)} {'goes' if len(given) == 1 else 'go'} with --real")
     if real:
         bg = Background(fill=fill, overwritten=overwritten, swap_prior="pool")
         swap_bytes = parse_bytes(swap_size, "--swap-size", positive=True)

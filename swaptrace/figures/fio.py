@@ -49,15 +49,13 @@ def save_run_figures(run_dir, out_dir=None) -> list[Path]:
 
 def _rows(data, name: str, kind: str) -> list[dict]:
     if isinstance(data, str | Path):
-        import pyarrow.parquet as pq
-
         from swaptrace import traceio
         from swaptrace.fio import results  # noqa: F401  (registers the kinds)
 
         p = Path(data)
         if p.is_dir():
             p = p / name
-        return pq.read_table(traceio.open_trace(p, kind).path).to_pylist()
+        return traceio.open_trace(p, kind).read_table().to_pylist()  # its values checked
     if isinstance(data, dict):
         keys = list(data)
         return [dict(zip(keys, vals, strict=True)) for vals in zip(*(data[k] for k in keys), strict=True)]

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from swaptrace.errors import ConfigError
 from swaptrace.fio import iolog
+from swaptrace.inputs import read_text
 from swaptrace.units import parse_bytes
 
 _ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -31,7 +32,7 @@ def parse_job_file(path: str | os.PathLike, env: dict[str, str]) -> dict[str, di
     """Sections of a fio job file as ``{section: {option: value}}``, ``${VAR}`` expanded from ``env``."""
     sections: dict[str, dict[str, str]] = {}
     current = None
-    for lineno, raw in enumerate(Path(path).read_text().splitlines(), start=1):
+    for lineno, raw in enumerate(read_text(path, "fio job file").splitlines(), start=1):
         line = raw.strip()
         if not line or line[0] in "#;":
             continue

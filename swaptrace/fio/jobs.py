@@ -62,11 +62,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from swaptrace import __version__, traceio
-from swaptrace.errors import ConfigError, TraceFileError
+from swaptrace.errors import ConfigError, SwaptraceError, TraceFileError
 from swaptrace.fio import fit as fitmod
 from swaptrace.fio import iolog
 from swaptrace.fio.jobfile import IOENGINES, validate_job_file
-from swaptrace.units import format_bytes, parse_bytes
+from swaptrace.inputs import read_json
+from swaptrace.units import MAX_BYTES, format_bytes, parse_bytes
 
 #: fixed request sizes of the sweep (fio size suffixes are binary)
 SWEEP_SIZES = ("4k", "8k", "16k", "32k", "64k", "128k", "256k", "512k", "1m")
@@ -350,20 +351,20 @@ def _check_job_options(ioengine: str, iodepth: int, max_requests: int | None, sw
 
 
 def _is_job_folder(folder: Path) -> bool:
-    """Whether ``folder`` holds a fio job folder's manifest (``kind: fio-jobs``)."""
+    """Whether ``folder`` holds a fio job folder's manifest (``kind: fio-jobs``), checked whole."""
     try:
-        return json.loads((folder / MANIFEST).read_text()).get("kind") == "fio-jobs"
-    except (OSError, ValueError, AttributeError):
+        load_manifest(folder)
+    except SwaptraceError:
         return False
+    return True
 
 
 def _own_files(folder: Path) -> list[str]:
     """The files an earlier ``fio jobs`` wrote in ``folder`` (its manifest's jobs, the iolog, README)."""
     if not _is_job_folder(folder):
         return []
-    m = json.loads((folder / MANIFEST).read_text())
-    files = [j.get("file") for j in [m.get("precondition") or {}, *(m.get("jobs") or [])] if isinstance(j, dict)]
-    return [f for f in files if isinstance(f, str)] + [IOLOG_NAME, "README.md", MANIFEST]
+    m = load_manifest(folder)
+    return [j["file"] for j in [m["precondition"], *m["jobs"]]] + [IOLOG_NAME, "README.md", MANIFEST]
 
 
 def _check_out_dir(out: Path, force: bool) -> None:
@@ -482,15 +483,56 @@ def load_manifest(jobs_dir: str | os.PathLike) -> dict:
     if not d.is_dir():
         raise ConfigError(f"{d}: not a job folder (make one with `swaptrace fio jobs STREAM -o {d}`)")
     mpath = d / MANIFEST
-    if not mpath.exists():
+    if not os.path.lexists(mpath):
         raise ConfigError(f"{d}: has no {MANIFEST}; not a swaptrace job folder")
-    try:
-        manifest = json.loads(mpath.read_text())
-    except ValueError:
-        raise ConfigError(f"{mpath}: is not valid JSON") from None
-    if manifest.get("kind") != "fio-jobs" or "jobs" not in manifest:
+    manifest = read_json(mpath, "fio job manifest", "is not valid JSON")
+    if not isinstance(manifest, dict) or manifest.get("kind") != "fio-jobs" or "jobs" not in manifest:
         raise ConfigError(f"{mpath}: is not a swaptrace fio-jobs manifest")
+    _check_manifest(manifest, mpath)
     return manifest
+
+
+#: the fields of a job entry the runner reads, and their types
+_JOB_TEXT = ("name", "file", "group", "kind", "direction", "pattern")
+#: the longest a job runs, in multiples of --runtime (the replays run 10x; far above any job written)
+MAX_RUNTIME_FACTOR = 1000
+
+
+def _check_manifest(m: dict, where: Path) -> None:
+    """The manifest's job entries, groups and sizes are of the types and ranges `fio run` uses; a damaged or
+    hand-edited one is refused in one line naming it (not a TypeError, or a job file outside the folder)."""
+    def bad(what: str) -> TraceFileError:
+        return TraceFileError(f"{where}: {what}; make the job folder again with `swaptrace fio jobs`")
+
+    groups = m.get("groups")
+    if not isinstance(groups, dict) or not all(isinstance(g, dict) and isinstance(g.get("precondition"), bool)
+                                               for g in groups.values()):
+        raise bad("groups is not an object of groups (each with precondition true or false)")
+    if not isinstance(m["jobs"], list) or not m["jobs"]:
+        raise bad("jobs is not a list of jobs")
+    for job in [m.get("precondition"), *m["jobs"]]:
+        if not isinstance(job, dict):
+            raise bad(f"a job is {job!r}, not an object")
+        for key in _JOB_TEXT:
+            if not isinstance(job.get(key), str):
+                raise bad(f"job {job.get('name')!r}: {key} is {job.get(key)!r}, not text")
+        if job["file"] != Path(job["file"]).name or job["file"] in ("", ".", ".."):
+            raise bad(f"job {job['name']!r}: file {job['file']!r} is not a file of the job folder")
+        if job is not m.get("precondition") and job["group"] not in groups:
+            raise bad(f"job {job['name']!r}: group {job['group']!r} is not one of its groups")
+        factor = job.get("runtime_factor", 1)
+        if isinstance(factor, bool) or not isinstance(factor, int) or not 1 <= factor <= MAX_RUNTIME_FACTOR:
+            raise bad(f"job {job['name']!r}: runtime_factor {factor!r} is not a whole number in "
+                      f"[1, {MAX_RUNTIME_FACTOR}]")
+        for key, top in (("request_bytes", MAX_BYTES), ("iodepth", 65535)):
+            v = job.get(key)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= top):
+                raise bad(f"job {job['name']!r}: {key} {v!r} is not a whole number in [0, {top}]")
+    v = m.get("min_target_bytes")
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_BYTES:
+        raise bad(f"min_target_bytes {v!r} is not a size in bytes")
+    if not isinstance(m.get("engine") or {}, dict):
+        raise bad("engine is not an object")
 
 
 def example_env(jobs_dir: Path, size_bytes: int, target: str = "/tmp/swaptrace-example.dat", runtime_s: int = 1) -> dict[str, str]:

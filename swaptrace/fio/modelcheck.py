@@ -136,6 +136,21 @@ def _num(v, fmt: str = ".1f") -> str:
     return "n/a" if v is None or (isinstance(v, float) and not math.isfinite(v)) else format(v, fmt)
 
 
+def load_summary(path: str | os.PathLike) -> dict[str, Any] | None:
+    """A ``model-vs-fio.json`` (:func:`compare`'s summary, or ``{"error": ...}``), checked by rendering it: a
+    damaged or hand-edited one is a one-line error naming the file, never a TypeError in the report."""
+    from swaptrace.inputs import read_json
+
+    data = read_json(path, "model-vs-fio summary")
+    try:
+        if data is not None and not isinstance(data, dict):
+            raise TypeError("not an object")
+        markdown_lines(data)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
+        raise TraceFileError(f"{path}: damaged or not a model-vs-fio summary ({type(exc).__name__}: {exc})") from None
+    return data
+
+
 def markdown_lines(data: dict[str, Any] | None) -> list[str]:
     """The report's section: the fitted device, the fio jobs that ran, and model vs fio on the stream."""
     if not data:

@@ -261,9 +261,38 @@ def read_results(path: str | os.PathLike) -> tuple[list[dict], dict]:
     if p.is_dir():
         p = p / RESULTS_NAME
     tf = traceio.open_trace(p, "fio-results")
-    import pyarrow.parquet as pq
+    _check_run_meta(tf.path, tf.meta)
+    return tf.read_table().to_pylist(), tf.meta
 
-    return pq.read_table(tf.path).to_pylist(), tf.meta
+
+def _check_run_meta(path: Path, meta: dict) -> None:
+    """The run settings the readers use (``run``: the target's size, the engine, the preconditioning record;
+    ``ratios``) are of their types: a damaged results file is one line naming it, not a TypeError in a fit."""
+    from swaptrace.errors import TraceFileError
+    from swaptrace.units import MAX_BYTES
+
+    def bad(what: str) -> TraceFileError:
+        return TraceFileError(f"{path}: metadata {what}; not a `swaptrace fio run` results file")
+
+    run = meta.get("run") or {}
+    size = run.get("size_bytes")
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or not 0 <= size <= MAX_BYTES):
+        raise bad(f"run.size_bytes = {size!r} is not a size in bytes")
+    engine = run.get("engine") or {}
+    depth = engine.get("iodepth", 1) if isinstance(engine, dict) else None
+    if not isinstance(engine, dict) or not isinstance(engine.get("ioengine", "psync"), str) or \
+            isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= 65535:
+        raise bad(f"run.engine = {engine!r} is not an engine and a queue depth in [1, 65535]")
+    pre = run.get("preconditioning") or {}
+    if not isinstance(pre, dict) or not isinstance(pre.get("steady") or {}, dict) or \
+            not all(isinstance(v, dict) for v in (pre.get("steady") or {}).values()):
+        raise bad("run.preconditioning is not a preconditioning record")
+    for key in ("target", "fio"):
+        if run.get(key) is not None and not isinstance(run[key], str):
+            raise bad(f"run.{key} = {run[key]!r} is not text")
+    for key, v in (meta.get("ratios") or {}).items():
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)):
+            raise bad(f"ratios.{key} = {v!r} is not a number")
 
 
 def format_table(rows: list[dict], ratios: dict | None = None, steady: dict | None = None) -> str:

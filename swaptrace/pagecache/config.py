@@ -199,7 +199,7 @@ class EmulatorConfig:
         # the emulator's per-page state (list links, slots, flags: about 48 bytes a page), before it is allocated
         check_allocation(footprint_pages * 48, f"{source}: emulating {footprint_pages:,} pages",
                          "the trace's footprint is too large to emulate here")
-        memory_bytes, write_cost = _process_settings(meta, memory_bytes, write_cost)
+        memory_bytes, write_cost = _process_settings(meta, memory_bytes, write_cost, source)
         budget = cls.budget_pages_for(footprint_pages, page_bytes, memory_bytes=memory_bytes,
                                       memory_fraction=memory_fraction)
         if max_request_bytes is None:  # the default is never below one page (a 2 MiB-page trace)
@@ -307,16 +307,16 @@ class EmulatorConfig:
         }
 
 
-def _process_settings(meta: dict[str, Any], memory_bytes: int | None, write_cost: int | None):
+def _process_settings(meta: dict[str, Any], memory_bytes: int | None, write_cost: int | None, source: str):
     """A process trace's (swaptrace.process): ``--memory`` is the whole group's limit, of which page cache and
     kernel memory are not the trace's, and its runtime states the device's speed unless one is given."""
     process = meta.get("process")
     if not process:
         return memory_bytes, write_cost
-    if write_cost is None and process_write_cost(meta):
-        write_cost = process_write_cost(meta)
+    if write_cost is None and process_write_cost(meta, source):
+        write_cost = process_write_cost(meta, source)
     if memory_bytes is not None:
-        memory_bytes = anon_budget_bytes(memory_bytes, process)
+        memory_bytes = anon_budget_bytes(memory_bytes, process, source)
     return memory_bytes, write_cost
 
 

@@ -100,7 +100,7 @@ def emulate(
     elif options:
         raise TypeError(f"emulate: give a config or options, not both ({', '.join(options)})")
     # a process trace's runtime states the device's speed (swaptrace.process): a given write cost, as --write-cost
-    given = options.get("write_cost") is not None or bool(process_write_cost(tf.meta))
+    given = options.get("write_cost") is not None or bool(process_write_cost(tf.meta, str(tf.path)))
     members = _members(config, prof, ensemble, write_cost_given=given,
                        footprint_pages=int(tf.meta["footprint_pages"]))
     check_output_path(out, force)
