@@ -52,7 +52,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from click.testing import CliRunner  # noqa: E402
-from damaged import damage  # noqa: E402
+from damaged import damage, fake_capture  # noqa: E402
 
 from swaptrace.cli import cli  # noqa: E402
 
@@ -156,29 +156,12 @@ def _setup_more(f: dict[str, Path], base: Path, ok) -> None:
     a runtime profile, a process trace and a pipeline folder holding every part a report reads."""
     import json
 
-    import pyarrow.parquet as pq
-
     from swaptrace import stages
-    from swaptrace.runtime_fit import model_bytes
-    from swaptrace.spec import load_spec
 
     f["RUN"] = base / "run"  # a `fio run` folder: two sweep jobs and the replay on a small file
     ok("fio", "run", f["J"], "--target", base / "t.dat", "--size", "8MiB", "--runtime", 1, "--jobs",
        "sweep_read_4k,sweep_write_4k,replay", "-o", f["RUN"])
-    # a `capture -- swaptrace train` stream: the swap stream with the metadata a capture of a program writes
-    mb = model_bytes(load_spec("tiny"))
-    end, peak = mb["startup"] + (300 << 20), mb["startup"] + (300 << 20) + mb["lazy"] + (20 << 20)
-    kernel = {"unlimited": {"startup_end": {"anon": end, "file": 0, "usage": end},
-                            "peak": {"training": {"anon": peak, "file": 1 << 20, "usage": peak + (3 << 20)}},
-                            "referenced": {"anon_referenced_training_bytes": 400 << 20},
-                            "replay_us": [1000.0, 1000.0], "compute_us": [500.0, 500.0]},  # its two steps' times
-              "limited": {"peak": {"training": {"file": 2 << 20}}}}
-    table = pq.read_table(f["S"])
-    meta = json.loads(pq.ParquetFile(f["S"]).metadata.metadata[b"swaptrace"])
-    meta |= {"source": "kernel", "kernel": kernel,
-             "command": ["swaptrace", "train", "--preset", "tiny", "--steps", "2", "--seed", "0"]}
-    f["CAP"] = base / "cap.swapio.parquet"
-    pq.write_table(table.replace_schema_metadata({b"swaptrace": json.dumps(meta)}), f["CAP"])
+    f["CAP"] = fake_capture(f["S"], base / "cap.swapio.parquet")  # a `capture -- swaptrace train` stream
     f["rtprof"] = base / "runtime.toml"
     f["rtprof"].write_text(Path("swaptrace/profiles/runtime/pytorch-cpu.toml").read_text())
     f["PT"] = base / "pt.access.parquet"

@@ -139,6 +139,30 @@ def _set_in(path: tuple[str, ...], value) -> Callable[[dict], dict]:
     return change
 
 
+def fake_capture(stream: Path, out: Path) -> Path:
+    """``stream`` (a swapio file of ``tiny``) as a ``capture -- swaptrace train --preset tiny --steps 2`` writes it.
+
+    The metadata carries what such a capture records: ``source = kernel``, the captured command, and the
+    ``kernel`` readings of its unlimited and limited runs (start-up end, peaks, referenced memory, the two
+    steps' replay and compute times), sized from the model so a runtime profile can be derived from it.
+    """
+    from swaptrace.runtime_fit import model_bytes
+    from swaptrace.spec import load_spec
+
+    mb = model_bytes(load_spec("tiny"))
+    end, peak = mb["startup"] + (300 << 20), mb["startup"] + (300 << 20) + mb["lazy"] + (20 << 20)
+    kernel = {"unlimited": {"startup_end": {"anon": end, "file": 0, "usage": end},
+                            "peak": {"training": {"anon": peak, "file": 1 << 20, "usage": peak + (3 << 20)}},
+                            "referenced": {"anon_referenced_training_bytes": 400 << 20},
+                            "replay_us": [1000.0, 1000.0], "compute_us": [500.0, 500.0]},  # its two steps' times
+              "limited": {"peak": {"training": {"file": 2 << 20}}}}
+    meta = json.loads(pq.ParquetFile(stream).metadata.metadata[META])
+    meta |= {"source": "kernel", "kernel": kernel,
+             "command": ["swaptrace", "train", "--preset", "tiny", "--steps", "2", "--seed", "0"]}
+    pq.write_table(pq.read_table(stream).replace_schema_metadata({META: json.dumps(meta)}), out)
+    return out
+
+
 def capture_variants() -> dict[str, Callable[[Path, Path], Path]]:
     """name -> f(good, out) for a ``capture -- CMD`` stream (a swapio file whose metadata has ``source = kernel``,
     the captured ``command`` and the ``kernel`` readings of its runs), damaged in those readings."""

@@ -24,12 +24,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 from damaged import (
     capture_variants,
     damage,
     dataset_variants,
+    fake_capture,
     fio_results_variants,
     make_dataset,
     parquet_variants,
@@ -771,8 +771,6 @@ def _hostile_inputs(paths: dict, base: Path) -> None:
     damaged manifest, run folders with a damaged results file, a capture and a process trace damaged."""
     import json
 
-    from swaptrace.runtime_fit import model_bytes
-    from swaptrace.spec import load_spec
 
     good = json.loads((paths["jobs"] / "manifest.json").read_text())
     for name, change in _MANIFEST_ROWS.items():
@@ -796,20 +794,7 @@ def _hostile_inputs(paths: dict, base: Path) -> None:
     os.mkfifo(paths["jobs_fifo_manifest"] / "manifest.json")
     for name, path in damage("fio-run", paths["run_dir"], base / "damaged-fiorun").items():
         paths[f"dmg_fiorun_{name}"] = path
-    # a `capture -- swaptrace train` of tiny: the stream with the readings a capture of a program records
-    mb = model_bytes(load_spec("tiny"))
-    end, peak = mb["startup"] + (300 << 20), mb["startup"] + (300 << 20) + mb["lazy"] + (20 << 20)
-    kernel = {"unlimited": {"startup_end": {"anon": end, "file": 0, "usage": end},
-                            "peak": {"training": {"anon": peak, "file": 1 << 20, "usage": peak + (3 << 20)}},
-                            "referenced": {"anon_referenced_training_bytes": 400 << 20},
-                            "replay_us": [1000.0, 1000.0], "compute_us": [500.0, 500.0]},  # its two steps' times
-              "limited": {"peak": {"training": {"file": 2 << 20}}}}
-    meta = json.loads(pq.ParquetFile(paths["stream"]).metadata.metadata[b"swaptrace"])
-    meta |= {"source": "kernel", "kernel": kernel, "command": ["swaptrace", "train", "--preset", "tiny", "--steps",
-                                                               "2", "--seed", "0"]}
-    paths["capture"] = base / "capture.swapio.parquet"
-    pq.write_table(pq.read_table(paths["stream"]).replace_schema_metadata({b"swaptrace": json.dumps(meta)}),
-                   paths["capture"])
+    paths["capture"] = fake_capture(paths["stream"], base / "capture.swapio.parquet")  # of `swaptrace train`
     for name, path in damage("capture", paths["capture"], base / "damaged-capture").items():
         paths[f"dmg_capture_{name}"] = path
     paths["process"] = base / "process.access.parquet"
