@@ -306,9 +306,10 @@ def _fixed(x: float | None, fmt: str) -> str:
 
 
 def _ssd_parts(d: Path, out_dir: Path, report: Report, stale: dict[str, str] | None = None) -> None:
-    stale = stale or {}
     from swaptrace.figures import ssd as F
     from swaptrace.ssd.run import read_timeline
+
+    stale = stale or {}
 
     if (d / S.SSD).exists():
         timeline, meta = read_timeline(d / S.SSD)
