@@ -47,7 +47,7 @@ import time
 from pathlib import Path
 
 from swaptrace.compare import compare_streams
-from swaptrace.units import format_bytes
+from swaptrace.core.units import format_bytes
 
 POLICIES = ("lru", "clock", "linux")
 READAHEADS = ("vma", "cluster", "none")
@@ -97,7 +97,7 @@ CAPTURE_ATTEMPTS = 3
 
 
 def _trace(preset: str, steps: int, folder: Path) -> Path:
-    from swaptrace.generate import generate_trace
+    from swaptrace.workload.generate import generate_trace
 
     path = folder / f"{preset}-{steps}.access.parquet"
     if not path.exists():
@@ -108,7 +108,7 @@ def _trace(preset: str, steps: int, folder: Path) -> Path:
 def _capture(trace: Path, memory_bytes: int, out: Path, again: bool, compute: str | None,
              unlimited_run: bool = True, trace_reclaim: bool = False) -> dict:
     from swaptrace.capture import capture
-    from swaptrace.traceio import open_trace
+    from swaptrace.core.traceio import open_trace
 
     if again or not out.exists():
         for attempt in range(1, CAPTURE_ATTEMPTS + 1):
@@ -147,7 +147,7 @@ def _captures(trace: Path, memory_bytes: int, work: Path, tag: str, runs: int, a
 
 def _emulate(trace: Path, memory_bytes: int, policy: str, readahead: str, out: Path, swap_bytes: int,
              **options) -> Path:
-    from swaptrace.pagecache import emulate
+    from swaptrace.emulate import emulate
 
     # the capture's swap device size, not emulate's default (footprint + 1 page): vm_swap_full() (swap more than
     # half used) frees slots on swap-in, so a device twice as small changes which evictions need a write
@@ -192,20 +192,20 @@ def fill_markdown(splits: list[dict]) -> str:
 
 
 #: emulator registers that count what the kernel's reclaim tracepoints count (capture/reclaim.py)
-#: the reclaim tables' columns and the emulator counters (:class:`swaptrace.pagecache.Counters`) they show
+#: the reclaim tables' columns and the emulator counters (:class:`swaptrace.emulate.Counters`) they show
 RECLAIM_COUNTERS = {"calls": "reclaim_calls", "scanned": "scanned", "reclaimed": "evictions",
                     "activated": "activations", "deactivated": "deactivations"}
 
 
 def read_access(trace: Path) -> tuple[dict, dict, object, object, int]:
-    """An access trace in memory, for feeding an :class:`~swaptrace.pagecache.Emulator` directly.
+    """An access trace in memory, for feeding an :class:`~swaptrace.emulate.Emulator` directly.
 
     Returns ``(meta, cols, step, counts, first)``: the metadata, the ``step``/``page``/``write`` columns,
     the steps as int64, accesses per step and the first step's number.
     """
     import numpy as np
 
-    from swaptrace.traceio import open_trace
+    from swaptrace.core.traceio import open_trace
 
     tf = open_trace(trace, kind="access")
     cols = tf.read_all(["step", "page", "write"])
@@ -222,7 +222,7 @@ def default_emulator(access: tuple, memory_bytes: int, swap_bytes: int, variant:
     """
     import dataclasses
 
-    from swaptrace.pagecache import Emulator, EmulatorConfig
+    from swaptrace.emulate import Emulator, EmulatorConfig
 
     meta, _, _, counts, first = access
     cfg = EmulatorConfig.resolve(meta, memory_bytes=memory_bytes, swap_bytes=swap_bytes, policy=DEFAULT[0],
@@ -275,7 +275,7 @@ def reclaim_markdown(rows: list[dict]) -> str:
 
 def _minor_faults(path: Path) -> int | None:
     """Minor faults: the kernel's count (the child's getrusage), or the emulator's sum of its minor kinds."""
-    from swaptrace.traceio import open_trace
+    from swaptrace.core.traceio import open_trace
 
     meta = open_trace(path, kind="swapio").meta
     if "kernel" in meta:
@@ -326,7 +326,7 @@ def _band(preset, fraction, trace, memory, kernel, device_bytes, band, stem, lab
     """
     import statistics
 
-    from swaptrace.traceio import open_trace
+    from swaptrace.core.traceio import open_trace
 
     k = open_trace(kernel, kind="swapio").meta["summary"]
     errs_in, errs_out, matched_in, matched_out, kernel_in = [], [], [], [], []
@@ -474,7 +474,7 @@ def main(argv=None) -> int:
     steps.update({k: int(v) for k, v in (s.split("=") for s in args.steps)})
 
     from swaptrace.capture import kernel_facts
-    from swaptrace.traceio import open_trace
+    from swaptrace.core.traceio import open_trace
 
     args.out.mkdir(parents=True, exist_ok=True)
     work = args.work

@@ -1,7 +1,7 @@
 """The SSD fit's round trip (issue 31): simulate a lab run on known devices, fit it, predict it back.
 
 Known devices: the shipped presets (reduced to 256 MiB, ``roundtrip.preset_device``) and
-held-out devices drawn with seeds 1..N from ``swaptrace.fio.roundtrip.HELD_OUT_RANGES``. For each,
+held-out devices drawn with seeds 1..N from ``swaptrace.ssd.fit.roundtrip.HELD_OUT_RANGES``. For each,
 the worst relative bandwidth error over the lab jobs and the parameters found beside the true ones.
 
     PYTHONPATH=. python analysis/fit_roundtrip.py --held-out 8 [--no-presets] [--seeds 1 2 ...]
@@ -14,7 +14,7 @@ import tempfile
 import time
 
 from swaptrace.errors import ConfigError
-from swaptrace.fio import roundtrip as R
+from swaptrace.ssd.fit import roundtrip as R
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ disk -- to ``DIR/thesis.md`` (and stdout).
 
 The slowdown row comes from the time model (the pipeline's ``time`` stage). Its kernel costs per fault
 and per page written are this host's: given with ``--time-costs FILE`` (a host-costs TOML), or, as
-root, measured once with the write- and fault-overhead micro-benchmarks (swaptrace.timing_calibrate,
+root, measured once with the write- and fault-overhead micro-benchmarks (swaptrace.timing.calibrate,
 two synthetic captures, ~20 s) against this disk's fio profile (the pipeline then runs fio's profile
 jobs too) and kept in ``DIR/host-costs.toml``. Without either they are the in-process lower bounds.
 
@@ -35,10 +35,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from swaptrace import filenames as S
+from swaptrace.pipeline import filenames as S
 from swaptrace.errors import SwaptraceError
-from swaptrace.pipeline import PipelineOptions, run_pipeline
-from swaptrace.traceio import open_trace, read_metadata
+from swaptrace.pipeline.run import PipelineOptions, run_pipeline
+from swaptrace.core.traceio import open_trace, read_metadata
 
 KERNEL = "kernel.swapio.parquet"
 HOST_COSTS = "host-costs.toml"
@@ -79,10 +79,10 @@ def try_capture(folder: Path, fraction: float, log) -> dict[str, Any] | None:
 def host_costs(folder: Path, log):
     """This host's kernel costs for the time model, measured as root against the fio run's disk profile
     (kept in ``folder/host-costs.toml``); None with a reason logged when they cannot be measured."""
-    from swaptrace import timing
+    from swaptrace.timing import model as timing
     from swaptrace.capture.session import check_privileges
-    from swaptrace.fio.profile import build_profile
-    from swaptrace.timing_calibrate import measure_host_costs
+    from swaptrace.timing.device_profile import build_profile
+    from swaptrace.timing.calibrate import measure_host_costs
 
     path = folder / HOST_COSTS
     if path.exists():
@@ -133,7 +133,7 @@ def build_table(folder: Path, kernel_meta: dict[str, Any] | None) -> str:
     if k_slow is None and kernel_meta:
         k_slow = (kernel_meta.get("kernel") or {}).get("slowdown")
     decline_model = model.get("bandwidth_decline")
-    # the time model (swaptrace.timing, the pipeline's time stage): on the SSD model, and on this disk's fio profile
+    # the time model (swaptrace.timing.model, the pipeline's time stage): on the SSD model, and on this disk's fio profile
     t_model = read_metadata(folder / S.TIMING)["summary"]["slowdown"] if (folder / S.TIMING).exists() else None
     t_disk = read_metadata(folder / S.TIMING_DISK)["summary"]["slowdown"] if (folder / S.TIMING_DISK).exists() else None
     rows = [
@@ -185,8 +185,8 @@ def main() -> int:
         print(line, file=sys.stderr, flush=True)
 
     try:
-        from swaptrace import timing
-        from swaptrace.commands._common import progressbar
+        from swaptrace.timing import model as timing
+        from swaptrace.commands.common import progressbar
 
         costs = None if args.time_costs is None else timing.load_costs(args.time_costs)
         opts = PipelineOptions(preset=args.preset, memory_fraction=args.memory_fraction, fio=not args.no_fio,
@@ -199,7 +199,7 @@ def main() -> int:
                 run_pipeline(replace(opts, time_costs=costs), folder, announce=log, progress=bar)
         kernel = None if args.no_capture else try_capture(folder, args.memory_fraction, log)
         if kernel is not None:  # redraw the report with the emulator-vs-kernel figure
-            from swaptrace.report import build_report
+            from swaptrace.pipeline.report import build_report
 
             build_report(folder)
         text = build_table(folder, kernel)

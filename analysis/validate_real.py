@@ -114,13 +114,13 @@ def do_capture(args) -> None:
 
 
 def _meta(path: Path) -> dict:
-    from swaptrace.traceio import open_trace
+    from swaptrace.core.traceio import open_trace
     return open_trace(path, kind="swapio").meta
 
 
 def do_profile(args) -> None:  # noqa: ARG001
     """Derive the shipped runtime profile: the mean of the FIT shapes' own profiles (their run-0 baselines)."""
-    from swaptrace.process import RuntimeProfile, to_toml
+    from swaptrace.workload.process import RuntimeProfile, to_toml
     own = [derive_own(shape, 0) for shape in FIT]
     fields = ("runtime_bytes", "active_bytes", "step_bytes", "file_bytes", "kernel_bytes")
     mean = {k: int(np.mean([getattr(p, k) for p in own])) for k in fields}
@@ -140,8 +140,8 @@ def do_profile(args) -> None:  # noqa: ARG001
 
 
 def derive_own(shape: str, run: int):
-    from swaptrace.runtime_fit import derive
-    from swaptrace.spec import load_spec
+    from swaptrace.capture.runtime_profile import derive
+    from swaptrace.workload.spec import load_spec
     path = capture_path(shape, LIMITS[0], run)
     meta = _meta(path)
     prof, _ = derive(meta["kernel"], load_spec(SPECS / SHAPES[shape]), steps=int(meta["steps"]) - 1, seed=SEED,
@@ -244,7 +244,7 @@ def do_predict(args) -> None:
         profiles = [str(PROFILE_OUT), "model-only"]
         if shape not in FIT:
             own = derive_own(shape, 0)
-            from swaptrace.process import to_toml
+            from swaptrace.workload.process import to_toml
             own_path = WORK / f"{shape}-own.toml"
             own_path.write_text(to_toml(own))
             profiles.append(str(own_path))

@@ -1,4 +1,4 @@
-"""Validate the time model (swaptrace.timing) against the real kernel.
+"""Validate the time model (swaptrace.timing.model) against the real kernel.
 
 Captures each (shape, budget) point of :data:`POINTS` with ``swaptrace capture --compute mlp`` (root) at
 least twice, emulates the same trace at the same budget, runs the time model on the emulated stream (and,
@@ -70,8 +70,8 @@ def paired_calibration(shape: str, frac: float, run: int) -> None:
 
     The model it runs charges the write overhead of the calibrate phase, so the fault overhead is what
     remains beyond the writes."""
-    from swaptrace import timing
-    from swaptrace.timing_calibrate import measure_fault_overhead
+    from swaptrace.timing import model as timing
+    from swaptrace.timing.calibrate import measure_fault_overhead
 
     cpu = timing.CpuCosts(0.0, *_calibrated_costs())
     r = measure_fault_overhead(timing.load_device(str(PROFILE)), seed=run, cpu=cpu)
@@ -144,12 +144,12 @@ def do_profile(args) -> None:
 
 def do_calibrate(args) -> None:
     """The write-overhead micro-benchmark, then the fault-overhead one beyond it (synthetic workloads,
-    swaptrace.timing_calibrate), medians of N."""
+    swaptrace.timing.calibrate), medians of N."""
     import statistics
     from dataclasses import replace
 
-    from swaptrace import timing
-    from swaptrace.timing_calibrate import measure_fault_overhead, measure_write_overhead
+    from swaptrace.timing import model as timing
+    from swaptrace.timing.calibrate import measure_fault_overhead, measure_write_overhead
 
     device = timing.load_device(str(PROFILE))
     cpu = timing.measure_cpu_costs()
@@ -188,8 +188,8 @@ def _corr(a, b) -> float | None:
 def do_predict(args) -> None:
     import numpy as np
 
-    from swaptrace import timing
-    from swaptrace.traceio import read_metadata
+    from swaptrace.timing import model as timing
+    from swaptrace.core.traceio import read_metadata
 
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)

@@ -23,10 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from _measure import median_time  # noqa: E402
 from naive_capture import naive_replay  # noqa: E402
 
-from swaptrace._kernels.replay import _replay  # noqa: E402
+from swaptrace.kernels.capture.replay import _replay  # noqa: E402
 from swaptrace.capture.convert import parse_lines, to_stream  # noqa: E402
 from swaptrace.compare import stream_summary  # noqa: E402
-from swaptrace.traceio import TraceWriter  # noqa: E402
+from swaptrace.core.traceio import TraceWriter  # noqa: E402
 
 
 def _median(fn, repeats=3):

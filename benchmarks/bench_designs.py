@@ -27,14 +27,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from swaptrace.designs.compare import DesignSet  # noqa: E402
+from swaptrace.designs.table import DesignSet  # noqa: E402
 from swaptrace.designs.run import run_designs  # noqa: E402
-from swaptrace.generate import generate_trace  # noqa: E402
-from swaptrace.pagecache import EmulatorConfig, emulate, load_profile  # noqa: E402
+from swaptrace.workload.generate import generate_trace  # noqa: E402
+from swaptrace.emulate import EmulatorConfig, emulate, load_profile  # noqa: E402
 from swaptrace.ssd.config import load_device  # noqa: E402
 from swaptrace.ssd.simulate import Simulator  # noqa: E402
 from swaptrace.ssd.zns import ZNSConfig, ZNSDevice  # noqa: E402
-from swaptrace.traceio import open_trace  # noqa: E402
+from swaptrace.core.traceio import open_trace  # noqa: E402
 
 
 def _timed(fn, repeats: int) -> tuple[float, float]:

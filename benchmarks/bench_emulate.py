@@ -34,7 +34,7 @@ ACCESSES_PER_DEMO_STEP = 63_700  # measured: the demo preset touches ~63.7k page
 
 
 def demo_trace(steps: int, folder: Path) -> Path:
-    from swaptrace.generate import generate_trace
+    from swaptrace.workload.generate import generate_trace
 
     path = folder / f"demo-{steps}.access.parquet"
     if not path.exists():
@@ -56,10 +56,10 @@ def main(argv=None) -> int:
     import libcachesim as lcs
     import numpy as np
 
-    from swaptrace.export import export_trace
+    from swaptrace.workload.export import export_trace
     from swaptrace.mrc import exact_mrc, mean_absolute_error, mrc_from_chunks, shards_from_chunks, shards_mrc
-    from swaptrace.pagecache import emulate
-    from swaptrace.traceio import open_trace
+    from swaptrace.emulate import emulate
+    from swaptrace.core.traceio import open_trace
 
     args.folder.mkdir(parents=True, exist_ok=True)
     steps = 16 if args.quick else -(-10_000_000 // ACCESSES_PER_DEMO_STEP) + 1
@@ -77,7 +77,7 @@ def main(argv=None) -> int:
     # warm-up: load every kernel from numba's cache (compiling it the first time)
     small = args.folder / "warm.access.parquet"
     if not small.exists():
-        from swaptrace.generate import generate_trace
+        from swaptrace.workload.generate import generate_trace
 
         generate_trace("tiny", small, steps=1, seed=0)
     for policy in ("lru", "linux"):

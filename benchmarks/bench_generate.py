@@ -2,7 +2,7 @@
 
 Run: ``python benchmarks/bench_generate.py [--quick]``. Prints a markdown table:
 
-* page accesses per second of ``swaptrace.generate`` (numba, ``prange`` over
+* page accesses per second of ``swaptrace.workload.generate`` (numba, ``prange`` over
   (step, table) units for the draws) and of :func:`numpy_generate`, a
   straightforward vectorised numpy implementation of the same generator
   (same distributions and page order, numpy's own RNG), for
@@ -11,7 +11,7 @@ Run: ``python benchmarks/bench_generate.py [--quick]``. Prints a markdown table:
   Parquet, end to end, in a child process (median of 3): accesses per second
   beside the numpy twin's (measured above, in memory), wall, file size and
   peak RSS, and the peak RSS at 10^7 accesses (memory must not grow with length);
-* the Parquet encodings of the access writer (:data:`swaptrace.traceio.ENCODINGS`)
+* the Parquet encodings of the access writer (:data:`swaptrace.core.traceio.ENCODINGS`)
   against the alternatives, on 10^7 criteo-kaggle accesses: CPU per access of
   the writing thread and bytes per access (docs/benchmarks.md keeps the table).
 """
@@ -30,10 +30,10 @@ from pathlib import Path
 
 import numpy as np
 
-from swaptrace.generate import iter_accesses
-from swaptrace.layout import build_layout
-from swaptrace.spec import load_spec
-from swaptrace.zipf import scramble_params, zipf_constants
+from swaptrace.workload.generate import iter_accesses
+from swaptrace.workload.layout import build_layout
+from swaptrace.workload.spec import load_spec
+from swaptrace.workload.zipf import scramble_params, zipf_constants
 
 # --- the numpy twin ---------------------------------------------------------------
 
@@ -217,7 +217,7 @@ ENCODING_CHOICES = (
 
 def encodings(steps: int, repeats: int) -> list[dict]:
     """CPU seconds of pyarrow's writer (this thread) and bytes per access for each choice, and for
-    :data:`swaptrace.traceio.ENCODINGS` (the writer's choice, with its batch size), on the same tables.
+    :data:`swaptrace.core.traceio.ENCODINGS` (the writer's choice, with its batch size), on the same tables.
 
     Row groups of 2^20 rows as the writer makes them; best of ``repeats`` (CPU time of one thread does not
     depend much on the machine's load, its minimum the least).
@@ -225,7 +225,7 @@ def encodings(steps: int, repeats: int) -> list[dict]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from swaptrace import traceio
+    from swaptrace.core import traceio
 
     schema = traceio.ACCESS_SCHEMA
     tables = [pa.Table.from_arrays([pa.array(c[n]) for n in schema.names], schema=schema)

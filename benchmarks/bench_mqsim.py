@@ -46,8 +46,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from swaptrace import traceio  # noqa: E402
-from swaptrace.export import export_mqsim  # noqa: E402
+from swaptrace.core import traceio  # noqa: E402
+from swaptrace.workload.export import export_mqsim  # noqa: E402
 from swaptrace.ssd.config import SSDConfig, load_device  # noqa: E402
 from swaptrace.ssd.run import replay  # noqa: E402
 from swaptrace.ssd.steady import Background  # noqa: E402

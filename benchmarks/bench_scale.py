@@ -41,7 +41,7 @@ def _child(mode: str, path: str, rate: float, prefix: int) -> None:
     import numpy as np
 
     from swaptrace.mrc import mean_absolute_error, mrc_from_chunks, shards_from_chunks, shards_mrc
-    from swaptrace.traceio import open_trace
+    from swaptrace.core.traceio import open_trace
 
     t = time.perf_counter()
     if mode == "shards":
@@ -98,7 +98,7 @@ def main() -> None:
     if args.quick:
         args.accesses, args.prefix = min(args.accesses, 2e7), min(args.prefix, 5e6)
 
-    from swaptrace.generate import generate_arrays
+    from swaptrace.workload.generate import generate_arrays
     from swaptrace.parallel.generate import generate_dataset
 
     per_step = generate_arrays(args.preset, steps=1)["page"].size

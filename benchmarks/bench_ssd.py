@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from swaptrace import traceio  # noqa: E402
+from swaptrace.core import traceio  # noqa: E402
 from swaptrace.ssd import analytic as A  # noqa: E402
 from swaptrace.ssd.config import SSDConfig, spare_from_op  # noqa: E402
 from swaptrace.ssd.simulate import Simulator, ftl_waf  # noqa: E402

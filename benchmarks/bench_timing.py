@@ -4,7 +4,7 @@ Run: ``python benchmarks/bench_timing.py [--quick]``. Generates and emulates ``d
 the footprint; cached under ``benchmarks/results/timing``), then times, after one warm-up call that
 compiles the kernel (medians of 3):
 
-1. the model alone (:func:`swaptrace.timing.simulate` on the prepared requests), numba kernel vs the
+1. the model alone (:func:`swaptrace.timing.model.simulate` on the prepared requests), numba kernel vs the
    naive Python twin (``tests/naive_timing.py``) on the first 20 000 requests;
 2. ``swaptrace time STREAM --device nvme-tlc --step-compute-us 100000`` end to end in this process
    (reading the stream, the CPU micro-benchmark, the model, the per-step Parquet table) -- target
@@ -30,10 +30,10 @@ import naive_timing  # noqa: E402
 from _measure import median_time as _median_time  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 
-from swaptrace import timing  # noqa: E402
+from swaptrace.timing import model as timing  # noqa: E402
 from swaptrace.cli import cli  # noqa: E402
-from swaptrace.generate import generate_trace  # noqa: E402
-from swaptrace.pagecache import emulate  # noqa: E402
+from swaptrace.workload.generate import generate_trace  # noqa: E402
+from swaptrace.emulate import emulate  # noqa: E402
 
 WORK = ROOT / "benchmarks" / "results" / "timing"
 

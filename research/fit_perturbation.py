@@ -21,7 +21,7 @@ from pathlib import Path
 
 from swaptrace.errors import SwaptraceError
 from swaptrace.fio import results as resmod
-from swaptrace.fio.devicefit import fit_device, measurements_from_rows, predict
+from swaptrace.ssd.fit.device import fit_device, measurements_from_rows, predict
 from swaptrace.ssd.run import replay
 
 

@@ -156,7 +156,7 @@ def _setup_more(f: dict[str, Path], base: Path, ok) -> None:
     a runtime profile, a process trace and a pipeline folder holding every part a report reads."""
     import json
 
-    from swaptrace import stages
+    from swaptrace.pipeline import stages
 
     f["RUN"] = base / "run"  # a `fio run` folder: two sweep jobs and the replay on a small file
     ok("fio", "run", f["J"], "--target", base / "t.dat", "--size", "8MiB", "--runtime", 1, "--jobs",
@@ -485,13 +485,13 @@ def _commands(group, path=()):
             yield " ".join((*path, name)), cmd
 
 
-#: the text options that take a size (swaptrace.units.parse_bytes, or ``Nx`` of the drive for --volume); found by
+#: the text options that take a size (swaptrace.core.units.parse_bytes, or ``Nx`` of the drive for --volume); found by
 #: the flag named in the command's parse_bytes call, listed here where the flag is passed indirectly
 SIZE_FLAGS_INDIRECT = {"--page-size", "--write-buffer", "--page-bytes", "--sweep"}
 
 
 def size_flags() -> set[str]:
-    """Every flag some command reads with :func:`swaptrace.units.parse_bytes` (read off the command modules)."""
+    """Every flag some command reads with :func:`swaptrace.core.units.parse_bytes` (read off the command modules)."""
     import re
 
     found = set(SIZE_FLAGS_INDIRECT)

@@ -42,7 +42,7 @@ def shared_steps_pages_in(profile, steps: int) -> int:
 def run_facts(path: Path, steps: int, fill: int | None = None) -> dict:
     """What one stream (kernel or emulator) did over the shared steps and at the step after memory fills."""
     from swaptrace.compare import stream_profile
-    from swaptrace.traceio import open_trace
+    from swaptrace.core.traceio import open_trace
 
     profile = stream_profile(path)  # read once, for both counts
     split = calibrate.fill_split(path, fill, profile=profile)
@@ -68,7 +68,7 @@ def _median(xs):
 
 
 def markdown(runs: list[dict], emulator: dict, preset: str, fraction: float, memory: int, shared: int) -> str:
-    from swaptrace.units import format_bytes
+    from swaptrace.core.units import format_bytes
 
     lengths = sorted({r["steps"] for r in runs})
     lines = [f"{preset}, budget {format_bytes(memory)} ({fraction:g} of the footprint); kernel captures taken in "
@@ -110,7 +110,7 @@ def main(argv=None) -> int:
         ap.error("give at least two trace lengths of 2 or more steps, a fraction in (0, 1] and one round or more")
 
     from swaptrace.capture import capture
-    from swaptrace.traceio import open_trace
+    from swaptrace.core.traceio import open_trace
 
     args.out.mkdir(parents=True, exist_ok=True)
     args.work.mkdir(parents=True, exist_ok=True)

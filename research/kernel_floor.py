@@ -48,7 +48,7 @@ def budget_memory(ref: variants.Reference, scale: float) -> int:
 
 
 def _run_values(path: Path) -> list[int]:
-    from swaptrace.traceio import read_metadata
+    from swaptrace.core.traceio import read_metadata
 
     summary = read_metadata(path)["summary"]
     return [int(summary["pages_in"]), int(summary["pages_out"])]

@@ -53,7 +53,7 @@ def call_rows(lines: Sequence[str]) -> list[dict]:
     """
     from swaptrace.capture.convert import parse_lines
     from swaptrace.capture.reclaim import reclaim_calls
-    from swaptrace.traceio import OP_WRITE
+    from swaptrace.core.traceio import OP_WRITE
 
     parsed = parse_lines(lines)
     calls, _ = reclaim_calls(lines, parsed.markers)

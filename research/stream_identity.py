@@ -41,8 +41,8 @@ def cases() -> list[tuple[str, dict]]:
 def run(folder: Path) -> dict:
     import pyarrow.parquet as pq
 
-    from swaptrace.generate import generate_trace
-    from swaptrace.pagecache import emulate
+    from swaptrace.workload.generate import generate_trace
+    from swaptrace.emulate import emulate
 
     traces = {}
     for preset, steps in (("tiny", 4), ("demo", 3)):

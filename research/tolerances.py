@@ -127,7 +127,7 @@ def oracle(seeds: list[int], big: bool) -> None:
 
 
 def _closed_valid(sim):
-    from swaptrace._kernels import ftl as K
+    from swaptrace.kernels.ssd import ftl as K
 
     st = sim.state
     return np.sort(st.valid[st.bstate == K.CLOSED])

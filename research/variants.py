@@ -4,9 +4,9 @@
 the pages in and out of the kernel's median run (``band`` in ``calibration.json``). Each such file is one
 set of references; the files of one session of captures (calibration and held-out budgets) together make
 the 100 values the issue's target is judged on. This script emulates the same traces at the same budgets
-with the default settings changed by ``--variant`` (fields of :class:`swaptrace.pagecache.EmulatorConfig`,
+with the default settings changed by ``--variant`` (fields of :class:`swaptrace.emulate.EmulatorConfig`,
 as JSON) -- by default what ``emulate`` does, the default kernel profile's ensemble
-(write costs x room offsets, :func:`swaptrace.pagecache.load_profile`) and its run nearest their mean (``--single-run``: one run
+(write costs x room offsets, :func:`swaptrace.emulate.load_profile`) and its run nearest their mean (``--single-run``: one run
 per budget, the default before 0.6.0) -- and counts, per session, the values within ``--target`` -- what a full recalibration would say of
 the variant's pages in and out, in a few seconds instead of ~6 minutes as root, so a rule can be tried
 against every reference before it is built into the default.
@@ -212,8 +212,8 @@ def mean_member(members: Sequence[tuple[int, int]]) -> tuple[float, float]:
 
 def nearest_member(members: Sequence[tuple[int, int]]) -> tuple[int, int]:
     """The member nearest the members' mean, as ``emulate`` chooses the run it writes
-    (:func:`swaptrace.pagecache.nearest_member`)."""
-    from swaptrace.pagecache import nearest_member as nearest_index
+    (:func:`swaptrace.emulate.nearest_member`)."""
+    from swaptrace.emulate import nearest_member as nearest_index
 
     return members[nearest_index(members)]
 
@@ -280,11 +280,11 @@ def _emulator(work: Path, variant: dict, write_costs: Sequence[int], room_offset
     """``emulate(ref, memory_bytes)`` for the default changed by ``variant``.
 
     With ``write_costs`` and/or ``room_offsets`` (fractions of the budget), an ensemble: one member per
-    combination, at :func:`~swaptrace.pagecache.member_budget_pages`, scored as ``pick`` (:data:`PICKS`,
+    combination, at :func:`~swaptrace.emulate.member_budget_pages`, scored as ``pick`` (:data:`PICKS`,
     default median) chooses. Without them, what ``emulate`` does: the default ensemble and its nearest member
     where it applies (a device without a fixed write cost), unless ``single``, else one run.
     """
-    from swaptrace import pagecache
+    from swaptrace import emulate as pagecache
 
     device = variant.get("writeback_completion", pagecache.DEFAULT_WRITEBACK_COMPLETION) == "device"
     if not (write_costs or room_offsets or single) and device and "write_cost" not in variant:
@@ -325,7 +325,7 @@ def _emulator(work: Path, variant: dict, write_costs: Sequence[int], room_offset
 
 def parse_variant(text: str) -> dict:
     """``--variant`` as a dict of :class:`EmulatorConfig` fields; a one-line ``ValueError`` otherwise."""
-    from swaptrace.pagecache import EmulatorConfig
+    from swaptrace.emulate import EmulatorConfig
 
     try:
         variant = json.loads(text)

@@ -55,8 +55,8 @@ def schedule(costs: Sequence[int], budgets: Sequence[int], order: str) -> list[t
 
 
 def varying(work: Path, period: int, order: str, costs: Sequence[int] = (), offsets: Sequence[float] = ()):
-    from swaptrace import pagecache
-    from swaptrace._kernels import swapstate as ks
+    from swaptrace import emulate as pagecache
+    from swaptrace.kernels.emulate import state as ks
 
     ens = pagecache.load_profile().ensemble
     ens_costs, ens_offsets = list(costs) or list(ens.write_costs), list(offsets) or list(ens.room_offsets)

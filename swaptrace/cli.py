@@ -13,7 +13,7 @@ import sys
 
 import click
 
-from swaptrace import __version__
+from swaptrace.core.version import __version__
 from swaptrace.commands import (
     capture,
     compare,

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from swaptrace.traceio import OP_DISCARD, OP_READ, OP_WRITE, OPS, open_trace
+from swaptrace.core.traceio import OP_DISCARD, OP_READ, OP_WRITE, OPS, open_trace
 
 DEFAULT_TOLERANCE = 0.15
 DEFAULT_KS_TOLERANCE = 0.2

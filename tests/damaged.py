@@ -146,8 +146,8 @@ def fake_capture(stream: Path, out: Path) -> Path:
     ``kernel`` readings of its unlimited and limited runs (start-up end, peaks, referenced memory, the two
     steps' replay and compute times), sized from the model so a runtime profile can be derived from it.
     """
-    from swaptrace.runtime_fit import model_bytes
-    from swaptrace.spec import load_spec
+    from swaptrace.capture.runtime_profile import model_bytes
+    from swaptrace.workload.spec import load_spec
 
     mb = model_bytes(load_spec("tiny"))
     end, peak = mb["startup"] + (300 << 20), mb["startup"] + (300 << 20) + mb["lazy"] + (20 << 20)

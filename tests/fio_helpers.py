@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from swaptrace import traceio
+from swaptrace.core import traceio
 from swaptrace.fio.steady import NO_STEADY_ENV
 
 

@@ -1,4 +1,4 @@
-"""Slow, obviously-correct twins of the swap designs' kernels (swaptrace/_kernels/logswap.py, zns.py).
+"""Slow, obviously-correct twins of the swap designs' kernels (swaptrace/kernels/designs/logswap.py, zns.py).
 
 Plain Python objects and dicts; the same rules as the kernels, written the long way:
 the log allocator (append, segments, the head, free stack), the cleaner (victim

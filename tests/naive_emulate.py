@@ -2,8 +2,8 @@
 
 Plain Python objects (an ``OrderedDict`` LRU, a list CLOCK, two Python lists
 for Linux's active/inactive reclaim, a dict-of-lists slot allocator) that
-follow the same rules as ``swaptrace._kernels`` -- see the docstrings of
-``swaptrace.pagecache`` and the kernel modules for the rules and their
+follow the same rules as ``swaptrace.kernels`` -- see the docstrings of
+``swaptrace.emulate`` and the kernel modules for the rules and their
 sources. Tests compare counters, request rows and final state.
 """
 
@@ -14,15 +14,7 @@ from collections import OrderedDict, deque
 
 import numpy as np
 
-from swaptrace.pagecache import (
-    DEFAULT_FILL_WRITE_CREDIT,
-    DEFAULT_SCAN_PRIORITIES,
-    DEFAULT_STATS_FLUSH_STEPS,
-    DEFAULT_WRITE_COST,
-    DEFAULT_WRITE_LATENCY,
-    DEFAULT_WRITEBACK_COMPLETION,
-    DEFAULT_WRITEBACK_LAG,
-)
+from swaptrace.emulate import DEFAULT_FILL_WRITE_CREDIT, DEFAULT_SCAN_PRIORITIES, DEFAULT_STATS_FLUSH_STEPS, DEFAULT_WRITE_COST, DEFAULT_WRITE_LATENCY, DEFAULT_WRITEBACK_COMPLETION, DEFAULT_WRITEBACK_LAG
 
 SWAP_CLUSTER_MAX = 32
 
@@ -684,7 +676,7 @@ def naive_stack_distances(pages):
 
 def write_access_trace(path, pages, writes, steps, footprint_pages, page_bytes=4096, regions=None, row_group_rows=None):
     """Write a small ``kind: access`` file from arrays (for tests of every stage)."""
-    from swaptrace.traceio import TraceWriter
+    from swaptrace.core.traceio import TraceWriter
 
     pages = np.asarray(pages, dtype=np.uint64)
     steps = np.asarray(steps, dtype=np.uint32)

@@ -1,7 +1,7 @@
 """Slow, obviously-correct twin of the generator kernels (pure Python integers and floats).
 
 Re-implements SplitMix64 streams, rejection-inversion Zipf, the rank
-scrambling bijection and the step order of :mod:`swaptrace.generate`
+scrambling bijection and the step order of :mod:`swaptrace.workload.generate`
 without calling any kernel; tests compare the two row for row.
 """
 
@@ -11,8 +11,8 @@ import math
 
 import numpy as np
 
-from swaptrace.layout import build_layout
-from swaptrace.spec import ModelSpec, load_spec
+from swaptrace.workload.layout import build_layout
+from swaptrace.workload.spec import ModelSpec, load_spec
 
 MASK = (1 << 64) - 1
 GOLDEN = 0x9E3779B97F4A7C15
@@ -93,7 +93,7 @@ def naive_scramble_params(seed: int, table: int, n: int) -> tuple[int, int]:
     return a, h2 % n
 
 
-BLOCK = 4096  # lookups per random stream, as swaptrace._kernels.generate.BLOCK
+BLOCK = 4096  # lookups per random stream, as swaptrace.kernels.generate.draw.BLOCK
 
 
 def naive_bag_sizes(spec: ModelSpec, seed: int, step: int, t: int) -> list[int]:

@@ -1,5 +1,5 @@
 """Slow reference for SHARDS (Waldspurger, Park, Garthwaite, Ahmad, "Efficient MRC Construction with SHARDS",
-FAST 2015), written from the paper, for ``swaptrace._kernels.shards`` and ``swaptrace.mrc.shards_from_chunks``.
+FAST 2015), written from the paper, for ``swaptrace.kernels.mrc.shards`` and ``swaptrace.mrc.shards_from_chunks``.
 
 Fixed rate (paper section 3): an access to page ``p`` is sampled when ``hash(p) mod P < T`` (rate ``R = T/P``).
 A sampled access's reuse distance is measured among sampled pages only -- here with a plain LRU stack (a

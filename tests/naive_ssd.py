@@ -1,4 +1,4 @@
-"""Slow, obviously-correct reference FTL (no timing) for ``swaptrace._kernels.ftl``.
+"""Slow, obviously-correct reference FTL (no timing) for ``swaptrace.kernels.ssd.ftl``.
 
 Plain Python objects: a block is a list of logical units (None = dead or free)
 plus a few fields; decisions are written as ``min``/``max`` over the candidates
@@ -205,7 +205,7 @@ class NaiveFTL:
         return out
 
 
-# -- steady-state install (twin of swaptrace/_kernels/ftl_steady.py) -----------------------------------
+# -- steady-state install (twin of swaptrace/kernels/ssd/ftl_steady.py) -----------------------------------
 
 def naive_steady_install(cfg: SSDConfig, n_static, p_dyn, static_lbas, pool_lbas, closed_order, seed_state: int):
     """Unit by unit, as ``fill_slots`` / ``adjust_pool`` / ``assign_lbas`` / ``install_blocks`` do.

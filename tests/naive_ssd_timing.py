@@ -1,6 +1,6 @@
-"""Slow discrete-event reference for the SSD model's timing (``swaptrace._kernels.ftl`` with timing on).
+"""Slow discrete-event reference for the SSD model's timing (``swaptrace.kernels.ssd.ftl`` with timing on).
 
-Written from the model's description (``swaptrace/_kernels/ftl.py``'s docstring, docs/ssd.md "What is
+Written from the model's description (``swaptrace/kernels/ssd/ftl.py``'s docstring, docs/ssd.md "What is
 modelled", MQSim: Tavakkol et al., FAST 2018), not from the kernel's code. The mapping and GC decisions are
 those of :class:`naive_ssd.NaiveFTL` (itself checked against the kernel); this module adds *time*: every
 die, every channel and the host link is a resource that serves one operation at a time, first come first
@@ -41,7 +41,7 @@ from naive_ssd import NaiveFTL
 
 from swaptrace.ssd.config import SSDConfig
 
-READ, WRITE, DISCARD = 0, 1, 2  # swaptrace.traceio's op codes, restated
+READ, WRITE, DISCARD = 0, 1, 2  # swaptrace.core.traceio's op codes, restated
 
 
 class Resource:

@@ -1,4 +1,4 @@
-"""Reference for the time model (swaptrace.timing), written from docs/timing.md "The model", not from the kernel.
+"""Reference for the time model (swaptrace.timing.model), written from docs/timing.md "The model", not from the kernel.
 
 The model as documented, in this module's terms:
 

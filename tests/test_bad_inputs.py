@@ -807,7 +807,7 @@ def _hostile_inputs(paths: dict, base: Path) -> None:
 def _fake_run_dir(path: Path) -> Path:
     """A `fio run` results folder holding results.parquet with two sweep rows (fio itself is for the fio tests)."""
     from swaptrace.fio import results as res
-    from swaptrace.traceio import TraceWriter
+    from swaptrace.core.traceio import TraceWriter
 
     path.mkdir()
     rows = [{"instance": n, "job": n, "group": "sweep", "kind": "sweep", "direction": d, "request_bytes": 4096,
@@ -1092,7 +1092,7 @@ def test_a_run_whose_stream_is_empty_gets_a_report(tmp_path):
     r = invoke("run", "--preset", "tiny", "--steps", "3", "--memory-fraction", "1", "--no-fio", "--no-thesis",
                "-o", tmp_path / "p")
     assert r.exit_code == 0, r.output
-    from swaptrace.traceio import open_trace
+    from swaptrace.core.traceio import open_trace
 
     assert open_trace(tmp_path / "p" / "swapio.parquet").num_rows == 0
     text = (tmp_path / "p" / "report" / "report.md").read_text()
@@ -1102,7 +1102,7 @@ def test_a_run_whose_stream_is_empty_gets_a_report(tmp_path):
 def test_a_failing_report_leaves_the_earlier_one_whole(inputs, tmp_path, monkeypatch):
     import shutil
 
-    from swaptrace import report as rep
+    from swaptrace.pipeline import report as rep
 
     folder = tmp_path / "f"
     shutil.copytree(inputs["base"], folder, ignore=shutil.ignore_patterns("*.toml", "*.iolog", "other-files", "fifo*"))

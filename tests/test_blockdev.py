@@ -21,8 +21,8 @@ import pytest
 from click.testing import CliRunner
 from conftest import require_root
 
-from swaptrace import blockdev
-from swaptrace.blockdev import Device
+from swaptrace.core import blockdev
+from swaptrace.core.blockdev import Device
 from swaptrace.cli import cli
 from swaptrace.errors import ConfigError
 from swaptrace.fio import runner

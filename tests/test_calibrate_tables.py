@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from swaptrace.traceio import OP_READ, OP_WRITE, TraceWriter
+from swaptrace.core.traceio import OP_READ, OP_WRITE, TraceWriter
 
 _SPEC = importlib.util.spec_from_file_location("calibrate", Path(__file__).parents[1] / "analysis" / "calibrate.py")
 calibrate = importlib.util.module_from_spec(_SPEC)

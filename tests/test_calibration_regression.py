@@ -6,8 +6,8 @@ and pages out at every stored budget and its four neighbours (x0.98 .. x1.02). N
 a change to the profile or to the emulator's reclaim path could move the scores silently. This test
 re-derives them from the stored references (``research/results/*/calibration.json``, ``band`` rows: the
 kernel's median run at each budget; research/variants.py reads them) with what ``swaptrace emulate`` does by
-default: every ensemble member counted in one pass (:func:`swaptrace.pagecache.run_members`) and the member
-nearest the members' mean pages in and out scored (:func:`swaptrace.pagecache.nearest_member`).
+default: every ensemble member counted in one pass (:func:`swaptrace.emulate.run_members`) and the member
+nearest the members' mean pages in and out scored (:func:`swaptrace.emulate.nearest_member`).
 
 The tolerance is the calibration's own stated target (``calibrate.TARGET`` = 0.15, the profile's ``score``
 lines), not one chosen here. The kernel's medians are stored numbers (captures need root and minutes), and
@@ -65,8 +65,8 @@ def score_profile(profile_path: Path, trace: Path, *, ensemble: bool = True) -> 
     """``research/variants.score`` rows of the profile at ``profile_path`` on :data:`SUBSET` (demo, 20 steps)."""
     import variants
 
-    from swaptrace.pagecache import EmulatorConfig, ensemble_configs, load_profile, nearest_member, run_members
-    from swaptrace.traceio import open_trace
+    from swaptrace.emulate import EmulatorConfig, ensemble_configs, load_profile, nearest_member, run_members
+    from swaptrace.core.traceio import open_trace
 
     prof = load_profile(str(profile_path))
     tf = open_trace(trace, kind="access")
@@ -89,7 +89,7 @@ def score_profile(profile_path: Path, trace: Path, *, ensemble: bool = True) -> 
 
 @pytest.fixture(scope="module")
 def demo_trace(tmp_path_factory):
-    from swaptrace.generate import generate_trace
+    from swaptrace.workload.generate import generate_trace
 
     preset, steps = TRACE
     return generate_trace(preset, tmp_path_factory.mktemp("cal") / f"{preset}-{steps}.access.parquet",

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from swaptrace.capture import session
 from swaptrace.cli import cli
 from swaptrace.errors import PrivilegeError
-from swaptrace.traceio import TraceWriter
+from swaptrace.core.traceio import TraceWriter
 
 
 def _trace(path, pages=64, steps=2):
@@ -69,7 +69,7 @@ def test_leftover_names():
 
 
 def test_prepare_codes(tmp_path):
-    from swaptrace.traceio import open_trace
+    from swaptrace.core.traceio import open_trace
 
     trace = _trace(tmp_path / "t.access.parquet", steps=3)
     info = session._prepare_codes(open_trace(trace), tmp_path)

@@ -24,7 +24,7 @@ from test_capture_privileged import PREFIX, require_capture
 from test_capture_privileged import ours_left as everything_left
 
 from swaptrace.cli import cli
-from swaptrace.traceio import open_trace
+from swaptrace.core.traceio import open_trace
 
 pytestmark = pytest.mark.privileged
 

@@ -8,7 +8,7 @@ import pytest
 
 from swaptrace.capture import session
 from swaptrace.errors import ConfigError
-from swaptrace.traceio import open_trace
+from swaptrace.core.traceio import open_trace
 
 
 def test_second_lock_holder_is_refused_with_the_first_ones_pid(tmp_path):

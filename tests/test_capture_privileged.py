@@ -17,7 +17,7 @@ import pytest
 from conftest import require_root
 
 from swaptrace.errors import SwaptraceError
-from swaptrace.traceio import TraceWriter, open_trace
+from swaptrace.core.traceio import TraceWriter, open_trace
 
 pytestmark = pytest.mark.privileged
 
@@ -50,7 +50,7 @@ def zipf_trace(path: Path, pages: int = 38400, steps: int = 20, per_step: int = 
 
 def ours_left() -> list[str]:
     """Everything of ours visible in the kernel: swap areas, loop devices, cgroups, tracefs instances."""
-    from swaptrace.blockdev import loop_devices, swap_areas
+    from swaptrace.core.blockdev import loop_devices, swap_areas
     from swaptrace.capture.cgroup import list_groups
     from swaptrace.capture.tracing import list_instances
 

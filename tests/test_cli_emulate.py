@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from naive_emulate import zipf_access_trace
 
 from swaptrace.cli import cli
-from swaptrace.traceio import open_trace
+from swaptrace.core.traceio import open_trace
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +111,7 @@ def test_figures(trace, tmp_path):
 
     from swaptrace.figures.emulate import plot_mrc, plot_request_size_cdf, plot_swap_traffic
     from swaptrace.mrc import exact_mrc
-    from swaptrace.pagecache import emulate
+    from swaptrace.emulate import emulate
 
     res = emulate(trace, tmp_path / "f.swapio.parquet", memory_fraction=0.3)
     fig, axes = plt.subplots(1, 3)

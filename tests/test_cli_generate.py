@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from swaptrace.cli import cli
-from swaptrace.traceio import open_trace
+from swaptrace.core.traceio import open_trace
 
 
 def run(*args):
@@ -58,7 +58,7 @@ def test_generate_options(tmp_path):
 def test_inspect_any_kind(tmp_path):
     import numpy as np
 
-    from swaptrace.traceio import TraceWriter
+    from swaptrace.core.traceio import TraceWriter
 
     p = tmp_path / "s.swapio.parquet"
     with TraceWriter(p, "swapio", {"page_bytes": 4096, "source": "emulator"}) as w:
@@ -116,7 +116,7 @@ def test_unwritable_folder(tmp_path):
 
 def test_unwritable_folder_message(tmp_path, monkeypatch):
     """The 'folder is not writable' path, exercised even as root by faking os.access."""
-    import swaptrace.traceio as traceio
+    import swaptrace.core.traceio as traceio
 
     real_access = os.access
     monkeypatch.setattr(traceio.os, "access", lambda p, mode: False if mode == os.W_OK else real_access(p, mode))
@@ -129,7 +129,7 @@ def test_inspect_minimal_access_file(tmp_path):
     """An access file written by another stage (contract minimum, no summary) is inspected by streaming."""
     import numpy as np
 
-    from swaptrace.traceio import TraceWriter
+    from swaptrace.core.traceio import TraceWriter
 
     p = tmp_path / "m.access.parquet"
     regions = [{"name": "a", "kind": "table", "first_page": 0, "pages": 4},

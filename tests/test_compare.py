@@ -21,7 +21,7 @@ from swaptrace.compare import (
     stream_profile,
     stream_summary,
 )
-from swaptrace.traceio import OP_READ, OP_WRITE, TraceWriter
+from swaptrace.core.traceio import OP_READ, OP_WRITE, TraceWriter
 
 matplotlib.use("Agg")
 

@@ -11,10 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from swaptrace import timing
+from swaptrace.timing import model as timing
 from swaptrace.cli import cli
-from swaptrace.stages import ssd_config_for
-from swaptrace.traceio import open_trace
+from swaptrace.pipeline.stages import ssd_config_for
+from swaptrace.core.traceio import open_trace
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +131,7 @@ def test_designs_refuses_a_block_device_target(traces, tmp_path):
 
 
 def test_report_shows_the_designs_of_its_folder(traces, tmp_path):
-    from swaptrace.report import build_report
+    from swaptrace.pipeline.report import build_report
 
     r = CliRunner().invoke(cli, ["designs", str(traces / "default.parquet"), "--memory-fraction", "0.3",
                                  "--segment-size", "64KiB", "--zone-size", "256KiB", "--device", "tiny",
@@ -148,7 +148,7 @@ def test_report_shows_the_designs_of_its_folder(traces, tmp_path):
 
 
 def test_run_designs_stage(tmp_path):
-    from swaptrace.pipeline import PipelineOptions, run_pipeline
+    from swaptrace.pipeline.run import PipelineOptions, run_pipeline
 
     # nvme-tlc resized to 8 GiB: the stage's wiring as on the full 512 GiB drive, in a fraction of the time
     small = 8 << 30
@@ -166,7 +166,7 @@ def test_run_designs_stage(tmp_path):
 
 def test_designs_replay_on_the_pipelines_drive_state():
     from swaptrace.ssd.steady import Background
-    from swaptrace.stages import SSD_BACKGROUND
+    from swaptrace.pipeline.stages import SSD_BACKGROUND
 
     # compare._device replays on Background(); the pipeline on Background(**SSD_BACKGROUND): one state
     assert Background(**SSD_BACKGROUND) == Background()

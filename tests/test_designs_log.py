@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from naive_designs import NaiveLog, log_for
 
-from swaptrace._kernels import logswap as kl
+from swaptrace.kernels.designs import logswap as kl
 from swaptrace.designs.log import LogConfig, LogSwap
 from swaptrace.errors import ConfigError
 
@@ -171,8 +171,8 @@ def test_bad_config_is_a_config_error():
 
 def test_run_designs_linux_stream_is_emulate_no_ensemble(tmp_path, tiny_trace):
     from swaptrace.designs.run import run_designs
-    from swaptrace.pagecache import EmulatorConfig, emulate, load_profile
-    from swaptrace.traceio import open_trace
+    from swaptrace.emulate import EmulatorConfig, emulate, load_profile
+    from swaptrace.core.traceio import open_trace
 
     meta = open_trace(tiny_trace, kind="access").meta
     cfg = EmulatorConfig.resolve(meta, profile=load_profile(None), source=str(tiny_trace), memory_fraction=0.3)
@@ -193,15 +193,15 @@ def test_run_designs_linux_stream_is_emulate_no_ensemble(tmp_path, tiny_trace):
 
 @pytest.fixture(scope="module")
 def tiny_trace(tmp_path_factory):
-    from swaptrace.generate import generate_trace
+    from swaptrace.workload.generate import generate_trace
 
     return generate_trace("tiny", tmp_path_factory.mktemp("gen") / "tiny.access.parquet", steps=6, seed=0)
 
 
 def test_eviction_log_is_off_by_default_and_counts_every_eviction(tiny_trace):
-    from swaptrace.pagecache import EmulatorConfig, load_profile
-    from swaptrace.pagecache.engine import Emulator, step_counts
-    from swaptrace.traceio import open_trace
+    from swaptrace.emulate import EmulatorConfig, load_profile
+    from swaptrace.emulate.engine import Emulator, step_counts
+    from swaptrace.core.traceio import open_trace
 
     tf = open_trace(tiny_trace, kind="access")
     cfg = EmulatorConfig.resolve(tf.meta, profile=load_profile(None), source=str(tiny_trace), memory_fraction=0.2)
@@ -247,8 +247,8 @@ def emulated(draw):
 @given(emulated())
 def test_invariants_on_emulated_traces(case):
     """With the emulator's evictions: the shadow map holds, nothing leaks, and the log sees every eviction."""
-    from swaptrace.pagecache import EmulatorConfig, load_profile
-    from swaptrace.pagecache.engine import Emulator
+    from swaptrace.emulate import EmulatorConfig, load_profile
+    from swaptrace.emulate.engine import Emulator
 
     F, pages, writes, steps, budget, policy, cfg = case
     ecfg = EmulatorConfig.resolve({"footprint_pages": F, "page_bytes": PB}, profile=load_profile(None),
@@ -265,7 +265,7 @@ def test_invariants_on_emulated_traces(case):
     assert swap.check_invariants() == []
     assert c.pages_out + c.clean_drops + c.ignored_evictions == emu.counters().evictions
     # the same residency: a page in memory for the log has a frame (or the zero page) in the linux run
-    from swaptrace._kernels import swapstate as ks
+    from swaptrace.kernels.emulate import state as ks
 
     in_mem = np.flatnonzero(swap.flags & kl.IN_MEM)
     assert np.all(emu.state.flags[in_mem] & (ks.RESIDENT | ks.ZERO_PAGE))

@@ -13,9 +13,9 @@ import statistics
 import numpy as np
 import pytest
 
-from swaptrace import traceio
+from swaptrace.core import traceio
 from swaptrace.designs import ondisk
-from swaptrace.designs.compare import Comparison, add_disk
+from swaptrace.designs.table import Comparison, add_disk
 from swaptrace.errors import ConfigError
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from naive_emulate import write_access_trace
 
-from swaptrace.export import ORACLE_GENERAL_DTYPE, export_trace, libcachesim_lru_misses, next_access_vtimes
+from swaptrace.workload.export import ORACLE_GENERAL_DTYPE, export_trace, libcachesim_lru_misses, next_access_vtimes
 from swaptrace.mrc import exact_mrc
 
 
@@ -45,7 +45,7 @@ def test_oracle_general_records(tmp_path):
 
 @pytest.fixture(scope="module")
 def generated_trace(tmp_path_factory):
-    from swaptrace.generate import generate_trace
+    from swaptrace.workload.generate import generate_trace
 
     return generate_trace("tiny", tmp_path_factory.mktemp("gen") / "tiny.access.parquet", steps=3, seed=1)
 

@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from swaptrace import traceio  # noqa: E402
+from swaptrace.core import traceio  # noqa: E402
 from swaptrace.figures import fio as figs  # noqa: E402
 from swaptrace.fio import results  # noqa: E402
 

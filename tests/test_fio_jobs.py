@@ -12,10 +12,10 @@ from fio_helpers import fio_env, make_stream, write_stream
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from swaptrace import traceio
+from swaptrace.core import traceio
 from swaptrace.cli import cli
 from swaptrace.errors import ConfigError, OutputError, TraceFileError
-from swaptrace.fio import fit, iolog, jobfile, jobs
+from swaptrace.fio import synthetic as fit, iolog, jobfile, jobs
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 from fio_helpers import make_stream
 
-from swaptrace import traceio
+from swaptrace.core import traceio
 from swaptrace.cli import cli
 from swaptrace.errors import ConfigError, ToolError, TraceFileError
 from swaptrace.figures.fio import save_run_figures

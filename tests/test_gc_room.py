@@ -15,7 +15,7 @@ import dataclasses
 import pytest
 
 from swaptrace.errors import ConfigError, GCStallError
-from swaptrace.fio import devicefit
+from swaptrace.ssd.fit import device as devicefit
 from swaptrace.ssd.config import SSDConfig
 from swaptrace.ssd.labjobs import LabJob, run_job
 

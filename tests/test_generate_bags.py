@@ -14,9 +14,9 @@ import pytest
 from test_generate_kernel import assert_same
 
 from swaptrace.errors import SpecError
-from swaptrace.generate import draw_rows, generate_arrays
-from swaptrace.indices import iter_bags
-from swaptrace.spec import spec_from_dict
+from swaptrace.workload.generate import draw_rows, generate_arrays
+from swaptrace.workload.indices import iter_bags
+from swaptrace.workload.spec import spec_from_dict
 
 
 def bag_spec(tables, batch=6, optimizer="rowwise-adagrad", **model):

@@ -10,9 +10,9 @@ import naive_generate as naive  # noqa: E402
 import numpy as np  # noqa: E402
 
 from swaptrace.figures.generate import plot_rank_frequency, rank_frequency, trace_page_counts  # noqa: E402
-from swaptrace.generate import draw_rows, generate_arrays, generate_trace  # noqa: E402
-from swaptrace.layout import build_layout  # noqa: E402
-from swaptrace.spec import load_spec  # noqa: E402
+from swaptrace.workload.generate import draw_rows, generate_arrays, generate_trace  # noqa: E402
+from swaptrace.workload.layout import build_layout  # noqa: E402
+from swaptrace.workload.spec import load_spec  # noqa: E402
 
 
 def test_draw_rows_are_the_trace_rows():

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from swaptrace.generate import generate_arrays, iter_accesses
-from swaptrace.layout import build_layout
-from swaptrace.spec import spec_from_dict
+from swaptrace.workload.generate import generate_arrays, iter_accesses
+from swaptrace.workload.layout import build_layout
+from swaptrace.workload.spec import spec_from_dict
 
 
 def small_spec(optimizer="rowwise-adagrad", dims=(16, 100, 1500), rows=(3, 500, 5000), lookups=(1, 3, 2),
@@ -82,7 +82,7 @@ def test_step_ranges_concatenate(options):
 @pytest.mark.parametrize("dedup", [None, "step"])
 def test_chunking_does_not_change_the_trace(dedup, monkeypatch):
     """Both emit paths stop and resume at any buffer boundary (serial cursor, parallel segments)."""
-    import swaptrace.generate as g
+    import swaptrace.workload.generate as g
 
     spec = small_spec("adam", batch=20)
     whole = generate_arrays(spec, steps=4, seed=1, chunk_rows=1 << 20, dedup=dedup)
@@ -95,7 +95,7 @@ def test_chunking_does_not_change_the_trace(dedup, monkeypatch):
 
 def test_many_steps_per_draw_batch(monkeypatch):
     """Batches of several steps per draw call equal one step per call."""
-    import swaptrace.generate as g
+    import swaptrace.workload.generate as g
 
     spec = small_spec()
     many = generate_arrays(spec, steps=7, seed=9, reuse=0.5)

@@ -9,8 +9,8 @@ import naive_generate as naive
 import numpy as np
 import pytest
 
-from swaptrace.generate import generate_arrays
-from swaptrace.spec import spec_from_dict
+from swaptrace.workload.generate import generate_arrays
+from swaptrace.workload.spec import spec_from_dict
 
 _PATH = Path(__file__).parent.parent / "benchmarks" / "bench_generate.py"
 
@@ -42,7 +42,7 @@ def test_numpy_twin_equals_kernel(bench, monkeypatch, optimizer):
 
 
 def test_numpy_zipf_fits(bench):
-    from swaptrace.zipf import fit_exponent
+    from swaptrace.workload.zipf import fit_exponent
 
     ranks = bench.numpy_zipf(np.random.default_rng(0), 10_000, 1.1, 200_000)
     assert abs(fit_exponent(ranks, 10_000) - 1.1) < 0.02

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from swaptrace.zipf import fit_exponent, scramble, scramble_params, top_share, zipf_ranks
+from swaptrace.workload.zipf import fit_exponent, scramble, scramble_params, top_share, zipf_ranks
 
 
 @pytest.mark.parametrize("n,s", [(1, 1.0), (2, 0.5), (10, 1.0), (1000, 0.3), (10**6, 1.05), (50, 3.0), (7, 1.0 + 1e-9)])
@@ -23,7 +23,7 @@ def test_kernel_draws_equal_naive(n, s):
 
 @pytest.mark.parametrize("s", [0.8, 1.0, 1.2])
 def test_fitted_exponent_within_five_standard_errors(s):
-    """MLE over bounded Zipf (swaptrace.zipf.fit_exponent) on N = 10**6 draws.
+    """MLE over bounded Zipf (swaptrace.workload.zipf.fit_exponent) on N = 10**6 draws.
 
     The exponent's Fisher information per draw is Var(ln K) under the pmf (an exponential family in s with
     statistic -ln K), so the MLE's standard error is 1 / sqrt(N Var(ln K)): 0.0003-0.0004 here. Tolerance:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from swaptrace.errors import ConfigError
-from swaptrace.layout import REGION_KINDS, build_layout
-from swaptrace.spec import load_spec, spec_from_dict
+from swaptrace.workload.layout import REGION_KINDS, build_layout
+from swaptrace.workload.spec import load_spec, spec_from_dict
 
 
 def spec(optimizer):

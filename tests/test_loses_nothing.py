@@ -1,4 +1,4 @@
-"""The output rule (swaptrace/outputs.py), for every command that writes: nothing of the user's is lost.
+"""The output rule (swaptrace/core/outputs.py), for every command that writes: nothing of the user's is lost.
 
 Each case builds what a user has -- a folder of their own files, a trace they want to keep -- runs a command
 that would have destroyed it before issue 30, and compares every byte before and after: a command refuses
@@ -16,7 +16,7 @@ import pytest
 from safety_helpers import invoke
 
 from swaptrace.errors import OutputError
-from swaptrace.outputs import check_distinct, install_folder
+from swaptrace.core.outputs import check_distinct, install_folder
 
 
 def digest(path: Path) -> dict[str, str]:

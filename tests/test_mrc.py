@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as hst
 from naive_emulate import naive_lru_misses, naive_stack_distances, write_access_trace
 
-from swaptrace._kernels.mrc import _stack_distances
+from swaptrace.kernels.mrc.stack import _stack_distances
 from swaptrace.errors import ConfigError
 from swaptrace.mrc import _tree_state, exact_mrc, mean_absolute_error, shards_mrc, write_csv
-from swaptrace.pagecache import emulate
+from swaptrace.emulate import emulate
 
 
 @settings(max_examples=30, deadline=None)
@@ -50,7 +50,7 @@ def test_exact_mrc_equals_separate_lru_runs(zipf_trace, tmp_path):
 
 @pytest.fixture(scope="module")
 def generated_trace(tmp_path_factory):
-    from swaptrace.generate import generate_trace
+    from swaptrace.workload.generate import generate_trace
 
     return generate_trace("tiny", tmp_path_factory.mktemp("gen") / "tiny.access.parquet", steps=6, seed=0)
 

@@ -1,8 +1,8 @@
 """Outputs are regular files or new names: `-o SPECIAL --force` is refused by every writer.
 
 Device nodes are copies made with mknod in tmp (root only); FIFOs, sockets and links work anywhere.
-One owner for the rule: :func:`swaptrace.traceio.check_output_path` (files) and
-:func:`swaptrace.traceio.check_output_folder` (folders); each command below must reach it.
+One owner for the rule: :func:`swaptrace.core.traceio.check_output_path` (files) and
+:func:`swaptrace.core.traceio.check_output_folder` (folders); each command below must reach it.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from safety_helpers import SPECIAL_KINDS, file_type, invoke, make_inputs, snapshot, special_file
 
 from swaptrace.errors import OutputError
-from swaptrace.traceio import AtomicPath, check_output_folder, check_output_path
+from swaptrace.core.traceio import AtomicPath, check_output_folder, check_output_path
 
 
 @pytest.fixture(scope="module")

@@ -14,18 +14,9 @@ import pytest
 from cli_helpers import run_cli, the_error
 from naive_emulate import zipf_access_trace
 
-import swaptrace.pagecache as pagecache
-from swaptrace.pagecache import (
-    Emulator,
-    EmulatorConfig,
-    emulate,
-    ensemble_configs,
-    load_profile,
-    member_budget_pages,
-    nearest_member,
-    run_members,
-)
-from swaptrace.traceio import open_trace
+import swaptrace.emulate as pagecache
+from swaptrace.emulate import Emulator, EmulatorConfig, emulate, ensemble_configs, load_profile, member_budget_pages, nearest_member, run_members
+from swaptrace.core.traceio import open_trace
 
 FOOTPRINT = 400
 ENSEMBLE = load_profile().ensemble

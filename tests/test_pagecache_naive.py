@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from naive_emulate import NaiveEmulator, naive_swapin_nr_pages
 
-from swaptrace._kernels import swapstate as ks
-from swaptrace._kernels.readahead import _swapin_nr_pages
-from swaptrace.pagecache import Emulator, EmulatorConfig
+from swaptrace.kernels.emulate import state as ks
+from swaptrace.kernels.emulate.readahead import _swapin_nr_pages
+from swaptrace.emulate import Emulator, EmulatorConfig
 
 
 def small_trace(seed, footprint, n, steps=4, skew=1.1, write_p=0.3, runs=False):
@@ -177,7 +177,7 @@ def _state_for_windows(footprint, page_cluster=3, nslots=4096):
 
 
 def test_vma_window_placement_written_out():
-    from swaptrace._kernels.readahead import _vma_window
+    from swaptrace.kernels.emulate.readahead import _vma_window
 
     st = _state_for_windows(5000)
     m = st.m
@@ -206,7 +206,7 @@ def test_vma_window_placement_written_out():
 
 
 def test_cluster_window_written_out():
-    from swaptrace._kernels.readahead import _cluster_window
+    from swaptrace.kernels.emulate.readahead import _cluster_window
 
     m = _state_for_windows(5000).m
     assert _cluster_window(m, 100) == (100, 101)  # no hits, not adjacent to prev_offset 0

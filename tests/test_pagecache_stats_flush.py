@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from test_pagecache_props import run_arrays
 
-from swaptrace._kernels import swapstate as ks
+from swaptrace.kernels.emulate import state as ks
 from swaptrace.errors import ConfigError
 
 FOOTPRINT, BUDGET = 400, 100

@@ -15,13 +15,13 @@ from cli_helpers import run_cli
 from naive_emulate import zipf_access_trace
 from test_pagecache_wb_level import META, PAGES, dirty_memory, inactive_tail
 
-import swaptrace.pagecache as pagecache
-from swaptrace._kernels import swapstate as ks
-from swaptrace._kernels.dlist import _push_tail, _unlink
-from swaptrace._kernels.linux_lists import _linux_reclaim, _shrink_batch, _wb_complete
+import swaptrace.emulate as pagecache
+from swaptrace.kernels.emulate import state as ks
+from swaptrace.kernels.emulate.dlist import _push_tail, _unlink
+from swaptrace.kernels.emulate.linux_lists import _linux_reclaim, _shrink_batch, _wb_complete
 from swaptrace.errors import ConfigError
-from swaptrace.pagecache import Emulator, EmulatorConfig, emulate
-from swaptrace.traceio import open_trace
+from swaptrace.emulate import Emulator, EmulatorConfig, emulate
+from swaptrace.core.traceio import open_trace
 
 # ---- worked out by hand ---------------------------------------------------------------------------------
 

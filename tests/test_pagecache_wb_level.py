@@ -22,13 +22,13 @@ from naive_emulate import zipf_access_trace
 from test_pagecache_naive import assert_same, run_both, small_trace
 from test_pagecache_props import run_arrays
 
-import swaptrace.pagecache as pagecache
-from swaptrace._kernels import swapstate as ks
-from swaptrace._kernels.linux_lists import _linux_reclaim
-from swaptrace._kernels.merge import _flush
+import swaptrace.emulate as pagecache
+from swaptrace.kernels.emulate import state as ks
+from swaptrace.kernels.emulate.linux_lists import _linux_reclaim
+from swaptrace.kernels.emulate.plug import _flush
 from swaptrace.errors import ConfigError
-from swaptrace.pagecache import DEFAULT_WRITEBACK_COMPLETION, Emulator, EmulatorConfig, emulate
-from swaptrace.traceio import open_trace
+from swaptrace.emulate import DEFAULT_WRITEBACK_COMPLETION, Emulator, EmulatorConfig, emulate
+from swaptrace.core.traceio import open_trace
 
 LEVEL = {"policy": "linux", "scan_priorities": True, "writeback_completion": "level"}
 PAGES = 1024

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from test_pagecache_props import run_arrays
 
-from swaptrace._kernels import swapstate as ks
+from swaptrace.kernels.emulate import state as ks
 from swaptrace.errors import ConfigError
 
 BIG_LAG = 10**6  # no write completes by the clock: only a read or reclaim's wait completes it

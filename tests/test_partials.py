@@ -1,7 +1,7 @@
 """Temporary outputs of a SIGKILLed command are removed by the next command writing the same output.
 
-A temporary is ``.NAME.PID.RANDOM.partial`` (:func:`swaptrace.traceio.partial_name`); the next
-:class:`~swaptrace.traceio.AtomicPath` (or partial folder) for NAME removes those whose PID is not alive
+A temporary is ``.NAME.PID.RANDOM.partial`` (:func:`swaptrace.core.traceio.partial_name`); the next
+:class:`~swaptrace.core.traceio.AtomicPath` (or partial folder) for NAME removes those whose PID is not alive
 and leaves those of live processes alone.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from swaptrace.traceio import AtomicPath, clear_stale_partials, make_partial_folder
+from swaptrace.core.traceio import AtomicPath, clear_stale_partials, make_partial_folder
 
 
 def _dead_pid() -> int:

@@ -8,9 +8,9 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from swaptrace import filenames as S
+from swaptrace.pipeline import filenames as S
 from swaptrace.cli import cli
-from swaptrace.traceio import open_trace
+from swaptrace.core.traceio import open_trace
 
 pytestmark = pytest.mark.slow
 

@@ -1,5 +1,5 @@
-"""The whole-process trace (swaptrace.process, generate --runtime) against a plain-Python twin, and the
-runtime profile read off a capture (swaptrace.runtime_fit) against numbers worked out by hand."""
+"""The whole-process trace (swaptrace.workload.process, generate --runtime) against a plain-Python twin, and the
+runtime profile read off a capture (swaptrace.capture.runtime_profile) against numbers worked out by hand."""
 
 from __future__ import annotations
 
@@ -11,18 +11,11 @@ from click.testing import CliRunner
 
 from swaptrace.cli import cli
 from swaptrace.errors import ConfigError
-from swaptrace.generate import generate_trace, iter_accesses
-from swaptrace.layout import build_layout
-from swaptrace.process import (
-    RuntimeProfile,
-    list_runtime_profiles,
-    load_runtime_profile,
-    process_layout,
-    profile_from_dict,
-    to_toml,
-)
-from swaptrace.runtime_fit import derive, model_bytes
-from swaptrace.spec import load_spec
+from swaptrace.workload.generate import generate_trace, iter_accesses
+from swaptrace.workload.layout import build_layout
+from swaptrace.workload.process import RuntimeProfile, list_runtime_profiles, load_runtime_profile, process_layout, profile_from_dict, to_toml
+from swaptrace.capture.runtime_profile import derive, model_bytes
+from swaptrace.workload.spec import load_spec
 
 PAGE = 4096
 PROFILE = RuntimeProfile(name="t", runtime_bytes=40 * PAGE + 100, active_bytes=7 * PAGE, step_bytes=3 * PAGE,
@@ -88,7 +81,7 @@ def test_process_trace_equals_twin(tmp_path, optimizer):
 
 def test_process_chunks_split_steps(tmp_path):
     """A step split over chunks gets its runtime stores once (small row groups force the split)."""
-    import swaptrace.generate as gen
+    import swaptrace.workload.generate as gen
     spec = load_spec("tiny")
     ref = generate_trace(spec, tmp_path / "a.access.parquet", steps=2, seed=1, runtime=PROFILE)
     old = gen.DEFAULT_ROW_GROUP

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from swaptrace.errors import SpecError
-from swaptrace.layout import build_layout
-from swaptrace.spec import list_presets, load_spec, spec_from_dict
+from swaptrace.workload.layout import build_layout
+from swaptrace.workload.spec import list_presets, load_spec, spec_from_dict
 
 GOOD = {
     "name": "m",

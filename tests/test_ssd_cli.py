@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from swaptrace import traceio
+from swaptrace.core import traceio
 from swaptrace.cli import cli
 from swaptrace.ssd import load_device, replay
 from swaptrace.ssd.run import read_timeline

@@ -9,8 +9,8 @@ import pytest
 from cli_helpers import run_cli, the_error
 from test_ssd_cli import write_stream
 
-from swaptrace import traceio
-from swaptrace.export import export_mqsim
+from swaptrace.core import traceio
+from swaptrace.workload.export import export_mqsim
 
 
 def read_mqsim(path):
@@ -51,7 +51,7 @@ def test_cli_and_errors(tmp_path):
 
 @pytest.mark.parametrize("t_us", [[5.0, 3.0, 7.0]])
 def test_arrival_times_never_go_back(tmp_path, t_us):
-    from swaptrace.export import mqsim_lines
+    from swaptrace.workload.export import mqsim_lines
 
     table, last = mqsim_lines(np.array(t_us), np.array([1, 0, 1], dtype=np.int8), np.array([0, 4096, 8192]),
                               np.array([4096, 4096, 4096]))

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from swaptrace import traceio
+from swaptrace.core import traceio
 from swaptrace.ssd.config import SSDConfig
 from swaptrace.ssd.simulate import Simulator
 

@@ -20,7 +20,7 @@ import naive_steady
 import numpy as np
 import pytest
 
-from swaptrace._kernels import ftl as K
+from swaptrace.kernels.ssd import ftl as K
 from swaptrace.errors import ConfigError
 from swaptrace.ssd import steady as S
 from swaptrace.ssd.config import load_device

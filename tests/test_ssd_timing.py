@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from swaptrace import traceio
+from swaptrace.core import traceio
 from swaptrace.ssd.config import SSDConfig
 from swaptrace.ssd.run import synth
 from swaptrace.ssd.simulate import Simulator

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from swaptrace.errors import ConfigError
-from swaptrace.generate import generate_trace
-from swaptrace.pagecache.engine import step_counts
-from swaptrace.traceio import open_trace
+from swaptrace.workload.generate import generate_trace
+from swaptrace.emulate.engine import step_counts
+from swaptrace.core.traceio import open_trace
 
 
 @pytest.fixture(scope="module")

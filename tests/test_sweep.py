@@ -12,9 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 from cli_helpers import run_cli, the_error
 
-from swaptrace import timing
+from swaptrace.timing import model as timing
 from swaptrace.errors import ConfigError
-from swaptrace.pagecache import emulate
+from swaptrace.emulate import emulate
 from swaptrace.parallel.cluster import SCHEDULER_ENV
 from swaptrace.parallel.sweep import SweepSpec, finished_keys, load_sweep_spec, read_results, run_sweep
 from swaptrace.ssd.config import load_device
@@ -178,7 +178,7 @@ def _damage_data_page(path) -> None:
 def test_a_failing_point_is_reported_the_others_written_and_a_rerun_retries_it(tmp_path):
     import shutil
 
-    from swaptrace.generate import generate_trace
+    from swaptrace.workload.generate import generate_trace
 
     good = generate_trace("tiny", tmp_path / "good.access.parquet", steps=3, seed=0)
     bad = tmp_path / "bad.access.parquet"

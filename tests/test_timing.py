@@ -10,8 +10,8 @@ import naive_timing as naive
 import numpy as np
 import pytest
 
-from swaptrace import timing
-from swaptrace._kernels import timing as kt
+from swaptrace.timing import model as timing
+from swaptrace.kernels.timing import steps as kt
 from swaptrace.ssd.config import DEVICES
 
 SIZES = (4096, 16384, 65536)

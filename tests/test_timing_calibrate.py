@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from conftest import require_root
 
-from swaptrace import timing
-from swaptrace.timing_calibrate import measure_fault_overhead, measure_write_overhead, synthetic_trace
-from swaptrace.traceio import CAUSE_FAULT, CAUSE_RECLAIM, OP_READ, OP_WRITE, TraceWriter, open_trace
+from swaptrace.timing import model as timing
+from swaptrace.timing.calibrate import measure_fault_overhead, measure_write_overhead, synthetic_trace
+from swaptrace.core.traceio import CAUSE_FAULT, CAUSE_RECLAIM, OP_READ, OP_WRITE, TraceWriter, open_trace
 
 
 def test_synthetic_trace_is_uniform_and_seeded(tmp_path):
@@ -123,7 +123,7 @@ def test_a_capture_faster_than_the_model_gives_no_overhead(scripted):
 
 
 def test_host_costs_hand_the_write_overhead_to_the_fault_measurement(scripted):
-    from swaptrace.timing_calibrate import measure_host_costs
+    from swaptrace.timing.calibrate import measure_host_costs
 
     cap = scripted({"write-calibration": [1500.0, 1300.0, 1100.0], "fault-calibration": [1200.0] * STEPS})
     got = measure_host_costs(DEV, timing.CpuCosts(0.0, 0.25, 0.0, "given"))
@@ -168,7 +168,7 @@ def test_fault_overhead_under_the_kernel(tmp_path):
 @pytest.mark.privileged
 @pytest.mark.slow
 def test_host_costs_measure_writes_then_faults(tmp_path):
-    from swaptrace.timing_calibrate import measure_host_costs
+    from swaptrace.timing.calibrate import measure_host_costs
 
     require_root()
     dev = timing.DeviceTiming("t", "test", (4096,), (1,), ((50.0,),), ((50.0,),))

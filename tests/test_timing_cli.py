@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 from cli_helpers import run_cli, the_error
 
-from swaptrace import timing, traceio
-from swaptrace.fio import profile
+from swaptrace.timing import model as timing
+from swaptrace.core import traceio
+from swaptrace.timing import device_profile as profile
 from swaptrace.fio import results as resmod
-from swaptrace.generate import generate_trace
-from swaptrace.pagecache import emulate
+from swaptrace.workload.generate import generate_trace
+from swaptrace.emulate import emulate
 
 
 @pytest.fixture(scope="module")

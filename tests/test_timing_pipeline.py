@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from swaptrace import stages as S
+from swaptrace.pipeline import stages as S
 from swaptrace.cli import cli
-from swaptrace.traceio import open_trace
+from swaptrace.core.traceio import open_trace
 
 pytestmark = pytest.mark.slow
 
@@ -33,7 +33,7 @@ def test_run_writes_timing_and_report_shows_it(tmp_path):
 
 
 def test_run_takes_the_time_stage_costs_from_a_host_costs_file(tmp_path):
-    from swaptrace import timing
+    from swaptrace.timing import model as timing
 
     costs = timing.save_costs(timing.CpuCosts(30.0, 0.3, 12.0, "measured elsewhere"), tmp_path / "host.toml")
     folder = tmp_path / "tiny"

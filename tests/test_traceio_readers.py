@@ -1,6 +1,6 @@
 """Access traces read the same in every reader, under the fast encoding and the one files had before.
 
-The expected rows come from :func:`swaptrace.generate.generate_arrays` (the kernels' arrays in memory, no
+The expected rows come from :func:`swaptrace.workload.generate.generate_arrays` (the kernels' arrays in memory, no
 Parquet involved); each reader's rows must equal them exactly. pandas is a test extra; DuckDB and Polars
 are checked where installed (they are large wheels, not test extras) and skip with the reason otherwise.
 """
@@ -11,8 +11,8 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from swaptrace import traceio
-from swaptrace.generate import generate_arrays, generate_trace
+from swaptrace.core import traceio
+from swaptrace.workload.generate import generate_arrays, generate_trace
 
 COLUMNS = ("step", "page", "write", "region")
 

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from cli_helpers import run_cli, the_error
 
-from swaptrace.generate import generate_arrays
-from swaptrace.layout import build_layout
-from swaptrace.spec import spec_from_dict
+from swaptrace.workload.generate import generate_arrays
+from swaptrace.workload.layout import build_layout
+from swaptrace.workload.spec import spec_from_dict
 
 try:
     import torch
@@ -38,7 +38,7 @@ def small_spec(optimizer="sgd", dim=8, **first_table):
 @needs_torch
 @pytest.mark.parametrize("optimizer", ["sgd", "adagrad"])
 def test_three_steps_train(optimizer):
-    from swaptrace.workloads.torch_dlrm import train
+    from swaptrace.workload.train import train
 
     result = train(small_spec(optimizer), steps=3, seed=1)
     assert result.steps == 3 and math.isfinite(result.loss_first) and math.isfinite(result.loss_last)
@@ -48,8 +48,8 @@ def test_three_steps_train(optimizer):
 
 
 def _one_step(spec, seed=0):
-    from swaptrace.indices import iter_bags
-    from swaptrace.workloads.torch_dlrm import build_model, build_optimizers, step_inputs, train_step
+    from swaptrace.workload.indices import iter_bags
+    from swaptrace.workload.train import build_model, build_optimizers, step_inputs, train_step
 
     model = build_model(spec, seed)
     optimizers = build_optimizers(model, spec.optimizer)
@@ -95,7 +95,7 @@ def test_sparse_gradients_and_optimizer_state(optimizer):
 @needs_torch
 def test_rowwise_adagrad_update_by_hand():
     """One update of a single row: s = mean(g^2); w -= lr g / (sqrt(s) + eps), duplicate rows summed first."""
-    from swaptrace.workloads.torch_dlrm import RowWiseAdagrad
+    from swaptrace.workload.train import RowWiseAdagrad
 
     w = torch.nn.Parameter(torch.ones(4, 2))
     w.grad = torch.sparse_coo_tensor([[1, 1, 3]], torch.tensor([[1.0, 2.0], [1.0, 0.0], [0.0, 3.0]]), (4, 2))
@@ -112,7 +112,7 @@ def test_rowwise_adagrad_update_by_hand():
 @needs_torch
 def test_marks_are_written_in_order(tmp_path, monkeypatch):
     from swaptrace import markers
-    from swaptrace.workloads.torch_dlrm import train
+    from swaptrace.workload.train import train
 
     marker = tmp_path / "marker"
     marker.write_text("")
@@ -139,7 +139,7 @@ def _row_pages(layout, t, rows):
 def test_train_reads_the_rows_generate_traces():
     """Per step and table, the forward reads of the trace are the pages of the rows train feeds, in order;
     and every table page the step touches (backward too) is one of those rows' pages."""
-    from swaptrace.workloads.torch_dlrm import train
+    from swaptrace.workload.train import train
 
     # dim 100: 400-byte rows straddle 4 KiB pages; uniform rows, random pooling and unique bags on table a
     spec = small_spec("rowwise-adagrad", dim=100, distribution="uniform", pooling="random", lookups=9,
@@ -162,7 +162,7 @@ def test_train_reads_the_rows_generate_traces():
 
 @needs_torch
 def test_dot_interaction_equals_a_numpy_reference():
-    from swaptrace.workloads.torch_dlrm import dot_interaction
+    from swaptrace.workload.train import dot_interaction
 
     rng = np.random.default_rng(0)
     b, d, n_tables = 3, 4, 3

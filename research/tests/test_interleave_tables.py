@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from swaptrace.compare import stream_profile
-from swaptrace.traceio import OP_READ, OP_WRITE, TraceWriter
+from swaptrace.core.traceio import OP_READ, OP_WRITE, TraceWriter
 
 _DIR = Path(__file__).parents[1]  # research/
 sys.path[:0] = [str(_DIR), str(_DIR.parent / "analysis")]  # interleave imports analysis/calibrate.py

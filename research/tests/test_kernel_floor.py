@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from swaptrace.traceio import TraceWriter
+from swaptrace.core.traceio import TraceWriter
 
 _DIR = Path(__file__).parents[1]  # research/
 sys.path[:0] = [str(_DIR), str(_DIR.parent / "analysis")]  # kernel_floor imports variants.py and analysis/calibrate.py

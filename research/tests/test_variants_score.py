@@ -79,8 +79,8 @@ def test_median_member_is_ranked_by_pages_in_lower_middle_when_even():
 
 def test_the_fast_path_equals_emulate(tmp_path):
     """Kernel values set to what pagecache.emulate writes at each budget: every error must be exactly 0."""
-    from swaptrace.pagecache import emulate
-    from swaptrace.traceio import open_trace
+    from swaptrace.emulate import emulate
+    from swaptrace.core.traceio import open_trace
 
     trace = variants.calibrate._trace("tiny", 4, tmp_path)
     footprint = int(open_trace(trace, kind="access").meta["footprint_bytes"])
@@ -160,8 +160,8 @@ def test_after_fill_pools_every_files_runs_by_budget_and_step():
 def test_after_fill_steps_agree_with_emulate(tmp_path):
     """Pages in per step, fed a step at a time, equal those of the stream pagecache.emulate writes."""
     from swaptrace.compare import stream_profile
-    from swaptrace.pagecache import emulate
-    from swaptrace.traceio import open_trace
+    from swaptrace.emulate import emulate
+    from swaptrace.core.traceio import open_trace
 
     trace = variants.calibrate._trace("tiny", 4, tmp_path)
     footprint = int(open_trace(trace, kind="access").meta["footprint_bytes"])
@@ -184,7 +184,7 @@ def test_after_fill_steps_agree_with_emulate(tmp_path):
 
 def test_after_fill_says_when_the_emulator_fills_at_another_step(tmp_path):
     """A kernel that filled a step later than the emulator: the row and a note name both steps."""
-    from swaptrace.traceio import open_trace
+    from swaptrace.core.traceio import open_trace
 
     trace = variants.calibrate._trace("tiny", 4, tmp_path)
     footprint = int(open_trace(trace, kind="access").meta["footprint_bytes"])

@@ -17,7 +17,7 @@ the baseline includes interpreter, libraries and JIT code; locks that
 baseline in memory (``mlockall``, see :func:`_lock_baseline`); and then maps
 the trace's footprint as anonymous memory (no page is touched yet, like the
 emulator's ``initial_state="untouched"``). After ``GO`` it replays each step's accesses with
-:func:`swaptrace._kernels.replay._replay`, writing ``swaptrace step N`` to the
+:func:`swaptrace.kernels.capture.replay._replay`, writing ``swaptrace step N`` to the
 tracefs marker file so requests can be attributed to steps.
 
 A load of a never-written page maps the kernel's shared zero page (no memory
@@ -271,7 +271,7 @@ def main(config_path: str) -> int:
 
     import numpy as np
 
-    from swaptrace._kernels.replay import _replay, warm_up
+    from swaptrace.kernels.capture.replay import _replay, warm_up
 
     page_bytes = int(cfg["page_bytes"])
     touch_bytes = min(4096, page_bytes)

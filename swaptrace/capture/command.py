@@ -51,7 +51,7 @@ from swaptrace.capture.session import (
 )
 from swaptrace.errors import ConfigError, ToolError
 from swaptrace.markers import MARKER_ENV
-from swaptrace.units import format_bytes
+from swaptrace.core.units import format_bytes
 
 #: steps of a program that writes no marker: windows of this many seconds
 DEFAULT_WINDOW_S = 1.0

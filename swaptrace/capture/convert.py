@@ -27,16 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from swaptrace.traceio import (
-    CAUSE_DISCARD,
-    CAUSE_FAULT,
-    CAUSE_READAHEAD,
-    CAUSE_RECLAIM,
-    CAUSE_UNKNOWN,
-    OP_DISCARD,
-    OP_READ,
-    OP_WRITE,
-)
+from swaptrace.core.traceio import CAUSE_DISCARD, CAUSE_FAULT, CAUSE_READAHEAD, CAUSE_RECLAIM, CAUSE_UNKNOWN, OP_DISCARD, OP_READ, OP_WRITE
 
 SECTOR_BYTES = 512
 MARKER_PREFIX = "swaptrace"

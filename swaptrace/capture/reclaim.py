@@ -29,7 +29,7 @@ of the capture), per call and over the run:
 * ``flushes``: ``memcg_flush_stats`` events anywhere on the system (the
   periodic flush of the root covers every cgroup; reading ``memory.stat``
   flushes that cgroup) -- the moments reclaim's view of the list sizes is
-  refreshed (:mod:`swaptrace.pagecache`, ``stats_flush_steps``).
+  refreshed (:mod:`swaptrace.emulate`, ``stats_flush_steps``).
 
 These are the quantities the emulator's ``linux`` policy counts too
 (``C_SCANNED``, ``C_ACTIVATIONS``, ``C_DEACTIVATIONS``, ``C_RECLAIM_CALLS``),

@@ -41,8 +41,8 @@ from typing import Any
 
 import numpy as np
 
-from swaptrace import blockdev
-from swaptrace._kernels import replay as replay_kernel
+from swaptrace.core import blockdev
+from swaptrace.kernels.capture import replay as replay_kernel
 from swaptrace.capture import cgroup as cg
 from swaptrace.capture import tracing
 from swaptrace.capture.convert import parse_lines, to_stream
@@ -50,8 +50,8 @@ from swaptrace.capture.reclaim import RECLAIM_EVENTS, parse_reclaim
 from swaptrace.capture.swapdev import SwapDevice, remove_swap_leftovers
 from swaptrace.compare import summarize_requests
 from swaptrace.errors import ConfigError, PrivilegeError, SwaptraceError, ToolError, TraceFileError
-from swaptrace.pagecache.config import EmulatorConfig
-from swaptrace.traceio import OP_DISCARD, AtomicPath, TraceWriter, check_output_path, open_trace
+from swaptrace.emulate.config import EmulatorConfig
+from swaptrace.core.traceio import OP_DISCARD, AtomicPath, TraceWriter, check_output_path, open_trace
 
 PREFIX = "swaptrace-capture-"
 DEFAULT_WORK_BASE = Path("/var/tmp")

@@ -19,7 +19,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from swaptrace import blockdev
+from swaptrace.core import blockdev
 from swaptrace.errors import PrivilegeError, ToolError
 
 SWAP_PRIORITY = 32767  # highest: our device is used before any other swap

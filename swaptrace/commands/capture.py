@@ -4,18 +4,10 @@ from __future__ import annotations
 
 import click
 
-from swaptrace.commands._common import (
-    echo_summary,
-    force_option,
-    json_option,
-    number,
-    progress_enabled,
-    progressbar,
-    writes,
-)
+from swaptrace.commands.common import echo_summary, force_option, json_option, number, progress_enabled, progressbar, writes
 from swaptrace.errors import ConfigError
-from swaptrace.traceio import open_trace
-from swaptrace.units import format_bytes, parse_bytes
+from swaptrace.core.traceio import open_trace
+from swaptrace.core.units import format_bytes, parse_bytes
 
 #: above this (or 1 % of the budget) the model had noticeably more room than its budget
 ROOM_GAIN_WARN_BYTES = 1 << 20

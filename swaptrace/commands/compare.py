@@ -6,8 +6,8 @@ import json
 
 import click
 
-from swaptrace.commands._common import figure_format, force_option, json_option, number, writes
-from swaptrace.traceio import check_output_path
+from swaptrace.commands.common import figure_format, force_option, json_option, number, writes
+from swaptrace.core.traceio import check_output_path
 
 
 @click.command("compare")
@@ -37,7 +37,7 @@ def command(a, b, tolerance, ks_tolerance, plot_path, force, as_json):
     if plot_path:
         figure_format(plot_path)
         check_output_path(plot_path, force)  # before the comparison's work
-    from swaptrace.traceio import check_agree, open_trace
+    from swaptrace.core.traceio import check_agree, open_trace
 
     # request sizes and pages are compared in bytes and pages: streams of different page sizes compare nothing
     check_agree(open_trace(a, "swapio"), open_trace(b, "swapio"), ("page_bytes",), "A", "B",
@@ -50,7 +50,7 @@ def command(a, b, tolerance, ks_tolerance, plot_path, force, as_json):
         import matplotlib.pyplot as plt
 
         from swaptrace.figures.compare import plot_compare_figure
-        from swaptrace.traceio import AtomicPath
+        from swaptrace.core.traceio import AtomicPath
 
         fig = plot_compare_figure(result)
         with AtomicPath(plot_path, force=force) as out:

@@ -8,15 +8,15 @@ from types import SimpleNamespace
 
 import click
 
-from swaptrace.commands._common import MAX_COUNT, MAX_RUNTIME_S, count, number, progressbar, writes
-from swaptrace.designs.compare import DesignSet, add_disk, compare_designs, markdown
+from swaptrace.commands.common import MAX_COUNT, MAX_RUNTIME_S, count, number, progressbar, writes
+from swaptrace.designs.table import DesignSet, add_disk, compare_designs, markdown
 from swaptrace.designs.log import SWAPINS, VICTIMS, LogConfig
 from swaptrace.designs.ondisk import check_file_target, replay_on_disk
 from swaptrace.errors import ConfigError
 from swaptrace.ssd.zns import ZNSConfig
-from swaptrace.stages import add_step_times, save_designs, ssd_config_for
-from swaptrace.traceio import check_agree, check_output_folder, open_trace
-from swaptrace.units import parse_bytes
+from swaptrace.pipeline.stages import add_step_times, save_designs, ssd_config_for
+from swaptrace.core.traceio import check_agree, check_output_folder, open_trace
+from swaptrace.core.units import parse_bytes
 
 
 @click.command("designs")
@@ -134,7 +134,7 @@ def _ssd_factory(device: str):
 
 def _check_up_front(tf, packed_trace, designs: DesignSet, ssd, budget: dict) -> None:
     """Refuse what compare_designs would refuse only after its first stream is written (one line each)."""
-    from swaptrace.pagecache import EmulatorConfig, load_profile
+    from swaptrace.emulate import EmulatorConfig, load_profile
 
     page_bytes = int(tf.meta["page_bytes"])
     z = designs.zones  # the zoned design's segments are its zones: named by their own options

@@ -6,9 +6,9 @@ import os
 
 import click
 
-from swaptrace.commands._common import echo_summary, force_option, json_option, progressbar, writes
-from swaptrace.export import FORMATS, export_mqsim, export_trace
-from swaptrace.traceio import open_trace
+from swaptrace.commands.common import echo_summary, force_option, json_option, progressbar, writes
+from swaptrace.workload.export import FORMATS, export_mqsim, export_trace
+from swaptrace.core.traceio import open_trace
 
 
 @click.command("export")
@@ -33,7 +33,7 @@ def command(trace, out, fmt, swap_offset, force, as_json):
       cachesim traces/demo.oracleGeneral.bin oracleGeneral lru,s3fifo 0.1,0.5
     """
     if fmt == "mqsim":
-        from swaptrace.units import parse_bytes
+        from swaptrace.core.units import parse_bytes
 
         tf = open_trace(trace, kind="swapio")
         with progressbar(tf.num_rows, "export") as bar:

@@ -4,19 +4,10 @@ from __future__ import annotations
 
 import click
 
-from swaptrace.commands._common import (
-    MAX_IODEPTH,
-    MAX_RUNTIME_S,
-    count,
-    echo_summary,
-    force_option,
-    json_option,
-    number,
-    writes,
-)
+from swaptrace.commands.common import MAX_IODEPTH, MAX_RUNTIME_S, count, echo_summary, force_option, json_option, number, writes
 from swaptrace.errors import ConfigError
 from swaptrace.fio.jobfile import IOENGINES
-from swaptrace.units import format_bytes, parse_bytes
+from swaptrace.core.units import format_bytes, parse_bytes
 
 
 def _names(text: str, what: str) -> tuple[str, ...]:
@@ -220,7 +211,7 @@ def import_cmd(iolog, out, file_name, page_bytes, device_size, force, as_json) -
     Example:
       swaptrace fio import job.iolog -o traces/lab.swapio.parquet
     """
-    from swaptrace import traceio
+    from swaptrace.core import traceio
     from swaptrace.fio import iolog as iol
 
     path = iol.import_iolog(
@@ -277,7 +268,7 @@ def profile_cmd(run_dir, out, name, force) -> None:
       swaptrace fio profile fio_jobs/demo/runs/disk -o disk.toml
       swaptrace time traces/demo/swapio.parquet --device disk.toml
     """
-    from swaptrace.fio import profile
+    from swaptrace.timing import device_profile as profile
 
     prof = profile.write_profile(run_dir, out, name=name, force=force)
     click.echo(f"wrote {out}\n" + profile.describe(prof))

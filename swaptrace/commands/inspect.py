@@ -8,9 +8,9 @@ from typing import Any
 import click
 import numpy as np
 
-from swaptrace.commands._common import count, echo_summary, json_option
-from swaptrace.traceio import TraceFile, open_trace
-from swaptrace.units import format_bytes
+from swaptrace.commands.common import count, echo_summary, json_option
+from swaptrace.core.traceio import TraceFile, open_trace
+from swaptrace.core.units import format_bytes
 
 
 def _region_counts(trace: TraceFile) -> np.ndarray:

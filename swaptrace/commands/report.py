@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from swaptrace.report import build_report
+from swaptrace.pipeline.report import build_report
 
 
 @click.command("report")

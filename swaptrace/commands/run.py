@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from swaptrace.commands._common import MAX_RUNTIME_S, MAX_SEED, count, number, progressbar, writes
+from swaptrace.commands.common import MAX_RUNTIME_S, MAX_SEED, count, number, progressbar, writes
 from swaptrace.errors import ConfigError
-from swaptrace.pipeline import PipelineOptions, run_pipeline
-from swaptrace.spec import MAX_STEPS
-from swaptrace.units import parse_bytes
+from swaptrace.pipeline.run import PipelineOptions, run_pipeline
+from swaptrace.workload.spec import MAX_STEPS
+from swaptrace.core.units import parse_bytes
 
 
 @click.command("run")
@@ -50,8 +50,8 @@ def command(preset, steps, seed, memory, memory_fraction, policy, readahead, dev
       swaptrace run --preset demo -o traces/demo/
       swaptrace run --preset tiny --memory 16MiB --no-fio -o traces/tiny/
     """
-    from swaptrace.spec import load_spec
-    from swaptrace.timing import load_costs
+    from swaptrace.workload.spec import load_spec
+    from swaptrace.timing.model import load_costs
 
     if fio_profile and no_fio:
         raise ConfigError("--fio-profile runs fio: it cannot go with --no-fio")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from swaptrace.commands._common import count, echo_summary, force_option, json_option, writes
+from swaptrace.commands.common import count, echo_summary, force_option, json_option, writes
 from swaptrace.errors import ConfigError, SwaptraceError
-from swaptrace.spec import MAX_STEPS, load_spec
-from swaptrace.traceio import AtomicPath, open_trace
-from swaptrace.units import format_bytes
+from swaptrace.workload.spec import MAX_STEPS, load_spec
+from swaptrace.core.traceio import AtomicPath, open_trace
+from swaptrace.core.units import format_bytes
 
 #: the options of ``swaptrace train`` read back from a captured command line
 TRAIN_OPTIONS = ("--preset", "--spec", "--steps", "--seed")
@@ -61,7 +61,7 @@ def command(capture, out, preset, spec_file, steps, seed, name, force, as_json):
     start-up, its peak while training and what it referenced while training;
     the model's share of each is known from its spec, so the rest is the
     runtime's: its resident set, the part it keeps using, per-step buffers,
-    page cache and kernel memory (swaptrace/process.py). A short run suffices.
+    page cache and kernel memory (swaptrace/workload/process.py). A short run suffices.
 
     \b
     Example:
@@ -72,8 +72,8 @@ def command(capture, out, preset, spec_file, steps, seed, name, force, as_json):
     """
     from pathlib import Path
 
-    from swaptrace.process import to_toml
-    from swaptrace.runtime_fit import derive
+    from swaptrace.workload.process import to_toml
+    from swaptrace.capture.runtime_profile import derive
 
     tf = open_trace(capture, kind="swapio")
     meta = tf.meta

@@ -7,18 +7,7 @@ from typing import Any
 
 import click
 
-from swaptrace.commands._common import (
-    MAX_IODEPTH,
-    MAX_SEED,
-    bounded,
-    count,
-    echo_summary,
-    force_option,
-    json_option,
-    number,
-    progressbar,
-    writes,
-)
+from swaptrace.commands.common import MAX_IODEPTH, MAX_SEED, bounded, count, echo_summary, force_option, json_option, number, progressbar, writes
 from swaptrace.errors import ConfigError
 from swaptrace.ssd import config as ssd_config
 from swaptrace.ssd import run as ssd_run
@@ -26,8 +15,8 @@ from swaptrace.ssd import thesis as ssd_thesis
 from swaptrace.ssd.simulate import PRECONDITIONS
 from swaptrace.ssd.steady import SWAP_PRIORS, Background
 from swaptrace.ssd.workloads import PATTERNS
-from swaptrace.traceio import AtomicPath, open_trace
-from swaptrace.units import format_bytes, parse_bytes
+from swaptrace.core.traceio import AtomicPath, open_trace
+from swaptrace.core.units import format_bytes, parse_bytes
 
 
 class SSDGroup(click.Group):
@@ -409,7 +398,7 @@ def fit_cmd(run_dir, out, name, force):
       swaptrace ssd fit fio_jobs/lab/runs/nvme1 -o mydrive.toml
       swaptrace ssd traces/demo/swapio.parquet --device mydrive.toml
     """
-    from swaptrace.fio.devicefit import write_fit
+    from swaptrace.ssd.fit.device import write_fit
 
     res = write_fit(run_dir, out, name=name, force=force, say=lambda line: click.echo(line, err=True))
     c = res.config

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from swaptrace.commands._common import bounded, echo_summary, force_option, json_option, writes
+from swaptrace.commands.common import bounded, echo_summary, force_option, json_option, writes
 from swaptrace.errors import ConfigError
 
 #: the largest CPU or compute time per step, fault or page taken (us): an hour, far above any real one
@@ -38,7 +38,7 @@ def _costs(costs_file, fault_cpu_us, reclaim_cpu_us, write_cpu_us):
     """The CPU costs: a host-costs file or the in-process micro-benchmarks, each overridden by its option."""
     from dataclasses import replace
 
-    from swaptrace import timing
+    from swaptrace.timing import model as timing
 
     given = {k: v for k, v in (("fault_cpu_us", fault_cpu_us), ("reclaim_cpu_us", reclaim_cpu_us),
                                ("write_cpu_us", write_cpu_us)) if v is not None}
@@ -68,7 +68,7 @@ def _costs(costs_file, fault_cpu_us, reclaim_cpu_us, write_cpu_us):
               help="Kernel time per page written (default: 0, or measured with --measure-fault-overhead).")
 @click.option("--measure-fault-overhead", is_flag=True,
               help="Root: measure the time per page written and per fault beyond the device's latency with two "
-                   "synthetic captures (swaptrace.timing_calibrate) and use them as --write-cpu-us and --fault-cpu-us.")
+                   "synthetic captures (swaptrace.timing.calibrate) and use them as --write-cpu-us and --fault-cpu-us.")
 @click.option("--costs", "costs_file", type=click.Path(dir_okay=False), default=None,
               help="Host-costs TOML (--save-costs) for the fault, reclaim and write costs; the three options override it.")
 @click.option("--save-costs", type=click.Path(dir_okay=False), default=None,
@@ -90,8 +90,8 @@ def command(stream, device, compute, step_compute_us, compute_baseline, trace, f
       swaptrace time traces/demo/swapio.parquet --device nvme-tlc -o traces/demo/timing.parquet
       swaptrace time traces/demo/swapio.parquet --device disk.toml --step-compute-us 20000
     """
-    from swaptrace import timing
-    from swaptrace.traceio import check_output_path
+    from swaptrace.timing import model as timing
+    from swaptrace.core.traceio import check_output_path
 
     if step_compute_us is not None and compute_baseline is not None:
         raise ConfigError("give --step-compute-us or --compute-baseline, not both")
@@ -106,7 +106,7 @@ def command(stream, device, compute, step_compute_us, compute_baseline, trace, f
         raise ConfigError("--measure-fault-overhead measures the costs: leave out --fault-cpu-us and --costs")
     cpu = _costs(costs_file, fault_cpu_us, reclaim_cpu_us, write_cpu_us)
     if measure_fault_overhead:
-        from swaptrace.timing_calibrate import measure_host_costs
+        from swaptrace.timing.calibrate import measure_host_costs
 
         cpu = measure_host_costs(dev, cpu, measure_write=write_cpu_us is None)
     result = timing.predict(stream, dev, compute=compute, step_compute_us=step_compute_us,

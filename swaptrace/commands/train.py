@@ -7,11 +7,11 @@ import time
 
 import click
 
-from swaptrace.commands._common import MAX_SEED, echo_summary, json_option, progress_enabled
-from swaptrace.commands._common import count as count_type
+from swaptrace.commands.common import MAX_SEED, echo_summary, json_option, progress_enabled
+from swaptrace.commands.common import count as count_type
 from swaptrace.errors import ConfigError
-from swaptrace.spec import MAX_STEPS, load_spec
-from swaptrace.units import format_bytes
+from swaptrace.workload.spec import MAX_STEPS, load_spec
+from swaptrace.core.units import format_bytes
 
 #: the most threads the option takes (torch's own limit is the machine; this only stops typos)
 MAX_THREADS = 1 << 10
@@ -55,7 +55,7 @@ def command(preset, spec_file, steps, seed, threads, quiet, as_json) -> None:
       swaptrace train --spec analysis/real_specs/kaggle-tenth-d16-sgd-zipf.toml --steps 30 --json
       sudo swaptrace capture --memory 1GiB -o run.swapio.parquet -- swaptrace train --spec my.toml --steps 50
     """
-    from swaptrace.workloads.torch_dlrm import check_trainable, require_torch, train
+    from swaptrace.workload.train import check_trainable, require_torch, train
 
     if preset is not None and spec_file is not None:
         raise ConfigError("give either --preset or --spec, not both")

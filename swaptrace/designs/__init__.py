@@ -4,7 +4,7 @@
   with zone geometry, the host side of design 3 (zoned swap);
 * :mod:`swaptrace.designs.run` -- one pass: the ``linux`` run records its evictions and every log
   design replays them, so all take the same residency decisions;
-* :mod:`swaptrace.designs.compare` -- the table: streams, SSD model (the zoned device is
+* :mod:`swaptrace.designs.table` -- the table: streams, SSD model (the zoned device is
   :mod:`swaptrace.ssd.zns`), gains beside the thesis's;
 * :mod:`swaptrace.designs.ondisk` -- each stream's first steps replayed by fio on a file.
 

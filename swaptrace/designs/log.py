@@ -1,8 +1,8 @@
 """Design 2: aggregated, log-structured swap-out (and, with zone geometry, design 3's host side).
 
 The residency decisions are the ``linux`` run's: this module replays that run's
-evictions (:meth:`swaptrace.pagecache.Emulator.take_evictions`) and the trace's
-accesses onto a log (:mod:`swaptrace._kernels.logswap`) and writes the design's
+evictions (:meth:`swaptrace.emulate.Emulator.take_evictions`) and the trace's
+accesses onto a log (:mod:`swaptrace.kernels.designs.logswap`) and writes the design's
 own ``swapio`` stream. Sources: Rosenblum & Ousterhout, "The Design and
 Implementation of a Log-Structured File System", ACM TOCS 10(1), 1992 (segments,
 cleaning, the cost-benefit victim policy); docs/designs.md.
@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from swaptrace._kernels import logswap as kl
-from swaptrace.bounds import check_allocation
+from swaptrace.kernels.designs import logswap as kl
+from swaptrace.core.bounds import check_allocation
 from swaptrace.errors import ConfigError
-from swaptrace.units import format_bytes
+from swaptrace.core.units import format_bytes
 
 VICTIMS = {"greedy": kl.VICTIM_GREEDY, "cost-benefit": kl.VICTIM_COST_BENEFIT}
 SWAPINS = {"page": kl.SWAPIN_PAGE, "segment": kl.SWAPIN_SEGMENT}
@@ -219,7 +219,7 @@ class LogSwap:
 
     def feed(self, pages: np.ndarray, writes: np.ndarray, steps: np.ndarray, ev_at: np.ndarray,
              ev_page: np.ndarray) -> Iterator[dict[str, np.ndarray]]:
-        """Replay one chunk (kernel dtypes, :func:`swaptrace.pagecache.engine.kernel_columns`) and the
+        """Replay one chunk (kernel dtypes, :func:`swaptrace.emulate.engine.kernel_columns`) and the
         evictions during it; yield swapio row dicts whose ``t_us`` still holds the index within the step."""
         r = self.r
         r[kl.R_EV] = 0

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from swaptrace.errors import ConfigError
-from swaptrace.traceio import open_trace
+from swaptrace.core.traceio import open_trace
 
 JOB = "replay_no_stall"
 

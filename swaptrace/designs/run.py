@@ -19,9 +19,9 @@ import numpy as np
 
 from swaptrace.designs.log import LogConfig, LogCounters, LogSwap
 from swaptrace.errors import ConfigError
-from swaptrace.pagecache import EmulatorConfig
-from swaptrace.pagecache.engine import Emulator, kernel_columns, prefetch, step_counts
-from swaptrace.traceio import TraceWriter, check_output_path, open_trace, trace_fingerprint
+from swaptrace.emulate import EmulatorConfig
+from swaptrace.emulate.engine import Emulator, kernel_columns, prefetch, step_counts
+from swaptrace.core.traceio import TraceWriter, check_output_path, open_trace, trace_fingerprint
 
 CHUNK_ROWS = 1 << 20
 

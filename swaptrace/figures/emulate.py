@@ -48,7 +48,7 @@ def plot_mrc(curve, ax=None, budget_bytes: int | None = None, label: str | None 
 def _histograms(data: Any) -> dict[str, dict[int, int]]:
     """``request_size_hist`` by op from a swapio path, a summary dict or a result object."""
     if isinstance(data, (str, os.PathLike)):
-        from swaptrace.traceio import open_trace
+        from swaptrace.core.traceio import open_trace
 
         tf = open_trace(data, kind="swapio")
         hist = tf.meta.get("summary", {}).get("request_size_hist")
@@ -68,7 +68,7 @@ def _histograms(data: Any) -> dict[str, dict[int, int]]:
 def plot_request_size_cdf(data, ax=None):
     """Cumulative share of swap requests by size, per op, with the 32 KiB line.
 
-    ``data``: a swapio file path, its ``summary`` dict, or an :class:`~swaptrace.pagecache.EmulationResult`.
+    ``data``: a swapio file path, its ``summary`` dict, or an :class:`~swaptrace.emulate.EmulationResult`.
     """
     ax = _axes(ax)
     for op, color in (("read", "tab:blue"), ("write", "tab:orange")):
@@ -93,7 +93,7 @@ def plot_request_size_cdf(data, ax=None):
 
 def traffic_per_step(path: str | os.PathLike) -> dict[str, np.ndarray]:
     """Bytes read and written per step of a swapio file (streams through it)."""
-    from swaptrace.traceio import open_trace
+    from swaptrace.core.traceio import open_trace
 
     tf = open_trace(path, kind="swapio")
     first = int(tf.meta.get("first_step", 0))

@@ -32,7 +32,7 @@ def save_run_figures(run_dir, out_dir=None) -> list[Path]:
     """
     from matplotlib.figure import Figure
 
-    from swaptrace.traceio import AtomicPath
+    from swaptrace.core.traceio import AtomicPath
 
     out = Path(out_dir or run_dir)
     paths = []
@@ -49,7 +49,7 @@ def save_run_figures(run_dir, out_dir=None) -> list[Path]:
 
 def _rows(data, name: str, kind: str) -> list[dict]:
     if isinstance(data, str | Path):
-        from swaptrace import traceio
+        from swaptrace.core import traceio
         from swaptrace.fio import results  # noqa: F401  (registers the kinds)
 
         p = Path(data)

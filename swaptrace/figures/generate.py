@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from swaptrace.traceio import open_trace
+from swaptrace.core.traceio import open_trace
 
 
 def rank_frequency(ids: np.ndarray) -> np.ndarray:
@@ -46,7 +46,7 @@ def plot_rank_frequency(data, ax=None, *, max_points: int = 4000):
         ``{"rows": row_ids, "pages": page_ids, ...}`` -- arrays of accessed ids
         (one entry per access) or, with a label ending in ``" (counts)"``,
         per-item counts. Row ids come e.g. from
-        :func:`swaptrace.generate.draw_rows`.
+        :func:`swaptrace.workload.generate.draw_rows`.
     ax : matplotlib Axes, optional
         Where to draw; a new figure's axes by default.
     max_points : int

@@ -11,7 +11,7 @@ from collections import defaultdict
 from typing import Any
 
 from swaptrace.figures._axes import axes_or_new
-from swaptrace.traceio import AtomicPath
+from swaptrace.core.traceio import AtomicPath
 
 
 def _columns(results: Any) -> dict[str, list]:

@@ -11,7 +11,7 @@ def plot_step_times(model: dict, ax=None, kernel_us=None, label: str = "model"):
     Parameters
     ----------
     model : dict of numpy arrays
-        A ``timing-steps`` table (:func:`swaptrace.timing.write_steps`) read with ``read_all``.
+        A ``timing-steps`` table (:func:`swaptrace.timing.model.write_steps`) read with ``read_all``.
     kernel_us : array-like, optional
         Measured wall time of each step (a capture's ``kernel.step_wall_us``), drawn as a line.
     """

@@ -1,7 +1,7 @@
 """fio stage: jobs from a swap I/O stream, a safe runner, parsed results.
 
 Modules: :mod:`~swaptrace.fio.iolog` (v2 writer, v2/v3 reader, import),
-:mod:`~swaptrace.fio.fit` (synthetic job), :mod:`~swaptrace.fio.jobs` (job
+:mod:`~swaptrace.fio.synthetic` (synthetic job), :mod:`~swaptrace.fio.jobs` (job
 folder, validation), :mod:`~swaptrace.fio.runner` (fio discovery, target
 safety, running), :mod:`~swaptrace.fio.results` (JSON / bw logs to Parquet),
 :mod:`~swaptrace.fio.compare` (measured vs modelled ratios).

@@ -31,7 +31,7 @@ import os
 from pathlib import Path
 
 from swaptrace.errors import ConfigError, TraceFileError
-from swaptrace.inputs import read_json
+from swaptrace.core.inputs import read_json
 
 THESIS = {"request_size_gain": 1.75, "sequential_write_gain": 4.37, "bandwidth_decline": None}
 GAIN_REQUEST_BYTES = 128 << 10

@@ -14,7 +14,7 @@ Jobs (docs/fio.md lists the fio 3.33 pitfalls each one avoids):
 ``replay_no_stall``
     The same log with ``replay_no_stall=1``: what the device can do.
 ``synthetic``
-    One job fitted to the stream (:mod:`swaptrace.fio.fit`).
+    One job fitted to the stream (:mod:`swaptrace.fio.synthetic`).
 ``sweep_{read,write}_{mix,4k..1m}``
     Request-size sweep: the stream's size mix of that direction, then fixed
     sizes, random offsets. Preceded by preconditioning.
@@ -25,7 +25,7 @@ Jobs (docs/fio.md lists the fio 3.33 pitfalls each one avoids):
 ``qd_{read,write}_{4k..256k}_qd{4,16}``
     Random reads and writes of fixed sizes at queue depths above 1 (``libaio``), beside the
     sweep's depth-1 jobs: the latency by size and depth that ``swaptrace fio profile`` turns into
-    a device profile for the time model (:mod:`swaptrace.fio.profile`). Run after the sweep (whose
+    a device profile for the time model (:mod:`swaptrace.timing.device_profile`). Run after the sweep (whose
     preconditioning they share).
 ``precondition``
     SNIA-PTS-style workload-independent fill: write the whole target sequentially twice at 128 KiB
@@ -61,13 +61,14 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from swaptrace import __version__, traceio
+from swaptrace.core.version import __version__
+from swaptrace.core import traceio
 from swaptrace.errors import ConfigError, SwaptraceError, TraceFileError
-from swaptrace.fio import fit as fitmod
+from swaptrace.fio import synthetic as fitmod
 from swaptrace.fio import iolog
 from swaptrace.fio.jobfile import IOENGINES, validate_job_file
-from swaptrace.inputs import read_json
-from swaptrace.units import MAX_BYTES, format_bytes, parse_bytes
+from swaptrace.core.inputs import read_json
+from swaptrace.core.units import MAX_BYTES, format_bytes, parse_bytes
 
 #: fixed request sizes of the sweep (fio size suffixes are binary)
 SWEEP_SIZES = ("4k", "8k", "16k", "32k", "64k", "128k", "256k", "512k", "1m")

@@ -50,9 +50,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from swaptrace import traceio
+from swaptrace.core import traceio
 from swaptrace.errors import TraceFileError
-from swaptrace.inputs import check_file
+from swaptrace.core.inputs import check_file
 
 RESULTS_SCHEMA = pa.schema(
     [
@@ -269,7 +269,7 @@ def _check_run_meta(path: Path, meta: dict) -> None:
     """The run settings the readers use (``run``: the target's size, the engine, the preconditioning record;
     ``ratios``) are of their types: a damaged results file is one line naming it, not a TypeError in a fit."""
     from swaptrace.errors import TraceFileError
-    from swaptrace.units import MAX_BYTES
+    from swaptrace.core.units import MAX_BYTES
 
     def bad(what: str) -> TraceFileError:
         return TraceFileError(f"{path}: metadata {what}; not a `swaptrace fio run` results file")

@@ -10,7 +10,7 @@ Safety rules (docs/fio.md, "Safety"):
   existing file needs ``--force``. A folder, an active swap file and the
   backing file of a loop device are refused.
 * A block device is refused unless ``allow_device`` is given **and** nothing
-  else uses it (:func:`swaptrace.blockdev.in_use`): not mounted, nor any
+  else uses it (:func:`swaptrace.core.blockdev.in_use`): not mounted, nor any
   partition of it, in any mount namespace we can read; not held by another
   device (LVM, dm, md); not the backing device of a loop device; not an
   active swap device (``/proc/swaps``). No option overrides these. It must
@@ -44,13 +44,13 @@ from pathlib import Path
 
 import numpy as np
 
-from swaptrace import blockdev, traceio
+from swaptrace.core import blockdev, traceio
 from swaptrace.errors import ConfigError, ToolError
 from swaptrace.fio import jobs as jobsmod
 from swaptrace.fio import results as resmod
 from swaptrace.fio import steady as ssmod
 from swaptrace.fio.jobfile import validate_job_file
-from swaptrace.units import format_bytes
+from swaptrace.core.units import format_bytes
 
 #: the fio the pitfalls in docs/fio.md were verified on
 VERIFIED_VERSION = (3, 33)

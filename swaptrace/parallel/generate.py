@@ -1,12 +1,12 @@
 """Generate one access trace as a partitioned dataset, one step range per Dask task.
 
 The generator draws every random number from streams keyed by ``(seed,
-step, table, lane)`` (:mod:`swaptrace.generate`), so steps ``[a, b)`` made on
+step, table, lane)`` (:mod:`swaptrace.workload.generate`), so steps ``[a, b)`` made on
 one worker and ``[b, c)`` on another concatenate to exactly the rows of
 ``[a, c)`` made in one process. Each task writes one part file of the
 dataset; the client merges the parts' summaries (``unique_pages`` from the
 union of the parts' touched-page bitmaps) and commits the folder atomically
-(:class:`swaptrace.traceio.DatasetWriter`).
+(:class:`swaptrace.core.traceio.DatasetWriter`).
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from swaptrace import __version__
+from swaptrace.core.version import __version__
 from swaptrace.errors import ConfigError
-from swaptrace.generate import generate_part, trace_metadata
+from swaptrace.workload.generate import generate_part, trace_metadata
 from swaptrace.parallel.cluster import connect, require_dask, single_threaded
-from swaptrace.spec import ModelSpec, load_spec
-from swaptrace.traceio import SCHEMA_VERSION, DatasetWriter
+from swaptrace.workload.spec import ModelSpec, load_spec
+from swaptrace.core.traceio import SCHEMA_VERSION, DatasetWriter
 
 #: parts per worker by default: a few, so a worker slowed by other load does not hold up the end
 PARTS_PER_WORKER = 4
@@ -73,7 +73,7 @@ def generate_dataset(spec: ModelSpec | str, out: str | os.PathLike, *, steps: in
         The dataset folder to create; it and its parent must be on a path every
         worker sees (the parts are written into a temporary sibling first).
     steps, seed, first_step
-        As :func:`swaptrace.generate.generate_trace`.
+        As :func:`swaptrace.workload.generate.generate_trace`.
     parts : int, optional
         Step ranges (tasks); default four per worker.
     workers : int, optional
@@ -90,7 +90,7 @@ def generate_dataset(spec: ModelSpec | str, out: str | os.PathLike, *, steps: in
     Returns
     -------
     pathlib.Path
-        The dataset folder; :func:`swaptrace.traceio.open_trace` reads it as one trace.
+        The dataset folder; :func:`swaptrace.core.traceio.open_trace` reads it as one trace.
     """
     require_dask()
     if not isinstance(spec, ModelSpec):

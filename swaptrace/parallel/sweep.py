@@ -1,6 +1,6 @@
 """Parameter sweeps on Dask: traces x DRAM budgets x policies x devices, one task per point.
 
-A point is one emulation (:func:`swaptrace.pagecache.emulate`) of one access
+A point is one emulation (:func:`swaptrace.emulate.emulate`) of one access
 trace at one budget with one policy, whose swap stream is then replayed on
 one SSD model (:func:`swaptrace.ssd.run.replay`, sized as the pipeline sizes
 it). Points are independent, so each is a Dask task; a preset's trace is
@@ -40,10 +40,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from swaptrace.errors import ConfigError, TraceFileError
-from swaptrace.inputs import read_toml
+from swaptrace.core.inputs import read_toml
 from swaptrace.parallel.cluster import connect, require_dask, single_threaded
-from swaptrace.traceio import AtomicPath, TraceWriter, check_output_folder, open_trace, register_kind
-from swaptrace.units import parse_bytes
+from swaptrace.core.traceio import AtomicPath, TraceWriter, check_output_folder, open_trace, register_kind
+from swaptrace.core.units import parse_bytes
 
 SWEEP_POINT_SCHEMA = pa.schema([
     ("key", pa.string()), ("trace", pa.string()), ("preset", pa.string()), ("steps", pa.int64()),
@@ -53,7 +53,7 @@ SWEEP_POINT_SCHEMA = pa.schema([
     ("read_requests", pa.int64()), ("write_requests", pa.int64()), ("bytes_read", pa.int64()),
     ("bytes_written", pa.int64()), ("waf", pa.float64()), ("throughput_mb_s", pa.float64()),
     ("read_mb_s", pa.float64()), ("write_mb_s", pa.float64()),
-    # mean predicted step time (swaptrace.timing) at the point's given compute time per step
+    # mean predicted step time (swaptrace.timing.model) at the point's given compute time per step
     ("step_compute_us", pa.float64()), ("step_time_us", pa.float64()),
     ("emulate_s", pa.float64()), ("ssd_s", pa.float64()), ("worker", pa.string()),
 ])
@@ -121,8 +121,8 @@ class SweepSpec:
 
     def check(self) -> None:
         """Refuse an empty axis, an unknown policy, preset or device, or a bad budget (before any task runs)."""
-        from swaptrace.pagecache.config import POLICIES
-        from swaptrace.spec import load_spec
+        from swaptrace.emulate.config import POLICIES
+        from swaptrace.workload.spec import load_spec
         from swaptrace.ssd.config import load_device
 
         if not self.traces and not self.presets:
@@ -154,9 +154,9 @@ class SweepSpec:
     def _check_budgets(self) -> None:
         """Every input x budget x policy as the emulator will resolve it (a budget above a trace's footprint is
         refused here in one line, not by a task on a worker after the cluster started)."""
-        from swaptrace.layout import build_layout
-        from swaptrace.pagecache import EmulatorConfig
-        from swaptrace.spec import load_spec
+        from swaptrace.workload.layout import build_layout
+        from swaptrace.emulate import EmulatorConfig
+        from swaptrace.workload.spec import load_spec
 
         metas = [(t, open_trace(t, "access").meta) for t in self.traces]
         metas += [(f"preset {p}", {"page_bytes": 4096, "footprint_pages": build_layout(load_spec(p)).footprint_pages})
@@ -228,7 +228,7 @@ def _float(v: Any, name: str) -> float:
 
 def _generate_input(preset: str, steps: int | None, seed: int, path: str) -> str:
     """Generate a preset's trace for the sweep unless a finished one is already there."""
-    from swaptrace.generate import generate_trace
+    from swaptrace.workload.generate import generate_trace
 
     if not Path(path).exists():
         with single_threaded():
@@ -237,15 +237,15 @@ def _generate_input(preset: str, steps: int | None, seed: int, path: str) -> str
 
 
 def point_step_time_us(stream: str | os.PathLike, cfg, step_compute_us: float) -> float:
-    """Mean predicted step time (us) of a point's stream on its drive, from :mod:`swaptrace.timing`.
+    """Mean predicted step time (us) of a point's stream on its drive, from :mod:`swaptrace.timing.model`.
 
     The costs are given, not measured, so a point's row does not depend on the
     worker that ran it: every step computes ``step_compute_us`` (0: pure paging
-    time), the kernel CPU costs are :class:`~swaptrace.timing.CpuCosts`'
+    time), the kernel CPU costs are :class:`~swaptrace.timing.model.CpuCosts`'
     defaults, and the device is the SSD model's latency table
-    (:func:`~swaptrace.timing.device_from_ssd`) of the drive the stream was replayed on.
+    (:func:`~swaptrace.timing.model.device_from_ssd`) of the drive the stream was replayed on.
     """
-    from swaptrace import timing
+    from swaptrace.timing import model as timing
 
     req = timing.read_stream(stream)
     res = timing.simulate(req, timing.device_from_ssd(cfg), timing.given_compute(req.nsteps, step_compute_us),
@@ -259,8 +259,8 @@ def run_point(point: SweepPoint, trace: str, out_dir: str) -> dict[str, Any]:
     The swap stream goes to a temporary folder on the worker and is deleted;
     the result file is written atomically into ``out_dir``. Returns the row.
     """
-    from swaptrace.pagecache import emulate
-    from swaptrace.stages import replay_like_pipeline
+    from swaptrace.emulate import emulate
+    from swaptrace.pipeline.stages import replay_like_pipeline
 
     budget = {"memory_bytes": point.memory_bytes} if point.memory_bytes else {"memory_fraction": point.memory_fraction}
     with single_threaded(), tempfile.TemporaryDirectory(prefix="swaptrace-sweep-") as tmp:
@@ -385,7 +385,7 @@ def cost_hint(point: SweepPoint, accesses: int) -> float:
 
 def _accesses(point: SweepPoint, cache: dict) -> int:
     """The trace's accesses: its row count, or for a preset its lookups per step (batch x mean bag sizes) x steps."""
-    from swaptrace.spec import load_spec
+    from swaptrace.workload.spec import load_spec
 
     ident = point.trace or (point.preset, point.steps)
     if ident not in cache:

@@ -1,9 +1,9 @@
 """The fio jobs a lab run measures, run on the SSD model instead of a drive.
 
-``swaptrace ssd fit`` (:mod:`swaptrace.fio.devicefit`) reads four kinds of measurement from a ``fio run``
+``swaptrace ssd fit`` (:mod:`swaptrace.ssd.fit.device`) reads four kinds of measurement from a ``fio run``
 folder; this module runs the same four on a simulated device, so a fitted device can be scored
 against the drive it was fitted to, and the fit itself can be tested on devices whose parameters are
-known (:mod:`swaptrace.fio.roundtrip`):
+known (:mod:`swaptrace.ssd.fit.roundtrip`):
 
 ``read``
     Random reads of one fixed size at queue depth ``depth`` on a sequentially filled drive (the

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from swaptrace import traceio
+from swaptrace.core import traceio
 from swaptrace.errors import ConfigError, TraceFileError
 from swaptrace.ssd.analytic import predict_config
 from swaptrace.ssd.config import SSDConfig

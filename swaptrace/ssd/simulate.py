@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from swaptrace._kernels import ftl as K
+from swaptrace.kernels.ssd import ftl as K
 from swaptrace.errors import ConfigError, GCStallError
 from swaptrace.ssd.config import GC_POLICIES, SSDConfig
 

@@ -57,8 +57,8 @@ from typing import Any
 
 import numpy as np
 
-from swaptrace._kernels import ftl as K
-from swaptrace._kernels import ftl_steady as KS
+from swaptrace.kernels.ssd import ftl as K
+from swaptrace.kernels.ssd import ftl_steady as KS
 from swaptrace.errors import ConfigError
 from swaptrace.ssd.config import SSDConfig
 
@@ -271,7 +271,7 @@ def install(state: K.FTLState, config: SSDConfig, lay: Layout, seed: int = 0) ->
     Random draws (``tests/naive_steady.py`` follows them): the units' draws and the
     correction to exactly ``R`` pool units use splitmix64 started at
     ``seed * 0x2545F4914F6CDD1D + 0x632BE59BD9B4E019`` (mod 2^64), in the order of
-    :mod:`swaptrace._kernels.ftl_steady`; which pool unit sits in which drawn slot (block order)
+    :mod:`swaptrace.kernels.ssd.ftl_steady`; which pool unit sits in which drawn slot (block order)
     is ``numpy.random.default_rng(seed).shuffle`` of ``lay.pool``; static units go in order.
     """
     t0 = time.perf_counter()

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from swaptrace import traceio
+from swaptrace.core import traceio
 from swaptrace.errors import ConfigError
 
 PATTERNS = ("write", "read", "randwrite", "randread", "randrw", "swap", "hotcold")

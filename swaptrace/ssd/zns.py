@@ -5,7 +5,7 @@ the zone layout is :class:`ZNSConfig`'s. A zoned device does no garbage collecti
 the host writes each zone sequentially and resets it when its data is dead, so the
 device's write amplification is 1 and the host's cleaning is the only amplification
 (Bjørling et al., "ZNS: Avoiding the Block Interface Tax for Flash-based SSDs",
-USENIX ATC 2021; NVMe Zoned Namespace Command Set 1.1). Kernel: :mod:`swaptrace._kernels.zns`.
+USENIX ATC 2021; NVMe Zoned Namespace Command Set 1.1). Kernel: :mod:`swaptrace.kernels.ssd.zns`.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from swaptrace import traceio
-from swaptrace._kernels import zns as kz
+from swaptrace.core import traceio
+from swaptrace.kernels.ssd import zns as kz
 from swaptrace.errors import ConfigError
 from swaptrace.ssd.config import SSDConfig
-from swaptrace.units import format_bytes
+from swaptrace.core.units import format_bytes
 
 _ERRORS = {
     kz.ERR_NOT_AT_WP: "a write does not start at its zone's write pointer",

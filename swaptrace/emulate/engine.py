@@ -1,0 +1,291 @@
+"""The emulator's state and its chunk-by-chunk driver: accesses in, swap I/O rows and counters out."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from swaptrace.kernels.emulate import state as ks
+from swaptrace.kernels.emulate.loop import _count_steps, _preload_swapped, _run
+from swaptrace.errors import ConfigError
+from swaptrace.emulate.config import SWAPPED_REGION_KINDS, EmulatorConfig
+from swaptrace.core.traceio import TraceFile
+from swaptrace.core.units import format_bytes
+
+#: rows of the kernel's output buffer (an access may add max_rows_per_access more)
+OUT_ROWS = 1 << 18
+
+Counters = ks.Counters
+
+
+class Emulator:
+    """One emulation run: the kernel's state and the driver that feeds it.
+
+    Parameters
+    ----------
+    cfg : EmulatorConfig
+        From :meth:`EmulatorConfig.resolve`.
+    footprint_pages : int
+        Every page number must be below it.
+    step_counts : numpy.ndarray or concurrent.futures.Future
+        Accesses in each step (for the time model); a future is resolved when
+        the first rows are converted to ``t_us``.
+    nsteps : int, optional
+        Number of steps (default: ``len(step_counts)``); steps outside
+        ``first_step .. first_step + nsteps - 1`` are an error.
+    first_step : int
+        Step number of ``step_counts[0]``.
+    regions : list of dict, optional
+        The trace's regions (used by ``initial_state="swapped"``).
+    record_evictions : bool
+        Keep every page that leaves memory, with the access during which it
+        left (:meth:`take_evictions`; the swap designs replay them). The rows
+        and counters are the same either way.
+    """
+
+    def __init__(self, cfg: EmulatorConfig, footprint_pages: int, step_counts: Any, *, nsteps: int | None = None,
+                 first_step: int = 0, regions: list[dict[str, Any]] | None = None, record_evictions: bool = False):
+        if nsteps is None:
+            nsteps = len(step_counts)
+        self._counts = step_counts
+        self.cfg = cfg
+        self.footprint_pages = int(footprint_pages)
+        max_rows = cfg.max_rows_per_access
+        by_level = cfg.kernel_params(first_step=first_step)["writeback_level"] != 0
+        self.state = ks.new_state(
+            footprint_pages=footprint_pages,
+            nslots=cfg.nslots,
+            cluster_slots=cfg.cluster_slots,
+            nsteps=nsteps,
+            params=cfg.kernel_params(first_step=first_step),
+            step_us=cfg.step_us,
+            # the by-level rules bound an access's rows by the budget: room for OUT_ROWS more, not four times it
+            out_rows=OUT_ROWS + max_rows if by_level else max(OUT_ROWS, 4 * max_rows),
+            event_rows=OUT_ROWS + cfg.budget_pages + 2 if record_evictions else 0,
+        )
+        self._evictions: list[tuple[np.ndarray, np.ndarray]] | None = [] if record_evictions else None
+        self._scratch: dict[str, np.ndarray] = {}  # kernel_columns' buffers, reused chunk to chunk
+        self.hist = _new_hist()
+        self.first_step = first_step
+        self.nsteps = int(nsteps)
+        if cfg.initial_state == "swapped":
+            _preload(self.state, regions or [], cfg)
+
+    def feed(self, pages: np.ndarray, writes: np.ndarray, steps: np.ndarray,
+             progress: Callable[[int], None] | None = None) -> Iterator[dict[str, np.ndarray]]:
+        """Process one chunk of accesses; yield the swap I/O rows as column dicts as they fill up."""
+        if self.state.m[ks.P_OUT_CAP] == 0:
+            raise ValueError("a counting run (fork(counting=True)) writes no rows: use count()")
+        pages, writes, steps = kernel_columns(pages, writes, steps, self._scratch)
+        i = 0
+        while i < pages.size:
+            j = self._advance(pages, writes, steps, i)
+            rows = self._take_rows()
+            if rows is not None:
+                yield rows
+            if progress is not None:
+                progress(j - i)
+            i = j
+
+    def count(self, pages: np.ndarray, writes: np.ndarray, steps: np.ndarray) -> None:
+        """Process one chunk of accesses for the counters only (the rows are dropped, not converted)."""
+        pages, writes, steps = kernel_columns(pages, writes, steps, self._scratch)
+        i = 0
+        while i < pages.size:
+            i = self._advance(pages, writes, steps, i)
+            self.state.drop_rows()
+
+    def count_prefix(self, pages: np.ndarray, writes: np.ndarray, steps: np.ndarray, budget_pages: int) -> int:
+        """Count accesses from the chunk's start while none can make a run of ``budget_pages`` reclaim.
+
+        An access brings in at most one page plus a readahead window, so
+        ``(budget_pages - resident) // (1 + window)`` more accesses are safe;
+        feeds such slices until fewer than one is. Returns how many accesses were taken.
+        """
+        pages, writes, steps = kernel_columns(pages, writes, steps, self._scratch)
+        per_access = 1 + self.cfg.readahead_window_pages
+        i = 0
+        while i < pages.size:
+            safe = (budget_pages - self.state.resident_pages) // per_access
+            if safe < 1:
+                break
+            j = min(pages.size, i + safe)
+            self.count(pages[i:j], writes[i:j], steps[i:j])
+            i = j
+        return i
+
+    def fork(self, cfg: EmulatorConfig, step_counts: Any = None, *, counting: bool = False) -> Emulator:
+        """This run so far, going on under ``cfg``, which may differ from this run's only in budget and
+        write cost; exact before the first reclaim call (:meth:`~swaptrace.kernels.emulate.state.EmuState.fork`).
+        ``counting``: a run for :meth:`count` only, without the memory for output rows."""
+        if replace(cfg, budget_pages=self.cfg.budget_pages, write_cost=self.cfg.write_cost) != self.cfg:
+            raise ValueError("a fork may change only the budget and the write cost")
+        other = copy.copy(self)
+        other.cfg = cfg
+        other.state = self.state.fork(budget_pages=cfg.budget_pages, write_cost=cfg.write_cost,
+                                      max_rows_per_access=cfg.max_rows_per_access, counting=counting)
+        other.hist = {op: dict(h) for op, h in self.hist.items()}
+        other._counts = step_counts
+        other._evictions = None if self._evictions is None else []
+        other._scratch = {}  # forks run on other threads
+        return other
+
+    def counters(self) -> Counters:
+        """The counters so far."""
+        return self.state.counters()
+
+    def take_evictions(self) -> tuple[np.ndarray, np.ndarray]:
+        """The evictions since the last call, ``(at, page)`` int64 arrays in order: ``page`` left memory
+        during access ``at`` (counted from the run's first access), before that access's page was mapped.
+        Needs ``record_evictions=True``."""
+        if self._evictions is None:
+            raise ValueError("this emulator does not record evictions (record_evictions=False)")
+        parts, self._evictions = self._evictions, []
+        if not parts:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.concatenate([a for a, _ in parts]), np.concatenate([p for _, p in parts])
+
+    def _advance(self, pages: np.ndarray, writes: np.ndarray, steps: np.ndarray, i: int) -> int:
+        st, cfg = self.state, self.cfg
+        j = _run(st.b, st.m, st.f, pages, writes, steps, i)
+        if self._evictions is not None:
+            self._evictions.append(st.take_evictions())
+        error = st.error
+        if error == ks.ERR_BAD_PAGE:
+            raise ConfigError(f"page {int(pages[j])} is outside the footprint of {self.footprint_pages} pages")
+        if error == ks.ERR_BAD_STEP:
+            raise ConfigError(f"step {int(steps[j])} is outside the trace's steps "
+                              f"{self.first_step}..{self.first_step + self.nsteps - 1}")
+        if error == ks.ERR_OUT_FULL:
+            raise RuntimeError("emulator output buffer overflow: max_rows_per_access is too small (a bug)")
+        if error == ks.ERR_SWAP_FULL:
+            raise ConfigError(
+                f"swap is full: the device of {format_bytes(cfg.nslots * cfg.page_bytes)} "
+                f"({cfg.nslots - 1} usable slots) cannot hold the pages evicted from a "
+                f"{format_bytes(cfg.budget_pages * cfg.page_bytes)} budget over a "
+                f"{format_bytes(self.footprint_pages * cfg.page_bytes)} footprint; give a larger --swap-bytes"
+            )
+        return j
+
+    def step_counts(self) -> np.ndarray:
+        """Accesses per step (waits for the counting pass if it still runs)."""
+        if not isinstance(self._counts, np.ndarray):
+            self._counts = np.asarray(self._counts.result(), dtype=np.int64)
+            if self._counts.size > self.nsteps:
+                raise ConfigError(f"the trace has {self._counts.size} steps; its metadata says {self.nsteps}")
+        return self._counts
+
+    def _take_rows(self) -> dict[str, np.ndarray] | None:
+        rows = self.state.take_rows()
+        if rows is not None:
+            # time model: access j of the n of step s happens at (s - first_step + j / n) * step_us
+            si = rows["step"].astype(np.int64) - self.first_step
+            rows["t_us"] = (si + rows["t_us"] / self.step_counts()[si]) * self.cfg.step_us
+            _add_hist(self.hist, rows["op"], rows["length"])
+        return rows
+
+    def summary(self) -> dict[str, Any]:
+        """Counters so far, in the swapio ``summary`` layout."""
+        c = self.counters()
+        keys = ("accesses hits faults zero_fill zero_page major_faults pages_in pages_out readahead_issued "
+                "readahead_hit swapcache_hit writeback_waits evictions clean_drops slot_frees reclaim_calls "
+                "bytes_read bytes_written").split()
+        return {
+            **{k: getattr(c, k) for k in keys},
+            "memory_pages": self.cfg.budget_pages,
+            "requests": {"read": c.read_requests, "write": c.write_requests, "discard": 0},
+            "request_size_hist": {
+                name: {str(size): count for size, count in sorted(h.items())} for name, h in self.hist.items()
+            },
+        }
+
+    def step_faults(self) -> dict[str, Any]:
+        """Major and minor faults per step so far (metadata ``step_faults``; a capture's are under ``kernel``)."""
+        st = self.state
+        return {"first_step": int(self.first_step), "major": st.step_major.tolist(), "minor": st.step_minor.tolist()}
+
+
+def kernel_columns(pages: np.ndarray, writes: np.ndarray, steps: np.ndarray,
+                   scratch: dict[str, np.ndarray] | None = None):
+    """The kernel's dtypes: int64 pages (a writable copy of Arrow's read-only buffers), int64 steps, bool writes.
+
+    With ``scratch`` (a dict kept by the caller across chunks) the copies go into buffers reused from chunk
+    to chunk: fresh ones cost the kernel zeroing their pages, as much again as the copy.
+    """
+    ready = (pages.dtype == np.int64 and steps.dtype == np.int64 and pages.flags.writeable
+             and pages.flags.c_contiguous and steps.flags.c_contiguous)
+    if scratch is None or ready:  # (already converted, e.g. once for all of an ensemble's members)
+        pages = np.ascontiguousarray(pages)
+        pages = pages.view(np.int64) if pages.dtype == np.uint64 else pages.astype(np.int64, copy=False)
+        if not pages.flags.writeable:
+            pages = pages.copy()
+        return pages, np.ascontiguousarray(writes, dtype=np.bool_), np.ascontiguousarray(steps, dtype=np.int64)
+    n = len(pages)
+    if scratch.get("page", ()).__len__() < n:
+        scratch["page"] = np.empty(n, dtype=np.int64)
+        scratch["step"] = np.empty(n, dtype=np.int64)
+    out_pages, out_steps = scratch["page"][:n], scratch["step"][:n]
+    out_pages[:] = pages.view(np.int64) if pages.dtype == np.uint64 else pages
+    out_steps[:] = steps
+    return out_pages, np.ascontiguousarray(writes, dtype=np.bool_), out_steps
+
+
+def _preload(st: ks.EmuState, regions: list[dict[str, Any]], cfg: EmulatorConfig) -> None:
+    chosen = [
+        np.arange(int(r["first_page"]), int(r["first_page"]) + int(r["pages"]), dtype=np.int64)
+        for r in regions
+        if r.get("kind") in SWAPPED_REGION_KINDS
+    ]
+    if not chosen:
+        return
+    pages = np.unique(np.concatenate(chosen))
+    _preload_swapped(st.b, st.m, pages)
+    if st.error == ks.ERR_SWAP_FULL:
+        raise ConfigError(
+            f"swap is full: {pages.size} table pages do not fit in {cfg.nslots - 1} usable slots; give a larger --swap-bytes"
+        )
+
+
+def step_counts(tf: TraceFile, first_step: int, chunk_rows: int) -> np.ndarray:
+    """Accesses per step (a pass over the ``step`` column only; memory O(steps))."""
+    counts = np.zeros(int(tf.meta.get("steps", 0) or 0), np.int64)
+    for batch in tf.iter_batches(columns=["step"], batch_rows=chunk_rows):
+        steps = batch["step"]
+        i = _count_steps(steps, first_step, counts, 0)  # one pass, no int64 copy of the column
+        while i >= 0:  # a step past the metadata's count (or before first_step): grow, or fail
+            s = steps[i:].astype(np.int64) - first_step
+            if s.min() < 0:
+                raise ConfigError(f"{tf.path}: step {int(s.min()) + first_step} is before first_step {first_step}")
+            counts = np.concatenate([counts, np.zeros(int(s.max()) + 1 - counts.size, np.int64)])
+            i = _count_steps(steps, first_step, counts, i)
+    return counts
+
+
+def _new_hist() -> dict[str, dict[int, int]]:
+    return {"read": {}, "write": {}}
+
+
+def _add_hist(hist: dict[str, dict[int, int]], op: np.ndarray, length: np.ndarray) -> None:
+    for code, name in ((0, "read"), (1, "write")):
+        sizes, counts = np.unique(length[op == code], return_counts=True)
+        h = hist[name]
+        for size, count in zip(sizes.tolist(), counts.tolist(), strict=True):
+            h[size] = h.get(size, 0) + count
+
+
+def prefetch(batches: Iterator[Any]) -> Iterator[Any]:
+    """Decode the next Parquet batch in a thread while the caller works on the current one."""
+    with ThreadPoolExecutor(1) as pool:
+        it = iter(batches)
+        ahead = pool.submit(next, it, None)
+        while True:
+            batch = ahead.result()
+            if batch is None:
+                return
+            ahead = pool.submit(next, it, None)
+            yield batch

@@ -1,0 +1,229 @@
+"""``emulate``: an access trace and a DRAM budget in, a Linux-like swap I/O stream out."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from swaptrace.errors import ConfigError
+from swaptrace.emulate.config import EmulatorConfig
+from swaptrace.emulate.engine import Emulator, prefetch, step_counts
+from swaptrace.emulate.ensemble import describe_members, ensemble_configs, nearest_member, run_members
+from swaptrace.emulate.kernel_profile import KernelProfile, load_profile
+from swaptrace.workload.process import process_write_cost
+from swaptrace.core.traceio import TraceFile, TraceWriter, check_output_path, open_trace, trace_fingerprint
+
+CHUNK_ROWS = 1 << 20
+
+
+@dataclass(frozen=True)
+class EmulationResult:
+    """What :func:`emulate` wrote and counted (``summary`` is the stream's metadata summary)."""
+
+    path: Path
+    summary: dict[str, Any]
+    accesses: int = 0
+    hits: int = 0
+    faults: int = 0
+    zero_fill: int = 0
+    major_faults: int = 0
+    pages_in: int = 0
+    pages_out: int = 0
+    readahead_issued: int = 0
+    readahead_hit: int = 0
+    evictions: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    memory_pages: int = 0
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def emulate(
+    trace: str | os.PathLike,
+    out: str | os.PathLike,
+    config: EmulatorConfig | None = None,
+    *,
+    profile: KernelProfile | str | None = None,
+    ensemble: bool | None = False,
+    force: bool = False,
+    progress: Callable[[int], None] | None = None,
+    chunk_rows: int = CHUNK_ROWS,
+    workers: int | None = None,
+    **options: Any,
+) -> EmulationResult:
+    """Replay an access trace against a DRAM budget; write the swap I/O stream.
+
+    Parameters
+    ----------
+    trace : path-like
+        A ``kind: access`` Parquet file (``swaptrace generate``).
+    out : path-like
+        The ``kind: swapio`` file to write (atomically; refused if it exists
+        unless ``force``).
+    config : EmulatorConfig, optional
+        The run's parameters; default: :meth:`EmulatorConfig.resolve` of the
+        trace's metadata with ``options`` (``memory_bytes`` or
+        ``memory_fraction``, ``policy``, ``readahead`` ... ; docs/emulate.md).
+    profile : KernelProfile or str, optional
+        The kernel profile whose ``linux`` defaults and ensemble apply
+        (default ``linux-6.x-cgroup1``).
+    ensemble : bool or None
+        False (default): one deterministic run. True: the profile's ensemble
+        (one counting run per member) and the stream of the member nearest their
+        mean pages in and out. None: the ensemble where it applies -- the profile
+        has one, the writeback rule is ``device`` and no ``write_cost`` was given
+        -- what ``swaptrace emulate`` and ``swaptrace run`` do by default.
+    force : bool
+        Overwrite ``out``.
+    progress : callable, optional
+        Called with the number of accesses processed since the last call
+        (the members' pass and the writing pass share one bar of the trace's length).
+    chunk_rows : int
+        Accesses decoded per chunk.
+    workers : int, optional
+        Threads for the ensemble's members (default: the CPUs available).
+
+    Returns
+    -------
+    EmulationResult
+        ``summary["memory_pages"]`` and the stream's ``memory_bytes`` are the
+        budget of the run written; ``params["requested_memory_bytes"]`` the one asked for.
+    """
+    tf = open_trace(trace, kind="access")
+    prof = profile if isinstance(profile, KernelProfile) else load_profile(profile)
+    if config is None:
+        config = EmulatorConfig.resolve(tf.meta, profile=prof, source=str(tf.path), **options)
+    elif options:
+        raise TypeError(f"emulate: give a config or options, not both ({', '.join(options)})")
+    # a process trace's runtime states the device's speed (swaptrace.workload.process): a given write cost, as --write-cost
+    given = options.get("write_cost") is not None or bool(process_write_cost(tf.meta, str(tf.path)))
+    members = _members(config, prof, ensemble, write_cost_given=given,
+                       footprint_pages=int(tf.meta["footprint_pages"]))
+    check_output_path(out, force)
+    first_step = int(tf.meta.get("first_step", 0))
+    nsteps, counts = _step_counts_beside(tf, first_step, chunk_rows)
+    progress = _share(progress, 2 if members else 1)
+    run_cfg, emu, skip, described = config, None, 0, None
+    if members:
+        run_cfg, emu, skip, described = _choose_member(tf, members, prof, counts, nsteps=nsteps, first_step=first_step,
+                                                       chunk_rows=chunk_rows, workers=workers, progress=progress)
+    if emu is None:
+        emu = Emulator(run_cfg, int(tf.meta["footprint_pages"]), counts, nsteps=nsteps, first_step=first_step,
+                       regions=tf.meta.get("regions"))
+    params = {**run_cfg.describe(), "requested_memory_bytes": config.memory_bytes, "profile": prof.describe(),
+              "ensemble": described}
+    path, summary, step_faults = _write_stream(tf, emu, out, params, force=force, progress=progress,
+                                               chunk_rows=chunk_rows, skip=skip)
+    keys = ("accesses hits faults zero_fill major_faults pages_in pages_out readahead_issued readahead_hit "
+            "evictions bytes_read bytes_written").split()
+    return EmulationResult(path=path, summary=summary, memory_pages=run_cfg.budget_pages, params=params,
+                           **{k: summary[k] for k in keys})
+
+
+def _choose_member(tf: TraceFile, members: list[EmulatorConfig], prof: KernelProfile, counts: Any, *, nsteps: int,
+                   first_step: int, chunk_rows: int, workers: int | None, progress: Callable[[int], None] | None):
+    """Run the members; ``(config, emulator or None, accesses it has taken, params.ensemble)`` of the one to write.
+
+    The emulator is the shared prefix forked as the chosen member when the prefix issued no request (nothing to
+    write for it), so the writing run starts where the members diverged; else None (run it from the start).
+    """
+    runs = run_members(tf, members, nsteps=nsteps, first_step=first_step, chunk_rows=chunk_rows, workers=workers,
+                       progress=progress)
+    chosen = nearest_member([(c.pages_in, c.pages_out) for c in runs.counters])
+    described = describe_members(members, runs.counters, chosen, prof.ensemble)
+    shared = runs.prefix.counters()
+    if shared.read_requests + shared.write_requests == 0:
+        return members[chosen], runs.prefix.fork(members[chosen], counts), runs.prefix_accesses, described
+    return members[chosen], None, 0, described
+
+
+def _members(cfg: EmulatorConfig, prof: KernelProfile, ensemble: bool | None, *, write_cost_given: bool,
+             footprint_pages: int) -> list[EmulatorConfig]:
+    """The ensemble's members, or none for a single run (see :func:`emulate`'s ``ensemble``)."""
+    applies = cfg.writeback_completion == "device" and prof.ensemble is not None
+    if ensemble is None:
+        ensemble = applies and not write_cost_given
+    elif ensemble and cfg.writeback_completion != "device":
+        raise ConfigError(f"--ensemble varies the device's speed: it needs --writeback-completes device, "
+                          f"not {cfg.writeback_completion}")
+    elif ensemble and write_cost_given:
+        raise ConfigError("--ensemble varies the write cost: leave out --write-cost (or give --no-ensemble)")
+    elif ensemble and prof.ensemble is None:
+        raise ConfigError(f"profile {prof.name} has no [ensemble]")
+    return ensemble_configs(cfg, footprint_pages, prof.ensemble) if ensemble else []
+
+
+def _step_counts_beside(tf: TraceFile, first_step: int, chunk_rows: int):
+    """``(nsteps, counts)``: with the step count in the metadata the counting pass runs in a thread
+    beside the emulation (``counts`` is then a future), else it runs first."""
+    nsteps = int(tf.meta.get("steps") or 0)
+    if nsteps > 0:
+        counter = ThreadPoolExecutor(1)
+        counts = counter.submit(step_counts, tf, first_step, chunk_rows)
+        counter.shutdown(wait=False)
+        return nsteps, counts
+    counts = step_counts(tf, first_step, chunk_rows)
+    return counts.size, counts
+
+
+def _write_stream(tf: TraceFile, emu: Emulator, out, params: dict[str, Any], *, force: bool,
+                  progress: Callable[[int], None] | None, chunk_rows: int, skip: int = 0):
+    """Run ``emu`` over the trace from access ``skip`` on, writing its rows; Parquet encoding runs in a
+    second thread while the (GIL-free) kernel goes on, one batch in flight."""
+    cfg = emu.cfg
+    meta = {
+        "source": "emulator",
+        "page_bytes": cfg.page_bytes,
+        "device_bytes": cfg.nslots * cfg.page_bytes,
+        "memory_bytes": cfg.memory_bytes,
+        "steps": emu.nsteps,
+        "first_step": emu.first_step,
+        "duration_us": float(emu.nsteps * cfg.step_us),
+        "trace": str(tf.path),
+        "trace_fingerprint": trace_fingerprint(tf.meta),  # so `time --trace` can tell another trace
+        "params": params,
+    }
+    with TraceWriter(out, "swapio", meta, force=force) as writer, ThreadPoolExecutor(1) as pool:
+        pending = None
+        for batch in prefetch(tf.iter_batches(columns=["step", "page", "write"], batch_rows=chunk_rows)):
+            n = len(batch["page"])
+            if skip >= n:  # taken by the ensemble's shared prefix, which this run was forked from
+                skip -= n
+                if progress is not None:
+                    progress(n)
+                continue
+            if skip:
+                batch = {k: v[skip:] for k, v in batch.items()}
+                if progress is not None:
+                    progress(skip)
+                skip = 0
+            for rows in emu.feed(batch["page"], batch["write"], batch["step"], progress=progress):
+                if pending is not None:
+                    pending.result()
+                pending = pool.submit(writer.write, **rows)
+        if pending is not None:
+            pending.result()
+        summary = emu.summary()
+        writer.metadata["summary"] = summary
+        writer.metadata["step_faults"] = step_faults = emu.step_faults()
+    return writer.path, summary, step_faults
+
+
+def _share(progress: Callable[[int], None] | None, passes: int) -> Callable[[int], None] | None:
+    """``progress`` for ``passes`` passes over the trace on one bar of the trace's length (whole accesses)."""
+    if progress is None or passes == 1:
+        return progress
+    done = [0, 0]  # accesses over all passes, and what the bar was given
+
+    def tick(n: int) -> None:
+        done[0] += n
+        due = done[0] // passes
+        if due > done[1]:
+            progress(due - done[1])
+            done[1] = due
+
+    return tick

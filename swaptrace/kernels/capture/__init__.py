@@ -1,0 +1,1 @@
+"""The capture child's inner loop: real loads and stores on anonymous memory (``replay``)."""

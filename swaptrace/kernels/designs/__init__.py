@@ -1,0 +1,1 @@
+"""Log-structured swap's state machine (``logswap``), the kernel of ``swaptrace designs``."""

@@ -1,0 +1,270 @@
+"""The emulator's main loop: one access at a time through faults, readahead and reclaim.
+
+Order of events for a fault on a page that is on swap (``do_swap_page``):
+compute the readahead window (its candidates are the faulting page plus the
+window's pages that are on swap and not in memory), reclaim until they fit
+under the budget (one plug: the reclaim call's writes merge), read them in
+window order (one plug: contiguous reads merge), put them on the lists (the
+faulting page last), map the faulting page, and free its slot if the access
+is a write or swap is more than half full (``should_try_to_free_swap``).
+With writes in flight (``linux``, :mod:`swaptrace.kernels.emulate.linux_lists`),
+the wait for the read completes them.
+A hit on a mapped page is handled inline in :func:`_run` (no call).
+
+Caution for editors: numba's on-disk cache (``cache=True``) checks only the
+timestamp of the file defining a function, so after editing a helper module
+(``slots.py``, ``lru.py`` ...) delete ``swaptrace/kernels/__pycache__/*.nb?``
+or ``_run`` keeps the old helper compiled in.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from swaptrace.kernels.jit import jit, jit_inline
+from swaptrace.kernels.emulate.clock import _clock_hit, _clock_insert, _clock_reclaim
+from swaptrace.kernels.emulate.dlist import _move_head
+from swaptrace.kernels.emulate.linux_lists import WB_ALL, _linux_hit, _linux_insert, _linux_reclaim, _linux_stats_tick, _wb_complete
+from swaptrace.kernels.emulate.lru import _lru_hit, _lru_insert, _lru_reclaim
+from swaptrace.kernels.emulate.plug import _flush, _submit
+from swaptrace.kernels.emulate.readahead import _cluster_window, _vma_window
+from swaptrace.kernels.emulate.slots import _alloc_slot, _free_slot, _swap_full
+from swaptrace.kernels.emulate.state import C_ACCESSES, C_FAULTS, C_HITS, C_MAJOR, C_PAGES_IN, C_RA_HIT, C_RA_ISSUED, C_RECLAIM_CALLS, C_SLOT_FREES, C_SWAPCACHE_HIT, C_ZERO_FILL, C_ZERO_PAGE, CAUSE_FAULT, CAUSE_READAHEAD, DIRTY, ERR_BAD_PAGE, ERR_BAD_STEP, F_NOW, MAPPED, O_NEXT, O_PREV, O_SLOT, O_SLOT_PAGE, O_STEP_MAJOR, O_STEP_MINOR, O_STEP_SEEN, O_TMP, OP_READ, P_BATCH, P_BUDGET, P_EV_CAP, P_FIRST_STEP, P_FOOTPRINT, P_MAX_ROWS_PER_ACCESS, P_NSTEPS, P_OUT_CAP, P_POLICY, P_RA_MODE, P_ZERO_PAGE, POLICY_CLOCK, POLICY_LINUX, POLICY_LRU, R_CRA_HITS, R_ERROR, R_EV_AT, R_EV_N, R_OUT_N, R_RA_HITS, R_RA_PREV, R_RESIDENT, R_STEP, R_WB_N, RA_CLUSTER, RA_VMA, READAHEAD, REFERENCED, RESIDENT, SWAP_RA_HITS_MAX, TMP_CANDIDATES, TOUCHED, WRITEBACK, YOUNG, ZERO_PAGE
+
+
+@jit_inline
+def _policy_hit(b, m, page):
+    p = m[P_POLICY]
+    if p == POLICY_LRU:
+        _lru_hit(b, m, page)
+    elif p == POLICY_CLOCK:
+        _clock_hit(b, m, page)
+    else:
+        _linux_hit(b, m, page)
+
+
+@jit_inline
+def _policy_insert(b, m, page, target):
+    p = m[P_POLICY]
+    if p == POLICY_LRU:
+        _lru_insert(b, m, page, target)
+    elif p == POLICY_CLOCK:
+        _clock_insert(b, m, page, target)
+    else:
+        _linux_insert(b, m, page, target)
+    m[R_RESIDENT] += 1
+
+
+@jit
+def _make_room(b, m, f, k):
+    """Reclaim (one plug per call) until ``k`` more pages fit under the budget."""
+    budget = m[P_BUDGET]
+    while m[R_RESIDENT] + k > budget and m[R_RESIDENT] > 0 and m[R_ERROR] == 0:
+        n = max(m[P_BATCH], m[R_RESIDENT] + k - budget)
+        m[C_RECLAIM_CALLS] += 1
+        p = m[P_POLICY]
+        if p == POLICY_LRU:
+            _lru_reclaim(b, m, f, n)
+        elif p == POLICY_CLOCK:
+            _clock_reclaim(b, m, f, n)
+        else:
+            _linux_reclaim(b, m, f, n)
+        _flush(m, f)
+
+
+@jit
+def _swap_in(b, m, f, page, write):
+    """Major fault: readahead window, room, reads, then map ``page``."""
+    mode = m[P_RA_MODE]
+    so = m[O_SLOT]
+    cand = m[O_TMP] + TMP_CANDIDATES
+    k = 0
+    if mode == RA_VMA:
+        start, end = _vma_window(m, page)
+        for q in range(start, end):
+            if q == page or (b[q] & (RESIDENT | TOUCHED)) == TOUCHED:
+                m[cand + k] = q
+                k += 1
+    elif mode == RA_CLUSTER:
+        start, end = _cluster_window(m, m[so + page])
+        sp = m[O_SLOT_PAGE]
+        for o in range(start, end):
+            q = m[sp + o]
+            if q >= 0 and (q == page or not (b[q] & RESIDENT)):
+                m[cand + k] = q
+                k += 1
+    else:
+        m[cand] = page
+        k = 1
+    if k > m[P_BUDGET]:  # a window larger than memory: read the page alone
+        m[cand] = page
+        k = 1
+    _make_room(b, m, f, k)
+    if m[R_ERROR] != 0:
+        return
+    for i in range(k):
+        q = m[cand + i]
+        if q == page:
+            _submit(m, f, OP_READ, m[so + q], CAUSE_FAULT)
+            b[q] = RESIDENT | TOUCHED
+        else:
+            _submit(m, f, OP_READ, m[so + q], CAUSE_READAHEAD)
+            b[q] = RESIDENT | TOUCHED | READAHEAD
+    _flush(m, f)
+    m[C_PAGES_IN] += k
+    m[C_RA_ISSUED] += k - 1
+    for i in range(k):
+        q = m[cand + i]
+        if q != page:
+            _policy_insert(b, m, q, False)
+    _policy_insert(b, m, page, True)
+    b[page] |= MAPPED
+    if write or _swap_full(m):
+        _free_slot(m, page)
+        m[C_SLOT_FREES] += 1
+    if write:
+        b[page] |= DIRTY
+    if m[R_WB_N] > 0:  # the process slept until its read completed: so did the writes queued before it
+        _wb_complete(b, m, WB_ALL)
+
+
+@jit
+def _fault(b, m, f, page, write):
+    """An access to a page that is not mapped."""
+    fl = b[page]
+    if fl & ZERO_PAGE and not write:  # a load through the zero-page mapping: a hit
+        m[C_HITS] += 1
+        return
+    m[C_FAULTS] += 1
+    si = m[R_STEP] - m[P_FIRST_STEP]
+    if fl & RESIDENT or not (fl & TOUCHED):  # swap cache, zero fill or zero page: no read
+        m[m[O_STEP_MINOR] + si] += 1
+    else:
+        m[m[O_STEP_MAJOR] + si] += 1
+    if m[P_POLICY] == POLICY_LINUX:
+        _linux_stats_tick(m)
+    if fl & RESIDENT:  # in the swap cache (read ahead, or unmapped by reclaim): a minor fault, no I/O
+        mode = m[P_RA_MODE]
+        if fl & READAHEAD:
+            fl &= ~READAHEAD
+            m[C_RA_HIT] += 1
+            if mode == RA_VMA:
+                m[R_RA_HITS] = min(m[R_RA_HITS] + 1, SWAP_RA_HITS_MAX)
+            elif mode == RA_CLUSTER:
+                m[R_CRA_HITS] += 1
+        else:  # unmapped by reclaim (written, or clean and not yet freed)
+            m[C_SWAPCACHE_HIT] += 1
+        if mode == RA_VMA:
+            m[R_RA_PREV] = page
+        b[page] = fl | MAPPED
+        _policy_hit(b, m, page)
+        # a page under writeback keeps its slot (folio_free_swap refuses it); the store only dirties it
+        if m[m[O_SLOT] + page] >= 0 and not (fl & WRITEBACK) and (write or _swap_full(m)):
+            _free_slot(m, page)
+            m[C_SLOT_FREES] += 1
+        if write:
+            b[page] |= DIRTY
+        return
+    if not (fl & TOUCHED):  # first touch: zero-filled page, no read
+        if not write and m[P_ZERO_PAGE]:  # do_anonymous_page maps the shared zero page: no frame
+            b[page] = fl | ZERO_PAGE
+            m[C_ZERO_PAGE] += 1
+            return
+        m[C_ZERO_FILL] += 1
+        _make_room(b, m, f, 1)
+        if m[R_ERROR] != 0:
+            return
+        b[page] = RESIDENT | MAPPED | TOUCHED | DIRTY
+        _policy_insert(b, m, page, True)
+        return
+    m[C_MAJOR] += 1
+    _swap_in(b, m, f, page, write)
+
+
+@jit
+def _run(b, m, f, pages, writes, steps, start):
+    """Process accesses from ``start`` until the chunk ends or the output columns are nearly full.
+
+    Returns the index of the first access not processed. A page outside the
+    footprint or a step outside the trace stops the run with ``R_ERROR`` set.
+    """
+    n = pages.shape[0]
+    # a counting run (P_OUT_CAP = 0) writes no rows and never stops for them
+    limit = m[P_OUT_CAP] - m[P_MAX_ROWS_PER_ACCESS] if m[P_OUT_CAP] > 0 else 1 << 62
+    # the eviction log (if kept) must have room for one access evicting every resident page
+    ev_limit = m[P_EV_CAP] - m[P_BUDGET] - 1 if m[P_EV_CAP] > 0 else 1 << 62
+    first = m[P_FIRST_STEP]
+    nsteps = m[P_NSTEPS]
+    footprint = m[P_FOOTPRINT]
+    policy = m[P_POLICY]
+    nx, pv = m[O_NEXT], m[O_PREV]
+    ss = m[O_STEP_SEEN]
+    hits = 0
+    cur, seen = -1, 0  # the step whose access count ``seen`` holds (kept out of ``m`` until the step changes)
+    # only a fault issues rows, logs evictions or fails, so the stop test runs after faults
+    stop = m[R_OUT_N] > limit or m[R_ERROR] != 0 or m[R_EV_N] > ev_limit
+    i = start
+    while i < n and not stop:
+        si = np.int64(steps[i]) - first
+        page = np.int64(pages[i])
+        if si < 0 or si >= nsteps:
+            m[R_ERROR] = ERR_BAD_STEP
+            break
+        if page < 0 or page >= footprint:
+            m[R_ERROR] = ERR_BAD_PAGE
+            break
+        if si != cur:
+            if cur >= 0:
+                m[ss + cur] = seen
+            cur, seen = si, m[ss + si]
+        fl = b[page]
+        if fl & MAPPED:  # the hot path: a hit, inline
+            hits += 1
+            if policy == POLICY_LRU:
+                _move_head(m, nx, pv, footprint, page)
+            elif policy == POLICY_CLOCK:
+                fl |= REFERENCED
+            elif policy == POLICY_LINUX:
+                fl |= YOUNG
+            if writes[i]:
+                fl |= DIRTY
+            b[page] = fl
+        else:
+            f[F_NOW] = seen  # the caller turns (step, index in step) into t_us
+            m[R_STEP] = si + first
+            m[R_EV_AT] = m[C_ACCESSES] + i - start
+            _fault(b, m, f, page, writes[i])
+            stop = m[R_OUT_N] > limit or m[R_ERROR] != 0 or m[R_EV_N] > ev_limit
+        seen += 1
+        i += 1
+    if cur >= 0:
+        m[ss + cur] = seen
+    m[C_HITS] += hits
+    m[C_ACCESSES] += i - start
+    return i
+
+
+@jit
+def _preload_swapped(b, m, pages):
+    """``initial_state="swapped"``: give ``pages`` consecutive slots, contents on swap, no I/O."""
+    for i in range(pages.shape[0]):
+        page = pages[i]
+        if _alloc_slot(m, page) < 0:
+            return
+        b[page] = TOUCHED
+
+
+@jit
+def _count_steps(steps, first, counts, start):
+    """Add each access of ``steps[start:]`` to ``counts[step - first]``.
+
+    Returns -1 when all are counted, else the index of the first step outside
+    ``[first, first + counts.size)`` (the caller grows ``counts`` or fails).
+    """
+    n = counts.shape[0]
+    for i in range(start, steps.shape[0]):
+        s = np.int64(steps[i]) - first
+        if s < 0 or s >= n:
+            return i
+        counts[s] += 1
+    return -1

@@ -1,0 +1,1 @@
+"""Miss-ratio curve kernels: exact LRU stack distances (``stack``) and SHARDS sampling (``shards``)."""

@@ -1,0 +1,98 @@
+"""One-pass LRU stack distances with a Fenwick tree (Mattson et al. 1970; docs/mrc.md).
+
+Each page's last access time holds a 1 in a Fenwick (binary indexed) tree;
+the stack distance of a reuse is the number of 1s after its previous access
+time, plus one. Times are renumbered (compacted) whenever the clock reaches
+the tree's capacity, so memory is O(footprint pages), not O(trace length).
+
+State (carried across chunks): ``last[page]`` (time of last access or -1),
+``page_at[time]`` (page whose access is at that time, or -1), ``tree``
+(1-based Fenwick array), ``reg = [now, distinct]`` and ``hist`` where
+``hist[0]`` counts first accesses and ``hist[d]`` reuses at distance ``d``.
+"""
+
+from __future__ import annotations
+
+from swaptrace.kernels.jit import jit
+
+
+@jit
+def _fenwick_add(tree, i, v):
+    """Add ``v`` at position ``i`` (0-based)."""
+    n = tree.shape[0] - 1
+    i += 1
+    while i <= n:
+        tree[i] += v
+        i += i & (-i)
+
+
+@jit
+def _fenwick_prefix(tree, i):
+    """Sum of positions ``0..i`` (0-based, inclusive)."""
+    s = 0
+    i += 1
+    while i > 0:
+        s += tree[i]
+        i -= i & (-i)
+    return s
+
+
+@jit
+def _compact(last, page_at, tree, reg):
+    """Renumber the live last-access times to 0..k-1 (in order) and rebuild the tree."""
+    cap = page_at.shape[0]
+    k = 0
+    for t in range(cap):
+        p = page_at[t]
+        page_at[t] = -1
+        if p >= 0 and last[p] == t:
+            last[p] = k
+            page_at[k] = p
+            k += 1
+    tree[:] = 0
+    n = tree.shape[0] - 1
+    for i in range(1, n + 1):  # linear-time Fenwick build: ones at positions 0..k-1
+        if i <= k:
+            tree[i] += 1
+        j = i + (i & (-i))
+        if j <= n:
+            tree[j] += tree[i]
+    reg[0] = k
+
+
+@jit
+def _stack_distance_one(last, page_at, tree, reg, p):
+    """Access ``p`` now; return its stack distance (0 for a first access)."""
+    t = last[p]
+    if t >= 0 and t == reg[0] - 1:  # the most recent page again: distance 1, nothing moves
+        return 1
+    if reg[0] == page_at.shape[0]:
+        _compact(last, page_at, tree, reg)
+        t = last[p]
+    now = reg[0]
+    if t < 0:
+        d = 0
+        reg[1] += 1
+    else:
+        d = reg[1] - _fenwick_prefix(tree, t) + 1
+        _fenwick_add(tree, t, -1)
+        page_at[t] = -1
+    _fenwick_add(tree, now, 1)
+    last[p] = now
+    page_at[now] = p
+    reg[0] = now + 1
+    return d
+
+
+@jit
+def _stack_chunk(pages, last, page_at, tree, reg, hist):
+    """Histogram the stack distances of a chunk of page accesses."""
+    for i in range(pages.shape[0]):
+        hist[_stack_distance_one(last, page_at, tree, reg, pages[i])] += 1
+
+
+@jit
+def _stack_distances(pages, last, page_at, tree, reg, out):
+    """Stack distance of each access of a chunk, into ``out`` (for tests)."""
+    for i in range(pages.shape[0]):
+        out[i] = _stack_distance_one(last, page_at, tree, reg, pages[i])

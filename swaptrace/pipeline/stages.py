@@ -1,0 +1,322 @@
+"""The pipeline's per-stage run functions (the stage list is :func:`swaptrace.pipeline.run.plan`).
+
+Each ``run_*`` function takes the output folder, the
+:class:`~swaptrace.pipeline.run.PipelineOptions`, a ``say`` callable for one-line
+progress and a ``bar(length, label)`` factory for a progress bar (a context
+manager whose value has ``update(n)``; the CLI passes click's), calls the
+stage's library function, and returns a small JSON-able summary recorded in
+``pipeline.json``. This module never imports :mod:`swaptrace.pipeline.run` nor
+the CLI: both are above it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from swaptrace.pipeline.filenames import ACCESS, DESIGNS, FIO_JOBS, FIO_RUN, FITTED_DEVICE, MODEL_VS_FIO, MRC_CSV, MRC_PNG, REPORT, SSD, SWAPIO, THESIS, TIMING, TIMING_DISK
+
+#: above this many accesses the pipeline's MRC uses SHARDS (rate 0.01) instead of the exact pass
+EXACT_MRC_MAX_ACCESSES = 200_000_000
+#: per-preset geometry changes for the pipeline's SSD: none -- the drive keeps its real size and
+#: geometry and starts in the sampled steady state of SSD_BACKGROUND (swaptrace.ssd.steady)
+SSD_OVERRIDES: dict[str, dict] = {}
+#: what the pipeline's drive holds outside the swap partition: 80 % full, half of it overwritten at
+#: random (steady state), the swap partition used before (its content part of the overwritten data)
+SSD_BACKGROUND = {"fill": 0.8, "overwritten": 0.5, "swap_prior": "pool"}
+#: with ``--ssd-capacity``, the thesis's real-drive check runs on that drive with a swap partition of
+#: 1/THESIS_SWAP_SHARE of it (at most the full drive's 16 GiB), so the rest can hold its background
+THESIS_SWAP_SHARE = 8
+
+
+def run_generate(d: Path, opts, say, bar) -> dict[str, Any]:
+    from swaptrace.workload.generate import generate_trace
+    from swaptrace.workload.spec import load_spec
+    from swaptrace.core.traceio import open_trace
+
+    spec = load_spec(opts.preset)
+    steps = opts.steps or spec.default_steps
+    with bar(steps, "steps") as b:
+        path = generate_trace(spec, d / ACCESS, steps=steps, seed=opts.seed, force=True, progress=b.update)
+    meta = open_trace(path).meta
+    return {"steps": steps, "accesses": meta["rows"], "footprint_bytes": meta["footprint_bytes"]}
+
+
+def run_mrc(d: Path, opts, say, bar) -> dict[str, Any]:
+    from swaptrace.mrc import exact_mrc, shards_mrc, write_csv
+    from swaptrace.pipeline.report import save_mrc_figure
+    from swaptrace.core.traceio import open_trace
+
+    tf = open_trace(d / ACCESS, "access")
+    with bar(tf.num_rows, "accesses") as b:
+        if tf.num_rows <= EXACT_MRC_MAX_ACCESSES:
+            curve = exact_mrc(d / ACCESS, progress=b.update)
+        else:
+            curve = shards_mrc(d / ACCESS, 0.01, progress=b.update)
+    write_csv(curve, d / MRC_CSV, force=True)
+    budget = _budget_bytes(tf.meta, opts)
+    save_mrc_figure(curve, d / MRC_PNG, budget_bytes=budget)
+    pages = budget // curve.page_bytes
+    return {"method": curve.method, "lru_miss_ratio_at_budget": float(curve.miss_ratio[min(pages, len(curve.misses) - 1)])}
+
+
+def _budget_bytes(access_meta: dict[str, Any], opts) -> int:
+    """The budget the emulate stage will use, in bytes (the emulator's own rule)."""
+    from swaptrace.emulate import EmulatorConfig
+
+    page_bytes = int(access_meta["page_bytes"])
+    return page_bytes * EmulatorConfig.budget_pages_for(int(access_meta["footprint_pages"]), page_bytes,
+                                                        memory_bytes=opts.memory_bytes,
+                                                        memory_fraction=opts.memory_fraction)
+
+
+def run_emulate(d: Path, opts, say, bar) -> dict[str, Any]:
+    from swaptrace.emulate import emulate
+    from swaptrace.core.traceio import open_trace
+
+    tf = open_trace(d / ACCESS, "access")
+    with bar(tf.num_rows, "accesses") as b:
+        res = emulate(d / ACCESS, d / SWAPIO, policy=opts.policy, readahead=opts.readahead, force=True,
+                      progress=b.update, memory_bytes=opts.memory_bytes, memory_fraction=opts.memory_fraction,
+                      ensemble=None)  # the command's default: the profile's ensemble where it applies
+    return {k: res.summary.get(k) for k in ("faults", "pages_in", "pages_out", "bytes_read", "bytes_written")}
+
+
+def ssd_config_for(opts, device_bytes: int):
+    """The SSD the pipeline replays the stream on.
+
+    A preset keeps its real size and geometry (``opts.ssd_capacity_bytes``
+    resizes it if given); the swap device is a partition at its start and the
+    rest of the drive holds :data:`SSD_BACKGROUND`, in its sampled steady
+    state (:mod:`swaptrace.ssd.steady`; a few seconds for a 512 GiB drive), so
+    the short demo stream meets a drive's real GC from its first write.
+    A ``.toml`` device file is taken as it is.
+    """
+    from swaptrace.ssd.config import load_device
+
+    if opts.device.endswith(".toml"):
+        return load_device(opts.device)
+    return load_device(opts.device, SSD_OVERRIDES.get(opts.device), capacity_bytes=opts.ssd_capacity_bytes)
+
+
+def replay_like_pipeline(stream, device: str, capacity_bytes: int | None = None, *, out=None, force: bool = False,
+                         progress=None):
+    """Replay a swap stream on the SSD the pipeline uses: ``device`` at its real size, in a sampled steady state.
+
+    The one place that says how ``swaptrace run`` (:func:`run_ssd`) and ``swaptrace sweep``
+    (:func:`swaptrace.parallel.sweep.run_point`) put a stream on a drive: :func:`ssd_config_for` sizes
+    it, the swap partition sits at the drive's start and the rest holds :data:`SSD_BACKGROUND`
+    (precondition ``steady``, :mod:`swaptrace.ssd.steady`).
+
+    Parameters
+    ----------
+    stream : path-like
+        A ``swapio`` file.
+    device : str
+        SSD preset name or device ``.toml``.
+    capacity_bytes : int, optional
+        Resize the preset to this many bytes (default: its real size).
+    out, force, progress
+        As :func:`swaptrace.ssd.run.replay` (timeline file, overwrite, requests done).
+
+    Returns
+    -------
+    tuple of (SSDConfig, SSDResult)
+        The drive the stream ran on (the time model's device) and the replay's result.
+    """
+    from types import SimpleNamespace
+
+    from swaptrace.ssd.run import replay
+    from swaptrace.ssd.steady import Background
+    from swaptrace.core.traceio import open_trace
+
+    device_bytes = int(open_trace(stream, "swapio").meta.get("device_bytes") or 0)
+    cfg = ssd_config_for(SimpleNamespace(device=device, ssd_capacity_bytes=capacity_bytes), device_bytes)
+    res = replay(stream, cfg, out=out, precondition="steady", background=Background(**SSD_BACKGROUND), force=force,
+                 progress=progress)
+    return cfg, res
+
+
+def run_ssd(d: Path, opts, say, bar) -> dict[str, Any]:
+    from swaptrace.core.traceio import open_trace
+
+    tf = open_trace(d / SWAPIO, "swapio")
+    with bar(tf.num_rows, "requests") as b:
+        _, res = replay_like_pipeline(d / SWAPIO, opts.device, opts.ssd_capacity_bytes, out=d / SSD, force=True,
+                                      progress=b.update)
+    keep = ("waf", "steady_waf", "op", "start", "throughput_mb_s", "write_mb_s", "read_mb_s", "simulated_time_us",
+            "host_write_bytes")
+    return {k: res.summary[k] for k in keep if k in res.summary}
+
+
+def run_thesis(d: Path, opts, say, bar) -> dict[str, Any]:
+    import json
+
+    from swaptrace.ssd.thesis import REAL_SWAP_BYTES, run_thesis
+    from swaptrace.core.traceio import AtomicPath
+
+    real, swap = None, None
+    if opts.ssd_capacity_bytes is not None:  # the drive asked for, not the full nvme-tlc
+        real = ssd_config_for(opts, 0)
+        swap = min(REAL_SWAP_BYTES, real.user_bytes // THESIS_SWAP_SHARE)
+    result = run_thesis(real_drive=True, real_config=real, real_swap_bytes=swap, log=lambda line: say(f"      {line}"))
+    with AtomicPath(d / THESIS) as ap:
+        ap.tmp.write_text(json.dumps(result, indent=2, default=float))
+    out = {k: result[k] for k in ("request_size_gain", "sequential_write_gain", "bandwidth_decline")}
+    real = result.get("real_drive") or {}
+    out.update({f"real_drive_{k}": real[k] for k in ("request_size_gain", "sequential_write_gain") if k in real})
+    return out
+
+
+def run_fio_jobs(d: Path, opts, say, bar) -> dict[str, Any]:
+    from swaptrace.fio.jobs import build_jobs
+
+    folder = build_jobs(d / SWAPIO, d / FIO_JOBS, size_bytes=opts.fio_size_bytes, force=True)
+    return {"jobs": len(getattr(folder, "jobs", []) or [])}
+
+
+def run_fio(d: Path, opts, say, bar) -> dict[str, Any]:
+    from swaptrace.figures.fio import save_run_figures
+    from swaptrace.fio.runner import run_jobs
+
+    target = opts.fio_target or "/tmp/swaptrace-fio.dat"
+    only = None
+    if not opts.fio_profile:  # the queue-depth profile jobs only when asked (they take ~2 minutes)
+        from swaptrace.fio.jobs import load_manifest
+
+        manifest = load_manifest(d / FIO_JOBS)
+        # nor the steady-state rounds (fio run --steady: hours on a lab drive; the demo stays short)
+        only = [j["name"] for j in manifest["jobs"] if j.get("group") not in ("profile", "steady")]
+    outcome = run_jobs(d / FIO_JOBS, target, size_bytes=opts.fio_size_bytes, runtime_s=opts.fio_runtime_s,
+                       out_dir=d / FIO_RUN, only=only, force=True, echo=lambda line: say(f"      {line}"))
+    save_run_figures(outcome.out_dir)
+    return {"ratios": getattr(outcome, "ratios", None)}
+
+
+def run_model_vs_fio(d: Path, opts, say, bar) -> dict[str, Any]:
+    """The device fitted to the fio run, and the swap stream on it beside fio's replay of it (issue 31)."""
+    from swaptrace.errors import SwaptraceError
+    from swaptrace.ssd.fit.check import compare
+    from swaptrace.core.traceio import AtomicPath
+
+    try:
+        out = compare(d / FIO_RUN, d / SWAPIO, d / FITTED_DEVICE, quick=True, say=lambda line: say(f"      {line}"))
+    except SwaptraceError as exc:  # e.g. a run without the jobs the fit reads: the report says why
+        (d / FITTED_DEVICE).unlink(missing_ok=True)
+        out = {"error": str(exc)}
+        say(f"      no fitted device: {exc}")
+    with AtomicPath(d / MODEL_VS_FIO, force=True) as ap:
+        ap.tmp.write_text(json.dumps(out, indent=2, default=float))
+    worst = [abs(q["error"]) for r in out.get("replays", []) for q in r["quantities"][:2] if q["error"] is not None]
+    return {"fitted": "error" not in out, "worst_bandwidth_error": max(worst) if worst else None}
+
+
+def run_designs(d: Path, opts, say, bar) -> dict[str, Any]:
+    """``swaptrace designs`` at the pipeline's budget and SSD, with a packed-rows twin of the trace."""
+    from swaptrace.designs.table import compare_designs
+    from swaptrace.workload.generate import ROW_LAYOUTS, generate_trace
+    from swaptrace.core.traceio import open_trace
+
+    out = d / DESIGNS
+    out.mkdir(exist_ok=True)
+    tf = open_trace(d / ACCESS, "access")
+    say("designs: the packed-rows trace")
+    packed = generate_trace(opts.preset, out / "access-packed.parquet", steps=int(tf.meta["steps"]), seed=opts.seed,
+                            scatter=ROW_LAYOUTS["packed"], force=True)
+    with bar(2 * tf.num_rows, "accesses") as b:
+        cmp = compare_designs(d / ACCESS, out, ssd=lambda nbytes: ssd_config_for(opts, nbytes), packed_trace=packed,
+                              force=True, say=say, progress=b.update, memory_bytes=opts.memory_bytes,
+                              memory_fraction=opts.memory_fraction)
+    cmp = add_step_times(cmp)
+    save_designs(cmp, out)
+    return {r["design"]: r.get("device_time_gain") for r in cmp.rows}
+
+
+def add_step_times(cmp, step_compute_us: float = 0.0):
+    """A design comparison with each design's predicted step time and slowdown (``step_time_ms``, ``slowdown``).
+
+    Each design's stream is priced by the time model (:func:`swaptrace.timing.model.simulate`) on the
+    SSD model's latency table (:func:`swaptrace.timing.model.device_from_ssd`) of the drive the streams
+    were replayed on, with the write amplification the model measured on that stream (``device_waf``;
+    1 on the zoned device), so a design that spares the drive its GC is credited with it; None
+    (nothing written) keeps the model's steady-state prediction. The costs are given, as in
+    ``swaptrace sweep``: every step computes ``step_compute_us`` (0: the step time is paging time
+    alone and there is no slowdown) and the kernel CPU costs are :class:`~swaptrace.timing.model.CpuCosts`'
+    defaults. Without a device model (``cmp.ssd`` None) the comparison is returned unchanged.
+    """
+    from dataclasses import replace
+
+    from swaptrace.timing import model as timing
+
+    if cmp.ssd is None:
+        return cmp
+    for row in cmp.rows:
+        name = row["design"]
+        req = timing.read_stream(cmp.runs[name].path)
+        waf = cmp.devices[name].get("waf")
+        dev = timing.device_from_ssd(cmp.ssd, waf=None if waf is None else max(float(waf), 1.0))
+        res = timing.simulate(req, dev, timing.given_compute(req.nsteps, step_compute_us), timing.CpuCosts())
+        row.update(step_time_ms=res.total_us / 1e3 / max(req.nsteps, 1), slowdown=res.slowdown)
+    return replace(cmp, step_compute_us=float(step_compute_us))
+
+
+def save_designs(cmp, out: Path) -> None:
+    """Write ``designs.md``, ``designs.parquet``, ``designs.json`` and the three figures of a comparison."""
+    import json
+
+    import pyarrow.parquet as pq
+    from matplotlib.figure import Figure
+
+    from swaptrace.designs.table import markdown
+    from swaptrace.figures.designs import plot_device_time, plot_request_size_cdf
+    from swaptrace.core.traceio import AtomicPath
+
+    with AtomicPath(out / "designs.md", force=True) as a:
+        a.tmp.write_text(markdown(cmp))
+    with AtomicPath(out / "designs.parquet", force=True) as a:
+        pq.write_table(cmp.table(), a.tmp)
+    with AtomicPath(out / "designs.json", force=True) as a:  # rows with their request-size histograms
+        a.tmp.write_text(json.dumps({"rows": cmp.rows, "devices": cmp.devices, "steps": cmp.steps,
+                                    "step_compute_us": cmp.step_compute_us}, indent=2,
+                                    default=str))
+    for name, plot in (("write-sizes", lambda ax: plot_request_size_cdf(cmp.rows, "write", ax)),
+                       ("read-sizes", lambda ax: plot_request_size_cdf(cmp.rows, "read", ax)),
+                       ("device-time", lambda ax: plot_device_time(cmp.rows, ax))):
+        fig = Figure(figsize=(7, 3.5))
+        plot(fig.subplots())
+        fig.tight_layout()
+        with AtomicPath(out / f"designs-{name}.png", force=True) as a:
+            fig.savefig(a.tmp, format="png", dpi=110)
+
+
+def run_report(d: Path, opts, say, bar) -> dict[str, Any]:
+    from swaptrace.pipeline.report import build_report
+
+    rep = build_report(d, d / REPORT, force=True)
+    return {"figures": len(rep.figures)}
+
+
+def run_time(d: Path, opts, say, bar) -> dict[str, Any]:
+    """Predicted step times on the pipeline's SSD, and on this machine's disk when fio measured its profile."""
+    from swaptrace.timing import model as timing
+    from swaptrace.errors import SwaptraceError
+    from swaptrace.timing.device_profile import build_profile
+    from swaptrace.core.traceio import open_trace
+
+    tf = open_trace(d / SWAPIO, "swapio")
+    req = timing.read_stream(d / SWAPIO)
+    comp = timing.measure_compute(d / ACCESS, req.nsteps)
+    cpu = opts.time_costs if opts.time_costs is not None else timing.measure_cpu_costs()
+    dev = timing.device_from_ssd(ssd_config_for(opts, int(tf.meta.get("device_bytes") or 0)))
+    res = timing.simulate(req, dev, comp, cpu)
+    timing.write_steps(res, d / TIMING, {"stream": str(d / SWAPIO)}, force=True)
+    out = {"slowdown": res.slowdown, "mean_step_us": res.total_us / max(req.nsteps, 1)}
+    try:  # the fio run's profile jobs, when it ran them
+        disk = timing.simulate(req, build_profile(d / FIO_RUN, "this-disk"), comp, cpu)
+        timing.write_steps(disk, d / TIMING_DISK, {"stream": str(d / SWAPIO)}, force=True)
+        out["disk_slowdown"] = disk.slowdown
+    except SwaptraceError as exc:
+        (d / TIMING_DISK).unlink(missing_ok=True)
+        say(f"      no prediction on this disk: {exc}")
+    return out
