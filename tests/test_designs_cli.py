@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 
 import naive_timing
 import numpy as np
@@ -13,7 +12,7 @@ from click.testing import CliRunner
 
 from swaptrace.timing import model as timing
 from swaptrace.cli import cli
-from swaptrace.pipeline.stages import ssd_config_for
+from swaptrace.ssd.swapdrive import swap_drive
 from swaptrace.core.traceio import open_trace
 
 
@@ -80,10 +79,9 @@ def test_designs_command_writes_table_streams_and_figures(traces, tmp_path):
 def check_step_times(out, rows, compute_us):
     """Each design's step time and slowdown: its stream read and run by the reference (tests/naive_timing.py,
     written from docs/timing.md, not the product's reader or kernel) on the latency table of the SSD model
-    sized for the largest stream at the device WAF the table reports (the zoned device's 1)."""
+    the streams were replayed on, at the device WAF the table reports (the zoned device's 1)."""
     streams = {r: out / f"{'zoned' if r == 'zoned@ftl' else r}.swapio.parquet" for r in rows}
-    device_bytes = max(int(open_trace(p, kind="swapio").meta["device_bytes"]) for p in streams.values())
-    cfg = ssd_config_for(SimpleNamespace(device="tiny", ssd_capacity_bytes=None), device_bytes)
+    cfg = swap_drive("tiny")
     for name, row in rows.items():
         step_us, slowdown = naive_timing.mean_step_us(
             streams[name], timing.device_from_ssd(cfg, waf=row["device_waf"]), compute_us)
@@ -166,7 +164,7 @@ def test_run_designs_stage(tmp_path):
 
 def test_designs_replay_on_the_pipelines_drive_state():
     from swaptrace.ssd.steady import Background
-    from swaptrace.pipeline.stages import SSD_BACKGROUND
+    from swaptrace.ssd.swapdrive import BACKGROUND as SSD_BACKGROUND
 
     # compare._device replays on Background(); the pipeline on Background(**SSD_BACKGROUND): one state
     assert Background(**SSD_BACKGROUND) == Background()

@@ -30,7 +30,7 @@ LAYERS = (
     (70, "pipeline", ("swaptrace.pipeline", "swaptrace.pipeline.run")),
     # the pipeline's per-stage run functions; they never import swaptrace.pipeline.run
     (65, "pipeline stage runners", ("swaptrace.pipeline.stages",)),
-    (50, "report", ("swaptrace.pipeline.report",)),
+    (50, "report", ("swaptrace.pipeline.report", "swaptrace.pipeline.designs")),
     (40, "figures", ("swaptrace.figures",)),
     # models built on other stages' outputs and machinery: the time model prices a stream on an SSD model or
     # a measured disk and measures compute with the capture's child; the device fit runs the SSD model on fio's

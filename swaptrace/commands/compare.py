@@ -21,7 +21,7 @@ from swaptrace.core.traceio import check_output_path
 @force_option
 @json_option
 @writes(("plot_path",), ("a", "b"))
-def command(a, b, tolerance, ks_tolerance, plot_path, force, as_json):
+def command(*, a, b, tolerance, ks_tolerance, plot_path, force, as_json):
     """Compare swap I/O stream B with reference A (e.g. emulator vs kernel).
 
     Prints pages read and written, request counts and mean sizes with the

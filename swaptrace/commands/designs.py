@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from types import SimpleNamespace
 
 import click
 
@@ -14,7 +13,9 @@ from swaptrace.designs.log import SWAPINS, VICTIMS, LogConfig
 from swaptrace.designs.ondisk import check_file_target, replay_on_disk
 from swaptrace.errors import ConfigError
 from swaptrace.ssd.zns import ZNSConfig
-from swaptrace.pipeline.stages import add_step_times, save_designs, ssd_config_for
+from swaptrace.pipeline.designs import save_designs
+from swaptrace.ssd.swapdrive import swap_drive
+from swaptrace.timing.designs import with_step_times
 from swaptrace.core.traceio import check_agree, check_output_folder, open_trace
 from swaptrace.core.units import parse_bytes
 
@@ -57,7 +58,7 @@ from swaptrace.core.units import parse_bytes
 @click.option("--verify", is_flag=True, help="Check the shadow map and the log's invariants after every chunk.")
 @click.option("--force", is_flag=True, help="Overwrite existing outputs.")
 @writes(("out", "fio_target"), ("trace", "packed_trace", "device"))
-def command(trace, out, memory, memory_fraction, device, packed_trace, segment_size, victim, spare, discard, swapin,
+def command(*, trace, out, memory, memory_fraction, device, packed_trace, segment_size, victim, spare, discard, swapin,
             prefetch_window, zone_size, zone_capacity, max_open_zones, fio_target, fio_size, fio_runtime,
             fio_requests, fio_repeats, verify, force,
             step_compute_us=0.0):
@@ -96,7 +97,7 @@ def command(trace, out, memory, memory_fraction, device, packed_trace, segment_s
     budget = {"memory_bytes": parse_bytes(memory, "--memory") if memory is not None else None,
               "memory_fraction": memory_fraction}
     fio_bytes = parse_bytes(fio_size, "--fio-size", positive=True)
-    ssd = None if device == "none" else _ssd_factory(device)
+    ssd = None if device == "none" else swap_drive(device)  # a bad preset name fails before the long work
     tf = open_trace(trace, kind="access")
     designs = DesignSet(log=log, zones=zones, prefetch_window_bytes=window)
     _check_up_front(tf, packed_trace, designs, ssd, budget)
@@ -107,7 +108,7 @@ def command(trace, out, memory, memory_fraction, device, packed_trace, segment_s
         with progressbar(tf.num_rows * passes, "designs") as bar:
             cmp = compare_designs(trace, outdir, ssd=ssd, designs=designs, packed_trace=packed_trace, verify=verify,
                                   force=True, progress=bar.update, say=lambda m: click.echo(m, err=True), **budget)
-        cmp = add_step_times(cmp, step_compute_us)
+        cmp = with_step_times(cmp, step_compute_us)
         if fio_target is not None:
             streams = {name: run.path for name, run in cmp.runs.items() if name != "zoned@ftl"}
             add_disk(cmp, replay_on_disk(streams, outdir, target=fio_target, size_bytes=fio_bytes,
@@ -124,14 +125,6 @@ def command(trace, out, memory, memory_fraction, device, packed_trace, segment_s
     click.echo(f"wrote {outdir}/designs.md, designs.parquet, designs.json, designs-*.png")
 
 
-def _ssd_factory(device: str):
-    def make(device_bytes: int):
-        return ssd_config_for(SimpleNamespace(device=device, ssd_capacity_bytes=None), device_bytes)
-
-    make(1 << 30)  # a bad preset name fails before the long work
-    return make
-
-
 def _check_up_front(tf, packed_trace, designs: DesignSet, ssd, budget: dict) -> None:
     """Refuse what compare_designs would refuse only after its first stream is written (one line each)."""
     from swaptrace.emulate import EmulatorConfig, load_profile
@@ -145,7 +138,7 @@ def _check_up_front(tf, packed_trace, designs: DesignSet, ssd, budget: dict) -> 
         cfg.check(page_bytes)
         cfg.check_size(int(tf.meta["footprint_pages"]), page_bytes)
     if ssd is not None:
-        designs.zones.check(ssd(1 << 30))
+        designs.zones.check(ssd)
     EmulatorConfig.resolve(tf.meta, profile=load_profile(None), source=str(tf.path), **budget)
     if packed_trace is not None:
         packed = open_trace(packed_trace, kind="access")

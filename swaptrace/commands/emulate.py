@@ -95,7 +95,7 @@ def _render(s: dict[str, Any]) -> str:
 @force_option
 @json_option
 @writes(("out",), ("trace", "profile"))
-def command(trace, out, memory, memory_fraction, policy, readahead, page_cluster, cluster_slots, swap_bytes,
+def command(*, trace, out, memory, memory_fraction, policy, readahead, page_cluster, cluster_slots, swap_bytes,
             max_request, step_us, initial_state, reclaim_batch, writeback_lag, zero_page, stats_flush_steps, scan_priorities,
             writeback_completion, write_cost, fill_write_credit, write_latency, profile, ensemble, force, as_json):
     """Emulate Linux swapping of TRACE under a DRAM budget; write the swap I/O stream.

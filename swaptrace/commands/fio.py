@@ -61,7 +61,7 @@ def command() -> None:
 @force_option
 @json_option
 @writes(("out",), ("stream",))
-def jobs_cmd(stream, out, size, max_requests, ioengine, iodepth, buffered, sweep, force, as_json) -> None:
+def jobs_cmd(*, stream, out, size, max_requests, ioengine, iodepth, buffered, sweep, force, as_json) -> None:
     """Write a folder of fio jobs (replay, synthetic, experiments) for STREAM.
 
     The folder holds one .fio file per job, the replay iolog, manifest.json
@@ -127,7 +127,7 @@ def jobs_cmd(stream, out, size, max_requests, ioengine, iodepth, buffered, sweep
 @click.option("--capacity-fraction", type=number(0, 1, min_open=True), default=None,
               help="Use this fraction of the target (a device's size, or the file's) instead of --size.")
 @writes(("out", "target"), (), _job_folder_files)
-def run_cmd(jobs_dir, target, size, runtime, only, out, no_precondition, allow_device, force, dry_run, fio_path,
+def run_cmd(*, jobs_dir, target, size, runtime, only, out, no_precondition, allow_device, force, dry_run, fio_path,
             steady, round_s, steady_cap, ss_ramp, fill_cap, purge, capacity_fraction) -> None:
     """Run a job folder on TARGET and write parsed results.
 
@@ -204,7 +204,7 @@ def results_cmd(results, as_json) -> None:
 @force_option
 @json_option
 @writes(("out",), ("iolog",))
-def import_cmd(iolog, out, file_name, page_bytes, device_size, force, as_json) -> None:
+def import_cmd(*, iolog, out, file_name, page_bytes, device_size, force, as_json) -> None:
     """Convert a fio v2/v3 iolog (e.g. from write_iolog) into a swap I/O stream.
 
     \b

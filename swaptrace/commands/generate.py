@@ -43,7 +43,7 @@ from swaptrace.core.units import format_bytes, parse_bytes
 @force_option
 @json_option
 @writes(("output",), ("spec_file", "preset"))
-def command(preset, spec_file, steps, seed, first_step, output, alpha, optimizer, page_bytes, scatter, row_layout,
+def command(*, preset, spec_file, steps, seed, first_step, output, alpha, optimizer, page_bytes, scatter, row_layout,
             reuse, dedup, workers, scheduler, parts, runtime, force, as_json) -> None:
     """Generate a page-level access trace of DLRM training steps (Parquet).
 

@@ -22,7 +22,7 @@ from swaptrace.core.units import format_bytes, parse_bytes
 @force_option
 @json_option
 @writes(("out", "plot"), ("trace",))
-def command(trace, out, sample_rate, sample_pages, points, plot, budget, force, as_json):
+def command(*, trace, out, sample_rate, sample_pages, points, plot, budget, force, as_json):
     """LRU miss-ratio curve of TRACE for every memory size, in one pass.
 
     Exact by default (stack distances in a Fenwick tree); --sample-rate or

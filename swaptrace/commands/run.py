@@ -38,7 +38,7 @@ from swaptrace.core.units import parse_bytes
               help="Output folder [default: traces/PRESET].")
 @click.option("--force", is_flag=True, help="Rerun every stage even if its inputs and parameters are unchanged.")
 @writes(("out", "fio_target"), ("preset", "time_costs", "device"))
-def command(preset, steps, seed, memory, memory_fraction, policy, readahead, device, ssd_capacity, no_fio, fio_profile,
+def command(*, preset, steps, seed, memory, memory_fraction, policy, readahead, device, ssd_capacity, no_fio, fio_profile,
             no_thesis, fio_target, fio_size, fio_runtime, designs, time_costs, out, force):
     """Run generate → mrc → emulate → ssd → fio jobs → fio run → report.
 

@@ -54,7 +54,7 @@ def _train_args(command: list[str] | None, capture: str, given: tuple[str, ...] 
 @force_option
 @json_option
 @writes(("out",), ("capture", "spec_file"))
-def command(capture, out, preset, spec_file, steps, seed, name, force, as_json):
+def command(*, capture, out, preset, spec_file, steps, seed, name, force, as_json):
     """Derive a runtime profile from a `capture -- CMD` of a training program.
 
     The capture's unlimited run gives the program's memory at the end of

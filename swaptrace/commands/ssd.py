@@ -220,7 +220,7 @@ def command() -> None:
 @force_option
 @json_option
 @writes(("out",), ("stream", "device"))
-def replay_cmd(stream, out, iodepth, use_timestamps, precondition, fit, window, fill, overwritten, swap_prior,
+def replay_cmd(*, stream, out, iodepth, use_timestamps, precondition, fit, window, fill, overwritten, swap_prior,
                swap_offset, seed, force, as_json, **kw):
     """Replay a swap I/O stream on a simulated SSD.
 
@@ -274,7 +274,7 @@ def _parse_volume(text: str, user_bytes: int) -> int:
 @force_option
 @json_option
 @writes(("out",), ("device",))
-def synth_cmd(pattern, bs, volume, iodepth, precondition, rwmix_read, hot_writes, hot_fraction, no_timing, window,
+def synth_cmd(*, pattern, bs, volume, iodepth, precondition, rwmix_read, hot_writes, hot_fraction, no_timing, window,
               fill, overwritten, swap_prior, swap_offset, swap_size, seed, out, force, as_json, **kw):
     """Run a synthetic fio-like pattern on a simulated SSD.
 
@@ -315,7 +315,7 @@ def synth_cmd(pattern, bs, volume, iodepth, precondition, rwmix_read, hot_writes
 @force_option
 @json_option
 @writes(("out",), ("device",))
-def thesis_cmd(iodepth, write_iodepth, drive_writes, real, sensitivity, fill, overwritten, swap_size, seed, out,
+def thesis_cmd(*, iodepth, write_iodepth, drive_writes, real, sensitivity, fill, overwritten, swap_size, seed, out,
                force, as_json, **kw):
     """Reproduce the thesis's three SSD effects and print our ratios beside its 1.75x and 4.37x.
 

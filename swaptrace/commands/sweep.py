@@ -31,7 +31,7 @@ from swaptrace.workload.spec import MAX_STEPS
               help="Draw pages in against budget, one line per trace/policy/device.")
 @json_option
 @writes(("out", "plot"), ("spec_file", "traces", "devices"))
-def command(spec_file, out, traces, presets, steps, seed, memory, memory_fractions, policies, devices,
+def command(*, spec_file, out, traces, presets, steps, seed, memory, memory_fractions, policies, devices,
             step_compute_us, workers, scheduler, plot, as_json) -> None:
     """Run a parameter sweep on Dask distributed and write one Parquet dataset of results.
 

@@ -77,7 +77,7 @@ def _costs(costs_file, fault_cpu_us, reclaim_cpu_us, write_cpu_us):
 @force_option
 @json_option
 @writes(("out", "save_costs"), ("stream", "trace", "compute_baseline", "device", "costs_file"))
-def command(stream, device, compute, step_compute_us, compute_baseline, trace, fault_cpu_us, reclaim_cpu_us,
+def command(*, stream, device, compute, step_compute_us, compute_baseline, trace, fault_cpu_us, reclaim_cpu_us,
             write_cpu_us, measure_fault_overhead, costs_file, save_costs, out, force, as_json) -> None:
     """Predict the step time and training slowdown of STREAM on a device.
 

@@ -42,7 +42,7 @@ class _Progress:
 @click.option("--threads", type=count_type(1, MAX_THREADS), default=None, help="Threads for torch (default: torch's).")
 @click.option("--quiet", is_flag=True, help="No progress line.")
 @json_option
-def command(preset, spec_file, steps, seed, threads, quiet, as_json) -> None:
+def command(*, preset, spec_file, steps, seed, threads, quiet, as_json) -> None:
     """Train a DLRM in PyTorch on exactly the lookups `generate` draws for the same spec and seed.
 
     EmbeddingBag tables (sum, sparse gradients), the spec's bottom and top

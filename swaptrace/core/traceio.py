@@ -70,7 +70,7 @@ from swaptrace.errors import TraceFileError
 from swaptrace.core.inputs import check_file
 
 # the output rule's one owner is swaptrace.core.outputs; re-exported here for the writers below and their callers
-from swaptrace.core.outputs import PARTIAL_SUFFIX, check_output_folder, check_output_path, clear_stale_partials, install_folder, make_partial_folder, partial_name
+from swaptrace.core.outputs import PARTIAL_SUFFIX, check_output_folder, check_output_path, clear_stale_partials, install_folder, make_partial_folder, partial_name  # noqa: F401
 
 SCHEMA_VERSION = 1
 METADATA_KEY = b"swaptrace"

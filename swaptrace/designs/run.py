@@ -21,7 +21,8 @@ from swaptrace.designs.log import LogConfig, LogCounters, LogSwap
 from swaptrace.errors import ConfigError
 from swaptrace.emulate import EmulatorConfig
 from swaptrace.emulate.engine import Emulator, kernel_columns, prefetch, step_counts
-from swaptrace.core.traceio import TraceWriter, check_output_path, open_trace, trace_fingerprint
+from swaptrace.emulate.run import stream_metadata
+from swaptrace.core.traceio import TraceWriter, check_output_path, open_trace
 
 CHUNK_ROWS = 1 << 20
 
@@ -131,18 +132,9 @@ def _finish_linux(writer: TraceWriter, emu: Emulator) -> DesignRun:
 def _meta(tf, emu: Emulator, swap: LogSwap | None) -> dict[str, Any]:
     """The stream's metadata as ``emulate`` writes it, plus the log's parameters."""
     cfg = emu.cfg
-    meta = {
-        "source": "emulator" if swap is None else "design",
-        "page_bytes": cfg.page_bytes,
-        "device_bytes": cfg.nslots * cfg.page_bytes if swap is None else swap.device_bytes,
-        "memory_bytes": cfg.memory_bytes,
-        "steps": emu.nsteps,
-        "first_step": emu.first_step,
-        "duration_us": float(emu.nsteps * cfg.step_us),
-        "trace": str(tf.path),
-        "trace_fingerprint": trace_fingerprint(tf.meta),  # so `time --trace` can tell another trace
-        "params": {**cfg.describe(), "requested_memory_bytes": cfg.memory_bytes, "ensemble": None},
-    }
+    params = {**cfg.describe(), "requested_memory_bytes": cfg.memory_bytes, "ensemble": None}
+    meta = stream_metadata(tf, emu, params, source="emulator" if swap is None else "design",
+                           device_bytes=None if swap is None else swap.device_bytes)
     if swap is not None:
         meta["design"] = {"kind": "log", **swap.cfg.describe(), "segments": swap.nsegs}
     return meta

@@ -92,7 +92,7 @@ class Comparison:
     #: the conventional SSD the streams were replayed on (None: no device model)
     ssd: SSDConfig | None = None
     #: the given compute time per step of the predicted step times (``step_time_ms``, ``slowdown``: filled
-    #: by :func:`swaptrace.pipeline.stages.add_step_times`, which prices each stream with the time model); 0: paging only
+    #: by :func:`swaptrace.timing.designs.with_step_times`, which prices each stream with the time model); 0: paging only
     step_compute_us: float = 0.0
 
     def table(self):
@@ -102,7 +102,7 @@ class Comparison:
 
 
 def compare_designs(trace: str | os.PathLike, out_dir: str | os.PathLike, *,
-                    ssd: Callable[[int], SSDConfig] | None,
+                    ssd: SSDConfig | None,
                     designs: DesignSet = DesignSet(), packed_trace: str | os.PathLike | None = None,
                     verify: bool = False, force: bool = False, say: Callable[[str], None] | None = None,
                     progress: Callable[[int], None] | None = None, **options: Any) -> Comparison:
@@ -114,11 +114,10 @@ def compare_designs(trace: str | os.PathLike, out_dir: str | os.PathLike, *,
         Access trace (``kind: access``).
     out_dir : path-like
         Folder for ``<design>.swapio.parquet``.
-    ssd : callable or None
-        Given the largest stream's device size in bytes, the conventional SSD every
-        non-zoned stream is replayed on, as the pipeline replays its stream: at the drive's
-        real size, the swap area a partition and the rest holding the default
-        :class:`~swaptrace.ssd.steady.Background`, in its sampled steady state; the zoned
+    ssd : SSDConfig or None
+        The conventional SSD every non-zoned stream is replayed on, as the pipeline replays its
+        stream (:func:`swaptrace.ssd.swapdrive.replay_on_swap_drive`: the swap area a partition at
+        the drive's start, the rest holding its background in a sampled steady state); the zoned
         stream runs on a ZNS device with its flash and timings. None: no device model.
     designs : DesignSet
     packed_trace : path-like, optional
@@ -132,25 +131,25 @@ def compare_designs(trace: str | os.PathLike, out_dir: str | os.PathLike, *,
     out.mkdir(parents=True, exist_ok=True)
     say = say or (lambda _msg: None)
     logs = designs.logs()
-    runs = _run(trace, out, "", logs, verify, force, progress, options)
+    runs = _run(trace, out, "", logs, verify=verify, force=force, progress=progress, options=options)
     if "zoned" in runs:  # the same stream on the conventional SSD: what the zone-sized segments do alone
         runs["zoned@ftl"] = runs["zoned"]
     if packed_trace is not None:
         say("packed rows: linux and log")
-        runs.update(_run(packed_trace, out, "packed", {"log": designs.log}, verify, force, progress, options))
+        runs.update(_run(packed_trace, out, "packed", {"log": designs.log}, verify=verify, force=force,
+                         progress=progress, options=options))
     devices: dict[str, dict[str, Any]] = {}
     if ssd is not None:
-        device = ssd(max(int(open_trace(r.path, kind="swapio").meta["device_bytes"]) for r in runs.values()))
         for name, run in runs.items():
             say(f"SSD model: {name}")
-            devices[name] = _device(run, device, designs.zones if name == "zoned" else None)
+            devices[name] = _device(run, ssd, designs.zones if name == "zoned" else None)
     steps = int(open_trace(trace, kind="access").meta.get("steps") or 1)
     rows = [_row(name, run, devices.get(name), steps) for name, run in runs.items()]
     _gains(rows)
-    return Comparison(rows, runs, devices, steps, ssd=device if ssd is not None else None)
+    return Comparison(rows, runs, devices, steps, ssd=ssd)
 
 
-def _run(trace, out: Path, prefix: str, logs: dict[str, LogConfig], verify: bool, force: bool, progress,
+def _run(trace, out: Path, prefix: str, logs: dict[str, LogConfig], *, verify: bool, force: bool, progress,
          options: dict[str, Any]) -> dict[str, DesignRun]:
     meta = open_trace(trace, kind="access").meta
     cfg = EmulatorConfig.resolve(meta, profile=load_profile(None), source=str(trace), **options)
@@ -168,12 +167,11 @@ def _run(trace, out: Path, prefix: str, logs: dict[str, LogConfig], verify: bool
 def _device(run: DesignRun, ssd: SSDConfig, zones: ZNSConfig | None) -> dict[str, Any]:
     if zones is not None:
         return replay_zoned(run.path, ssd, zones)
-    from swaptrace.ssd.run import replay
-    from swaptrace.ssd.steady import Background
+    from swaptrace.ssd.swapdrive import replay_on_swap_drive
 
-    # the pipeline's drive state (stages.SSD_BACKGROUND is Background's defaults): a real drive's GC from the
-    # first write, so designs that write small random requests pay for it as they would in service
-    return dict(replay(run.path, ssd, precondition="steady", background=Background()).summary)
+    # the pipeline's drive state: a real drive's GC from the first write, so designs that write small random
+    # requests pay for it as they would in service
+    return dict(replay_on_swap_drive(run.path, ssd).summary)
 
 
 def _row(name: str, run: DesignRun, dev: dict[str, Any] | None, steps: int) -> dict[str, Any]:

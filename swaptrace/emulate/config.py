@@ -18,7 +18,7 @@ from swaptrace.kernels.emulate import state as ks
 from swaptrace.core.bounds import check_allocation
 from swaptrace.errors import ConfigError
 from swaptrace.emulate.kernel_profile import KernelProfile, load_profile
-from swaptrace.workload.process import anon_budget_bytes, process_write_cost
+from swaptrace.workload.process import RuntimeProfile, anon_budget_bytes, runtime_of
 from swaptrace.core.units import format_bytes
 
 #: the time model's step duration: the order of one CPU training iteration of the shipped presets
@@ -115,6 +115,9 @@ class EmulatorConfig:
     writeback_throttle: int = 2 * ks.SWAP_CLUSTER_MAX
     #: the fraction of the footprint the budget was asked as, if it was (recorded, not used by the run)
     memory_fraction: float | None = None
+    #: a process trace's runtime profile (:func:`swaptrace.workload.process.runtime_of` of its metadata), parsed
+    #: once here; None for a model's own trace. It set the budget and, unless one was given, the write cost.
+    runtime: RuntimeProfile | None = None
 
     # ---- the budget rule ------------------------------------------------------------------------------
     @staticmethod
@@ -199,7 +202,8 @@ class EmulatorConfig:
         # the emulator's per-page state (list links, slots, flags: about 48 bytes a page), before it is allocated
         check_allocation(footprint_pages * 48, f"{source}: emulating {footprint_pages:,} pages",
                          "the trace's footprint is too large to emulate here")
-        memory_bytes, write_cost = _process_settings(meta, memory_bytes, write_cost, source)
+        runtime = runtime_of(meta, source)
+        memory_bytes, write_cost = _process_settings(runtime, memory_bytes, write_cost)
         budget = cls.budget_pages_for(footprint_pages, page_bytes, memory_bytes=memory_bytes,
                                       memory_fraction=memory_fraction)
         if max_request_bytes is None:  # the default is never below one page (a 2 MiB-page trace)
@@ -225,6 +229,7 @@ class EmulatorConfig:
             step_us=float(step_us),
             initial_state=initial_state,
             memory_fraction=memory_fraction,
+            runtime=runtime,
             **linux,
         )
 
@@ -307,16 +312,15 @@ class EmulatorConfig:
         }
 
 
-def _process_settings(meta: dict[str, Any], memory_bytes: int | None, write_cost: int | None, source: str):
+def _process_settings(runtime: RuntimeProfile | None, memory_bytes: int | None, write_cost: int | None):
     """A process trace's (swaptrace.workload.process): ``--memory`` is the whole group's limit, of which page cache and
     kernel memory are not the trace's, and its runtime states the device's speed unless one is given."""
-    process = meta.get("process")
-    if not process:
+    if runtime is None:
         return memory_bytes, write_cost
-    if write_cost is None and process_write_cost(meta, source):
-        write_cost = process_write_cost(meta, source)
+    if write_cost is None and runtime.write_cost:
+        write_cost = runtime.write_cost
     if memory_bytes is not None:
-        memory_bytes = anon_budget_bytes(memory_bytes, process, source)
+        memory_bytes = anon_budget_bytes(memory_bytes, runtime)
     return memory_bytes, write_cost
 
 

@@ -14,7 +14,6 @@ from swaptrace.emulate.config import EmulatorConfig
 from swaptrace.emulate.engine import Emulator, prefetch, step_counts
 from swaptrace.emulate.ensemble import describe_members, ensemble_configs, nearest_member, run_members
 from swaptrace.emulate.kernel_profile import KernelProfile, load_profile
-from swaptrace.workload.process import process_write_cost
 from swaptrace.core.traceio import TraceFile, TraceWriter, check_output_path, open_trace, trace_fingerprint
 
 CHUNK_ROWS = 1 << 20
@@ -100,7 +99,7 @@ def emulate(
     elif options:
         raise TypeError(f"emulate: give a config or options, not both ({', '.join(options)})")
     # a process trace's runtime states the device's speed (swaptrace.workload.process): a given write cost, as --write-cost
-    given = options.get("write_cost") is not None or bool(process_write_cost(tf.meta, str(tf.path)))
+    given = options.get("write_cost") is not None or bool(config.runtime is not None and config.runtime.write_cost)
     members = _members(config, prof, ensemble, write_cost_given=given,
                        footprint_pages=int(tf.meta["footprint_pages"]))
     check_output_path(out, force)
@@ -174,19 +173,7 @@ def _write_stream(tf: TraceFile, emu: Emulator, out, params: dict[str, Any], *, 
                   progress: Callable[[int], None] | None, chunk_rows: int, skip: int = 0):
     """Run ``emu`` over the trace from access ``skip`` on, writing its rows; Parquet encoding runs in a
     second thread while the (GIL-free) kernel goes on, one batch in flight."""
-    cfg = emu.cfg
-    meta = {
-        "source": "emulator",
-        "page_bytes": cfg.page_bytes,
-        "device_bytes": cfg.nslots * cfg.page_bytes,
-        "memory_bytes": cfg.memory_bytes,
-        "steps": emu.nsteps,
-        "first_step": emu.first_step,
-        "duration_us": float(emu.nsteps * cfg.step_us),
-        "trace": str(tf.path),
-        "trace_fingerprint": trace_fingerprint(tf.meta),  # so `time --trace` can tell another trace
-        "params": params,
-    }
+    meta = stream_metadata(tf, emu, params)
     with TraceWriter(out, "swapio", meta, force=force) as writer, ThreadPoolExecutor(1) as pool:
         pending = None
         for batch in prefetch(tf.iter_batches(columns=["step", "page", "write"], batch_rows=chunk_rows)):
@@ -211,6 +198,38 @@ def _write_stream(tf: TraceFile, emu: Emulator, out, params: dict[str, Any], *, 
         writer.metadata["summary"] = summary
         writer.metadata["step_faults"] = step_faults = emu.step_faults()
     return writer.path, summary, step_faults
+
+
+def stream_metadata(tf: TraceFile, emu: Emulator, params: dict[str, Any], *, source: str = "emulator",
+                    device_bytes: int | None = None) -> dict[str, Any]:
+    """A ``swapio`` stream's metadata for a run of ``emu`` on ``tf``: the one rule for ``emulate`` and ``designs``.
+
+    Parameters
+    ----------
+    tf : TraceFile
+        The access trace the run reads.
+    emu : Emulator
+        The run (its config, steps and first step).
+    params : dict
+        The run's parameters as recorded (``EmulatorConfig.describe`` and what the caller adds).
+    source : str
+        ``emulator`` for Linux's stream, ``design`` for a swap design's.
+    device_bytes : int, optional
+        The swap device's size in bytes (default: the emulator's swap slots).
+    """
+    cfg = emu.cfg
+    return {
+        "source": source,
+        "page_bytes": cfg.page_bytes,
+        "device_bytes": cfg.nslots * cfg.page_bytes if device_bytes is None else device_bytes,
+        "memory_bytes": cfg.memory_bytes,
+        "steps": emu.nsteps,
+        "first_step": emu.first_step,
+        "duration_us": float(emu.nsteps * cfg.step_us),
+        "trace": str(tf.path),
+        "trace_fingerprint": trace_fingerprint(tf.meta),  # so `time --trace` can tell another trace
+        "params": params,
+    }
 
 
 def _share(progress: Callable[[int], None] | None, passes: int) -> Callable[[int], None] | None:

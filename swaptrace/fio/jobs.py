@@ -323,7 +323,8 @@ def build_jobs(
         pre = precondition_job(ioengine=ioengine, iodepth=iodepth, direct=direct)
         for job in [pre, *jobs]:
             (tmp / job.file).write_text(render_job(job))
-        manifest = _manifest(stream, Path(stream_path), remap, info, fit, pre, jobs, ioengine, iodepth, direct)
+        manifest = _manifest(stream, Path(stream_path), remap, info, fit=fit, pre=pre, jobs=jobs, ioengine=ioengine,
+                             iodepth=iodepth, direct=direct)
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
         (tmp / "README.md").write_text(render_readme(manifest))
         for job in [pre, *jobs]:
@@ -372,7 +373,7 @@ def _check_out_dir(out: Path, force: bool) -> None:
     traceio.check_output_folder(out, force, _is_job_folder, "a fio job folder (manifest.json)")
 
 
-def _manifest(stream, stream_path, remap, info, fit, pre, jobs, ioengine, iodepth, direct) -> dict:
+def _manifest(stream, stream_path, remap, info, *, fit, pre, jobs, ioengine, iodepth, direct) -> dict:
     meta = stream.meta
     return {
         "swaptrace_version": __version__,

@@ -260,7 +260,7 @@ def run_point(point: SweepPoint, trace: str, out_dir: str) -> dict[str, Any]:
     the result file is written atomically into ``out_dir``. Returns the row.
     """
     from swaptrace.emulate import emulate
-    from swaptrace.pipeline.stages import replay_like_pipeline
+    from swaptrace.ssd.swapdrive import replay_on_swap_drive, swap_drive
 
     budget = {"memory_bytes": point.memory_bytes} if point.memory_bytes else {"memory_fraction": point.memory_fraction}
     with single_threaded(), tempfile.TemporaryDirectory(prefix="swaptrace-sweep-") as tmp:
@@ -268,7 +268,8 @@ def run_point(point: SweepPoint, trace: str, out_dir: str) -> dict[str, Any]:
         t0 = time.perf_counter()
         res = emulate(trace, swapio, policy=point.policy, force=True, workers=1, **budget)
         t1 = time.perf_counter()
-        cfg, replayed = replay_like_pipeline(swapio, point.device)
+        cfg = swap_drive(point.device)
+        replayed = replay_on_swap_drive(swapio, cfg)
         ssd = replayed.summary
         step_us = point_step_time_us(swapio, cfg, point.step_compute_us)
         t2 = time.perf_counter()

@@ -40,7 +40,7 @@ from typing import Any
 from swaptrace.core.version import __version__
 from swaptrace.pipeline import stages as S
 from swaptrace.errors import ConfigError
-from swaptrace.pipeline.filenames import ACCESS, DESIGNS, FIO_JOBS, FIO_RUN, FITTED_DEVICE, KERNEL_STREAM, MANIFEST, MODEL_VS_FIO, MRC_CSV, MRC_PNG, REPORT, SSD, SWAPIO, THESIS, TIMING, TIMING_DISK
+from swaptrace.pipeline.filenames import ACCESS, DESIGNS, FIO_JOBS, FIO_RUN, FITTED_DEVICE, KERNEL_STREAM, MANIFEST, MODEL_VS_FIO, MRC_CSV, MRC_PNG, REPORT, SSD, SWAPIO, THESIS, TIMING, TIMING_DISK  # noqa: F401  (the pipeline's file names, re-exported)
 from swaptrace.core.traceio import AtomicPath, check_output_folder
 
 #: ``bar(length, label)``: a context manager whose value has ``update(n)`` (click's progressbar fits)
@@ -131,6 +131,8 @@ def _spec_identity(preset: str) -> dict[str, Any]:
 
 def plan(opts: PipelineOptions, out_dir: Path) -> list[Stage]:
     """The stages for these options, in order (library calls, no work done yet)."""
+    from swaptrace.ssd.swapdrive import BACKGROUND
+
     gen_params = {**_spec_identity(opts.preset), "steps": opts.steps, "seed": opts.seed}
     mem = {"memory_bytes": opts.memory_bytes, "memory_fraction": opts.memory_fraction}
     emu_params = {**mem, "policy": opts.policy, "readahead": opts.readahead}
@@ -148,7 +150,7 @@ def plan(opts: PipelineOptions, out_dir: Path) -> list[Stage]:
         Stage("mrc", (ACCESS,), (MRC_CSV, MRC_PNG), {"exact_max": S.EXACT_MRC_MAX_ACCESSES, **mem}, runs(S.run_mrc)),
         Stage("emulate", (ACCESS,), (SWAPIO,), emu_params, runs(S.run_emulate)),
         Stage("ssd", (SWAPIO,), (SSD,), {"device": opts.device, "capacity": opts.ssd_capacity_bytes,
-                                         "background": S.SSD_BACKGROUND}, runs(S.run_ssd)),
+                                         "background": BACKGROUND}, runs(S.run_ssd)),
         Stage("ssd-thesis", (), (THESIS,),
               {} if opts.ssd_capacity_bytes is None else {"device": opts.device, "capacity": opts.ssd_capacity_bytes},
               runs(S.run_thesis), skip_reason=None if opts.thesis else "--no-thesis"),

@@ -19,12 +19,6 @@ from swaptrace.pipeline.filenames import ACCESS, DESIGNS, FIO_JOBS, FIO_RUN, FIT
 
 #: above this many accesses the pipeline's MRC uses SHARDS (rate 0.01) instead of the exact pass
 EXACT_MRC_MAX_ACCESSES = 200_000_000
-#: per-preset geometry changes for the pipeline's SSD: none -- the drive keeps its real size and
-#: geometry and starts in the sampled steady state of SSD_BACKGROUND (swaptrace.ssd.steady)
-SSD_OVERRIDES: dict[str, dict] = {}
-#: what the pipeline's drive holds outside the swap partition: 80 % full, half of it overwritten at
-#: random (steady state), the swap partition used before (its content part of the overwritten data)
-SSD_BACKGROUND = {"fill": 0.8, "overwritten": 0.5, "swap_prior": "pool"}
 #: with ``--ssd-capacity``, the thesis's real-drive check runs on that drive with a swap partition of
 #: 1/THESIS_SWAP_SHARE of it (at most the full drive's 16 GiB), so the rest can hold its background
 THESIS_SWAP_SHARE = 8
@@ -83,68 +77,15 @@ def run_emulate(d: Path, opts, say, bar) -> dict[str, Any]:
     return {k: res.summary.get(k) for k in ("faults", "pages_in", "pages_out", "bytes_read", "bytes_written")}
 
 
-def ssd_config_for(opts, device_bytes: int):
-    """The SSD the pipeline replays the stream on.
-
-    A preset keeps its real size and geometry (``opts.ssd_capacity_bytes``
-    resizes it if given); the swap device is a partition at its start and the
-    rest of the drive holds :data:`SSD_BACKGROUND`, in its sampled steady
-    state (:mod:`swaptrace.ssd.steady`; a few seconds for a 512 GiB drive), so
-    the short demo stream meets a drive's real GC from its first write.
-    A ``.toml`` device file is taken as it is.
-    """
-    from swaptrace.ssd.config import load_device
-
-    if opts.device.endswith(".toml"):
-        return load_device(opts.device)
-    return load_device(opts.device, SSD_OVERRIDES.get(opts.device), capacity_bytes=opts.ssd_capacity_bytes)
-
-
-def replay_like_pipeline(stream, device: str, capacity_bytes: int | None = None, *, out=None, force: bool = False,
-                         progress=None):
-    """Replay a swap stream on the SSD the pipeline uses: ``device`` at its real size, in a sampled steady state.
-
-    The one place that says how ``swaptrace run`` (:func:`run_ssd`) and ``swaptrace sweep``
-    (:func:`swaptrace.parallel.sweep.run_point`) put a stream on a drive: :func:`ssd_config_for` sizes
-    it, the swap partition sits at the drive's start and the rest holds :data:`SSD_BACKGROUND`
-    (precondition ``steady``, :mod:`swaptrace.ssd.steady`).
-
-    Parameters
-    ----------
-    stream : path-like
-        A ``swapio`` file.
-    device : str
-        SSD preset name or device ``.toml``.
-    capacity_bytes : int, optional
-        Resize the preset to this many bytes (default: its real size).
-    out, force, progress
-        As :func:`swaptrace.ssd.run.replay` (timeline file, overwrite, requests done).
-
-    Returns
-    -------
-    tuple of (SSDConfig, SSDResult)
-        The drive the stream ran on (the time model's device) and the replay's result.
-    """
-    from types import SimpleNamespace
-
-    from swaptrace.ssd.run import replay
-    from swaptrace.ssd.steady import Background
-    from swaptrace.core.traceio import open_trace
-
-    device_bytes = int(open_trace(stream, "swapio").meta.get("device_bytes") or 0)
-    cfg = ssd_config_for(SimpleNamespace(device=device, ssd_capacity_bytes=capacity_bytes), device_bytes)
-    res = replay(stream, cfg, out=out, precondition="steady", background=Background(**SSD_BACKGROUND), force=force,
-                 progress=progress)
-    return cfg, res
-
-
 def run_ssd(d: Path, opts, say, bar) -> dict[str, Any]:
     from swaptrace.core.traceio import open_trace
 
+    from swaptrace.ssd.swapdrive import replay_on_swap_drive, swap_drive
+
     tf = open_trace(d / SWAPIO, "swapio")
+    cfg = swap_drive(opts.device, capacity_bytes=opts.ssd_capacity_bytes)
     with bar(tf.num_rows, "requests") as b:
-        _, res = replay_like_pipeline(d / SWAPIO, opts.device, opts.ssd_capacity_bytes, out=d / SSD, force=True,
-                                      progress=b.update)
+        res = replay_on_swap_drive(d / SWAPIO, cfg, out=d / SSD, force=True, progress=b.update)
     keep = ("waf", "steady_waf", "op", "start", "throughput_mb_s", "write_mb_s", "read_mb_s", "simulated_time_us",
             "host_write_bytes")
     return {k: res.summary[k] for k in keep if k in res.summary}
@@ -153,12 +94,13 @@ def run_ssd(d: Path, opts, say, bar) -> dict[str, Any]:
 def run_thesis(d: Path, opts, say, bar) -> dict[str, Any]:
     import json
 
-    from swaptrace.ssd.thesis import REAL_SWAP_BYTES, run_thesis
     from swaptrace.core.traceio import AtomicPath
+    from swaptrace.ssd.swapdrive import swap_drive
+    from swaptrace.ssd.thesis import REAL_SWAP_BYTES, run_thesis
 
     real, swap = None, None
     if opts.ssd_capacity_bytes is not None:  # the drive asked for, not the full nvme-tlc
-        real = ssd_config_for(opts, 0)
+        real = swap_drive(opts.device, capacity_bytes=opts.ssd_capacity_bytes)
         swap = min(REAL_SWAP_BYTES, real.user_bytes // THESIS_SWAP_SHARE)
     result = run_thesis(real_drive=True, real_config=real, real_swap_bytes=swap, log=lambda line: say(f"      {line}"))
     with AtomicPath(d / THESIS) as ap:
@@ -214,9 +156,12 @@ def run_model_vs_fio(d: Path, opts, say, bar) -> dict[str, Any]:
 
 def run_designs(d: Path, opts, say, bar) -> dict[str, Any]:
     """``swaptrace designs`` at the pipeline's budget and SSD, with a packed-rows twin of the trace."""
-    from swaptrace.designs.table import compare_designs
-    from swaptrace.workload.generate import ROW_LAYOUTS, generate_trace
     from swaptrace.core.traceio import open_trace
+    from swaptrace.designs.table import compare_designs
+    from swaptrace.pipeline.designs import save_designs
+    from swaptrace.ssd.swapdrive import swap_drive
+    from swaptrace.timing.designs import with_step_times
+    from swaptrace.workload.generate import ROW_LAYOUTS, generate_trace
 
     out = d / DESIGNS
     out.mkdir(exist_ok=True)
@@ -225,69 +170,12 @@ def run_designs(d: Path, opts, say, bar) -> dict[str, Any]:
     packed = generate_trace(opts.preset, out / "access-packed.parquet", steps=int(tf.meta["steps"]), seed=opts.seed,
                             scatter=ROW_LAYOUTS["packed"], force=True)
     with bar(2 * tf.num_rows, "accesses") as b:
-        cmp = compare_designs(d / ACCESS, out, ssd=lambda nbytes: ssd_config_for(opts, nbytes), packed_trace=packed,
-                              force=True, say=say, progress=b.update, memory_bytes=opts.memory_bytes,
-                              memory_fraction=opts.memory_fraction)
-    cmp = add_step_times(cmp)
+        cmp = compare_designs(d / ACCESS, out, ssd=swap_drive(opts.device, capacity_bytes=opts.ssd_capacity_bytes),
+                              packed_trace=packed, force=True, say=say, progress=b.update,
+                              memory_bytes=opts.memory_bytes, memory_fraction=opts.memory_fraction)
+    cmp = with_step_times(cmp)
     save_designs(cmp, out)
     return {r["design"]: r.get("device_time_gain") for r in cmp.rows}
-
-
-def add_step_times(cmp, step_compute_us: float = 0.0):
-    """A design comparison with each design's predicted step time and slowdown (``step_time_ms``, ``slowdown``).
-
-    Each design's stream is priced by the time model (:func:`swaptrace.timing.model.simulate`) on the
-    SSD model's latency table (:func:`swaptrace.timing.model.device_from_ssd`) of the drive the streams
-    were replayed on, with the write amplification the model measured on that stream (``device_waf``;
-    1 on the zoned device), so a design that spares the drive its GC is credited with it; None
-    (nothing written) keeps the model's steady-state prediction. The costs are given, as in
-    ``swaptrace sweep``: every step computes ``step_compute_us`` (0: the step time is paging time
-    alone and there is no slowdown) and the kernel CPU costs are :class:`~swaptrace.timing.model.CpuCosts`'
-    defaults. Without a device model (``cmp.ssd`` None) the comparison is returned unchanged.
-    """
-    from dataclasses import replace
-
-    from swaptrace.timing import model as timing
-
-    if cmp.ssd is None:
-        return cmp
-    for row in cmp.rows:
-        name = row["design"]
-        req = timing.read_stream(cmp.runs[name].path)
-        waf = cmp.devices[name].get("waf")
-        dev = timing.device_from_ssd(cmp.ssd, waf=None if waf is None else max(float(waf), 1.0))
-        res = timing.simulate(req, dev, timing.given_compute(req.nsteps, step_compute_us), timing.CpuCosts())
-        row.update(step_time_ms=res.total_us / 1e3 / max(req.nsteps, 1), slowdown=res.slowdown)
-    return replace(cmp, step_compute_us=float(step_compute_us))
-
-
-def save_designs(cmp, out: Path) -> None:
-    """Write ``designs.md``, ``designs.parquet``, ``designs.json`` and the three figures of a comparison."""
-    import json
-
-    import pyarrow.parquet as pq
-    from matplotlib.figure import Figure
-
-    from swaptrace.designs.table import markdown
-    from swaptrace.figures.designs import plot_device_time, plot_request_size_cdf
-    from swaptrace.core.traceio import AtomicPath
-
-    with AtomicPath(out / "designs.md", force=True) as a:
-        a.tmp.write_text(markdown(cmp))
-    with AtomicPath(out / "designs.parquet", force=True) as a:
-        pq.write_table(cmp.table(), a.tmp)
-    with AtomicPath(out / "designs.json", force=True) as a:  # rows with their request-size histograms
-        a.tmp.write_text(json.dumps({"rows": cmp.rows, "devices": cmp.devices, "steps": cmp.steps,
-                                    "step_compute_us": cmp.step_compute_us}, indent=2,
-                                    default=str))
-    for name, plot in (("write-sizes", lambda ax: plot_request_size_cdf(cmp.rows, "write", ax)),
-                       ("read-sizes", lambda ax: plot_request_size_cdf(cmp.rows, "read", ax)),
-                       ("device-time", lambda ax: plot_device_time(cmp.rows, ax))):
-        fig = Figure(figsize=(7, 3.5))
-        plot(fig.subplots())
-        fig.tight_layout()
-        with AtomicPath(out / f"designs-{name}.png", force=True) as a:
-            fig.savefig(a.tmp, format="png", dpi=110)
 
 
 def run_report(d: Path, opts, say, bar) -> dict[str, Any]:
@@ -301,14 +189,13 @@ def run_time(d: Path, opts, say, bar) -> dict[str, Any]:
     """Predicted step times on the pipeline's SSD, and on this machine's disk when fio measured its profile."""
     from swaptrace.timing import model as timing
     from swaptrace.errors import SwaptraceError
+    from swaptrace.ssd.swapdrive import swap_drive
     from swaptrace.timing.device_profile import build_profile
-    from swaptrace.core.traceio import open_trace
 
-    tf = open_trace(d / SWAPIO, "swapio")
     req = timing.read_stream(d / SWAPIO)
     comp = timing.measure_compute(d / ACCESS, req.nsteps)
     cpu = opts.time_costs if opts.time_costs is not None else timing.measure_cpu_costs()
-    dev = timing.device_from_ssd(ssd_config_for(opts, int(tf.meta.get("device_bytes") or 0)))
+    dev = timing.device_from_ssd(swap_drive(opts.device, capacity_bytes=opts.ssd_capacity_bytes))
     res = timing.simulate(req, dev, comp, cpu)
     timing.write_steps(res, d / TIMING, {"stream": str(d / SWAPIO)}, force=True)
     out = {"slowdown": res.slowdown, "mean_step_us": res.total_us / max(req.nsteps, 1)}

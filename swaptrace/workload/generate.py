@@ -174,7 +174,7 @@ def _emit_parallel(plan: _Plan, out: _Out, d: DrawnSteps, seen):
             yield out.take()
 
 
-def _chunks(plan: _Plan, steps: int, first_step: int, reuse: float, dedup: bool, chunk_rows: int,
+def _chunks(plan: _Plan, steps: int, first_step: int, reuse: float, dedup: bool, *, chunk_rows: int,
             seen: np.ndarray, progress: Callable[[int], Any] | None) -> Iterator[tuple[np.ndarray, ...]]:
     """Yield (step, page, write, region) views into reused buffers, in program order.
 
@@ -226,7 +226,8 @@ def iter_accesses(spec: ModelSpec | str, *, steps: int, seed: int = 0, first_ste
                             alpha=alpha, optimizer=optimizer, reuse=reuse, dedup=dedup)
     plan = _Plan(spec, layout, seed, scatter)
     no_tracking = np.zeros(1, dtype=np.uint8)
-    for st, pg, wr, rg in _chunks(plan, steps, first_step, reuse, dedup == "step", chunk_rows, no_tracking, None):
+    for st, pg, wr, rg in _chunks(plan, steps, first_step, reuse, dedup == "step", chunk_rows=chunk_rows, seen=no_tracking,
+                                  progress=None):
         if copy:
             st, pg, wr, rg = st.copy(), pg.copy(), wr.copy(), rg.copy()
         yield {"step": st, "page": pg, "write": wr, "region": rg}
@@ -463,7 +464,8 @@ def _write_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int | 
     meta = _access_meta(spec, layout, steps=steps, seed=seed, first_step=first_step, page_bytes=page_bytes,
                         alpha=alpha, scatter=scatter, reuse=reuse, dedup=dedup)
     seen = np.zeros(max(layout.footprint_pages, 2), dtype=np.uint8)
-    chunks = _chunks(plan, steps, first_step, reuse, dedup == "step", DEFAULT_ROW_GROUP, seen, progress)
+    chunks = _chunks(plan, steps, first_step, reuse, dedup == "step", chunk_rows=DEFAULT_ROW_GROUP, seen=seen,
+                     progress=progress)
     if runtime is not None:
         chunks, extra_pages = _as_process(meta, spec, chunks, runtime, first_step)
     region_counts = np.zeros(len(meta["regions"]), dtype=np.int64)

@@ -122,7 +122,7 @@ def draw_batches(plan: IndexPlan, steps: int, first_step: int = 0, reuse: float 
     prev_drawn = np.zeros(n_tables, dtype=np.int64)
     have_prev = False
 
-    def draw(step0: int, nsteps: int, rf: float, fresh_only: bool, fr, ix, dr, bl) -> None:
+    def draw(step0: int, nsteps: int, rf: float, fresh_only: bool, *, fr, ix, dr, bl) -> None:
         p = plan
         _draw(np.uint64(p.seed), np.int64(step0), np.int64(nsteps), np.int64(batch), p.n_rows, p.zs, p.zh_x1,
               p.zh_n, p.zbig_s, p.sa, p.sb, p.scatter, p.dist_uniform, p.bag_vals, p.bag_cdf, p.bag_off,
@@ -131,13 +131,14 @@ def draw_batches(plan: IndexPlan, steps: int, first_step: int = 0, reuse: float 
 
     if reuse > 0 and first_step > 0:
         # the step before the range: only its fresh draws are needed
-        draw(first_step - 1, 1, 0.0, True, prev_fresh, prev_fresh, prev_drawn, np.zeros(n_tables * batch, np.int64))
+        draw(first_step - 1, 1, 0.0, True, fr=prev_fresh, ix=prev_fresh, dr=prev_drawn,
+             bl=np.zeros(n_tables * batch, np.int64))
         have_prev = True
     done = 0
     while done < steps:
         nsteps = min(k_max, steps - done)
         step0 = first_step + done
-        draw(step0, nsteps, reuse, False, fresh, idx, drawn, bag_lens)
+        draw(step0, nsteps, reuse, False, fr=fresh, ix=idx, dr=drawn, bl=bag_lens)
         yield DrawnSteps(step0, nsteps, plan, idx, uniq, lens, ulens, bag_lens)
         if reuse > 0:
             last = nsteps - 1

@@ -307,19 +307,20 @@ def runtime_of(meta: dict[str, Any], where: str = "trace") -> RuntimeProfile | N
     return profile_from_dict(fields, f"{where}: metadata process")
 
 
-def process_write_cost(meta: dict[str, Any], where: str = "trace") -> int:
-    """The write cost a process trace's runtime states (0: none; the kernel profile's ensemble applies)."""
-    profile = runtime_of(meta, where)
-    return profile.write_cost if profile is not None else 0
+def anon_budget_bytes(memory_bytes: int, profile: RuntimeProfile) -> int:
+    """The anonymous memory a whole-process limit leaves the trace: the limit less page cache and kernel memory.
 
-
-def anon_budget_bytes(memory_bytes: int, process: dict[str, Any], where: str = "trace") -> int:
-    """The anonymous memory a whole-process limit leaves the trace: the limit less page cache and kernel memory."""
-    profile = runtime_of({"process": process}, where)
-    overhead = profile.file_bytes + profile.kernel_bytes if profile is not None else 0
+    Parameters
+    ----------
+    memory_bytes : int
+        The whole process's limit, in bytes (``--memory`` on a process trace).
+    profile : RuntimeProfile
+        The trace's runtime (:func:`runtime_of`).
+    """
+    overhead = profile.file_bytes + profile.kernel_bytes
     budget = memory_bytes - overhead
     if budget <= 0 or math.isnan(budget):
         raise ConfigError(f"--memory {format_bytes(memory_bytes)} is not above what the process's group holds "
                           f"besides anonymous memory ({format_bytes(overhead)} of page cache and kernel memory, "
-                          f"runtime profile {process.get('name', '?')})")
+                          f"runtime profile {profile.name})")
     return budget
