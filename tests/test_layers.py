@@ -255,3 +255,67 @@ def test_a_module_outside_the_table_has_no_layer():
     for name in ("swaptrace.newthing", "swaptrace.newpkg.mod"):
         with pytest.raises(AssertionError, match="no layer"):
             _layer(name)
+
+
+#: most positional parameters a function outside swaptrace/kernels/ may take; the rest are keyword-only
+MAX_POSITIONAL = 6
+ROOT = PKG.parent
+#: folders whose code may use only what a module makes public: the package and the scripts beside it
+PUBLIC_ONLY = ("swaptrace", "research", "analysis", "benchmarks", "tools")
+
+
+def too_many_positional(tree: ast.AST, rel: str) -> list[str]:
+    """Functions of ``tree`` taking more than :data:`MAX_POSITIONAL` positional parameters (self/cls aside)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names = [a.arg for a in node.args.posonlyargs + node.args.args if a.arg not in ("self", "cls")]
+            if len(names) > MAX_POSITIONAL:
+                found.append(f"{rel}:{node.lineno} {node.name}: {len(names)} positional parameters")
+    return found
+
+
+def test_no_function_over_six_positional_parameters():
+    long = []
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if not rel.startswith("swaptrace/kernels/"):
+            long += too_many_positional(ast.parse(path.read_text(), filename=rel), rel)
+    assert not long, "make the rest keyword-only (*):\n" + "\n".join(long)
+
+
+def private_imports(tree: ast.AST, module: str) -> list[str]:
+    """``from X import _name`` where X is another package than ``module``'s (a module's own package may share
+    its private helpers; a script has no package)."""
+    own = module.rsplit(".", 1)[0] if "." in module else None
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            src_pkg = node.module if node.module.startswith("swaptrace") else None
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__"):
+                    same = own is not None and src_pkg is not None and (node.module == own or node.module.startswith(own + "."))
+                    if not same:
+                        found.append(f"{module}: from {node.module} import {alias.name}")
+    return found
+
+
+def test_no_private_name_imported_from_another_package():
+    found = []
+    for top in PUBLIC_ONLY:
+        for path in sorted((ROOT / top).rglob("*.py")):
+            rel = path.relative_to(ROOT)
+            if "tests" in rel.parts:
+                continue
+            module = ".".join(rel.with_suffix("").parts)
+            found += private_imports(ast.parse(path.read_text(), filename=str(rel)), module)
+    assert not found, "private names used past their package:\n" + "\n".join(found)
+
+
+def test_the_two_checkers_can_fail():
+    assert too_many_positional(ast.parse("def f(a, b, c, d, e, f, g): pass"), "x.py")
+    assert not too_many_positional(ast.parse("def f(a, b, c, d, e, f, *, g): pass"), "x.py")
+    assert private_imports(ast.parse("from swaptrace.ssd.run import _map_units"), "benchmarks.bench_mqsim")
+    assert private_imports(ast.parse("from swaptrace.capture.session import _mlp"), "swaptrace.timing.model")
+    assert not private_imports(ast.parse("from swaptrace.kernels.emulate.dlist import _unlink"),
+                               "swaptrace.kernels.emulate.lru")

@@ -225,7 +225,7 @@ class LogSwap:
         r[kl.R_EV] = 0
         i = 0
         while i < pages.size:
-            i = kl._log_run(r, self.flags, self.loc, self.ver, self.pf_seq, self.pf_ver, self.pf_ring,
+            i = kl.log_run(r, self.flags, self.loc, self.ver, self.pf_seq, self.pf_ver, self.pf_ring,
                             self.slot_page, self.slot_ver, self.seg_live, self.seg_state, self.seg_time,
                             self.free_stack, self.out_i, self.out_f, self.step_seen, self.first_step, pages, writes,
                             steps, self.base, ev_at, ev_page, i, OUT_ROWS)
@@ -239,7 +239,7 @@ class LogSwap:
 
     def finish(self) -> dict[str, np.ndarray] | None:
         """Write the head's last pages; the final rows, or None."""
-        kl._log_finish(self.r, self.out_i, self.out_f)
+        kl.log_finish(self.r, self.out_i, self.out_f)
         self._check()
         return self._take_rows()
 

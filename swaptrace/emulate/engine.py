@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from swaptrace.kernels.emulate import state as ks
-from swaptrace.kernels.emulate.loop import _count_steps, _preload_swapped, _run
+from swaptrace.kernels.emulate.loop import count_steps, preload_swapped_pages, run_accesses
 from swaptrace.errors import ConfigError
 from swaptrace.emulate.config import SWAPPED_REGION_KINDS, EmulatorConfig
 from swaptrace.core.traceio import TraceFile
@@ -152,7 +152,7 @@ class Emulator:
 
     def _advance(self, pages: np.ndarray, writes: np.ndarray, steps: np.ndarray, i: int) -> int:
         st, cfg = self.state, self.cfg
-        j = _run(st.b, st.m, st.f, pages, writes, steps, i)
+        j = run_accesses(st.b, st.m, st.f, pages, writes, steps, i)
         if self._evictions is not None:
             self._evictions.append(st.take_evictions())
         error = st.error
@@ -244,7 +244,7 @@ def _preload(st: ks.EmuState, regions: list[dict[str, Any]], cfg: EmulatorConfig
     if not chosen:
         return
     pages = np.unique(np.concatenate(chosen))
-    _preload_swapped(st.b, st.m, pages)
+    preload_swapped_pages(st.b, st.m, pages)
     if st.error == ks.ERR_SWAP_FULL:
         raise ConfigError(
             f"swap is full: {pages.size} table pages do not fit in {cfg.nslots - 1} usable slots; give a larger --swap-bytes"
@@ -256,13 +256,13 @@ def step_counts(tf: TraceFile, first_step: int, chunk_rows: int) -> np.ndarray:
     counts = np.zeros(int(tf.meta.get("steps", 0) or 0), np.int64)
     for batch in tf.iter_batches(columns=["step"], batch_rows=chunk_rows):
         steps = batch["step"]
-        i = _count_steps(steps, first_step, counts, 0)  # one pass, no int64 copy of the column
+        i = count_steps(steps, first_step, counts, 0)  # one pass, no int64 copy of the column
         while i >= 0:  # a step past the metadata's count (or before first_step): grow, or fail
             s = steps[i:].astype(np.int64) - first_step
             if s.min() < 0:
                 raise ConfigError(f"{tf.path}: step {int(s.min()) + first_step} is before first_step {first_step}")
             counts = np.concatenate([counts, np.zeros(int(s.max()) + 1 - counts.size, np.int64)])
-            i = _count_steps(steps, first_step, counts, i)
+            i = count_steps(steps, first_step, counts, i)
     return counts
 
 

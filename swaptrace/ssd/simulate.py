@@ -160,7 +160,7 @@ class Simulator:
         lpns = np.ascontiguousarray(lpns, dtype=np.int64)
         if lpns.size and (lpns.min() < 0 or lpns.max() >= self.config.user_units):
             raise ConfigError(f"logical unit outside the device's {self.config.user_units} units")
-        self._check(K._write_units(self.state, lpns, self._streams(cold, len(lpns))))
+        self._check(K.ftl_write_units(self.state, lpns, self._streams(cold, len(lpns))))
 
     def _streams(self, cold: np.ndarray | None, n: int) -> np.ndarray:
         if cold is None or not self.config.hot_cold_streams:
@@ -177,7 +177,7 @@ class Simulator:
         step = 1 << 22
         for start in range(first, first + count, step):
             lpns = np.arange(start, min(start + step, first + count), dtype=np.int64)
-            self._check(K._write_units(self.state, lpns, np.zeros(0, dtype=np.int8)))
+            self._check(K.ftl_write_units(self.state, lpns, np.zeros(0, dtype=np.int8)))
 
     def run(self, op: np.ndarray, lpn: np.ndarray, npages: np.ndarray, t_us: np.ndarray | None = None,
             record: bool = True, cold: np.ndarray | None = None) -> dict[str, np.ndarray]:
@@ -204,7 +204,7 @@ class Simulator:
             "done_us": np.zeros(m), "latency_us": np.zeros(m),
             "flash_units": np.zeros(m, dtype=np.int64), "erases": np.zeros(m, dtype=np.int64),
         }
-        code = K._run_requests(self.state, op, lpn, npages, t, self._streams(cold, n), out["done_us"],
+        code = K.run_requests(self.state, op, lpn, npages, t, self._streams(cold, n), out["done_us"],
                                out["latency_us"], out["flash_units"], out["erases"])
         self._check(code)
         return out
@@ -212,7 +212,7 @@ class Simulator:
     def finish(self) -> None:
         """Program partly filled buffers (end of a run)."""
         if self.timing:
-            K._flush_all(self.state)
+            K.flush_all(self.state)
 
     def reset_clocks(self) -> None:
         """Forget time (after untimed preconditioning): all resources idle at t = 0."""

@@ -102,7 +102,7 @@ class ZNSDevice:
         if np.any(offset % mb) or np.any(length % mb):
             raise ConfigError(f"a request is not aligned to {mb} B")
         done = np.zeros(offset.size, np.float64)
-        n = kz._zns_run(self.z, self.t, self.wp, self.die_free, self.ch_free, self.ring,
+        n = kz.zns_run(self.z, self.t, self.wp, self.die_free, self.ch_free, self.ring,
                         np.ascontiguousarray(op, np.int8), offset // mb, length // mb, done)
         if n < offset.size:
             err = int(self.z[kz.Z_ERROR])

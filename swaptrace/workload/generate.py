@@ -39,7 +39,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from swaptrace.kernels.generate.draw import _count_segments, _emit, _emit_segments, _segments, _tally
+from swaptrace.kernels.generate.draw import count_segments, emit_accesses, emit_segments, plan_segments, tally_pages
 from swaptrace.core.bounds import check_allocation
 from swaptrace.errors import ConfigError
 from swaptrace.workload.indices import DrawnSteps, IndexPlan, check_draw_options, draw_batches
@@ -125,7 +125,7 @@ def _emit_serial(plan: _Plan, out: _Out, d: DrawnSteps, stamp, seen):
     step0, nsteps, idx, uniq, lens, ulens = d.step0, d.nsteps, d.idx, d.uniq, d.lens, d.ulens
     cursor = np.zeros(4, dtype=np.int64)
     while cursor[0] < nsteps:
-        out.filled = _emit(cursor, np.int64(step0), np.int64(nsteps), idx, uniq, lens, ulens, plan.tbl_off,
+        out.filled = emit_accesses(cursor, np.int64(step0), np.int64(nsteps), idx, uniq, lens, ulens, plan.tbl_off,
                            np.int64(plan.stride), np.int64(lay.page_shift), lay.table_first_byte,
                            lay.table_row_bytes, lay.table_region, lay.state_first_byte, lay.state_row_bytes,
                            lay.state_array_bytes, lay.state_region, np.int64(lay.state_arrays),
@@ -143,11 +143,11 @@ def _emit_parallel(plan: _Plan, out: _Out, d: DrawnSteps, seen):
     shift = np.int64(lay.page_shift)
     seg_args = (np.int64(nsteps), np.int64(len(plan.n_rows)), lens, ulens, np.int64(SEGMENT_ITEMS),
                 np.int64(plan.mlp[1]), np.int64(plan.mlp_state[1]), np.int64(plan.scratch[1]))
-    n_seg = _segments(*seg_args, False, np.empty((0, 5), dtype=np.int64))
+    n_seg = plan_segments(*seg_args, False, np.empty((0, 5), dtype=np.int64))
     segs = np.empty((n_seg, 5), dtype=np.int64)
-    _segments(*seg_args, True, segs)
+    plan_segments(*seg_args, True, segs)
     counts = np.empty(n_seg, dtype=np.int64)
-    _count_segments(segs, idx, uniq, plan.tbl_off, np.int64(plan.stride), shift, lay.table_first_byte,
+    count_segments(segs, idx, uniq, plan.tbl_off, np.int64(plan.stride), shift, lay.table_first_byte,
                     lay.table_row_bytes, lay.state_first_byte, lay.state_row_bytes, lay.state_array_bytes,
                     np.int64(lay.state_arrays), counts)
     offsets = np.zeros(n_seg + 1, dtype=np.int64)
@@ -162,7 +162,7 @@ def _emit_parallel(plan: _Plan, out: _Out, d: DrawnSteps, seen):
             else:  # one segment larger than the buffer (rows of many pages): grow it
                 out.allocate(int(counts[j]))
             continue
-        _emit_segments(segs, np.int64(j), np.int64(last), offsets, np.int64(out.filled), n_chunks, np.int64(step0),
+        emit_segments(segs, np.int64(j), np.int64(last), offsets, np.int64(out.filled), n_chunks, np.int64(step0),
                        idx, uniq, plan.tbl_off, np.int64(plan.stride), shift, lay.table_first_byte,
                        lay.table_row_bytes, lay.table_region, lay.state_first_byte, lay.state_row_bytes,
                        lay.state_array_bytes, lay.state_region, np.int64(lay.state_arrays), np.int64(plan.mlp[0]),
@@ -474,7 +474,7 @@ def _write_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int | 
         with _BackgroundWriter(writer) as background:
             for st, pg, wr, rg in chunks:
                 background.write(step=st, page=pg, write=wr, region=rg)
-                writes += int(_tally(wr, rg, region_counts))
+                writes += int(tally_pages(wr, rg, region_counts))
         writer.metadata["summary"] = {
             "accesses": writer.rows,
             "reads": writer.rows - writes,

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from swaptrace.kernels.generate.draw import _draw
+from swaptrace.kernels.generate.draw import draw_steps
 from swaptrace.errors import ConfigError
 from swaptrace.workload.spec import ModelSpec, load_spec
 from swaptrace.workload.zipf import scramble_params, zipf_constants
@@ -124,7 +124,7 @@ def draw_batches(plan: IndexPlan, steps: int, first_step: int = 0, reuse: float 
 
     def draw(step0: int, nsteps: int, rf: float, fresh_only: bool, *, fr, ix, dr, bl) -> None:
         p = plan
-        _draw(np.uint64(p.seed), np.int64(step0), np.int64(nsteps), np.int64(batch), p.n_rows, p.zs, p.zh_x1,
+        draw_steps(np.uint64(p.seed), np.int64(step0), np.int64(nsteps), np.int64(batch), p.n_rows, p.zs, p.zh_x1,
               p.zh_n, p.zbig_s, p.sa, p.sb, p.scatter, p.dist_uniform, p.bag_vals, p.bag_cdf, p.bag_off,
               p.pool_uniform, p.bag_unique, p.tbl_off, np.int64(p.stride), float(rf), prev_fresh, prev_drawn,
               have_prev, fresh_only, fr, ix, uniq, dr, lens, ulens, bl)

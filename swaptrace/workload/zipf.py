@@ -21,13 +21,13 @@ import math
 
 import numpy as np
 
-from swaptrace.kernels.generate.zipf import _scramble_params, _zipf_many, _zipf_setup
+from swaptrace.kernels.generate.zipf import zipf_scramble_params, zipf_many, zipf_setup
 from swaptrace.errors import ConfigError
 
 
 def zipf_constants(n: int, s: float) -> tuple[float, float, float]:
     """``(hX1, hN, S)`` of the rejection-inversion sampler for ``n`` ranks, exponent ``s``."""
-    return _zipf_setup(float(n), float(s))
+    return zipf_setup(float(n), float(s))
 
 
 def zipf_ranks(n: int, s: float, size: int, seed: int = 0) -> np.ndarray:
@@ -35,13 +35,13 @@ def zipf_ranks(n: int, s: float, size: int, seed: int = 0) -> np.ndarray:
     if n < 1 or s <= 0:
         raise ConfigError(f"zipf: need n >= 1 and s > 0, got n={n}, s={s}")
     out = np.empty(size, dtype=np.int64)
-    _zipf_many(np.uint64(seed), np.int64(n), float(s), out)
+    zipf_many(np.uint64(seed), np.int64(n), float(s), out)
     return out
 
 
 def scramble_params(seed: int, table: int, n: int) -> tuple[int, int]:
     """``(a, b)`` of the rank-to-row bijection of table ``table`` (``gcd(a, n) == 1``)."""
-    a, b = _scramble_params(np.uint64(seed), np.uint64(table), np.int64(n))
+    a, b = zipf_scramble_params(np.uint64(seed), np.uint64(table), np.int64(n))
     return int(a), int(b)
 
 

@@ -317,7 +317,7 @@ def _evict(r, flags, loc, ver, slot_page, slot_ver, seg_live, seg_state, seg_tim
 
 
 @jit
-def _log_run(r, flags, loc, ver, pf_seq, pf_ver, pf_ring, slot_page, slot_ver, seg_live, seg_state, seg_time,
+def log_run(r, flags, loc, ver, pf_seq, pf_ver, pf_ring, slot_page, slot_ver, seg_live, seg_state, seg_time,
              free_stack, out_i, out_f, step_seen, first_step, pages, writes, steps, base, ev_at, ev_page, start,
              out_limit):
     """Replay accesses ``start..`` of a chunk (the first is access ``base`` of the run) and the evictions
@@ -365,7 +365,7 @@ def _log_run(r, flags, loc, ver, pf_seq, pf_ver, pf_ring, slot_page, slot_ver, s
 
 
 @jit
-def _log_finish(r, out_i, out_f):
+def log_finish(r, out_i, out_f):
     """End of the run: write the head's unwritten slots (the pages evicted last)."""
     if r[R_HEAD] >= 0:
         _write_head(r, out_i, out_f, CAUSE_RECLAIM)

@@ -9,12 +9,12 @@ faulting page last), map the faulting page, and free its slot if the access
 is a write or swap is more than half full (``should_try_to_free_swap``).
 With writes in flight (``linux``, :mod:`swaptrace.kernels.emulate.linux_lists`),
 the wait for the read completes them.
-A hit on a mapped page is handled inline in :func:`_run` (no call).
+A hit on a mapped page is handled inline in :func:`run_accesses` (no call).
 
 Caution for editors: numba's on-disk cache (``cache=True``) checks only the
 timestamp of the file defining a function, so after editing a helper module
 (``slots.py``, ``lru.py`` ...) delete ``swaptrace/kernels/__pycache__/*.nb?``
-or ``_run`` keeps the old helper compiled in.
+or ``run_accesses`` keeps the old helper compiled in.
 """
 
 from __future__ import annotations
@@ -182,7 +182,7 @@ def _fault(b, m, f, page, write):
 
 
 @jit
-def _run(b, m, f, pages, writes, steps, start):
+def run_accesses(b, m, f, pages, writes, steps, start):
     """Process accesses from ``start`` until the chunk ends or the output columns are nearly full.
 
     Returns the index of the first access not processed. A page outside the
@@ -245,7 +245,7 @@ def _run(b, m, f, pages, writes, steps, start):
 
 
 @jit
-def _preload_swapped(b, m, pages):
+def preload_swapped_pages(b, m, pages):
     """``initial_state="swapped"``: give ``pages`` consecutive slots, contents on swap, no I/O."""
     for i in range(pages.shape[0]):
         page = pages[i]
@@ -255,7 +255,7 @@ def _preload_swapped(b, m, pages):
 
 
 @jit
-def _count_steps(steps, first, counts, start):
+def count_steps(steps, first, counts, start):
     """Add each access of ``steps[start:]`` to ``counts[step - first]``.
 
     Returns -1 when all are counted, else the index of the first step outside

@@ -1,12 +1,12 @@
 """Generator kernels: draw a batch of steps' embedding indices, then emit page accesses.
 
-``_draw`` fills, for every (step, table) of a batch of steps, each sample's
+``draw_steps`` fills, for every (step, table) of a batch of steps, each sample's
 bag size, the row ids of all lookups (table-major, bag order; bounded-Zipf or
 uniform ranks; repeats within a bag dropped for ``unique_in_bag`` tables) and
 the sorted unique rows; blocks of :data:`BLOCK` lookups have their own random
 streams and are independent, so it runs them with ``prange``, each writing
 its own slice.
-``_emit`` turns them into page accesses in program order; it is resumable:
+``emit_accesses`` turns them into page accesses in program order; it is resumable:
 it stops when the output buffer is full and records where in ``cursor``.
 The pure-Python twin is ``tests/naive_generate.py``.
 """
@@ -145,7 +145,7 @@ def _bit_index(x):
 
 
 @jit_parallel
-def _draw(seed, step0, nsteps, batch, n_rows, zs, zh_x1, zh_n, zbig_s, sa, sb, scatter, dist_uniform,
+def draw_steps(seed, step0, nsteps, batch, n_rows, zs, zh_x1, zh_n, zbig_s, sa, sb, scatter, dist_uniform,
           bag_vals, bag_cdf, bag_off, pool_uniform, bag_unique, tbl_off, stride, reuse, prev_fresh, prev_drawn,
           have_prev, fresh_only, fresh, idx, uniq, drawn, lens, ulens, bag_lens):
     """Indices of steps [step0, step0 + nsteps) for every table (see module docstring).
@@ -253,7 +253,7 @@ def _put(n, step, page, w, region, dedup, stamp, seen, out_step, out_page, out_w
 
 
 @jit
-def _emit(cursor, step0, nsteps, idx, uniq, lens, ulens, tbl_off, stride, shift,
+def emit_accesses(cursor, step0, nsteps, idx, uniq, lens, ulens, tbl_off, stride, shift,
           t_first_byte, t_row_bytes, t_region, s_first_byte, s_row_bytes, s_array_bytes, s_region, s_arrays,
           mlp_first, mlp_pages, mlp_region, mst_first, mst_pages, mst_region, scr_first, scr_pages, scr_region,
           item_max, dedup, stamp, track, seen, start, out_step, out_page, out_write, out_region):
@@ -380,7 +380,7 @@ SEG_FORWARD, SEG_PAGES, SEG_BACKWARD = 0, 1, 2
 
 
 @jit
-def _segments(nsteps, n_tables, lens, ulens, seg_items, mlp_pages, mst_pages, scr_pages, fill, segs):
+def plan_segments(nsteps, n_tables, lens, ulens, seg_items, mlp_pages, mst_pages, scr_pages, fill, segs):
     """Segments of a batch in program order, rows (step index, kind, code, lo, hi) of ``segs``.
 
     Returns how many; writes them only if ``fill``. The code is the table for
@@ -416,7 +416,7 @@ def _row_pages(first_byte, nbytes, shift):
 
 
 @jit_parallel
-def _count_segments(segs, idx, uniq, tbl_off, stride, shift, t_first_byte, t_row_bytes, s_first_byte,
+def count_segments(segs, idx, uniq, tbl_off, stride, shift, t_first_byte, t_row_bytes, s_first_byte,
                     s_row_bytes, s_array_bytes, s_arrays, counts):
     """Rows each segment emits, into ``counts``."""
     for j in prange(segs.shape[0]):
@@ -441,7 +441,7 @@ def _count_segments(segs, idx, uniq, tbl_off, stride, shift, t_first_byte, t_row
 
 
 @jit_parallel
-def _emit_segments(segs, first, last, offsets, start, n_chunks, step0, idx, uniq, tbl_off, stride, shift,
+def emit_segments(segs, first, last, offsets, start, n_chunks, step0, idx, uniq, tbl_off, stride, shift,
                    t_first_byte, t_row_bytes, t_region, s_first_byte, s_row_bytes, s_array_bytes, s_region, s_arrays,
                    mlp_first, mlp_region, mst_first, mst_region, scr_first, scr_region, track, seen,
                    out_step, out_page, out_write, out_region):
@@ -522,7 +522,7 @@ def _emit_segments(segs, first, last, offsets, start, n_chunks, step0, idx, uniq
 
 
 @jit
-def _tally(write, region, region_counts):
+def tally_pages(write, region, region_counts):
     """Add each row's region to ``region_counts`` and return how many rows are writes (one pass)."""
     writes = 0
     for i in range(write.shape[0]):

@@ -99,7 +99,7 @@ def _h_integral_inverse(x, s):
 
 
 @jit
-def _zipf_setup(n, s):
+def zipf_setup(n, s):
     """Constants of the sampler: (hX1, hN, S) for n ranks and exponent s."""
     h_x1 = _h_integral(1.5, s) - 1.0
     h_n = _h_integral(n + 0.5, s)
@@ -124,16 +124,16 @@ def _zipf_draw(state, n, s, h_x1, h_n, big_s):
 
 
 @jit
-def _zipf_many(seed, n, s, out):
+def zipf_many(seed, n, s, out):
     """Fill ``out`` with ranks from the stream (seed, 0, 0, lane 0)."""
-    h_x1, h_n, big_s = _zipf_setup(n, s)
+    h_x1, h_n, big_s = zipf_setup(n, s)
     state = _stream(np.uint64(seed), np.uint64(0), np.uint64(0), np.uint64(0))
     for i in range(out.shape[0]):
         out[i], state = _zipf_draw(state, n, s, h_x1, h_n, big_s)
 
 
 @jit
-def _scramble_params(seed, table, n):
+def zipf_scramble_params(seed, table, n):
     """Multiplier a (gcd(a, n) = 1) and offset b of the bijection k -> (a k + b) mod n."""
     hs = _mix64(_mix64(seed + GOLDEN) ^ _SCRAMBLE_TAG)
     h1 = _mix64(hs + table * _U2 + _U1)

@@ -447,7 +447,7 @@ def _flush_die(st, d):
 
 
 @jit
-def _flush_all(state):
+def flush_all(state):
     """Program every partly filled unit (end of a run)."""
     st = _raw_state(state)
     for d in range(st.ip[P_NDIES]):
@@ -552,7 +552,7 @@ def _read_request(st, lpn0, n, t):
 
 
 @jit
-def _run_requests(state, op, lpn, npages, t_us, streams, out_done, out_lat, out_flash, out_erases):
+def run_requests(state, op, lpn, npages, t_us, streams, out_done, out_lat, out_flash, out_erases):
     """Run requests in order; write frontier from ``streams`` (empty: all 0); per-request outputs if
     ``out_done`` is non-empty. Returns an error code."""
     st = _raw_state(state)
@@ -640,7 +640,7 @@ def _prefetch_ahead(st, lpns, i, n):
 
 
 @jit
-def _write_units(state, lpns, streams):
+def ftl_write_units(state, lpns, streams):
     """Pure FTL: one-unit host writes to frontier ``streams[i]`` (empty: all 0), no timing."""
     st = _raw_state(state)
     n = lpns.shape[0]

@@ -71,7 +71,7 @@ def _stripe(off, nu, prog, zone, p, dies, dpc):
 
 
 @jit
-def _zns_run(z, t, wp, die_free, ch_free, done_ring, op, unit, nunits, res_done):
+def zns_run(z, t, wp, die_free, ch_free, done_ring, op, unit, nunits, res_done):
     """Replay requests (``unit``/``nunits`` in map units); write each one's completion time into ``res_done``.
 
     Returns the number of requests processed (fewer on an error, ``z[Z_ERROR]`` set).
