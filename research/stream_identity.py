@@ -41,8 +41,7 @@ def cases() -> list[tuple[str, dict]]:
 def run(folder: Path) -> dict:
     import pyarrow.parquet as pq
 
-    from swaptrace.workload.generate import generate_trace
-    from swaptrace.emulate import emulate
+    from swaptrace import emulate_trace, generate_trace
 
     traces = {}
     for preset, steps in (("tiny", 4), ("demo", 3)):
@@ -52,7 +51,7 @@ def run(folder: Path) -> dict:
     found = {}
     for preset, kw in cases():
         call = dict(kw) if "ensemble" in kw or kw.get("policy") != "linux" else {**kw, "ensemble": None}
-        emulate(traces[preset], folder / "o.parquet", force=True, **call)
+        emulate_trace(traces[preset], folder / "o.parquet", force=True, **call)
         table = pq.read_table(folder / "o.parquet")
         h = hashlib.sha256()
         for c in ("t_us", "step", "op", "offset", "length", "cause"):
