@@ -107,6 +107,19 @@ def test_the_type_checking_imports_match_the_table():
     assert seen == swaptrace._ENTRY_POINTS
 
 
+def test_the_api_pages_example_is_the_scripts():
+    """docs/api.md shows the example's body: every line of its python block is a line of the script."""
+    doc = (ROOT / "docs" / "api.md").read_text()
+    block = doc.split("## The chain in one script", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    script = {line.strip() for line in (ROOT / "docs" / "examples" / "api_chain.py").read_text().splitlines()}
+    assert [line for line in block.splitlines() if line.strip() not in script] == []
+
+
+def test_every_face_name_is_documented():
+    doc = (ROOT / "docs" / "api.md").read_text()
+    assert [n for n in swaptrace.__all__ if f"`{n}" not in doc] == []
+
+
 @pytest.mark.slow
 def test_the_api_chain_example_writes_the_report(tmp_path):
     """docs/examples/api_chain.py: generate -> emulate -> ssd -> report on ``tiny``, public names only."""

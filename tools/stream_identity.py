@@ -1,6 +1,6 @@
 """Streams of one checkout against another's: every policy x readahead x writeback rule on two small traces.
 
-Run it in each checkout (``PYTHONPATH=CHECKOUT python research/stream_identity.py OUT.json``), then compare
+Run it in each checkout (``PYTHONPATH=CHECKOUT python tools/stream_identity.py OUT.json``), then compare
 the two JSON files with ``--against OLD.json``: each case's rows (hashed column by column), summary (but
 ``memory_pages``, which 0.7 corrected for ensembles), write cost and per-step faults must be equal. 0.7.0
 against 0.6.0 (1e3bb2c): 88 of 88 cases identical. Cases without ``ensemble`` in their options use the
