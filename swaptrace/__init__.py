@@ -7,9 +7,9 @@ The pipeline (one package per stage, see docs/architecture.md)::
 
 This module is the package's public face (docs/api.md): the entry point of every stage and the types they
 return, importable as ``swaptrace.<name>``. Importing it stays cheap -- it loads only the version and
-:func:`mark_step` -- because every ``import swaptrace.x`` runs it first, a training script that only marks its
-steps among them; each entry point is imported on first use (PEP 562 ``__getattr__``) from the table
-:data:`_ENTRY_POINTS`. ``swaptrace.emulate`` and ``swaptrace.capture`` are the stage packages, so their
+:func:`mark_step` -- because it runs before every ``import swaptrace.x``, a training script's
+``from swaptrace import mark_step`` among them; each entry point is imported on first use (PEP 562
+``__getattr__``) from the table :data:`_ENTRY_POINTS`. ``swaptrace.emulate`` and ``swaptrace.capture`` are the stage packages, so their
 functions are on the face as :func:`emulate_trace` and :func:`capture_trace`.
 """
 
