@@ -141,7 +141,7 @@ bench: setup
 	$(PY) benchmarks/run_all.py
 
 lint: setup
-	$(VENV)/bin/ruff check swaptrace tests benchmarks analysis research
+	$(VENV)/bin/ruff check swaptrace tests benchmarks analysis research tools docs
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis

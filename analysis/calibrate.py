@@ -46,7 +46,7 @@ import sys
 import time
 from pathlib import Path
 
-from swaptrace.compare import compare_streams
+from swaptrace import compare_streams
 from swaptrace.core.units import format_bytes
 
 POLICIES = ("lru", "clock", "linux")
@@ -96,8 +96,24 @@ ROOM_GAIN_LIMIT_BYTES = 256 << 10
 CAPTURE_ATTEMPTS = 3
 
 
-def _trace(preset: str, steps: int, folder: Path) -> Path:
-    from swaptrace.workload.generate import generate_trace
+def trace_for(preset: str, steps: int, folder: Path) -> Path:
+    """The access trace of ``steps`` steps of ``preset`` (seed 0) in ``folder``, generated once and reused.
+
+    Parameters
+    ----------
+    preset : str
+        A preset name (``tiny``, ``demo``, ...).
+    steps : int
+        Training steps.
+    folder : pathlib.Path
+        The cache folder (``--work``); the file is ``PRESET-STEPS.access.parquet``.
+
+    Returns
+    -------
+    pathlib.Path
+        The trace, written by :func:`swaptrace.generate_trace` if it was not there.
+    """
+    from swaptrace import generate_trace
 
     path = folder / f"{preset}-{steps}.access.parquet"
     if not path.exists():
@@ -107,13 +123,12 @@ def _trace(preset: str, steps: int, folder: Path) -> Path:
 
 def _capture(trace: Path, memory_bytes: int, out: Path, again: bool, compute: str | None,
              unlimited_run: bool = True, trace_reclaim: bool = False) -> dict:
-    from swaptrace.capture import capture
-    from swaptrace.core.traceio import open_trace
+    from swaptrace import capture_trace, open_trace
 
     if again or not out.exists():
         for attempt in range(1, CAPTURE_ATTEMPTS + 1):
             t0 = time.monotonic()
-            capture(trace, out, memory_bytes=memory_bytes, compute=compute, unlimited_run=unlimited_run,
+            capture_trace(trace, out, memory_bytes=memory_bytes, compute=compute, unlimited_run=unlimited_run,
                     trace_reclaim=trace_reclaim, force=True)
             gain = open_trace(out, kind="swapio").meta["kernel"].get("room_gain_bytes") or 0
             print(f"  captured {out.name} in {time.monotonic() - t0:.0f} s (model room {gain / 1024:+.0f} KiB)",
@@ -145,14 +160,36 @@ def _captures(trace: Path, memory_bytes: int, work: Path, tag: str, runs: int, a
     return Path(ranked[(len(ranked) - 1) // 2]["path"]), infos
 
 
-def _emulate(trace: Path, memory_bytes: int, policy: str, readahead: str, out: Path, swap_bytes: int,
-             **options) -> Path:
-    from swaptrace.emulate import emulate
+def emulate_stream(trace: Path, memory_bytes: int, policy: str, readahead: str, out: Path, swap_bytes: int,
+                   **options) -> Path:
+    """The emulator's stream of ``trace`` at a capture's budget and swap size, as ``swaptrace emulate`` makes it.
+
+    Parameters
+    ----------
+    trace : pathlib.Path
+        An access trace.
+    memory_bytes : int
+        The budget, bytes.
+    policy, readahead : str
+        The residency policy and readahead mode (:data:`DEFAULT` is the default's).
+    out : pathlib.Path
+        The swapio file to write (replaced if it exists).
+    swap_bytes : int
+        The swap device's size, bytes: the capture's.
+    options
+        Other :func:`swaptrace.emulate_trace` options; ``ensemble`` is the command's default (None) unless given.
+
+    Returns
+    -------
+    pathlib.Path
+        ``out``.
+    """
+    from swaptrace import emulate_trace
 
     # the capture's swap device size, not emulate's default (footprint + 1 page): vm_swap_full() (swap more than
     # half used) frees slots on swap-in, so a device twice as small changes which evictions need a write
-    emulate(trace, out, memory_bytes=memory_bytes, policy=policy, readahead=readahead, swap_bytes=swap_bytes,
-            force=True, **{"ensemble": None, **options})  # the command's default unless options say otherwise
+    emulate_trace(trace, out, memory_bytes=memory_bytes, policy=policy, readahead=readahead, swap_bytes=swap_bytes,
+                  force=True, **{"ensemble": None, **options})  # the command's default unless options say otherwise
     return out
 
 
@@ -205,7 +242,7 @@ def read_access(trace: Path) -> tuple[dict, dict, object, object, int]:
     """
     import numpy as np
 
-    from swaptrace.core.traceio import open_trace
+    from swaptrace import open_trace
 
     tf = open_trace(trace, kind="access")
     cols = tf.read_all(["step", "page", "write"])
@@ -222,7 +259,8 @@ def default_emulator(access: tuple, memory_bytes: int, swap_bytes: int, variant:
     """
     import dataclasses
 
-    from swaptrace.emulate import Emulator, EmulatorConfig
+    from swaptrace import EmulatorConfig
+    from swaptrace.emulate import Emulator
 
     meta, _, _, counts, first = access
     cfg = EmulatorConfig.resolve(meta, memory_bytes=memory_bytes, swap_bytes=swap_bytes, policy=DEFAULT[0],
@@ -275,7 +313,7 @@ def reclaim_markdown(rows: list[dict]) -> str:
 
 def _minor_faults(path: Path) -> int | None:
     """Minor faults: the kernel's count (the child's getrusage), or the emulator's sum of its minor kinds."""
-    from swaptrace.core.traceio import open_trace
+    from swaptrace import open_trace
 
     meta = open_trace(path, kind="swapio").meta
     if "kernel" in meta:
@@ -326,14 +364,14 @@ def _band(preset, fraction, trace, memory, kernel, device_bytes, band, stem, lab
     """
     import statistics
 
-    from swaptrace.core.traceio import open_trace
+    from swaptrace import open_trace
 
     k = open_trace(kernel, kind="swapio").meta["summary"]
     errs_in, errs_out, matched_in, matched_out, kernel_in = [], [], [], [], []
     emu_in, emu_out, kernel_out = [], [], []
     for scale in band_scales(band):
-        out = _emulate(trace, int(memory * scale) // 4096 * 4096, *DEFAULT, stem.with_suffix(".band.swapio.parquet"),
-                       device_bytes, **options)
+        out = emulate_stream(trace, int(memory * scale) // 4096 * 4096, *DEFAULT, stem.with_suffix(".band.swapio.parquet"),
+                             device_bytes, **options)
         s = open_trace(out, kind="swapio").meta["summary"]
         errs_in.append(s["pages_in"] / k["pages_in"] - 1)
         errs_out.append(s["pages_out"] / k["pages_out"] - 1)
@@ -473,15 +511,15 @@ def main(argv=None) -> int:
     steps = dict(DEFAULT_STEPS)
     steps.update({k: int(v) for k, v in (s.split("=") for s in args.steps)})
 
+    from swaptrace import open_trace
     from swaptrace.capture import kernel_facts
-    from swaptrace.core.traceio import open_trace
 
     args.out.mkdir(parents=True, exist_ok=True)
     work = args.work
     work.mkdir(parents=True, exist_ok=True)
     rows, extras, bands, reclaims, splits = [], [], [], [], []
     for preset in args.presets:
-        trace = _trace(preset, steps.get(preset, 20), work)
+        trace = trace_for(preset, steps.get(preset, 20), work)
         footprint = int(open_trace(trace).meta["footprint_bytes"])
         for fraction in args.fractions or DEFAULT_FRACTIONS.get(preset, (0.2, 0.4, 0.6)):
             memory = int(footprint * fraction) // 4096 * 4096
@@ -499,8 +537,8 @@ def main(argv=None) -> int:
                          for lag in args.lags]
             for policy, readahead, label, options in settings:
                 name = label.replace(", ", ".").replace(" ", "-")
-                emu = _emulate(trace, memory, policy, readahead, work / f"{tag}.{name}.{readahead}.swapio.parquet",
-                               info["device_bytes"], **options)
+                emu = emulate_stream(trace, memory, policy, readahead, work / f"{tag}.{name}.{readahead}.swapio.parquet",
+                                     info["device_bytes"], **options)
                 if (policy, readahead) == DEFAULT and not options:
                     default_stream = emu
                 rows.append(_row(preset, fraction, memory, label, readahead, kernel, emu))

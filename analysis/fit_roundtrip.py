@@ -13,7 +13,7 @@ import argparse
 import tempfile
 import time
 
-from swaptrace.errors import ConfigError
+from swaptrace import ConfigError
 from swaptrace.ssd.fit import roundtrip as R
 
 

@@ -35,10 +35,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from swaptrace import PipelineOptions, SwaptraceError, open_trace, run_pipeline
+from swaptrace.core.traceio import read_metadata
 from swaptrace.pipeline import filenames as S
-from swaptrace.errors import SwaptraceError
-from swaptrace.pipeline.run import PipelineOptions, run_pipeline
-from swaptrace.core.traceio import open_trace, read_metadata
 
 KERNEL = "kernel.swapio.parquet"
 HOST_COSTS = "host-costs.toml"
@@ -55,7 +54,8 @@ def small_share(meta: dict[str, Any], op: str) -> float | None:
 
 def try_capture(folder: Path, fraction: float, log) -> dict[str, Any] | None:
     """Capture the folder's trace under the real kernel (root only); None with a reason logged otherwise."""
-    from swaptrace.capture.session import capture, check_privileges
+    from swaptrace import capture_trace
+    from swaptrace.capture import check_privileges
 
     try:
         check_privileges()
@@ -69,7 +69,7 @@ def try_capture(folder: Path, fraction: float, log) -> dict[str, Any] | None:
         return meta
     log("kernel capture: replaying the trace under a memory cgroup with swap on a loop device ...")
     try:
-        capture(folder / S.ACCESS, out, memory_fraction=fraction, compute="mlp", unlimited_run=True)
+        capture_trace(folder / S.ACCESS, out, memory_fraction=fraction, compute="mlp", unlimited_run=True)
     except SwaptraceError as exc:
         log(f"kernel capture failed: {exc}")
         return None
@@ -79,10 +79,10 @@ def try_capture(folder: Path, fraction: float, log) -> dict[str, Any] | None:
 def host_costs(folder: Path, log):
     """This host's kernel costs for the time model, measured as root against the fio run's disk profile
     (kept in ``folder/host-costs.toml``); None with a reason logged when they cannot be measured."""
+    from swaptrace.capture import check_privileges
     from swaptrace.timing import model as timing
-    from swaptrace.capture.session import check_privileges
-    from swaptrace.timing.device_profile import build_profile
     from swaptrace.timing.calibrate import measure_host_costs
+    from swaptrace.timing.device_profile import build_profile
 
     path = folder / HOST_COSTS
     if path.exists():
@@ -115,7 +115,7 @@ def build_table(folder: Path, kernel_meta: dict[str, Any] | None) -> str:
     model = json.loads((folder / S.THESIS).read_text()) if (folder / S.THESIS).exists() else {}
     fio: dict[str, Any] = {}
     if (folder / S.FIO_RUN / "results.parquet").exists():
-        from swaptrace.fio.results import read_results
+        from swaptrace import read_results
 
         fio = read_results(folder / S.FIO_RUN)[1].get("ratios", {})
     ssd_line = "n/a"
@@ -185,8 +185,8 @@ def main() -> int:
         print(line, file=sys.stderr, flush=True)
 
     try:
+        from swaptrace import progressbar
         from swaptrace.timing import model as timing
-        from swaptrace.commands.common import progressbar
 
         costs = None if args.time_costs is None else timing.load_costs(args.time_costs)
         opts = PipelineOptions(preset=args.preset, memory_fraction=args.memory_fraction, fio=not args.no_fio,
@@ -199,7 +199,7 @@ def main() -> int:
                 run_pipeline(replace(opts, time_costs=costs), folder, announce=log, progress=bar)
         kernel = None if args.no_capture else try_capture(folder, args.memory_fraction, log)
         if kernel is not None:  # redraw the report with the emulator-vs-kernel figure
-            from swaptrace.pipeline.report import build_report
+            from swaptrace import build_report
 
             build_report(folder)
         text = build_table(folder, kernel)

@@ -114,7 +114,7 @@ def do_capture(args) -> None:
 
 
 def _meta(path: Path) -> dict:
-    from swaptrace.core.traceio import open_trace
+    from swaptrace import open_trace
     return open_trace(path, kind="swapio").meta
 
 
@@ -140,8 +140,8 @@ def do_profile(args) -> None:  # noqa: ARG001
 
 
 def derive_own(shape: str, run: int):
+    from swaptrace import load_spec
     from swaptrace.capture.runtime_profile import derive
-    from swaptrace.workload.spec import load_spec
     path = capture_path(shape, LIMITS[0], run)
     meta = _meta(path)
     prof, _ = derive(meta["kernel"], load_spec(SPECS / SHAPES[shape]), steps=int(meta["steps"]) - 1, seed=SEED,

@@ -23,10 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from _measure import median_time  # noqa: E402
 from naive_capture import naive_replay  # noqa: E402
 
-from swaptrace.kernels.capture.replay import _replay  # noqa: E402
 from swaptrace.capture.convert import parse_lines, to_stream  # noqa: E402
 from swaptrace.compare import stream_summary  # noqa: E402
 from swaptrace.core.traceio import TraceWriter  # noqa: E402
+from swaptrace.kernels.capture.replay import replay_codes  # noqa: E402
 
 
 def _median(fn, repeats=3):
@@ -85,8 +85,8 @@ def main() -> int:
     pages = 4096
     codes = ((rng.integers(0, pages, n_acc) << 1) | rng.integers(0, 2, n_acc)).astype(np.int64)
     mem = np.zeros(pages * 4096, dtype=np.uint8)
-    _replay(mem, codes[:10], 4096, 4096)  # compile outside the timing
-    t_kernel = _median(lambda: _replay(mem, codes, 4096, 4096))
+    replay_codes(mem, codes[:10], 4096, 4096)  # compile outside the timing
+    t_kernel = _median(lambda: replay_codes(mem, codes, 4096, 4096))
     small = codes[: n_acc // 10]
     ref = bytearray(pages * 4096)
     t_naive = _median(lambda: naive_replay(ref, small, 4096, 4096)) * 10

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numba
 
-from swaptrace.workload.generate import generate_trace
+from swaptrace import generate_trace
 from swaptrace.parallel.generate import generate_dataset
 from swaptrace.parallel.sweep import SweepSpec, run_point, run_sweep
 

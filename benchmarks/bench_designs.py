@@ -27,14 +27,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from swaptrace.designs.table import DesignSet  # noqa: E402
+from swaptrace import DesignSet, EmulatorConfig, emulate_trace, generate_trace, load_device, open_trace  # noqa: E402
 from swaptrace.designs.run import run_designs  # noqa: E402
-from swaptrace.workload.generate import generate_trace  # noqa: E402
-from swaptrace.emulate import EmulatorConfig, emulate, load_profile  # noqa: E402
-from swaptrace.ssd.config import load_device  # noqa: E402
+from swaptrace.emulate import load_profile  # noqa: E402
 from swaptrace.ssd.simulate import Simulator  # noqa: E402
 from swaptrace.ssd.zns import ZNSConfig, ZNSDevice  # noqa: E402
-from swaptrace.core.traceio import open_trace  # noqa: E402
 
 
 def _timed(fn, repeats: int) -> tuple[float, float]:
@@ -56,7 +53,7 @@ def bench_emulation(steps: int, repeats: int) -> str:
         logs = DesignSet(zones=ZNSConfig(zone_bytes=16 << 20)).logs()
 
         def linux():
-            emulate(trace, d / "l.parquet", cfg, ensemble=False, force=True)
+            emulate_trace(trace, d / "l.parquet", cfg, ensemble=False, force=True)
 
         def design(name):
             run_designs(trace, {"linux": d / "a.parquet", name: d / "b.parquet"}, cfg, {name: logs[name]},

@@ -34,7 +34,7 @@ ACCESSES_PER_DEMO_STEP = 63_700  # measured: the demo preset touches ~63.7k page
 
 
 def demo_trace(steps: int, folder: Path) -> Path:
-    from swaptrace.workload.generate import generate_trace
+    from swaptrace import generate_trace
 
     path = folder / f"demo-{steps}.access.parquet"
     if not path.exists():
@@ -56,10 +56,9 @@ def main(argv=None) -> int:
     import libcachesim as lcs
     import numpy as np
 
+    from swaptrace import emulate_trace, exact_mrc, open_trace, shards_mrc
+    from swaptrace.mrc import mean_absolute_error, mrc_from_chunks, shards_from_chunks
     from swaptrace.workload.export import export_trace
-    from swaptrace.mrc import exact_mrc, mean_absolute_error, mrc_from_chunks, shards_from_chunks, shards_mrc
-    from swaptrace.emulate import emulate
-    from swaptrace.core.traceio import open_trace
 
     args.folder.mkdir(parents=True, exist_ok=True)
     steps = 16 if args.quick else -(-10_000_000 // ACCESSES_PER_DEMO_STEP) + 1
@@ -77,30 +76,30 @@ def main(argv=None) -> int:
     # warm-up: load every kernel from numba's cache (compiling it the first time)
     small = args.folder / "warm.access.parquet"
     if not small.exists():
-        from swaptrace.workload.generate import generate_trace
+        from swaptrace import generate_trace
 
         generate_trace("tiny", small, steps=1, seed=0)
     for policy in ("lru", "linux"):
-        emulate(small, out, memory_fraction=0.5, policy=policy, force=True)
+        emulate_trace(small, out, memory_fraction=0.5, policy=policy, force=True)
     exact_mrc(small)
     shards_mrc(small, 0.01)
 
     def ours_lru():
-        return emulate(trace, out, memory_bytes=half * page_bytes, policy="lru", readahead="none", force=True)
+        return emulate_trace(trace, out, memory_bytes=half * page_bytes, policy="lru", readahead="none", force=True)
 
     def ours_linux():
-        return emulate(trace, out, memory_bytes=half * page_bytes, policy="linux", ensemble=None, force=True)
+        return emulate_trace(trace, out, memory_bytes=half * page_bytes, policy="linux", ensemble=None, force=True)
 
     def ours_linux_single():
-        return emulate(trace, out, memory_bytes=half * page_bytes, policy="linux", ensemble=False, force=True)
+        return emulate_trace(trace, out, memory_bytes=half * page_bytes, policy="linux", ensemble=False, force=True)
 
     tight = footprint * 15 // 100  # the ensemble's shared prefix is short at a tight budget
 
     def tight_linux():
-        return emulate(trace, out, memory_bytes=tight * page_bytes, policy="linux", ensemble=None, force=True)
+        return emulate_trace(trace, out, memory_bytes=tight * page_bytes, policy="linux", ensemble=None, force=True)
 
     def tight_single():
-        return emulate(trace, out, memory_bytes=tight * page_bytes, policy="linux", ensemble=False, force=True)
+        return emulate_trace(trace, out, memory_bytes=tight * page_bytes, policy="linux", ensemble=False, force=True)
 
     def peer_lru():
         reader = lcs.TraceReader(str(og), lcs.TraceType.ORACLE_GENERAL_TRACE)

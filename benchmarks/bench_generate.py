@@ -30,9 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
+from swaptrace import load_spec
 from swaptrace.workload.generate import iter_accesses
 from swaptrace.workload.layout import build_layout
-from swaptrace.workload.spec import load_spec
 from swaptrace.workload.zipf import scramble_params, zipf_constants
 
 # --- the numpy twin ---------------------------------------------------------------

@@ -39,7 +39,7 @@ def trace(steps: int, folder: Path) -> Path:
 
 
 def measure(steps: int, folder: Path) -> dict[str, float]:
-    from swaptrace.core.traceio import open_trace
+    from swaptrace import open_trace
 
     t = trace(steps, folder)
     exe = swaptrace_exe()

@@ -46,11 +46,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from swaptrace import SSDConfig, load_device, replay  # noqa: E402
 from swaptrace.core import traceio  # noqa: E402
-from swaptrace.workload.export import export_mqsim  # noqa: E402
-from swaptrace.ssd.config import SSDConfig, load_device  # noqa: E402
-from swaptrace.ssd.run import replay  # noqa: E402
 from swaptrace.ssd.steady import Background  # noqa: E402
+from swaptrace.workload.export import export_mqsim  # noqa: E402
 
 SWAP_BYTES = 32 << 30
 OCCUPANCY = 0.9
@@ -225,7 +224,7 @@ def run_ours(cfg: SSDConfig, stream: Path) -> dict[str, float]:
 
 def _read_latencies(cfg: SSDConfig, stream: Path, fill: float) -> tuple[float, float, float]:
     """Mean, p50, p99 read latency (µs) of a second replay, reads only (the summary mixes reads and writes)."""
-    from swaptrace.ssd.run import _map_units
+    from swaptrace.ssd.run import map_units
     from swaptrace.ssd.simulate import Simulator
     from swaptrace.ssd.steady import layout
 
@@ -235,7 +234,7 @@ def _read_latencies(cfg: SSDConfig, stream: Path, fill: float) -> tuple[float, f
     sim.start_steady(layout(cfg, 0, swap_units, Background(fill, 1.0, "pool")))
     lat = []
     for b in tf.iter_batches(["t_us", "op", "offset", "length"]):
-        lpn, n = _map_units(b["offset"], b["length"], cfg.map_bytes, cfg.user_units, swap_units, "error")
+        lpn, n = map_units(b["offset"], b["length"], cfg.map_bytes, cfg.user_units, swap_units, "error")
         out = sim.run(b["op"].astype(np.int8), lpn, n, b["t_us"].astype(np.float64))
         lat.append(out["latency_us"][b["op"] == traceio.OP_READ])
     x = np.concatenate(lat)

@@ -40,8 +40,8 @@ def _child(mode: str, path: str, rate: float, prefix: int) -> None:
     """Run one measurement in this (child) process; print its result as JSON."""
     import numpy as np
 
-    from swaptrace.mrc import mean_absolute_error, mrc_from_chunks, shards_from_chunks, shards_mrc
-    from swaptrace.core.traceio import open_trace
+    from swaptrace import open_trace, shards_mrc
+    from swaptrace.mrc import mean_absolute_error, mrc_from_chunks, shards_from_chunks
 
     t = time.perf_counter()
     if mode == "shards":
@@ -98,8 +98,8 @@ def main() -> None:
     if args.quick:
         args.accesses, args.prefix = min(args.accesses, 2e7), min(args.prefix, 5e6)
 
-    from swaptrace.workload.generate import generate_arrays
     from swaptrace.parallel.generate import generate_dataset
+    from swaptrace.workload.generate import generate_arrays
 
     per_step = generate_arrays(args.preset, steps=1)["page"].size
     steps = math.ceil(args.accesses / per_step)

@@ -33,9 +33,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from swaptrace import SSDConfig  # noqa: E402
 from swaptrace.core import traceio  # noqa: E402
 from swaptrace.ssd import analytic as A  # noqa: E402
-from swaptrace.ssd.config import SSDConfig, spare_from_op  # noqa: E402
+from swaptrace.ssd.config import spare_from_op  # noqa: E402
 from swaptrace.ssd.simulate import Simulator, ftl_waf  # noqa: E402
 
 
@@ -160,7 +161,7 @@ def waf_table(quick: bool) -> list[str]:
 
 
 def real_drive_table() -> list[str]:
-    from swaptrace.ssd.config import load_device
+    from swaptrace import load_device
     from swaptrace.ssd.steady import Background, layout
 
     cfg = load_device("nvme-tlc")

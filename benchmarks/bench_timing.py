@@ -27,19 +27,18 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 import naive_timing  # noqa: E402
-from _measure import median_time as _median_time  # noqa: E402
+from _measure import median_time  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 
-from swaptrace.timing import model as timing  # noqa: E402
+from swaptrace import emulate_trace, generate_trace  # noqa: E402
 from swaptrace.cli import cli  # noqa: E402
-from swaptrace.workload.generate import generate_trace  # noqa: E402
-from swaptrace.emulate import emulate  # noqa: E402
+from swaptrace.timing import model as timing  # noqa: E402
 
 WORK = ROOT / "benchmarks" / "results" / "timing"
 
 
-def median_time(fn, repeats: int = 3) -> float:
-    return _median_time(fn, repeats)[0]
+def _median(fn, repeats: int = 3) -> float:
+    return median_time(fn, repeats)[0]
 
 
 
@@ -55,13 +54,13 @@ def main(argv=None) -> int:
     if not trace.exists():
         generate_trace("demo", trace, steps=steps, seed=0)
     if not stream.exists():
-        emulate(trace, stream, memory_fraction=0.5)
+        emulate_trace(trace, stream, memory_fraction=0.5)
     req = timing.read_stream(stream)
     dev = timing.load_device("nvme-tlc")
     comp = timing.given_compute(req.nsteps, 100_000.0)
     cpu = timing.CpuCosts(1.0, 0.3, 0.0)
     timing.simulate(req, dev, comp, cpu)  # compile (or load from numba's cache)
-    t_model = median_time(lambda: timing.simulate(req, dev, comp, cpu))
+    t_model = _median(lambda: timing.simulate(req, dev, comp, cpu))
     n = min(20_000, req.step.size)
     sub = [dict(step=int(req.step[i]), frac=float(req.frac[i]), op=int(req.op[i]), nbytes=float(req.nbytes[i]),
                 waits=bool(req.waits[i]), burst=int(req.burst[i])) for i in range(n)]
@@ -74,7 +73,7 @@ def main(argv=None) -> int:
     sub_req = timing.StreamRequests(req.step[:n], req.frac[:n], req.op[:n], req.nbytes[:n], req.waits[:n],
                                     req.burst[:n], last, 0, 4096, "bench")
     sub_comp = timing.ComputeTime(comp.access_us[:last], comp.dense_us[:last], "bench")
-    t_kernel_sub = median_time(lambda: timing.simulate(sub_req, dev, sub_comp, cpu))
+    t_kernel_sub = _median(lambda: timing.simulate(sub_req, dev, sub_comp, cpu))
     runner = CliRunner()
     out = WORK / "steps.parquet"
 
@@ -83,8 +82,8 @@ def main(argv=None) -> int:
         assert r.exit_code == 0, r.output
 
     cli_run("--step-compute-us", "100000")
-    t_cli = median_time(lambda: cli_run("--step-compute-us", "100000"))
-    t_mlp = median_time(lambda: cli_run("--compute", "mlp"), repeats=1)
+    t_cli = _median(lambda: cli_run("--step-compute-us", "100000"))
+    t_mlp = _median(lambda: cli_run("--compute", "mlp"), repeats=1)
     print(f"demo, {steps} steps, {req.step.size:,} requests ({int(req.waits.sum()):,} waited reads)\n")
     print("| what | time |")
     print("|---|---:|")

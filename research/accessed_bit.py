@@ -138,9 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     if os.geteuid() != 0:
         print("accessed_bit.py: needs root (swap on a loop device, a memory cgroup)", file=sys.stderr)
         return 2
+    from swaptrace import SwaptraceError
     from swaptrace.capture.cgroup import MemoryCgroup
     from swaptrace.capture.swapdev import SwapDevice
-    from swaptrace.errors import SwaptraceError
 
     def stop(signum, frame):  # SIGTERM undoes everything as Ctrl-C does
         raise KeyboardInterrupt

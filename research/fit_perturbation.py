@@ -19,10 +19,9 @@ import random
 import sys
 from pathlib import Path
 
-from swaptrace.errors import SwaptraceError
+from swaptrace import SwaptraceError, replay
 from swaptrace.fio import results as resmod
 from swaptrace.ssd.fit.device import fit_device, measurements_from_rows, predict
-from swaptrace.ssd.run import replay
 
 
 def main(folder: Path, seed: int, trials: int) -> int:

@@ -41,8 +41,8 @@ def shared_steps_pages_in(profile, steps: int) -> int:
 
 def run_facts(path: Path, steps: int, fill: int | None = None) -> dict:
     """What one stream (kernel or emulator) did over the shared steps and at the step after memory fills."""
+    from swaptrace import open_trace
     from swaptrace.compare import stream_profile
-    from swaptrace.core.traceio import open_trace
 
     profile = stream_profile(path)  # read once, for both counts
     split = calibrate.fill_split(path, fill, profile=profile)
@@ -109,12 +109,11 @@ def main(argv=None) -> int:
     if args.rounds < 1 or len(args.steps) < 2 or min(args.steps) < 2 or not 0 < args.fraction <= 1:
         ap.error("give at least two trace lengths of 2 or more steps, a fraction in (0, 1] and one round or more")
 
-    from swaptrace.capture import capture
-    from swaptrace.core.traceio import open_trace
+    from swaptrace import capture_trace, open_trace
 
     args.out.mkdir(parents=True, exist_ok=True)
     args.work.mkdir(parents=True, exist_ok=True)
-    traces = {n: calibrate._trace(args.preset, n, args.work) for n in args.steps}
+    traces = {n: calibrate.trace_for(args.preset, n, args.work) for n in args.steps}
     footprints = {int(open_trace(t).meta["footprint_bytes"]) for t in traces.values()}
     if len(footprints) != 1:
         ap.error(f"the traces' footprints differ ({sorted(footprints)}): the budgets would not be the same")
@@ -128,16 +127,16 @@ def main(argv=None) -> int:
         for n in order:
             out = args.work / f"interleave-{args.preset}-{n}-{args.fraction:g}.r{r}.kernel.swapio.parquet"
             t0 = time.monotonic()
-            capture(traces[n], out, memory_bytes=memory, unlimited_run=False, force=True)
+            capture_trace(traces[n], out, memory_bytes=memory, unlimited_run=False, force=True)
             device_bytes = int(open_trace(out, kind="swapio").meta["device_bytes"])
             facts = {"round": r, "steps": n, "path": str(out), **run_facts(out, shared)}
             runs.append(facts)
             print(f"  round {r}, {n} steps: {facts['pages_in_shared']} pages in over {shared} steps, "
                   f"{facts['after_fill']} after the fill ({time.monotonic() - t0:.0f} s)", file=sys.stderr)
     for n, trace in traces.items():
-        out = calibrate._emulate(trace, memory, *calibrate.DEFAULT,
-                                 args.work / f"interleave-{args.preset}-{n}-{args.fraction:g}.default.swapio.parquet",
-                                 device_bytes)
+        out = calibrate.emulate_stream(trace, memory, *calibrate.DEFAULT,
+                                       args.work / f"interleave-{args.preset}-{n}-{args.fraction:g}.default.swapio.parquet",
+                                       device_bytes)
         emulator[str(n)] = run_facts(out, shared)
 
     text = markdown(runs, emulator, args.preset, args.fraction, memory, shared)

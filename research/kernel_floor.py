@@ -220,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--target", type=float, default=calibrate.TARGET)
     ap.add_argument("-v", "--verbose", action="store_true", help="also list every value outside the target")
     args = ap.parse_args(argv)
-    from swaptrace.errors import SwaptraceError
+    from swaptrace import SwaptraceError
 
     try:
         refs = [ref for session, files in variants.SESSIONS.items() for f in files

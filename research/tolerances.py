@@ -27,10 +27,10 @@ import time
 
 import numpy as np
 
+from swaptrace import SSDConfig, load_device, synth
 from swaptrace.ssd import analytic as A
 from swaptrace.ssd import steady as S
-from swaptrace.ssd.config import SSDConfig, load_device, spare_from_op
-from swaptrace.ssd.run import synth
+from swaptrace.ssd.config import spare_from_op
 from swaptrace.ssd.simulate import Simulator, ftl_waf
 
 
@@ -208,7 +208,7 @@ def steady(seeds: list[int]) -> None:
 
 def timing(seeds: list[int]) -> None:
     """tests/test_ssd_timing.py: QD 1 reads, steady random-write bandwidth, a fresh drive's first window."""
-    from swaptrace.ssd.config import SSDConfig as C
+    from swaptrace import SSDConfig as C
 
     def cfg_(**kw):
         base = dict(name="timing", channels=2, dies_per_channel=2, planes=1, blocks_per_plane=320,

@@ -180,7 +180,7 @@ def after_fill_markdown(refs: Sequence[AfterFill], work: Path, variant: dict, la
              "| emulator | err |", "|---|---|---|---|---|---|---|---|---|"]
     for r in refs:
         if (r.preset, r.steps) not in traces:
-            traces[r.preset, r.steps] = calibrate.read_access(calibrate._trace(r.preset, r.steps, work))
+            traces[r.preset, r.steps] = calibrate.read_access(calibrate.trace_for(r.preset, r.steps, work))
         emu, emu_out = pages_per_step(traces[r.preset, r.steps], r.memory_bytes, r.swap_bytes, variant)
         k, whole = r.kernel_pages_in, statistics.median(r.kernel_totals)
         # the step after the kernel's fill need not follow the emulator's: say so rather than compare unlike steps
@@ -275,8 +275,8 @@ def markdown(rows: Sequence[dict], label: str, verbose: bool = False, target: fl
     return "\n".join(lines)
 
 
-def _emulator(work: Path, variant: dict, write_costs: Sequence[int], room_offsets: Sequence[float] = (),
-              pick: str | None = None, single: bool = False) -> Callable[[Reference, int], tuple[float, float]]:
+def emulator_for(work: Path, variant: dict, write_costs: Sequence[int], room_offsets: Sequence[float] = (),
+                 pick: str | None = None, single: bool = False) -> Callable[[Reference, int], tuple[float, float]]:
     """``emulate(ref, memory_bytes)`` for the default changed by ``variant``.
 
     With ``write_costs`` and/or ``room_offsets`` (fractions of the budget), an ensemble: one member per
@@ -297,7 +297,7 @@ def _emulator(work: Path, variant: dict, write_costs: Sequence[int], room_offset
     def load(ref: Reference) -> tuple:
         key = (ref.preset, ref.steps)
         if key not in traces:
-            traces[key] = calibrate.read_access(calibrate._trace(ref.preset, ref.steps, work))
+            traces[key] = calibrate.read_access(calibrate.trace_for(ref.preset, ref.steps, work))
         return traces[key]
 
     def one(ref: Reference, memory: int, **extra) -> tuple[int, int]:
@@ -325,7 +325,7 @@ def _emulator(work: Path, variant: dict, write_costs: Sequence[int], room_offset
 
 def parse_variant(text: str) -> dict:
     """``--variant`` as a dict of :class:`EmulatorConfig` fields; a one-line ``ValueError`` otherwise."""
-    from swaptrace.emulate import EmulatorConfig
+    from swaptrace import EmulatorConfig
 
     try:
         variant = json.loads(text)
@@ -402,14 +402,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         over += [f"room offsets {' '.join(f'{d:+g}' for d in args.ensemble_room_offsets)}"] \
             if args.ensemble_room_offsets else []
         label += f", {args.ensemble_pick or 'median'} of {' x '.join(over)}"
-    from swaptrace.errors import SwaptraceError
+    from swaptrace import SwaptraceError
 
     try:
         if args.after_fill:
             print(after_fill_markdown(fills, args.work, variant, label))
             return 0
-        rows = score(refs, _emulator(args.work, variant, args.ensemble_write_costs, args.ensemble_room_offsets,
-                                     args.ensemble_pick, args.single_run), args.target)
+        rows = score(refs, emulator_for(args.work, variant, args.ensemble_write_costs, args.ensemble_room_offsets,
+                                        args.ensemble_pick, args.single_run), args.target)
     except (OSError, SwaptraceError, TypeError, ValueError) as e:  # a trace not made or read; a bad setting value
         print(f"variants.py: {e}", file=sys.stderr)
         return 2

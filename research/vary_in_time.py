@@ -56,7 +56,6 @@ def schedule(costs: Sequence[int], budgets: Sequence[int], order: str) -> list[t
 
 def varying(work: Path, period: int, order: str, costs: Sequence[int] = (), offsets: Sequence[float] = ()):
     from swaptrace import emulate as pagecache
-    from swaptrace.kernels.emulate import state as ks
 
     ens = pagecache.load_profile().ensemble
     ens_costs, ens_offsets = list(costs) or list(ens.write_costs), list(offsets) or list(ens.room_offsets)
@@ -65,7 +64,7 @@ def varying(work: Path, period: int, order: str, costs: Sequence[int] = (), offs
     def run(ref: variants.Reference, memory: int) -> tuple[int, int]:
         key = (ref.preset, ref.steps)
         if key not in traces:
-            traces[key] = variants.calibrate.read_access(variants.calibrate._trace(ref.preset, ref.steps, work))
+            traces[key] = variants.calibrate.read_access(variants.calibrate.trace_for(ref.preset, ref.steps, work))
         access = traces[key]
         meta, cols, step, _, _ = access
         footprint = int(meta["footprint_pages"])
@@ -75,8 +74,7 @@ def varying(work: Path, period: int, order: str, costs: Sequence[int] = (), offs
         emu = variants.calibrate.default_emulator(access, max(budgets) * 4096, ref.swap_bytes, {})
         for i, (lo, hi) in enumerate(pieces(step, period)):
             cost, budget = settings[i % len(settings)]
-            emu.state.m[ks.P_WB_COST] = cost
-            emu.state.m[ks.P_BUDGET] = budget
+            emu.retune(budget_pages=budget, write_cost=cost)
             for _ in emu.feed(cols["page"][lo:hi], cols["write"][lo:hi], step[lo:hi]):
                 pass
         c = emu.counters()

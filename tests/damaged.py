@@ -2,7 +2,7 @@
 
 ``damage(kind, good, out_dir)`` returns ``{name: path}`` of broken copies of ``good``: cut short, of the wrong
 types, out of range, of the wrong shape. The bad-input table (tests/test_bad_inputs.py) applies every one to
-every reader of that kind, and research/hostile_pass.py to every command. Made with pyarrow and text edits,
+every reader of that kind, and tools/hostile_pass.py to every command. Made with pyarrow and text edits,
 never with swaptrace's own writer, so a bug in the writer cannot hide one in the reader.
 """
 

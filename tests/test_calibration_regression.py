@@ -19,7 +19,7 @@ were fixed: the held-out set its ``[[fit]]`` names, 40 values) and of the first 
 ``demo`` budgets (12.5, 17.5 %) and the second session's captures of them (20 + 20 values), 80 values in all
 (~30 s). ``research/variants.py`` scores the rest.
 
-It fails when a key constant changes (measured; see research/mutation.py, module ``pagecache``): the
+It fails when a key constant changes (measured; see tools/mutation.py, module ``pagecache``): the
 ensemble's write costs halved or doubled, ``fill_write_credit`` 6 -> 0, ``stats_flush_steps`` 1 -> 0.
 The profile's ``[linux] write_cost`` alone is used only by ``--no-ensemble`` runs (the ensemble sets every
 member's): :func:`test_single_run_within_its_stated_score` scores that run on the same subset against its

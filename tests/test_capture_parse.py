@@ -11,7 +11,18 @@ from hypothesis import strategies as st
 
 from swaptrace.capture.convert import infer_causes, parse_lines, to_stream
 from swaptrace.compare import stream_summary, summarize_requests
-from swaptrace.core.traceio import CAUSE_DISCARD, CAUSE_FAULT, CAUSE_READAHEAD, CAUSE_RECLAIM, CAUSE_UNKNOWN, OP_DISCARD, OP_READ, OP_WRITE, TraceWriter, open_trace
+from swaptrace.core.traceio import (
+    CAUSE_DISCARD,
+    CAUSE_FAULT,
+    CAUSE_READAHEAD,
+    CAUSE_RECLAIM,
+    CAUSE_UNKNOWN,
+    OP_DISCARD,
+    OP_READ,
+    OP_WRITE,
+    TraceWriter,
+    open_trace,
+)
 
 DATA = Path(__file__).parent / "data"
 SAMPLE = DATA / "ftrace_block_rq_issue.txt"  # recorded by `swaptrace capture --raw-trace` on Linux 6.18
@@ -138,12 +149,12 @@ def test_noise_lines_are_not_malformed(text):
 def test_replay_kernel_matches_naive(accesses, page_bytes):
     from naive_capture import naive_replay
 
-    from swaptrace.kernels.capture.replay import _replay
+    from swaptrace.kernels.capture.replay import replay_codes
 
     codes = np.array([(p << 1) | int(w) for p, w in accesses], dtype=np.int64)
     mem = np.zeros(8 * page_bytes, dtype=np.uint8)
     ref = bytearray(8 * page_bytes)
-    got = _replay(mem, codes, page_bytes, 4096)
+    got = replay_codes(mem, codes, page_bytes, 4096)
     want = naive_replay(ref, codes, page_bytes, 4096)
     assert int(got) == want and bytes(mem) == bytes(ref)
 

@@ -15,7 +15,7 @@ import pytest
 
 from swaptrace.core import traceio
 from swaptrace.designs import ondisk
-from swaptrace.designs.table import Comparison, add_disk
+from swaptrace.designs.table import DesignComparison, add_disk
 from swaptrace.errors import ConfigError
 
 
@@ -136,7 +136,7 @@ def test_replay_refuses_no_repeats_and_a_block_device(tmp_path, monkeypatch):
 
 
 def _cmp(designs):
-    return Comparison(rows=[{"design": d} for d in designs], runs={}, devices={}, steps=5)
+    return DesignComparison(rows=[{"design": d} for d in designs], runs={}, devices={}, steps=5)
 
 
 def test_add_disk_gains_against_a_complete_linux_replay_only():

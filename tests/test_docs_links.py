@@ -17,8 +17,9 @@ _INLINE_CODE = re.compile(r"`[^`]*`")
 
 
 def documents() -> list[Path]:
-    """README.md, CHANGELOG.md, every page under docs/, research/README.md and research/notes/."""
-    files = [ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "research" / "README.md"]
+    """README.md, CHANGELOG.md, every page under docs/, the README of every scripts folder, and research/notes/."""
+    files = [ROOT / "README.md", ROOT / "CHANGELOG.md"]
+    files += [ROOT / folder / "README.md" for folder in ("research", "analysis", "benchmarks", "tools")]
     files += sorted((ROOT / "docs").rglob("*.md")) + sorted((ROOT / "research" / "notes").rglob("*.md"))
     return files
 
@@ -73,3 +74,10 @@ def test_readme_is_short():
 def test_every_relative_link_resolves(doc):
     broken = [t for t in relative_links(doc.read_text(encoding="utf-8")) if not (doc.parent / t).exists()]
     assert not broken, f"{doc.relative_to(ROOT)}: links to missing files: {broken}"
+
+
+@pytest.mark.parametrize("folder", ["research", "analysis", "benchmarks", "tools"])
+def test_every_script_is_listed_in_its_folders_readme(folder):
+    text = (ROOT / folder / "README.md").read_text(encoding="utf-8")
+    missing = [p.name for p in sorted((ROOT / folder).glob("*.py")) if f"({p.name})" not in text]
+    assert not missing, f"{folder}/README.md does not list (as a link) {missing}"

@@ -15,8 +15,17 @@ from cli_helpers import run_cli, the_error
 from naive_emulate import zipf_access_trace
 
 import swaptrace.emulate as pagecache
-from swaptrace.emulate import Emulator, EmulatorConfig, emulate, ensemble_configs, load_profile, member_budget_pages, nearest_member, run_members
 from swaptrace.core.traceio import open_trace
+from swaptrace.emulate import (
+    Emulator,
+    EmulatorConfig,
+    emulate,
+    ensemble_configs,
+    load_profile,
+    member_budget_pages,
+    nearest_member,
+    run_members,
+)
 
 FOOTPRINT = 400
 ENSEMBLE = load_profile().ensemble
@@ -168,3 +177,39 @@ def test_a_counting_fork_counts_as_a_full_fork_in_less_memory(trace, policy, rea
     assert counting.state.m.nbytes + counting.state.f.nbytes < (full.state.m.nbytes + full.state.f.nbytes) / 2
     with pytest.raises(ValueError, match="writes no rows"):
         next(counting.feed(*(c[:10] for c in columns)))
+
+
+def test_retune_before_any_access_runs_as_a_run_built_at_that_budget_and_write_cost(trace):
+    tf = open_trace(trace, kind="access")
+    cfg = EmulatorConfig.resolve(tf.meta, memory_fraction=0.4)
+    other = dataclasses.replace(cfg, budget_pages=cfg.budget_pages * 3 // 4, write_cost=cfg.write_cost + 3)
+    built, retuned = Emulator(other, FOOTPRINT, None, nsteps=6), Emulator(cfg, FOOTPRINT, None, nsteps=6)
+    retuned.retune(budget_pages=other.budget_pages, write_cost=other.write_cost)
+    for batch in tf.iter_batches(columns=["step", "page", "write"], batch_rows=777):
+        built.count(batch["page"], batch["write"], batch["step"])
+        retuned.count(batch["page"], batch["write"], batch["step"])
+    assert retuned.counters() == built.counters() and built.counters().reclaim_calls > 0
+
+
+def test_retune_mid_run_sets_the_budget_and_write_cost_registers_and_refuses_a_larger_budget(trace):
+    from swaptrace.kernels.emulate import state as ks
+
+    tf = open_trace(trace, kind="access")
+    cfg = EmulatorConfig.resolve(tf.meta, memory_fraction=0.5)
+    columns = tf.read_all(["page", "write", "step"])
+    columns = [columns[k] for k in ("page", "write", "step")]
+    runs = [Emulator(cfg, FOOTPRINT, None, nsteps=6) for _ in range(3)]
+    half = columns[0].size // 2
+    for emu in runs:
+        emu.count(*(c[:half] for c in columns))
+    assert runs[0].counters().reclaim_calls > 0  # mid-run: a fork could not do this
+    runs[0].retune(budget_pages=cfg.budget_pages // 2, write_cost=cfg.write_cost * 2)
+    runs[1].state.m[ks.P_BUDGET], runs[1].state.m[ks.P_WB_COST] = cfg.budget_pages // 2, cfg.write_cost * 2
+    for emu in runs:
+        emu.count(*(c[half:] for c in columns))
+    assert runs[0].counters() == runs[1].counters() != runs[2].counters()
+    runs[0].retune()  # nothing given: nothing changes
+    assert runs[0].state.m[ks.P_BUDGET] == cfg.budget_pages // 2 and runs[0].cfg == cfg
+    for bad in ({"budget_pages": cfg.budget_pages + 1}, {"budget_pages": 0}, {"write_cost": 0}):
+        with pytest.raises(ValueError, match="budget_pages|write_cost"):
+            runs[0].retune(**bad)

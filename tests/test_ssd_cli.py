@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from swaptrace.core import traceio
 from swaptrace.cli import cli
+from swaptrace.core import traceio
 from swaptrace.ssd import load_device, replay
 from swaptrace.ssd.run import read_timeline
 
@@ -186,15 +186,15 @@ def test_empty_stream_and_timestamps(tmp_path, runner):
 
 
 def test_offset_mapping_modes():
-    from swaptrace.ssd.run import _map_units
+    from swaptrace.ssd.run import map_units
 
     off = np.array([0, 4096, 8192 + 100, 40 * 4096], dtype=np.uint64)
     length = np.array([4096, 8192, 4096, 8192], dtype=np.uint32)
-    first, n = _map_units(off, length, 4096, 100, 100, "error")
+    first, n = map_units(off, length, 4096, 100, 100, "error")
     np.testing.assert_array_equal(first, [0, 1, 2, 40])
     np.testing.assert_array_equal(n, [1, 2, 2, 2])  # an unaligned request touches two units
-    first, n = _map_units(off, length, 4096, 16, 64, "modulo")
+    first, n = map_units(off, length, 4096, 16, 64, "modulo")
     np.testing.assert_array_equal(first, [0, 1, 2, 8])
-    first, n = _map_units(off, length, 4096, 16, 64, "scale")
+    first, n = map_units(off, length, 4096, 16, 64, "scale")
     np.testing.assert_array_equal(first, [0, 0, 0, 10])
     assert np.all(first + n <= 16)

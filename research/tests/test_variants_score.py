@@ -79,26 +79,25 @@ def test_median_member_is_ranked_by_pages_in_lower_middle_when_even():
 
 def test_the_fast_path_equals_emulate(tmp_path):
     """Kernel values set to what pagecache.emulate writes at each budget: every error must be exactly 0."""
-    from swaptrace.emulate import emulate
-    from swaptrace.core.traceio import open_trace
+    from swaptrace import emulate_trace, open_trace
 
-    trace = variants.calibrate._trace("tiny", 4, tmp_path)
+    trace = variants.calibrate.trace_for("tiny", 4, tmp_path)
     footprint = int(open_trace(trace, kind="access").meta["footprint_bytes"])
     memory = int(footprint * 0.3) // 4096 * 4096
     swap = 64 << 20
     kin, kout = [], []
     for scale in SCALES:
-        r = emulate(trace, tmp_path / f"{scale}.swapio.parquet", memory_bytes=int(memory * scale) // 4096 * 4096,
+        r = emulate_trace(trace, tmp_path / f"{scale}.swapio.parquet", memory_bytes=int(memory * scale) // 4096 * 4096,
                     swap_bytes=swap, ensemble=None)
         kin.append(r.pages_in)
         kout.append(r.pages_out)
     assert min(kin) > 0 and min(kout) > 0  # the budget swaps, so the comparison is not 0 = 0
     res = _results(preset="tiny", steps=4, fraction=0.3, memory=memory, kin=kin, kout=kout)
     res["captures"][0]["runs"][0]["device_bytes"] = swap
-    rows = variants.score(variants.references("s", res), variants._emulator(tmp_path, {}, []))
+    rows = variants.score(variants.references("s", res), variants.emulator_for(tmp_path, {}, []))
     assert rows[0]["err_pages_in"] == [0.0] * 5 and rows[0]["err_pages_out"] == [0.0] * 5
     # a variant changes the result: a synchronous device (lag 0) writes and reads differently
-    sync = variants._emulator(tmp_path, {"writeback_completion": "lag", "writeback_lag": 0}, [])
+    sync = variants.emulator_for(tmp_path, {"writeback_completion": "lag", "writeback_lag": 0}, [])
     assert variants.score(variants.references("s", res), sync)[0]["err_pages_in"] != [0.0] * 5
 
 
@@ -159,15 +158,14 @@ def test_after_fill_pools_every_files_runs_by_budget_and_step():
 
 def test_after_fill_steps_agree_with_emulate(tmp_path):
     """Pages in per step, fed a step at a time, equal those of the stream pagecache.emulate writes."""
+    from swaptrace import emulate_trace, open_trace
     from swaptrace.compare import stream_profile
-    from swaptrace.emulate import emulate
-    from swaptrace.core.traceio import open_trace
 
-    trace = variants.calibrate._trace("tiny", 4, tmp_path)
+    trace = variants.calibrate.trace_for("tiny", 4, tmp_path)
     footprint = int(open_trace(trace, kind="access").meta["footprint_bytes"])
     memory, swap = int(footprint * 0.3) // 4096 * 4096, 64 << 20
     out = tmp_path / "s.swapio.parquet"
-    emulate(trace, out, memory_bytes=memory, swap_bytes=swap, ensemble=False)  # --after-fill looks at one run
+    emulate_trace(trace, out, memory_bytes=memory, swap_bytes=swap, ensemble=False)  # --after-fill looks at one run
     expected = [int(x) for x in stream_profile(out).pages_in_per_step]
     access = variants.calibrate.read_access(trace)
     assert sum(expected) > 0 and variants.pages_in_per_step(access, memory, swap, {}) == expected
@@ -184,9 +182,9 @@ def test_after_fill_steps_agree_with_emulate(tmp_path):
 
 def test_after_fill_says_when_the_emulator_fills_at_another_step(tmp_path):
     """A kernel that filled a step later than the emulator: the row and a note name both steps."""
-    from swaptrace.core.traceio import open_trace
+    from swaptrace import open_trace
 
-    trace = variants.calibrate._trace("tiny", 4, tmp_path)
+    trace = variants.calibrate.trace_for("tiny", 4, tmp_path)
     footprint = int(open_trace(trace, kind="access").meta["footprint_bytes"])
     memory, swap = int(footprint * 0.3) // 4096 * 4096, 64 << 20
     access = variants.calibrate.read_access(trace)
@@ -229,17 +227,17 @@ def test_an_ensemble_over_room_and_device_is_the_median_or_mean_of_its_members(t
     res = _results(preset="tiny", steps=4, fraction=0.3, memory=3 << 20)
     (ref,) = variants.references("s", res)
     memory = 3 << 20
-    members = [variants._emulator(tmp_path, {"write_cost": c}, [])(ref, int(memory * (1 + d)) // 4096 * 4096)
+    members = [variants.emulator_for(tmp_path, {"write_cost": c}, [])(ref, int(memory * (1 + d)) // 4096 * 4096)
                for d in (-0.02, 0.02) for c in (2, 8)]
     assert len(set(members)) > 1  # the members differ, so the statistic below is not trivially any member
-    mean = variants._emulator(tmp_path, {}, [2, 8], [-0.02, 0.02], pick="mean")(ref, memory)
+    mean = variants.emulator_for(tmp_path, {}, [2, 8], [-0.02, 0.02], pick="mean")(ref, memory)
     assert mean == pytest.approx((statistics.mean(m[0] for m in members), statistics.mean(m[1] for m in members)))
-    median = variants._emulator(tmp_path, {}, [2, 8], [-0.02, 0.02])(ref, memory)
+    median = variants.emulator_for(tmp_path, {}, [2, 8], [-0.02, 0.02])(ref, memory)
     assert median == variants.median_member(members)
-    nearest = variants._emulator(tmp_path, {}, [2, 8], [-0.02, 0.02], pick="nearest")(ref, memory)
+    nearest = variants.emulator_for(tmp_path, {}, [2, 8], [-0.02, 0.02], pick="nearest")(ref, memory)
     assert nearest == variants.nearest_member(members) and nearest in members
-    room_only = variants._emulator(tmp_path, {}, [], [-0.02, 0.02], pick="mean")(ref, memory)
-    plain = variants._emulator(tmp_path, {}, [], single=True)
+    room_only = variants.emulator_for(tmp_path, {}, [], [-0.02, 0.02], pick="mean")(ref, memory)
+    plain = variants.emulator_for(tmp_path, {}, [], single=True)
     lo, hi = (plain(ref, int(memory * (1 + d)) // 4096 * 4096) for d in (-0.02, 0.02))
     assert room_only == pytest.approx(((lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2))
 

@@ -35,12 +35,12 @@ from typing import Any
 
 import numpy as np
 
+from swaptrace.core.traceio import open_trace
 from swaptrace.designs.log import LogConfig
 from swaptrace.designs.run import DesignRun, run_designs
 from swaptrace.emulate import EmulatorConfig, load_profile
 from swaptrace.ssd.config import SSDConfig
 from swaptrace.ssd.zns import ZNSConfig, replay_zoned
-from swaptrace.core.traceio import open_trace
 
 #: the thesis's synthetic fio gains (docs/designs.md): request size and write order
 THESIS_GAINS = {"128 KiB vs 4 KiB requests": 1.75, "sequential vs random writes": 4.37}
@@ -82,7 +82,7 @@ class DesignSet:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class DesignComparison:
     """What :func:`compare_designs` produced: the table's rows, each design's run and device summary."""
 
     rows: list[dict[str, Any]]
@@ -105,7 +105,7 @@ def compare_designs(trace: str | os.PathLike, out_dir: str | os.PathLike, *,
                     ssd: SSDConfig | None,
                     designs: DesignSet = DesignSet(), packed_trace: str | os.PathLike | None = None,
                     verify: bool = False, force: bool = False, say: Callable[[str], None] | None = None,
-                    progress: Callable[[int], None] | None = None, **options: Any) -> Comparison:
+                    progress: Callable[[int], None] | None = None, **options: Any) -> DesignComparison:
     """Run every design on ``trace`` (and ``packed_trace``) at one budget; replay each stream on the SSD model.
 
     Parameters
@@ -146,7 +146,7 @@ def compare_designs(trace: str | os.PathLike, out_dir: str | os.PathLike, *,
     steps = int(open_trace(trace, kind="access").meta.get("steps") or 1)
     rows = [_row(name, run, devices.get(name), steps) for name, run in runs.items()]
     _gains(rows)
-    return Comparison(rows, runs, devices, steps, ssd=ssd)
+    return DesignComparison(rows, runs, devices, steps, ssd=ssd)
 
 
 def _run(trace, out: Path, prefix: str, logs: dict[str, LogConfig], *, verify: bool, force: bool, progress,
@@ -212,7 +212,7 @@ def _gains(rows: list[dict[str, Any]]) -> None:
             r["device_time_gain"] = base["device_s"] / r["device_s"]
 
 
-def add_disk(cmp: Comparison, disk: dict[str, dict[str, Any]]) -> None:
+def add_disk(cmp: DesignComparison, disk: dict[str, dict[str, Any]]) -> None:
     """Put fio's measured replay times (:func:`swaptrace.designs.ondisk.replay_on_disk`) into the rows."""
     linux = disk.get("linux", {})
     # an incomplete replay stopped at the runtime cap: its time is a lower bound, no base for a gain
@@ -227,7 +227,7 @@ def add_disk(cmp: Comparison, disk: dict[str, dict[str, Any]]) -> None:
             r["disk_time_gain"] = base / r["disk_s"]
 
 
-def markdown(cmp: Comparison, *, title: str = "Linux swap vs the fixes") -> str:
+def markdown(cmp: DesignComparison, *, title: str = "Linux swap vs the fixes") -> str:
     """The table as Markdown, with the thesis's synthetic gains beside the measured ones."""
     fmt = {"pages_in": "{:,}", "pages_out": "{:,}", "read_requests": "{:,}", "write_requests": "{:,}",
            "mean_read_kib": "{:.1f}", "mean_write_kib": "{:.1f}", "host_write_amplification": "{:.2f}",

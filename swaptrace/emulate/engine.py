@@ -10,12 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from swaptrace.kernels.emulate import state as ks
-from swaptrace.kernels.emulate.loop import count_steps, preload_swapped_pages, run_accesses
-from swaptrace.errors import ConfigError
-from swaptrace.emulate.config import SWAPPED_REGION_KINDS, EmulatorConfig
 from swaptrace.core.traceio import TraceFile
 from swaptrace.core.units import format_bytes
+from swaptrace.emulate.config import SWAPPED_REGION_KINDS, EmulatorConfig
+from swaptrace.errors import ConfigError
+from swaptrace.kernels.emulate import state as ks
+from swaptrace.kernels.emulate.loop import count_steps, preload_swapped_pages, run_accesses
 
 #: rows of the kernel's output buffer (an access may add max_rows_per_access more)
 OUT_ROWS = 1 << 18
@@ -134,6 +134,38 @@ class Emulator:
         other._evictions = None if self._evictions is None else []
         other._scratch = {}  # forks run on other threads
         return other
+
+    def retune(self, *, budget_pages: int | None = None, write_cost: int | None = None) -> None:
+        """Change the budget and the device's write cost of this run from its next access on.
+
+        A run whose room and device speed vary over time (a kernel's do, within a run): the running
+        state's registers are set in place, whatever reclaim has done so far. Unlike :meth:`fork`, which
+        starts another run (and only before the first reclaim call), this changes the run itself; ``cfg``
+        keeps the values the run was built with, which size its buffers.
+
+        Parameters
+        ----------
+        budget_pages : int, optional
+            Resident pages allowed (pages of ``cfg.page_bytes``): at least 1 and at most ``cfg.budget_pages``
+            (build the run at the largest budget it will be given). None: unchanged.
+        write_cost : int, optional
+            Pages reclaim isolates in the time the device writes one page (the ``device`` writeback
+            rule, :data:`~swaptrace.emulate.DEFAULT_WRITE_COST`); at least 1. None: unchanged.
+
+        Raises
+        ------
+        ValueError
+            A budget outside ``1 .. cfg.budget_pages`` or a write cost below 1.
+        """
+        if budget_pages is not None and not 1 <= budget_pages <= self.cfg.budget_pages:
+            raise ValueError(f"budget_pages {budget_pages} is outside 1 .. {self.cfg.budget_pages}, the budget this "
+                             "run was built with (its buffers are sized by it)")
+        if write_cost is not None and write_cost < 1:
+            raise ValueError(f"write_cost {write_cost} is below 1")
+        if budget_pages is not None:
+            self.state.m[ks.P_BUDGET] = budget_pages
+        if write_cost is not None:
+            self.state.m[ks.P_WB_COST] = write_cost
 
     def counters(self) -> Counters:
         """The counters so far."""

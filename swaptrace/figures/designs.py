@@ -12,7 +12,7 @@ from swaptrace.figures._axes import axes_or_new
 def plot_request_size_cdf(rows: list[dict[str, Any]], op: str = "write", ax=None):
     """CDF of request sizes (KiB, log axis) of each design's ``op`` requests, weighted by requests.
 
-    ``rows`` are :class:`swaptrace.designs.table.Comparison` rows (each with ``hist``).
+    ``rows`` are :class:`swaptrace.designs.table.DesignComparison` rows (each with ``hist``).
     """
     ax = axes_or_new(ax)
     for r in rows:

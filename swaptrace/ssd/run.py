@@ -274,8 +274,30 @@ def synth(config: SSDConfig, pattern: str, *, bs_bytes: int = 4096, volume_bytes
     return SSDResult(path, summary, timeline)
 
 
-def _map_units(offset: np.ndarray, length: np.ndarray, map_bytes: int, user_units: int, stream_units: int,
-               fit: str) -> tuple[np.ndarray, np.ndarray]:
+def map_units(offset: np.ndarray, length: np.ndarray, map_bytes: int, user_units: int, stream_units: int,
+              fit: str) -> tuple[np.ndarray, np.ndarray]:
+    """The drive's map units a stream's requests cover, as :func:`replay` issues them.
+
+    Parameters
+    ----------
+    offset, length : numpy.ndarray
+        The requests' byte offsets on the swap device and their sizes, bytes.
+    map_bytes : int
+        Bytes per map unit of the drive (``SSDConfig.map_bytes``).
+    user_units : int
+        Map units the requests may land in (the drive's user space, or the swap partition's room).
+    stream_units : int
+        Map units of the stream's swap device.
+    fit : {"error", "modulo", "scale"}
+        A device larger than ``user_units``: ``scale`` shrinks offsets and sizes by ``user_units /
+        stream_units``, ``modulo`` wraps offsets around; ``error`` (checked before) and every rule clamp each
+        request into ``0 .. user_units``.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(first, count)``: each request's first map unit and its number of units (at least 1), int64.
+    """
     first = (offset // map_bytes).astype(np.int64)
     last = -(-(offset.astype(np.int64) + length.astype(np.int64)) // map_bytes)
     npages = np.maximum(last - first, 1)
@@ -372,7 +394,7 @@ def replay(stream: os.PathLike, config: SSDConfig, *, out: os.PathLike | None = 
 
     def chunks():
         for b in tf.iter_batches(["t_us", "op", "offset", "length"]):
-            lpn, npages = _map_units(b["offset"], b["length"], config.map_bytes, room, stream_units, fit)
+            lpn, npages = map_units(b["offset"], b["length"], config.map_bytes, room, stream_units, fit)
             yield b["op"].astype(np.int8), lpn + off_u, npages, b["t_us"].astype(np.float64)
 
     timeline, summary = simulate_chunks(sim, chunks(), window_bytes=window_bytes, progress=progress)

@@ -8,8 +8,25 @@ from swaptrace.kernels.jit import jit
 
 
 @jit
-def _replay(mem, codes, page_bytes, touch_bytes):
-    """Touch every access in ``codes`` (page << 1 | write); return a checksum of loads."""
+def replay_codes(mem, codes, page_bytes, touch_bytes):
+    """Touch every access in ``codes`` on ``mem`` with real loads and stores; return a checksum of the loads.
+
+    Parameters
+    ----------
+    mem : numpy.ndarray of uint8
+        The memory the accesses land in: page ``p`` is bytes ``p * page_bytes .. (p + 1) * page_bytes``.
+    codes : numpy.ndarray of int64
+        One access each, ``page << 1 | write``.
+    page_bytes : int
+        Bytes per page.
+    touch_bytes : int
+        Stride of the bytes touched in a page (``page_bytes``: one byte per page).
+
+    Returns
+    -------
+    numpy.uint64
+        The sum of the bytes the loads read (so no load is optimised away); a store adds 1 to each byte it touches.
+    """
     acc = np.uint64(0)
     for i in range(codes.shape[0]):
         c = codes[i]
@@ -24,9 +41,13 @@ def _replay(mem, codes, page_bytes, touch_bytes):
 
 
 def warm_up(page_bytes: int = 4096, touch_bytes: int = 4096) -> None:
-    """Compile :func:`_replay` (or load it from numba's cache) on arrays of the child's types.
+    """Compile :func:`replay_codes` (or load it from numba's cache) on arrays of the child's types.
 
     The capture calls it in the parent before starting a child, so the child always loads the kernel from
     the on-disk cache: compiling in the child would put the compiler's memory into its measured baseline.
     """
-    _replay(np.zeros(2 * page_bytes, dtype=np.uint8), np.array([0, 3], dtype=np.int64), page_bytes, touch_bytes)
+    replay_codes(np.zeros(2 * page_bytes, dtype=np.uint8), np.array([0, 3], dtype=np.int64), page_bytes, touch_bytes)
+
+
+#: the kernel's earlier name, which swaptrace.capture.child and swaptrace.timing.model still import
+_replay = replay_codes

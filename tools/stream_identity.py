@@ -1,6 +1,6 @@
 """Streams of one checkout against another's: every policy x readahead x writeback rule on two small traces.
 
-Run it in each checkout (``PYTHONPATH=CHECKOUT python research/stream_identity.py OUT.json``), then compare
+Run it in each checkout (``PYTHONPATH=CHECKOUT python tools/stream_identity.py OUT.json``), then compare
 the two JSON files with ``--against OLD.json``: each case's rows (hashed column by column), summary (but
 ``memory_pages``, which 0.7 corrected for ensembles), write cost and per-step faults must be equal. 0.7.0
 against 0.6.0 (1e3bb2c): 88 of 88 cases identical. Cases without ``ensemble`` in their options use the
@@ -41,8 +41,7 @@ def cases() -> list[tuple[str, dict]]:
 def run(folder: Path) -> dict:
     import pyarrow.parquet as pq
 
-    from swaptrace.workload.generate import generate_trace
-    from swaptrace.emulate import emulate
+    from swaptrace import emulate_trace, generate_trace
 
     traces = {}
     for preset, steps in (("tiny", 4), ("demo", 3)):
@@ -52,7 +51,7 @@ def run(folder: Path) -> dict:
     found = {}
     for preset, kw in cases():
         call = dict(kw) if "ensemble" in kw or kw.get("policy") != "linux" else {**kw, "ensemble": None}
-        emulate(traces[preset], folder / "o.parquet", force=True, **call)
+        emulate_trace(traces[preset], folder / "o.parquet", force=True, **call)
         table = pq.read_table(folder / "o.parquet")
         h = hashlib.sha256()
         for c in ("t_us", "step", "op", "offset", "length", "cause"):

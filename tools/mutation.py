@@ -7,10 +7,10 @@ by the file's path), so a kernel module's run takes 30-60 s; the CPU is shared, 
 
 ::
 
-    .venv/bin/python research/mutation.py                 # every module
-    .venv/bin/python research/mutation.py ssd timing      # some
-    .venv/bin/python research/mutation.py --list          # the mutants
-    .venv/bin/python research/mutation.py ssd --only copyback   # the mutants whose description has a word
+    .venv/bin/python tools/mutation.py                 # every module
+    .venv/bin/python tools/mutation.py ssd timing      # some
+    .venv/bin/python tools/mutation.py --list          # the mutants
+    .venv/bin/python tools/mutation.py ssd --only copyback   # the mutants whose description has a word
 """
 
 from __future__ import annotations

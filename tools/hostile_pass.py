@@ -31,7 +31,7 @@ Not covered, and why: ``capture`` (root, a kernel and the machine-wide capture l
 ``--device FILE`` (the same readers as generate --spec, ssd --device, time --costs and emulate, which are
 covered), ``fio run`` for real (fio on a file; only its --dry-run checks here) and block devices.
 
-Run from the repository root:  PYTHONPATH=$PWD python research/hostile_pass.py [--quick] [--only WORD]
+Run from the repository root:  PYTHONPATH=$PWD python tools/hostile_pass.py [--quick] [--only WORD]
 Prints one line per case that is not good, then the counts by outcome and by cause.
 """
 
