@@ -120,3 +120,20 @@ def test_overrides():
         spec.with_overrides(optimizer="lion")
     with pytest.raises(SpecError, match="alpha"):
         spec.with_overrides(alpha=0)
+
+
+def test_bisection_finds_a_crossing_known_in_closed_form():
+    """The shared bisection (swaptrace.core.solve) against ``1/x = t`` at ``x = 1/t``: 60 halvings of [0, 8]
+    leave a bracket of 8 / 2**60 (below one float step at 1/t), so the answer is within a few float steps:
+    ``1/x`` rounds to within half a step, which can move the comparison by a step either side of the root."""
+    import math
+
+    from swaptrace.core.solve import bisect_decreasing
+
+    for t in (0.2, 1.0, 3.0):
+        assert abs(bisect_decreasing(lambda x: 1.0 / x if x else float("inf"), t, 0.0, 8.0, iterations=60)
+                   - 1.0 / t) <= 8.0 / 2**60 + 4 * math.ulp(1.0 / t)
+        assert abs(bisect_decreasing(lambda x: 1.0 / x if x else float("inf"), t, 0.0, 8.0, tol=1e-12)
+                   - 1.0 / t) <= 1e-12
+    with pytest.raises(ValueError):
+        bisect_decreasing(lambda x: -x, 0.0, -1.0, 1.0)

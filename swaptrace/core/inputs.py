@@ -51,6 +51,29 @@ def check_file(path: str | os.PathLike, what: str = "file") -> Path:
     return p
 
 
+def check_named_file(path: str | os.PathLike, what: str, missing: str, error: type[Exception]) -> Path:
+    """``path``, a file the user named for ``what``, checked by :func:`check_file` with the caller's error type.
+
+    Parameters
+    ----------
+    path : path-like
+        The file.
+    what : str
+        What the command wanted there, for :func:`check_file`'s messages ("model spec (TOML)").
+    missing : str
+        The noun of the message when nothing is there: ``PATH: no such MISSING``.
+    error : exception type
+        Raised with the one-line message (a loader's own error type, e.g. ``SpecError``).
+    """
+    p = Path(path)
+    if not os.path.lexists(p):
+        raise error(f"{p}: no such {missing}")
+    try:
+        return check_file(p, what)  # a FIFO would block the read
+    except TraceFileError as exc:
+        raise error(str(exc)) from None
+
+
 def read_text(path: str | os.PathLike, what: str = "file") -> str:
     """The whole text of a small input file (UTF-8), checked first."""
     p = check_file(path, what)

@@ -12,7 +12,6 @@ the shipped profiles are ``swaptrace/profiles/*.toml``.
 from __future__ import annotations
 
 import math
-import os
 import tomllib
 from dataclasses import dataclass, field
 from functools import cache
@@ -20,8 +19,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from swaptrace.errors import ConfigError, TraceFileError
-from swaptrace.core.inputs import check_file
+from swaptrace.errors import ConfigError
+from swaptrace.core.inputs import check_named_file
 
 DEFAULT_PROFILE = "linux-6.x-cgroup1"
 #: settings a profile gives the ``linux`` policy, and their types
@@ -97,12 +96,7 @@ def load_profile(name_or_path: str | None = None) -> KernelProfile:
     name_or_path = name_or_path or DEFAULT_PROFILE
     if name_or_path.endswith(".toml") or "/" in name_or_path:
         path = Path(name_or_path)
-        if not os.path.lexists(path):
-            raise ConfigError(f"{path}: no such profile file")
-        try:
-            check_file(path, "kernel profile (TOML)")  # a FIFO would block the read
-        except TraceFileError as exc:
-            raise ConfigError(str(exc)) from None
+        check_named_file(path, "kernel profile (TOML)", "profile file", ConfigError)
         source = str(path)
         try:
             text = path.read_text()

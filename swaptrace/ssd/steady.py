@@ -59,6 +59,7 @@ import numpy as np
 
 from swaptrace.kernels.ssd import ftl as K
 from swaptrace.kernels.ssd import ftl_steady as KS
+from swaptrace.core.solve import bisect_decreasing
 from swaptrace.errors import ConfigError
 from swaptrace.ssd.config import SSDConfig
 
@@ -158,13 +159,7 @@ def _spacing(m: np.ndarray, pool_d: float) -> float:
     lo, hi = 0.0, 1.0
     while held(hi) > pool_d:
         hi *= 2.0
-    for _ in range(100):
-        mid = 0.5 * (lo + hi)
-        if held(mid) > pool_d:
-            lo = mid
-        else:
-            hi = mid
-    return 0.5 * (lo + hi)
+    return bisect_decreasing(held, pool_d, lo, hi, iterations=100)
 
 
 @dataclass(frozen=True)

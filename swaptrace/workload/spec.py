@@ -82,8 +82,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from swaptrace.errors import SpecError, TraceFileError
-from swaptrace.core.inputs import check_file
+from swaptrace.errors import SpecError
+from swaptrace.core.inputs import check_named_file
 
 OPTIMIZERS = ("sgd", "rowwise-adagrad", "adagrad", "adam")
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "int8": 1}
@@ -377,18 +377,9 @@ def _tables_from_entry(t: Any, i: int, alpha: float, errors: list[str],
     if not isinstance(tname, str) or not tname:
         errors.append(f"{key}.name: must be a non-empty string, got {tname!r}")
         tname = f"T{i}"
-    rows = t.get("rows")
-    if not _is_int(rows) or not 1 <= rows <= MAX_ROWS:
-        errors.append(f"{key}.rows: must be an integer in [1, 2**31], got {rows!r}")
-        rows = 1
-    dim = t.get("dim")
-    if not _is_int(dim) or not 1 <= dim <= MAX_DIM:
-        errors.append(f"{key}.dim: must be an integer in [1, {MAX_DIM}], got {dim!r}")
-        dim = 1
-    dtype = t.get("dtype", "float32")
-    if dtype not in DTYPE_BYTES:
-        errors.append(f"{key}.dtype: must be one of {', '.join(DTYPE_BYTES)}, got {dtype!r}")
-        dtype = "float32"
+    rows = _count(t.get("rows"), f"{key}.rows", MAX_ROWS, "2**31", errors)
+    dim = _count(t.get("dim"), f"{key}.dim", MAX_DIM, str(MAX_DIM), errors)
+    dtype = _one_of(t.get("dtype", "float32"), f"{key}.dtype", DTYPE_BYTES, "float32", errors)
     if "lookups" not in t:
         lookups = Lookups((1,), (1.0,))
     else:
@@ -432,14 +423,8 @@ def spec_from_dict(data: dict[str, Any], *, where: str = "spec", default_name: s
         errors.append(f"description: must be a string, got {description!r}")
         description = ""
 
-    batch_size = data.get("batch_size")
-    if not _is_int(batch_size) or not 1 <= batch_size <= MAX_BATCH:
-        errors.append(f"batch_size: must be an integer in [1, {MAX_BATCH}], got {batch_size!r}")
-        batch_size = 1
-    optimizer = data.get("optimizer", "sgd")
-    if optimizer not in OPTIMIZERS:
-        errors.append(f"optimizer: must be one of {', '.join(OPTIMIZERS)}, got {optimizer!r}")
-        optimizer = "sgd"
+    batch_size = _count(data.get("batch_size"), "batch_size", MAX_BATCH, str(MAX_BATCH), errors)
+    optimizer = _one_of(data.get("optimizer", "sgd"), "optimizer", OPTIMIZERS, "sgd", errors)
     bottom = _check_widths(data.get("bottom_mlp"), "bottom_mlp", errors, 2)
     top = _check_widths(data.get("top_mlp"), "top_mlp", errors, 1)
     alpha = data.get("alpha", 1.05)
@@ -496,6 +481,23 @@ def list_presets() -> list[str]:
     return sorted(p.name[: -len(".toml")] for p in _preset_dir().iterdir() if p.name.endswith(".toml"))
 
 
+def _count(value: Any, label: str, hi: int, shown: str, errors: list[str]) -> int:
+    """``value`` if it is a whole number in ``[1, hi]``; else 1, with an error naming ``label`` (``hi`` shown as
+    ``shown``)."""
+    if not _is_int(value) or not 1 <= value <= hi:
+        errors.append(f"{label}: must be an integer in [1, {shown}], got {value!r}")
+        return 1
+    return value
+
+
+def _one_of(value: Any, label: str, choices, default: str, errors: list[str]) -> str:
+    """``value`` if it is one of ``choices``; else ``default``, with an error naming ``label``."""
+    if value not in choices:
+        errors.append(f"{label}: must be one of {', '.join(choices)}, got {value!r}")
+        return default
+    return value
+
+
 def load_spec(name_or_path: str | os.PathLike) -> ModelSpec:
     """Load a preset by name, or a user's TOML file by path.
 
@@ -513,12 +515,7 @@ def load_spec(name_or_path: str | os.PathLike) -> ModelSpec:
     text = str(name_or_path)
     path = Path(text)
     if text.endswith(".toml") or os.sep in text or path.is_file():
-        if not os.path.lexists(path):
-            raise SpecError(f"{path}: no such spec file")
-        try:
-            check_file(path, "model spec (TOML)")  # a FIFO would block the read
-        except TraceFileError as exc:
-            raise SpecError(str(exc)) from None
+        check_named_file(path, "model spec (TOML)", "spec file", SpecError)
         try:
             raw = path.read_bytes()
         except OSError as exc:

@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from swaptrace.kernels.generate.zipf import zipf_scramble_params, zipf_many, zipf_setup
+from swaptrace.core.solve import bisect_decreasing
 from swaptrace.errors import ConfigError
 
 
@@ -80,13 +81,7 @@ def fit_exponent(ranks: np.ndarray, n: int, lo: float = 0.05, hi: float = 5.0, t
 
     if not model_mean(hi) <= target <= model_mean(lo):
         raise ConfigError(f"fit_exponent: sample mean of ln k is outside the range of s in [{lo}, {hi}]")
-    while hi - lo > tol:
-        mid = 0.5 * (lo + hi)
-        if model_mean(mid) > target:
-            lo = mid
-        else:
-            hi = mid
-    return 0.5 * (lo + hi)
+    return bisect_decreasing(model_mean, target, lo, hi, tol=tol)
 
 
 def top_share(n: int, s: float, fraction: float) -> float:
