@@ -38,35 +38,33 @@ def _timeline(data: Any) -> dict[str, np.ndarray]:
     return {k: np.asarray(v) for k, v in data.items()}
 
 
-def plot_bandwidth_vs_written(data: Any, ax=None, label: str | None = None):
-    """Host bandwidth (MB/s) of each window against host GB written: GC makes it fall."""
+def _against_written(data: Any, ax, column: str, label: str | None, *, ylabel: str, title: str, color=None):
+    """One timeline column against host GB written, both figures' common frame."""
     ax = _axes(ax)
     t = _timeline(data)
     x = np.asarray(t["host_written_bytes"], dtype=float) / GB
-    ax.plot(x, t["bandwidth_mb_s"], marker=".", label=label or "model")
+    ax.plot(x, t[column], marker=".", label=label or "model", **({"color": color} if color else {}))
+    if column == "waf":
+        ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
     ax.set_xlabel("host data written (GB)")
-    ax.set_ylabel("bandwidth (MB/s)")
+    ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
-    ax.set_title("SSD model: bandwidth vs data written")
+    ax.set_title(title)
     if label:
         ax.legend(fontsize="small")
     return ax
+
+
+def plot_bandwidth_vs_written(data: Any, ax=None, label: str | None = None):
+    """Host bandwidth (MB/s) of each window against host GB written: GC makes it fall."""
+    return _against_written(data, ax, "bandwidth_mb_s", label, ylabel="bandwidth (MB/s)",
+                            title="SSD model: bandwidth vs data written")
 
 
 def plot_waf_vs_written(data: Any, ax=None, label: str | None = None):
     """Write amplification of each window against host GB written."""
-    ax = _axes(ax)
-    t = _timeline(data)
-    x = np.asarray(t["host_written_bytes"], dtype=float) / GB
-    ax.plot(x, t["waf"], marker=".", color="tab:orange", label=label or "model")
-    ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
-    ax.set_xlabel("host data written (GB)")
-    ax.set_ylabel("write amplification (flash / host bytes)")
-    ax.set_ylim(bottom=0)
-    ax.set_title("SSD model: WAF vs data written")
-    if label:
-        ax.legend(fontsize="small")
-    return ax
+    return _against_written(data, ax, "waf", label, ylabel="write amplification (flash / host bytes)",
+                            title="SSD model: WAF vs data written", color="tab:orange")
 
 
 def plot_bandwidth_vs_request_size(data: Any, ax=None):
