@@ -52,6 +52,22 @@ def _check_name(out: Path, what: str) -> None:
         raise OutputError(f"{str(out)[:60]}...: the {what} name is longer than {NAME_MAX} bytes; give a shorter one")
 
 
+def _named(path: str | os.PathLike, field: str, noun: str, instead: str) -> tuple[Path, os.stat_result | None]:
+    """An output's name checked (not empty, a name the file system takes) and what is there now: ``None`` for
+    nothing, else the ``stat`` of what a symbolic link points to (a link to a device is refused like the
+    device); a dangling link is refused, naming ``instead`` as what to give."""
+    if not str(path).strip():
+        raise OutputError(f"output {field} is empty; give a {noun} name")
+    out = Path(path)
+    _check_name(out, noun)
+    if not os.path.lexists(out):
+        return out, None
+    try:
+        return out, out.stat()
+    except OSError:
+        raise OutputError(f"{out}: is a dangling symbolic link; give {instead} or a new name") from None
+
+
 def check_output_path(path: str | os.PathLike, force: bool) -> Path:
     """Refuse a file output that is not a regular file or a new name, an existing one without ``force``,
     or a folder we cannot write into.
@@ -59,15 +75,8 @@ def check_output_path(path: str | os.PathLike, force: bool) -> Path:
     Every file a command writes passes here (through ``traceio.AtomicPath``), so this is the one place that
     keeps ``-o /dev/null --force`` or ``-o FIFO --force`` from replacing a device node or special file.
     """
-    if not str(path).strip():
-        raise OutputError("output path is empty; give a file name")
-    out = Path(path)
-    _check_name(out, "file")
-    if os.path.lexists(out):
-        try:
-            st = out.stat()  # follows a symlink: a link to a device is refused like the device
-        except OSError:
-            raise OutputError(f"{out}: is a dangling symbolic link; give a regular file or a new name") from None
+    out, st = _named(path, "path", "file", "a regular file")
+    if st is not None:
         kind = describe_special(st)
         if kind == "a folder":
             raise OutputError(f"{out}: is a folder; give a file name")
@@ -101,15 +110,8 @@ def check_output_folder(path: str | os.PathLike, force: bool = False, owned: Cal
     Path
         The folder; its parent is created.
     """
-    if not str(path).strip():
-        raise OutputError("output folder is empty; give a folder name")
-    out = Path(path)
-    _check_name(out, "folder")
-    if os.path.lexists(out):
-        try:
-            st = out.stat()
-        except OSError:
-            raise OutputError(f"{out}: is a dangling symbolic link; give a folder or a new name") from None
+    out, st = _named(path, "folder", "folder", "a folder")
+    if st is not None:
         if not stat.S_ISDIR(st.st_mode):
             raise OutputError(f"{out}: exists and is not a folder")
         entries = sorted(p.name for p in out.iterdir() if not p.name.endswith(PARTIAL_SUFFIX))
