@@ -68,23 +68,23 @@ class MemoryCgroup:
         else:
             f.write_text(str(int(limit_bytes)))
 
-    def disable_oom_killer(self) -> bool:
-        """v1 only: make tasks wait instead of being killed when reclaim falls behind (``memory.oom_control``)."""
+    def _write_v1(self, name: str, value: str) -> bool:
+        """Write a v1-only control file; False on v2 or when the kernel refuses it."""
         if self.version != 1:
             return False
         try:
-            (self.path / "memory.oom_control").write_text("1")
+            (self.path / name).write_text(value)
             return True
         except OSError:
             return False
 
+    def disable_oom_killer(self) -> bool:
+        """v1 only: make tasks wait instead of being killed when reclaim falls behind (``memory.oom_control``)."""
+        return self._write_v1("memory.oom_control", "1")
+
     def enable_oom_killer(self) -> None:
         """v1: let the kernel OOM-kill again (tasks waiting in OOM are woken and the killer runs)."""
-        if self.version == 1:
-            try:
-                (self.path / "memory.oom_control").write_text("0")
-            except OSError:
-                pass
+        self._write_v1("memory.oom_control", "0")
 
     def oom_kills(self) -> int | None:
         """Tasks the OOM killer has killed in this group (v1 ``oom_control`` / v2 ``memory.events``, Linux 4.13+)."""
@@ -168,11 +168,8 @@ class MemoryCgroup:
             return None
 
     def reset_peak(self) -> None:
-        if self.version == 1:
-            try:
-                (self.path / "memory.max_usage_in_bytes").write_text("0")
-            except OSError:
-                pass
+        """v1: start the peak usage over (v2's ``memory.peak`` cannot be reset)."""
+        self._write_v1("memory.max_usage_in_bytes", "0")
 
     def memory_kinds(self) -> dict[str, int | None]:
         """Anon, file (page cache) and swapped bytes now: :func:`memory_kinds` of ``memory.stat``."""
