@@ -15,11 +15,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from swaptrace.kernels.jit import jit
+from swaptrace.kernels.jit import jit, jit_inline
 from swaptrace.kernels.mrc.stack import _fenwick_add, _stack_distance_one
 
 HASH_BITS = 24
 MODULUS = 1 << HASH_BITS
+
+
+@jit_inline
+def _count_distance(hist, d, rate, top):
+    """One sampled access at stack distance ``d`` into ``hist``, scaled up by the sampling rate to the full
+    trace's distance (bucket 0: a first access, a miss at every size)."""
+    if d == 0:
+        hist[0] += 1.0
+    else:
+        b = int(d / rate + 0.5)
+        hist[min(max(b, 1), top)] += 1.0
 
 
 @jit
@@ -41,12 +52,7 @@ def _shards_fixed_rate_chunk(pages, threshold, last, page_at, tree, reg, hist, r
         if _hash24(p) >= threshold:
             continue
         reg[2] += 1  # sampled accesses
-        d = _stack_distance_one(last, page_at, tree, reg, p)
-        if d == 0:
-            hist[0] += 1.0
-        else:
-            b = int(d / rate + 0.5)
-            hist[min(max(b, 1), top)] += 1.0
+        _count_distance(hist, _stack_distance_one(last, page_at, tree, reg, p), rate, top)
 
 
 @jit
@@ -124,9 +130,4 @@ def _shards_fixed_size_chunk(pages, s_max, last, page_at, tree, reg, hist, heap_
                     continue
         rate = reg[3] / MODULUS
         fstate[0] += 1.0
-        d = _stack_distance_one(last, page_at, tree, reg, p)
-        if d == 0:
-            hist[0] += 1.0
-        else:
-            b = int(d / rate + 0.5)
-            hist[min(max(b, 1), top)] += 1.0
+        _count_distance(hist, _stack_distance_one(last, page_at, tree, reg, p), rate, top)
