@@ -365,6 +365,11 @@ class RunContext:
         """The fio binary, looked up (``fio --version``) on first use; a dry run goes on without one."""
         return _find_fio_for(self.fio_name, self.dry_run)
 
+    def results_folder(self) -> Path:
+        """The folder the results go to: the one asked for, else ``JOBS/runs/<UTC time now>``."""
+        return self.out_dir if self.out_dir else \
+            self.jobs_dir / jobsmod.RUNS_DIR / _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+
     def env(self, step: Step) -> dict[str, str]:
         """The variables ``step``'s job file is expanded with (``${SWAPTRACE_TARGET}`` ...)."""
         return {
@@ -472,8 +477,7 @@ def run_jobs(
             return _dry_run(ctx, steps)
         if not fio_bin.verified:
             echo(f"note: {fio_bin.text}; swaptrace's fio workarounds were verified on fio-3.33")
-        final = (Path(out_dir) if out_dir else
-                 jdir / jobsmod.RUNS_DIR / _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ"))
+        final = ctx.results_folder()
         traceio.check_output_folder(final, force, lambda p: (p / resmod.RESULTS_NAME).is_file(),
                                     "a fio results folder (results.parquet)")
         outcome = _run_into(ctx, steps, final, fd=fd)
