@@ -101,7 +101,7 @@ def command(stream, device, compute, step_compute_us, compute_baseline, trace, f
         check_output_path(out, force)
     if save_costs is not None:
         check_output_path(save_costs, force)
-    dev = timing.load_device(device)
+    dev = timing.load_device_timing(device)
     if measure_fault_overhead and (fault_cpu_us is not None or costs_file is not None):
         raise ConfigError("--measure-fault-overhead measures the costs: leave out --fault-cpu-us and --costs")
     cpu = _costs(costs_file, fault_cpu_us, reclaim_cpu_us, write_cpu_us)
