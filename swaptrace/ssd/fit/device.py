@@ -9,6 +9,8 @@ one, with where each parameter it set came from:
    (:func:`swaptrace.ssd.fit.reads.identify_read_curve`).
 2. **Random reads at depths 4 and 16** (``qd_read_SIZE_qdN``): **dies per channel**, searched with the
    model itself, and every read parameter refined (:func:`swaptrace.ssd.fit.reads.identify_dies`).
+   The pages-per-block prior is then reduced for the capacity simulated
+   (:func:`swaptrace.ssd.fit.priors.size_blocks`).
 3. **Sequential 128 KiB writes** (``write_seq_128k``): **tPROG**, with tERASE a prior
    (:func:`swaptrace.ssd.fit.writes.identify_program`).
 4. **Steady random 4 KiB writes** (``steady_randwrite``; ``sweep_write_4k`` when there are none, flagged
@@ -16,8 +18,9 @@ one, with where each parameter it set came from:
    (:func:`swaptrace.ssd.fit.writes.identify_spare`), given the pages-per-block prior.
    tPROG and the spare are then refined once more in turn (GC also touches the sequential pass).
 
-Last, the device keeps the capacity fio used modulo a stripe (:func:`~swaptrace.ssd.fit.priors.same_stripe_phase`)
-and gets the blocks its GC needs to run the lab's write jobs (:func:`swaptrace.ssd.fit.writes.with_gc_room`).
+Last, the device keeps the capacity fio used modulo a stripe
+(:func:`swaptrace.ssd.fit.priors.same_stripe_phase`) and gets the blocks its GC needs to run the lab's
+write jobs (:func:`swaptrace.ssd.fit.writes.with_gc_room`).
 
 What stays a prior (:data:`~swaptrace.ssd.fit.priors.PRIORS`): map unit (4 KiB), planes (1: a multi-plane
 program unit is indistinguishable from a bigger page), pages per block (128, fewer when the capacity

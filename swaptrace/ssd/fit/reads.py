@@ -1,5 +1,4 @@
-"""Step 1 and 2 of the device fit: what the random reads identify (module docstring of
-:mod:`swaptrace.ssd.fit.device`).
+"""What the random reads identify: steps 1 and 2 of the device fit (:mod:`swaptrace.ssd.fit.device`).
 
 1. **Random reads at depth 1, by size** (``sweep_read_4k`` .. ``sweep_read_1m``). In the model a read
    of ``n`` map units that fit in one program unit occupies one die for ``tR`` and its channel for
@@ -39,8 +38,8 @@ MAX_CHANNEL_MB_S = 20000.0
 #: reads below this fraction of the fastest one are taken as not held back by the host link
 LINK_FREE = 0.8
 #: the parameters a lab run can identify; each starts from its fallback (:data:`FALLBACK`) until one does
-MEASURED_FIELDS = ("page_bytes", "channels", "dies_per_channel", "read_us", "channel_mb_s", "host_mb_s", "program_us",
-          "spare_factor")
+MEASURED_FIELDS = ("page_bytes", "channels", "dies_per_channel", "read_us", "channel_mb_s", "host_mb_s",
+                   "program_us", "spare_factor")
 
 
 def busiest_channel_units(n: int, pu: int, channels: int, phase: int) -> float:
@@ -173,12 +172,11 @@ def polish_reads(cfg: SSDConfig, targets: dict[LabJob, float], user_bytes: int,
 
     The closed forms of step 1 ignore a die met twice and the queueing of deeper reads. With reads
     deeper than 1, channels and dies per channel are scanned first (:func:`_scan_dies`, on the reads
-below :data:`LINK_FREE` of the fastest, with no link limit); the link is then the
-    slowest that lets the fastest read reach its bandwidth (:func:`_slowest_link`). Last, each
-    parameter in turn -- dies per channel, channels, program unit (discrete neighbours) and tR,
-    channel rate, host link (multiplicative steps that shrink when nothing improves) -- moves while
-    the RMS log error over the jobs falls, the largest error breaking ties. Returns the device and
-    its largest |log| error.
+    below :data:`LINK_FREE` of the fastest, with no link limit); the link is then the slowest that lets
+    the fastest read reach its bandwidth (:func:`_slowest_link`). Last, each parameter in turn -- dies
+    per channel, channels, program unit (discrete neighbours) and tR, channel rate, host link
+    (multiplicative steps that shrink when nothing improves) -- moves while the RMS log error over the
+    jobs falls, the largest error breaking ties. Returns the device and its largest |log| error.
     """
     eff = cfg.effective_spare_factor
     cache: dict[tuple, tuple[float, float]] = {}

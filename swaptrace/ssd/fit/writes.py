@@ -1,5 +1,5 @@
-"""Steps 3 and 4 of the device fit: what the writes identify (module docstring of
-:mod:`swaptrace.ssd.fit.device`), and the room GC needs on few blocks per die.
+"""What the writes identify: steps 3 and 4 of the device fit (:mod:`swaptrace.ssd.fit.device`), and the
+room GC needs on a device of few blocks per die.
 
 3. **Sequential 128 KiB writes** (``write_seq_128k``): die time per written unit
    ``tPROG / program unit + tERASE / units per block`` = dies x 4 KiB / bandwidth gives **tPROG**
