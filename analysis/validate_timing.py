@@ -188,8 +188,8 @@ def _corr(a, b) -> float | None:
 def do_predict(args) -> None:
     import numpy as np
 
-    from swaptrace.timing import model as timing
     from swaptrace.core.traceio import read_metadata
+    from swaptrace.timing import model as timing
 
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)

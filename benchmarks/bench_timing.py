@@ -30,10 +30,10 @@ import naive_timing  # noqa: E402
 from _measure import median_time as _median_time  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 
-from swaptrace.timing import model as timing  # noqa: E402
 from swaptrace.cli import cli  # noqa: E402
-from swaptrace.workload.generate import generate_trace  # noqa: E402
 from swaptrace.emulate import emulate  # noqa: E402
+from swaptrace.timing import model as timing  # noqa: E402
+from swaptrace.workload.generate import generate_trace  # noqa: E402
 
 WORK = ROOT / "benchmarks" / "results" / "timing"
 

@@ -10,9 +10,9 @@ import naive_timing as naive
 import numpy as np
 import pytest
 
-from swaptrace.timing import model as timing
 from swaptrace.kernels.timing import steps as kt
 from swaptrace.ssd.config import DEVICES
+from swaptrace.timing import model as timing
 
 SIZES = (4096, 16384, 65536)
 DEPTHS = (1, 4, 16)

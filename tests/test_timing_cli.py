@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from cli_helpers import run_cli, the_error
 
-from swaptrace.timing import model as timing
 from swaptrace.core import traceio
-from swaptrace.timing import device_profile as profile
-from swaptrace.fio import results as resmod
-from swaptrace.workload.generate import generate_trace
 from swaptrace.emulate import emulate
+from swaptrace.fio import results as resmod
+from swaptrace.timing import device_profile as profile
+from swaptrace.timing import model as timing
+from swaptrace.workload.generate import generate_trace
 
 
 @pytest.fixture(scope="module")

@@ -90,8 +90,8 @@ def command(stream, device, compute, step_compute_us, compute_baseline, trace, f
       swaptrace time traces/demo/swapio.parquet --device nvme-tlc -o traces/demo/timing.parquet
       swaptrace time traces/demo/swapio.parquet --device disk.toml --step-compute-us 20000
     """
-    from swaptrace.timing import model as timing
     from swaptrace.core.traceio import check_output_path
+    from swaptrace.timing import model as timing
 
     if step_compute_us is not None and compute_baseline is not None:
         raise ConfigError("give --step-compute-us or --compute-baseline, not both")

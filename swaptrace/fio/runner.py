@@ -46,12 +46,12 @@ from pathlib import Path
 import numpy as np
 
 from swaptrace.core import blockdev, traceio
+from swaptrace.core.units import format_bytes
 from swaptrace.errors import ConfigError, ToolError
 from swaptrace.fio import jobs as jobsmod
 from swaptrace.fio import results as resmod
 from swaptrace.fio import steady as ssmod
 from swaptrace.fio.jobfile import validate_job_file
-from swaptrace.core.units import format_bytes
 
 #: the fio the pitfalls in docs/fio.md were verified on
 VERIFIED_VERSION = (3, 33)

@@ -51,9 +51,9 @@ from pathlib import Path
 from typing import Any
 
 from swaptrace.core import bounds
-from swaptrace.errors import ConfigError, TraceFileError
 from swaptrace.core.inputs import read_toml
 from swaptrace.core.units import format_bytes, parse_bytes
+from swaptrace.errors import ConfigError, TraceFileError
 
 #: GC victim policies understood by the FTL kernel (name -> kernel code)
 GC_POLICIES = {"greedy": 0, "fifo": 1, "random": 2, "cost-benefit": 3, "d-choices": 4}
