@@ -74,7 +74,7 @@ def paired_calibration(shape: str, frac: float, run: int) -> None:
     from swaptrace.timing.calibrate import measure_fault_overhead
 
     cpu = timing.CpuCosts(0.0, *_calibrated_costs())
-    r = measure_fault_overhead(timing.load_device(str(PROFILE)), seed=run, cpu=cpu)
+    r = measure_fault_overhead(timing.load_device_timing(str(PROFILE)), seed=run, cpu=cpu)
     calibration_path(shape, frac, run).write_text(json.dumps(
         {"overhead_us": r.overhead_us, "measured_us": r.measured_us, "modelled_us": r.modelled_us,
          "major_faults": r.major_faults, **r.details}) + "\n")
@@ -151,7 +151,7 @@ def do_calibrate(args) -> None:
     from swaptrace.timing import model as timing
     from swaptrace.timing.calibrate import measure_fault_overhead, measure_write_overhead
 
-    device = timing.load_device(str(PROFILE))
+    device = timing.load_device_timing(str(PROFILE))
     cpu = timing.measure_cpu_costs()
     writes = []
     for seed in range(args.repeats):
@@ -193,7 +193,7 @@ def do_predict(args) -> None:
 
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
-    device = timing.load_device(str(PROFILE))
+    device = timing.load_device_timing(str(PROFILE))
     runs_asked = range(args.first_run, args.first_run + args.runs)
     paired_files = [calibration_path(shape, frac, run) for shape, (_s, fracs) in SHAPES.items() for frac in fracs
                     for run in runs_asked if calibration_path(shape, frac, run).exists()]

@@ -155,7 +155,7 @@ def waf_table(quick: bool) -> list[str]:
                 chunks = (rng.integers(0, u, 1 << 21) for _ in range(math.ceil(8 * u / (1 << 21))))
                 waf, _ = ftl_waf(cfg, chunks, warmup_units=4 * u)
                 spare = (cfg.physical_units - cfg.user_units) / cfg.physical_units
-                model = A.predict(policy, spare, np_)
+                model = A.predict_waf(policy, spare, np_)
                 rows.append(f"| {policy} | {op:.0%} | {np_} | {model:.3f} | {waf:.3f} | {100 * (waf / model - 1):+.2f}% |")
     return rows
 

@@ -56,7 +56,7 @@ def main(argv=None) -> int:
     if not stream.exists():
         emulate_trace(trace, stream, memory_fraction=0.5)
     req = timing.read_stream(stream)
-    dev = timing.load_device("nvme-tlc")
+    dev = timing.load_device_timing("nvme-tlc")
     comp = timing.given_compute(req.nsteps, 100_000.0)
     cpu = timing.CpuCosts(1.0, 0.3, 0.0)
     timing.simulate(req, dev, comp, cpu)  # compile (or load from numba's cache)

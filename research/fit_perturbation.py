@@ -8,8 +8,8 @@ fitted geometry and effective OP, or ``FAIL at`` the step and the error.
 
 Usage (repo root): PYTHONPATH=. python research/fit_perturbation.py RUN_FOLDER [SEED] [TRIALS]
 e.g. after ``swaptrace run --preset tiny --steps 20 -o /tmp/tiny --fio-target /tmp/t.dat --fio-size 32MiB
---fio-runtime 1 --ssd-capacity 8GiB``. Before ``devicefit.with_gc_room`` seed 2 failed 2 of 40 trials at
-the lab jobs ("GC cannot reclaim space").
+--fio-runtime 1 --ssd-capacity 8GiB``. Before ``with_gc_room`` (:mod:`swaptrace.ssd.fit.writes`) seed 2
+failed 2 of 40 trials at the lab jobs ("GC cannot reclaim space").
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from pathlib import Path
 
 from swaptrace import SwaptraceError, replay
 from swaptrace.fio import results as resmod
-from swaptrace.ssd.fit.device import fit_device, measurements_from_rows, predict
+from swaptrace.ssd.fit.device import fit_device, predict_lab_jobs
+from swaptrace.ssd.fit.measurements import measurements_from_rows
 
 
 def main(folder: Path, seed: int, trials: int) -> int:
@@ -37,7 +38,7 @@ def main(folder: Path, seed: int, trials: int) -> int:
         try:
             cfg = fit_device(dataclasses.replace(meas0, bw_mb_s=bw), quick=True).config
             where = "lab jobs"
-            predict(cfg, bw)
+            predict_lab_jobs(cfg, bw)
             for timed in (False, True):
                 where = f"replay (timestamps {timed})"
                 replay(folder / "swapio.parquet", cfg, iodepth=1, use_timestamps=timed, precondition="seq",

@@ -109,7 +109,7 @@ def oracle(seeds: list[int], big: bool) -> None:
 
     print("oracle: 2^16 units (test_small_device_uniform_is_close_to_greedy_model)")
     cfg = _oracle_config(0.28, 64, "greedy", 1 << 16)
-    report("greedy OP 0.28 Np 64, 2^16 units", A.predict("greedy", spare(cfg), 64), measure(cfg))
+    report("greedy OP 0.28 Np 64, 2^16 units", A.predict_waf("greedy", spare(cfg), 64), measure(cfg))
     if not big:
         return
     print("oracle: 2^20 units (the slow tests)")
@@ -117,7 +117,7 @@ def oracle(seeds: list[int], big: bool) -> None:
         for ppb in (64, 256):
             for o in (0.07, 0.28):
                 cfg = _oracle_config(o, ppb, policy, 1 << 20)
-                report(f"{policy} OP {o:.2f} Np {ppb}", A.predict(policy, spare(cfg), ppb), measure(cfg))
+                report(f"{policy} OP {o:.2f} Np {ppb}", A.predict_waf(policy, spare(cfg), ppb), measure(cfg))
     for o in (0.07, 0.28):
         cfg = _oracle_config(o, 64, "random", 1 << 20)
         report(f"random OP {o:.2f} Np 64", 1.0 / spare(cfg), measure(cfg))

@@ -66,9 +66,9 @@ def test_sigterm_during_a_run_removes_the_partial_results_and_restores_the_handl
     monkeypatch.setattr(runner, "_run_step", terminated)
     before = signal.getsignal(signal.SIGTERM)
     with pytest.raises(KeyboardInterrupt):
-        run_info = {"preconditioning": {"mode": "none", "purge": None, "fill": {}, "steady": {}}}
-        runner._run_into(final, [object()], {}, SimpleNamespace(path="fio"), tmp_path, tgt, target, 1 << 20,
-                         run_info, lambda msg: None)
+        ctx = runner.RunContext(jobs_dir=tmp_path, manifest={}, target=tgt, target_path=target, size_bytes=1 << 20,
+                                runtime_s=1, precondition=False, echo=lambda msg: None)
+        runner._run_into(ctx, [object()], final)
     assert signal.getsignal(signal.SIGTERM) == before
     assert list(final.parent.iterdir()) == []  # neither the final folder nor its temporary sibling
     assert target.stat().st_size == 1 << 20  # the target itself stays (it is the user's scratch file)

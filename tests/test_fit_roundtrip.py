@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from swaptrace.ssd.fit import device as devicefit
 from swaptrace.ssd.fit import roundtrip as R
+from swaptrace.ssd.fit import writes as fitwrites
 
 #: two held-out devices in ``make test`` (a fit takes about a minute on this 2-core machine); seeds 11-15,
 #: the single-die seed 11 that misses among them, are scored by ``analysis/fit_roundtrip.py`` (docs/ssd.md)
@@ -37,16 +37,16 @@ def test_round_trip_fails_without_the_spare_search(tmp_path, monkeypatch):
     def no_search(cfg, job, measured, user_bytes, **_kw):
         return cfg, "matched"
 
-    monkeypatch.setattr(devicefit, "search_spare", no_search)
+    monkeypatch.setattr(fitwrites, "search_spare", no_search)
     r = R.round_trip(R.held_out_device(2), tmp_path)
     assert abs(r["errors"]["steady_randwrite"]) > R.TOLERANCE
 
 
 def test_lab_run_folder_reads_back_like_a_fio_run(tmp_path):
     """The simulated run is what `ssd fit` reads from a drive: every lab job, the steady verdict, the size."""
-    from swaptrace.ssd.fit.device import measurements_from_rows
     from swaptrace.fio.results import read_results
     from swaptrace.ssd.config import load_device
+    from swaptrace.ssd.fit.measurements import measurements_from_rows
     from swaptrace.ssd.labjobs import LAB_JOBS
 
     cfg = load_device("tiny")

@@ -1,4 +1,4 @@
-"""A fitted device of few blocks per die gets the blocks its GC needs (devicefit.with_gc_room).
+"""A fitted device of few blocks per die gets the blocks its GC needs (fitwrites.with_gc_room).
 
 The case is one the pipeline's quick fit produced from a 32 MiB fio file: 32 dies of about 21 blocks
 (16 map units each) and an effective spare found by bisection. Host writes stripe over the dies while
@@ -15,8 +15,9 @@ import dataclasses
 import pytest
 
 from swaptrace.errors import ConfigError, GCStallError
-from swaptrace.ssd.fit import device as devicefit
 from swaptrace.ssd.config import SSDConfig
+from swaptrace.ssd.fit import device as devicefit
+from swaptrace.ssd.fit import writes as fitwrites
 from swaptrace.ssd.labjobs import LabJob, run_job
 
 STEADY = LabJob("steady_write", 4096, 1)
@@ -33,8 +34,7 @@ def test_the_fewest_added_blocks_that_let_gc_run_keep_the_capacity():
     cfg = stalling_device()
     with pytest.raises(GCStallError):
         run_job(cfg, STEADY)
-    notes: list[str] = []
-    roomy, out = devicefit.with_gc_room(cfg, lambda c: run_job(c, STEADY), notes, "random writes")
+    roomy, out, note = fitwrites.with_gc_room(cfg, lambda c: run_job(c, STEADY), "random writes")
     added = roomy.blocks_per_plane - cfg.blocks_per_plane
     assert added >= 1 and roomy.user_units == cfg.user_units
     assert roomy.effective_op > cfg.effective_op and out["bw_mb_s"] > 0
@@ -45,18 +45,17 @@ def test_the_fewest_added_blocks_that_let_gc_run_keep_the_capacity():
         assert fewer.user_units == cfg.user_units
         with pytest.raises(GCStallError):
             run_job(fewer, STEADY)
-    assert len(notes) == 1 and f"{added} block(s) per plane added" in notes[0] and "random writes" in notes[0]
+    assert note is not None and f"{added} block(s) per plane added" in note and "random writes" in note
 
 
 def test_a_device_that_runs_is_returned_unchanged_with_no_note():
     cfg = dataclasses.replace(stalling_device(), blocks_per_plane=30, spare_factor=0.45)
-    notes: list[str] = []
-    same, _ = devicefit.with_gc_room(cfg, lambda c: run_job(c, STEADY), notes)
-    assert same is cfg and notes == []
+    same, _, note = fitwrites.with_gc_room(cfg, lambda c: run_job(c, STEADY))
+    assert same is cfg and note is None
 
 
 def test_gives_up_after_its_cap_and_passes_other_errors_through(monkeypatch):
-    monkeypatch.setattr(devicefit, "MAX_ROOM_BLOCKS", 2)
+    monkeypatch.setattr(fitwrites, "MAX_ROOM_BLOCKS", 2)
     calls = []
 
     def always_stalls(c):
@@ -64,20 +63,20 @@ def test_gives_up_after_its_cap_and_passes_other_errors_through(monkeypatch):
         raise GCStallError("stall")
 
     with pytest.raises(GCStallError):
-        devicefit.with_gc_room(stalling_device(), always_stalls)
+        fitwrites.with_gc_room(stalling_device(), always_stalls)
     assert calls == [21, 22, 23]
 
     def bad(c):
         raise ConfigError("not a stall")
 
     with pytest.raises(ConfigError, match="not a stall"):
-        devicefit.with_gc_room(stalling_device(), bad)
+        fitwrites.with_gc_room(stalling_device(), bad)
 
 
 def test_spare_search_far_from_the_measurement_is_not_called_matched():
     cfg = stalling_device()
     # 1 MB/s of 4 KiB random writes: slower than this device at any spare its GC can run with
-    _, how = devicefit.search_spare(cfg, STEADY, 1.0, cfg.user_bytes, rel=0.03, iterations=6)
+    _, how = fitwrites.search_spare(cfg, STEADY, 1.0, cfg.user_bytes, rel=0.03, iterations=6)
     assert how == "below"
 
 

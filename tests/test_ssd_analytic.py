@@ -79,7 +79,7 @@ def test_greedy_below_fifo_and_converges_to_it():
 
 def test_random_victim_is_inverse_spare_factor():
     assert A.wa_random(0.25) == 4.0
-    assert A.predict("random", 0.1, 64) == pytest.approx(10.0)
+    assert A.predict_waf("random", 0.1, 64) == pytest.approx(10.0)
 
 
 def test_hot_cold_reduces_to_uniform_when_r_equals_f():

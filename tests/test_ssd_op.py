@@ -44,7 +44,7 @@ def test_steady_waf_matches_desnoyers_at_the_effective_spare(policy, op, gc_free
     model = A.predict_config(cfg)
     assert res.steady_waf == pytest.approx(model, rel=0.02)  # >= |bias| + 3 std, <= 1.3 % (module docstring)
     # the reserve matters here: the model at the physical spare is off by more than the tolerance
-    physical = A.predict(policy, cfg.spare_factor, cfg.units_per_block)
+    physical = A.predict_waf(policy, cfg.spare_factor, cfg.units_per_block)
     assert abs(physical / model - 1) > 0.03
 
 

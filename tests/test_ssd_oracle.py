@@ -68,7 +68,7 @@ def spare_of(cfg: SSDConfig) -> float:
 def test_uniform_random_matches_desnoyers(policy, op, pages_per_block):
     cfg = oracle_config(op, pages_per_block, policy)
     assert cfg.user_units >= 1 << 20
-    predicted = A.predict(policy, spare_of(cfg), pages_per_block)  # Eq. 12 (greedy) / Eq. 4 (fifo)
+    predicted = A.predict_waf(policy, spare_of(cfg), pages_per_block)  # Eq. 12 (greedy) / Eq. 4 (fifo)
     assert measured_waf(cfg, uniform) == pytest.approx(predicted, rel=0.02)  # measured <= 0.59 % (docstring)
 
 
@@ -99,7 +99,7 @@ def test_host_separated_hot_cold_is_well_below_uniform():
     u = mixed.user_units
     hot = int(u * 0.2)
     waf, _ = ftl_waf(separated, hot_cold(u, 8 * u, 0.8, 0.2), warmup_units=4 * u, cold_units_from=hot)
-    uniform = A.predict("greedy", spare_of(mixed), 64)
+    uniform = A.predict_waf("greedy", spare_of(mixed), 64)
     assert waf < 0.9 * uniform
     assert waf < 0.85 * measured_waf(mixed, lambda uu, n: hot_cold(uu, n, 0.8, 0.2))
 
@@ -120,4 +120,4 @@ def test_sequential_overwrite_is_exactly_one():
 def test_small_device_uniform_is_close_to_greedy_model():
     # fast check on 2^16 units: the 2 % claim holds here too, |bias| + 3 std 0.67 % (+0.41 % +- 0.09 %, seeds 100-107)
     cfg = oracle_config(0.28, 64, "greedy", user_units=1 << 16)
-    assert measured_waf(cfg, uniform) == pytest.approx(A.predict("greedy", spare_of(cfg), 64), rel=0.02)
+    assert measured_waf(cfg, uniform) == pytest.approx(A.predict_waf("greedy", spare_of(cfg), 64), rel=0.02)

@@ -10,9 +10,9 @@ import naive_timing as naive
 import numpy as np
 import pytest
 
-from swaptrace.timing import model as timing
 from swaptrace.kernels.timing import steps as kt
 from swaptrace.ssd.config import DEVICES
+from swaptrace.timing import model as timing
 
 SIZES = (4096, 16384, 65536)
 DEPTHS = (1, 4, 16)
@@ -166,7 +166,7 @@ def test_ssd_model_table_is_hand_checkable():
 def test_profile_toml_round_trip(tmp_path):
     p = tmp_path / "d.toml"
     p.write_text(DEV.to_toml())
-    back = timing.load_device(str(p))
+    back = timing.load_device_timing(str(p))
     assert back.sizes_bytes == SIZES and back.depths == DEPTHS
     np.testing.assert_allclose(back.read_latency_us, READ)
     np.testing.assert_allclose(back.write_latency_us, WRITE)
@@ -187,14 +187,14 @@ def test_bad_device_files_are_config_errors(tmp_path, text, fragment):
     p = tmp_path / "bad.toml"
     p.write_text(text)
     with pytest.raises(timing.ConfigError, match=fragment):
-        timing.load_device(str(p))
+        timing.load_device_timing(str(p))
 
 
 def test_unknown_device_and_missing_file():
     with pytest.raises(timing.ConfigError, match="unknown device"):
-        timing.load_device("no-such-drive")
+        timing.load_device_timing("no-such-drive")
     with pytest.raises(timing.ConfigError, match="no such device file"):
-        timing.load_device("/nonexistent/dev.toml")
+        timing.load_device_timing("/nonexistent/dev.toml")
 
 
 def test_cpu_micro_benchmark_is_positive_and_small():

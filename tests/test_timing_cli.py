@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from cli_helpers import run_cli, the_error
 
-from swaptrace.timing import model as timing
 from swaptrace.core import traceio
-from swaptrace.timing import device_profile as profile
-from swaptrace.fio import results as resmod
-from swaptrace.workload.generate import generate_trace
 from swaptrace.emulate import emulate
+from swaptrace.fio import results as resmod
+from swaptrace.timing import device_profile as profile
+from swaptrace.timing import model as timing
+from swaptrace.workload.generate import generate_trace
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +130,7 @@ def test_profile_from_a_run_folder(tmp_path):
     out = tmp_path / "disk.toml"
     r = run_cli("fio", "profile", tmp_path / "run", "-o", out)
     assert r.exit_code == 0, r.output
-    dev = timing.load_device(str(out))
+    dev = timing.load_device_timing(str(out))
     assert dev.sizes_bytes == (4096, 65536) and dev.depths == (1, 4)
     assert dev.latency_us("read", 4096, 1) == pytest.approx(50.0)
     assert dev.latency_us("read", 65536, 4) == pytest.approx(500.0)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import errno
+import functools
 import os
 import re
 import shutil
@@ -45,12 +46,12 @@ from pathlib import Path
 import numpy as np
 
 from swaptrace.core import blockdev, traceio
+from swaptrace.core.units import format_bytes
 from swaptrace.errors import ConfigError, ToolError
 from swaptrace.fio import jobs as jobsmod
 from swaptrace.fio import results as resmod
 from swaptrace.fio import steady as ssmod
 from swaptrace.fio.jobfile import validate_job_file
-from swaptrace.core.units import format_bytes
 
 #: the fio the pitfalls in docs/fio.md were verified on
 VERIFIED_VERSION = (3, 33)
@@ -314,25 +315,93 @@ def plan_steps(manifest: dict, only: list[str] | None, runtime_s: int, precondit
     return steps
 
 
-def _env_for(step: Step, jobs_dir: Path, target: Path, size_bytes: int,
-             steady: ssmod.SteadyOptions | None = None) -> dict[str, str]:
-    return {
-        "SWAPTRACE_TARGET": str(target),
-        "SWAPTRACE_SIZE": str(size_bytes),
-        "SWAPTRACE_RUNTIME": str(step.runtime_s),
-        "SWAPTRACE_JOBS": str(jobs_dir.resolve()),
-        "SWAPTRACE_LOG": step.instance,
-        **(steady.env() if steady is not None else ssmod.NO_STEADY_ENV),
-    }
+@dataclass(frozen=True, kw_only=True)
+class RunContext:
+    """What one run of a job folder knows once its target is checked; :func:`run_jobs` builds it once.
 
+    Attributes
+    ----------
+    jobs_dir : Path
+        The job folder, absolute (fio runs in the results folder, so every path it is given is absolute).
+    manifest : dict
+        The folder's manifest (:func:`swaptrace.fio.jobs.load_manifest`).
+    target : Target
+        The checked target (:func:`check_target`).
+    target_path : Path
+        The target as fio is given it: a file's absolute path, a device's path as named.
+    size_bytes : int
+        Bytes of the target the jobs use.
+    runtime_s : int
+        Seconds per time-based job, before the job's ``runtime_factor``.
+    precondition : bool
+        Whether the groups that ask for it are preconditioned.
+    steady : SteadyOptions, optional
+        SNIA-style steady-state rounds before ``write_rand`` (:mod:`swaptrace.fio.steady`); ``None``: none.
+    out_dir : Path, optional
+        The results folder asked for, absolute; ``None``: ``JOBS/runs/<UTC time>``.
+    fio_name : str, optional
+        The fio executable asked for; ``None``: ``fio`` on ``$PATH``.
+    dry_run : bool
+        Check everything and print the commands; a missing fio is then no error.
+    echo : callable
+        Where progress lines go.
+    """
 
-def _command(fio_path: str, step: Step, jobs_dir: Path, out_dir: Path) -> list[str]:
-    return [
-        fio_path,
-        "--output-format=json",
-        f"--output={out_dir / (step.instance + '.json')}",
-        str((jobs_dir / step.job["file"]).resolve()),
-    ]
+    jobs_dir: Path
+    manifest: dict
+    target: Target
+    target_path: Path
+    size_bytes: int
+    runtime_s: int
+    precondition: bool = True
+    steady: ssmod.SteadyOptions | None = None
+    out_dir: Path | None = None
+    fio_name: str | None = None
+    dry_run: bool = False
+    echo: Callable[[str], None] = print
+
+    @functools.cached_property
+    def fio(self) -> Fio:
+        """The fio binary, looked up (``fio --version``) on first use; a dry run goes on without one."""
+        return _find_fio_for(self.fio_name, self.dry_run)
+
+    def results_folder(self) -> Path:
+        """The folder the results go to: the one asked for, else ``JOBS/runs/<UTC time now>``."""
+        return self.out_dir if self.out_dir else \
+            self.jobs_dir / jobsmod.RUNS_DIR / _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+
+    def env(self, step: Step) -> dict[str, str]:
+        """The variables ``step``'s job file is expanded with (``${SWAPTRACE_TARGET}`` ...)."""
+        return {
+            "SWAPTRACE_TARGET": str(self.target_path),
+            "SWAPTRACE_SIZE": str(self.size_bytes),
+            "SWAPTRACE_RUNTIME": str(step.runtime_s),
+            "SWAPTRACE_JOBS": str(self.jobs_dir),
+            "SWAPTRACE_LOG": step.instance,
+            **(self.steady.env() if self.steady is not None else ssmod.NO_STEADY_ENV),
+        }
+
+    def command(self, step: Step, raw_dir: Path) -> list[str]:
+        """fio's command line for ``step``, its JSON going to ``raw_dir``."""
+        return [
+            self.fio.path,
+            "--output-format=json",
+            f"--output={raw_dir / (step.instance + '.json')}",
+            str((self.jobs_dir / step.job["file"]).resolve()),
+        ]
+
+    def run_info(self, *, purge: str | None, fill: dict, steady: dict) -> dict:
+        """The run's record (``meta["run"]`` of its results): target, engine and how the drive was prepared.
+
+        ``purge``, ``fill`` and ``steady`` are what the preconditioning did: the purge's outcome, each fill's
+        bytes written, and fio's steady-state verdict of each round (by step instance).
+        """
+        return {"target": str(self.target_path), "target_is_device": self.target.is_device,
+                "size_bytes": self.size_bytes, "runtime_s": self.runtime_s, "fio": self.fio.text,
+                "jobs_dir": str(self.jobs_dir), "engine": self.manifest.get("engine"),
+                "preconditioning": {"mode": "steady" if self.steady else ("fill" if self.precondition else "none"),
+                                    "criteria": self.steady.describe() if self.steady else None,
+                                    "purge": purge, "fill": fill, "steady": steady}}
 
 
 def run_jobs(
@@ -385,56 +454,46 @@ def run_jobs(
     RunOutcome
         Paths of the results (``None`` for a dry run), the commands, the rows and measured ratios.
     """
-    # absolute paths: fio runs with the jobs folder as its working directory
+    # absolute paths: fio runs in the results folder, not the jobs folder
     jdir = Path(jobs_dir).resolve()
     out_dir = Path(out_dir).resolve() if out_dir is not None else None
     manifest = jobsmod.load_manifest(jdir)
-    steps = _select_steps(manifest, jdir, only, runtime_s, precondition, size_bytes, steady)
+    steps = _select_steps(manifest, only, jobs_dir=jdir, runtime_s=runtime_s, precondition=precondition,
+                          size_bytes=size_bytes, steady=steady)
     tgt = check_target(target, size_bytes, allow_device=allow_device, force=force)
-    tpath = tgt.path.resolve() if not tgt.is_device else tgt.path
+    ctx = RunContext(jobs_dir=jdir, manifest=manifest, target=tgt,
+                     target_path=tgt.path.resolve() if not tgt.is_device else tgt.path, size_bytes=size_bytes,
+                     runtime_s=runtime_s, precondition=precondition, steady=steady, out_dir=out_dir, fio_name=fio,
+                     dry_run=dry_run, echo=echo)
     for s in steps:
-        validate_job_file(jdir / s.job["file"], _env_for(s, jdir, tpath, size_bytes, steady))
-    fio_bin = _find_fio_for(fio, dry_run)
+        validate_job_file(jdir / s.job["file"], ctx.env(s))
+    fio_bin = ctx.fio  # after the job files are checked (their errors come first), before the device is held
     with contextlib.ExitStack() as held:
         fd = None
         if tgt.is_device:  # O_EXCL for the whole run: the kernel refuses to mount, mkfs or assemble it under fio
-            fd = blockdev.open_exclusive(tpath)
+            fd = blockdev.open_exclusive(ctx.target_path)
             held.callback(os.close, fd)
         if dry_run:
-            return _dry_run(steps, fio_bin, jdir, tpath, tgt, size_bytes, out_dir, echo, steady)
+            return _dry_run(ctx, steps)
         if not fio_bin.verified:
             echo(f"note: {fio_bin.text}; swaptrace's fio workarounds were verified on fio-3.33")
-        final = (Path(out_dir) if out_dir else
-                 jdir / jobsmod.RUNS_DIR / _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ"))
+        final = ctx.results_folder()
         traceio.check_output_folder(final, force, lambda p: (p / resmod.RESULTS_NAME).is_file(),
                                     "a fio results folder (results.parquet)")
-        run_info = _run_info(tpath, tgt, size_bytes, runtime_s, fio_bin, jdir, manifest, precondition, steady)
-        outcome = _run_into(final, steps, manifest, fio_bin, jdir, tgt, tpath, size_bytes, run_info, echo,
-                            steady, fd)
+        outcome = _run_into(ctx, steps, final, fd=fd)
     if out_dir is None:
         _point_latest(final)
     return outcome
 
 
-def _run_info(tpath: Path, tgt: Target, size_bytes: int, runtime_s: int, fio_bin: Fio, jdir: Path, manifest: dict,
-              precondition: bool, steady) -> dict:
-    """The run's record (``meta["run"]`` of its results): target, engine and how the drive was prepared."""
-    return {"target": str(tpath), "target_is_device": tgt.is_device, "size_bytes": size_bytes,
-            "runtime_s": runtime_s, "fio": fio_bin.text, "jobs_dir": str(jdir.resolve()),
-            "engine": manifest.get("engine"),
-            "preconditioning": {"mode": "steady" if steady else ("fill" if precondition else "none"),
-                                "criteria": steady.describe() if steady else None,
-                                "purge": None, "fill": {}, "steady": {}}}
-
-
-def _select_steps(manifest: dict, jdir: Path, only, runtime_s: int, precondition: bool, size_bytes: int,
-                  steady: ssmod.SteadyOptions | None = None) -> list[Step]:
+def _select_steps(manifest: dict, only: list[str] | None, *, jobs_dir: Path, runtime_s: int, precondition: bool,
+                  size_bytes: int, steady: ssmod.SteadyOptions | None) -> list[Step]:
     """The steps to run, after checking the runtime and that the target is big enough for them."""
     if runtime_s < 1:
         raise ConfigError(f"runtime: must be at least 1 second, got {runtime_s}")
     steps = plan_steps(manifest, only, runtime_s, precondition, steady)
     if not steps:
-        raise ConfigError(f"{jdir}: no jobs selected")
+        raise ConfigError(f"{jobs_dir}: no jobs selected")
     needs_replay = any(s.job["kind"] == "replay" for s in steps)
     min_bytes = int(manifest["min_target_bytes"]) if needs_replay else 1 << 20
     if size_bytes < min_bytes:
@@ -456,47 +515,45 @@ def _find_fio_for(fio: str | None, dry_run: bool) -> Fio:
         return Fio(fio or "fio", (0, 0), "fio (not found)")
 
 
-def _dry_run(steps, fio_bin: Fio, jdir: Path, tpath: Path, tgt: Target, size_bytes: int, out_dir, echo,
-             steady=None) -> RunOutcome:
+def _dry_run(ctx: RunContext, steps: list[Step]) -> RunOutcome:
     """Print the commands a run would execute; write nothing."""
-    shown = (Path(out_dir) if out_dir else jdir / jobsmod.RUNS_DIR / "<time>") / RAW_DIR
+    shown = (ctx.out_dir if ctx.out_dir else ctx.jobs_dir / jobsmod.RUNS_DIR / "<time>") / RAW_DIR
     commands = []
-    if steady is not None and steady.purge:
-        echo(f"# would purge {tgt.describe()} (BLKDISCARD of the device / punch the file) before the fill")
+    if ctx.steady is not None and ctx.steady.purge:
+        ctx.echo(f"# would purge {ctx.target.describe()} (BLKDISCARD of the device / punch the file) before the fill")
     for s in steps:
-        env = " ".join(f"{k}={v}" for k, v in _env_for(s, jdir, tpath, size_bytes, steady).items())
-        commands.append(f"{env} {' '.join(_command(fio_bin.path, s, jdir, shown))}")
-    if not tgt.exists or tgt.current_bytes < size_bytes:
-        echo(f"# would create/fill {tgt.describe()} to {format_bytes(size_bytes)} with data")
+        env = " ".join(f"{k}={v}" for k, v in ctx.env(s).items())
+        commands.append(f"{env} {' '.join(ctx.command(s, shown))}")
+    if not ctx.target.exists or ctx.target.current_bytes < ctx.size_bytes:
+        ctx.echo(f"# would create/fill {ctx.target.describe()} to {format_bytes(ctx.size_bytes)} with data")
     for c in commands:
-        echo(c)
+        ctx.echo(c)
     return RunOutcome(None, None, None, tuple(commands), (), {})
 
 
-def _run_into(final: Path, steps, manifest: dict, fio_bin: Fio, jdir: Path, tgt: Target, tpath: Path,
-              size_bytes: int, run_info: dict, echo, steady=None, fd=None) -> RunOutcome:
-    """Run every step into a temporary folder renamed to ``final`` at the end (removed on any failure)."""
+def _run_into(ctx: RunContext, steps: list[Step], final: Path, *, fd: int | None = None) -> RunOutcome:
+    """Run every step into a temporary folder renamed to ``final`` at the end (removed on any failure).
+
+    ``fd`` holds a device target (``O_EXCL``); a purge discards the device through it.
+    """
     tmp = traceio.make_partial_folder(final)
     commands: list[str] = []
     old_sigterm = _sigterm_as_interrupt()
     try:
-        written = prepare_file_target(tgt, size_bytes)
-        if written:
-            echo(f"filled {tgt.describe()}: {format_bytes(written)} of data")
-        record = run_info["preconditioning"]
-        if steady is not None and steady.purge:
-            record["purge"] = ssmod.purge(tpath, is_device=tgt.is_device, fd=fd,
-                                          size_bytes=blockdev.size_bytes(tpath) if tgt.is_device else size_bytes)
-            echo(f"purged {tgt.describe()}: {record['purge']}")
+        purged = _prepare_target(ctx, fd)
         raw = tmp / RAW_DIR
         raw.mkdir()
-        parsed = []
+        parsed, fills, verdicts = [], {}, {}
         for i, s in enumerate(steps, start=1):
-            step, rows = _run_step(i, len(steps), s, fio_bin, jdir, raw, tpath, size_bytes, manifest, commands,
-                                   echo, steady)
-            _record_precondition(step, rows, raw, size_bytes, steady, record, echo)
-            parsed.append((step, rows))
-        res_path, bw_path, rows, ratios = resmod.write_run_results(tmp, parsed, manifest,
+            command, rows = _run_step(ctx, s, raw, index=i, count=len(steps))
+            commands.append(command)
+            if s.job["kind"] == "precondition":
+                fills[s.instance] = _fill_record(ctx, s, rows)
+            elif s.job["kind"] == "steady" and ctx.steady is not None:
+                verdicts[s.instance], rows = _steady_record(ctx, s, rows, raw)
+            parsed.append((s, rows))
+        run_info = ctx.run_info(purge=purged, fill=fills, steady=verdicts)
+        res_path, bw_path, rows, ratios = resmod.write_run_results(tmp, parsed, ctx.manifest,
                                                                    {**run_info, "commands": commands})
         traceio.install_folder(tmp, final, last=res_path.name)  # a user's other files there stay
     except BaseException:
@@ -509,47 +566,71 @@ def _run_into(final: Path, steps, manifest: dict, fio_bin: Fio, jdir: Path, tgt:
     return RunOutcome(final, final / res_path.name, final / bw_path.name, tuple(commands), tuple(rows), ratios)
 
 
-def _record_precondition(step: Step, rows: list[dict], raw: Path, size_bytes: int, steady, record: dict,
-                         echo) -> None:
-    """Whether a fill completed, and fio's steady-state verdict of the rounds (whose rows then carry the
-    window's mean, the only bandwidth the verdict is about)."""
-    if step.job["kind"] == "precondition":
-        written = sum(int(r["io_bytes"]) for r in rows if r["direction"] == "write")
-        record["fill"][step.instance] = {"written_bytes": written, "complete": written >= 2 * size_bytes}
-        if written < 2 * size_bytes:
-            echo(f"      {step.instance}: the fill stopped at its cap after {format_bytes(written)} "
-                 f"of {format_bytes(2 * size_bytes)}")
-    if step.job["kind"] != "steady" or steady is None:
-        return
+def _prepare_target(ctx: RunContext, fd: int | None) -> str | None:
+    """Fill a file target with data up to the run's size, then purge the target if the steady options ask.
+
+    Returns what the purge did (:func:`swaptrace.fio.steady.purge`), ``None`` when there was none.
+    """
+    written = prepare_file_target(ctx.target, ctx.size_bytes)
+    if written:
+        ctx.echo(f"filled {ctx.target.describe()}: {format_bytes(written)} of data")
+    if ctx.steady is None or not ctx.steady.purge:
+        return None
+    size_bytes = blockdev.size_bytes(ctx.target_path) if ctx.target.is_device else ctx.size_bytes
+    purged = ssmod.purge(ctx.target_path, is_device=ctx.target.is_device, fd=fd, size_bytes=size_bytes)
+    ctx.echo(f"purged {ctx.target.describe()}: {purged}")
+    return purged
+
+
+def _fill_record(ctx: RunContext, step: Step, rows: list[dict]) -> dict:
+    """What a fill step wrote: ``{"written_bytes", "complete"}``, complete when it wrote the target twice over.
+
+    A fill its time cap stopped short is also echoed.
+    """
+    written = sum(int(r["io_bytes"]) for r in rows if r["direction"] == "write")
+    if written < 2 * ctx.size_bytes:
+        ctx.echo(f"      {step.instance}: the fill stopped at its cap after {format_bytes(written)} "
+                 f"of {format_bytes(2 * ctx.size_bytes)}")
+    return {"written_bytes": written, "complete": written >= 2 * ctx.size_bytes}
+
+
+def _steady_record(ctx: RunContext, step: Step, rows: list[dict], raw: Path) -> tuple[dict, list[dict]]:
+    """fio's steady-state verdict of the rounds (:func:`swaptrace.fio.steady.verdict`) and their rows.
+
+    The verdict is about the window's mean only, so the returned rows carry that mean as their write bandwidth
+    (bytes/s) and IOPS; ``rows`` themselves are left as they are.
+    """
     job = (resmod.load_fio_json(raw / f"{step.instance}.json").get("jobs") or [{}])[0]
-    v = ssmod.verdict(job, steady)
+    verdict = ssmod.verdict(job, ctx.steady)
     logs = resmod.find_bw_logs(raw, step.instance)
     if logs:
         log = resmod.parse_bw_log(logs[0])
-        v["rounds_bw_bytes"] = ssmod.rounds_from_bw_log(log["t_ms"], log["bw_bytes"], steady.round_s)
-    record["steady"][step.instance] = v
-    for r in rows:
-        if r["direction"] == "write" and v["window_bw_bytes"] > 0:
-            r["bw_bytes"], r["iops"] = v["window_bw_bytes"], v["window_iops_mean"]
-    echo(f"      {step.instance}: {v['reason']}")
+        rounds = ssmod.rounds_from_bw_log(log["t_ms"], log["bw_bytes"], ctx.steady.round_s)
+        verdict = {**verdict, "rounds_bw_bytes": rounds}
+    window = verdict["window_bw_bytes"]
+    rows = [{**r, "bw_bytes": window, "iops": verdict["window_iops_mean"]}
+            if r["direction"] == "write" and window > 0 else r for r in rows]
+    ctx.echo(f"      {step.instance}: {verdict['reason']}")
+    return verdict, rows
 
 
-def _run_step(i: int, n: int, s: Step, fio_bin: Fio, jdir: Path, raw: Path, tpath: Path, size_bytes: int,
-              manifest: dict, commands: list[str], echo, steady=None) -> tuple[Step, list[dict]]:
-    """Run one fio invocation, keep its JSON and stderr in ``raw``, and parse its rows."""
-    cmd = _command(fio_bin.path, s, jdir, raw)
-    commands.append(" ".join(cmd))
-    env = {**os.environ, **_env_for(s, jdir, tpath, size_bytes, steady)}
+def _run_step(ctx: RunContext, step: Step, raw: Path, *, index: int, count: int) -> tuple[str, list[dict]]:
+    """Run one fio invocation (step ``index`` of ``count``), keep its JSON and stderr in ``raw``.
+
+    Returns the command line and the step's parsed rows.
+    """
+    cmd = ctx.command(step, raw)
+    env = {**os.environ, **ctx.env(step)}
     proc = subprocess.run(cmd, env=env, cwd=raw, capture_output=True, text=True)
-    json_path = raw / f"{s.instance}.json"
-    (raw / f"{s.instance}.stderr").write_text(proc.stderr)
+    json_path = raw / f"{step.instance}.json"
+    (raw / f"{step.instance}.stderr").write_text(proc.stderr)
     if proc.returncode != 0 or not json_path.exists():
         last = (proc.stderr.strip().splitlines() or proc.stdout.strip().splitlines() or ["no output"])[-1]
-        raise ToolError(f"fio failed on job {s.instance} (exit {proc.returncode}): {last}")
-    rows = resmod.parse_fio_json(json_path, s.instance, s.job, manifest)
+        raise ToolError(f"fio failed on job {step.instance} (exit {proc.returncode}): {last}")
+    rows = resmod.parse_fio_json(json_path, step.instance, step.job, ctx.manifest)
     summary = ", ".join(f"{r['direction']} {r['bw_bytes'] / 1e6:.1f} MB/s" for r in rows) or "no I/O"
-    echo(f"[{i}/{n}] {s.instance}: {summary}")
-    return s, rows
+    ctx.echo(f"[{index}/{count}] {step.instance}: {summary}")
+    return " ".join(cmd), rows
 
 
 def _raise_interrupt(signum, frame):  # noqa: ARG001 - signal handler signature

@@ -158,8 +158,23 @@ def wa_hot_cold(alpha: float, write_fraction: float, page_fraction: float) -> fl
     return 0.5 * (lo + hi)
 
 
-def predict(policy: str, spare_factor: float, pages_per_block: int) -> float:
-    """Analytic WA of ``policy`` under uniform random writes (``nan`` if no model)."""
+def predict_waf(policy: str, spare_factor: float, pages_per_block: int) -> float:
+    """Analytic write amplification of ``policy`` under uniform random writes (Desnoyers 2012).
+
+    Parameters
+    ----------
+    policy : str
+        ``fifo`` (Eq. 4), ``greedy`` (Eq. 12) or ``random`` (``1 / S_f``); any other has no model here.
+    spare_factor : float
+        ``S_f = (T - U) / T``.
+    pages_per_block : int
+        ``Np``: the FTL's map units per erase block.
+
+    Returns
+    -------
+    float
+        Flash writes per host write (>= 1), ``nan`` for a policy with no model.
+    """
     alpha = alpha_from_spare(spare_factor)
     if policy == "fifo":
         return wa_fifo(alpha)
@@ -176,4 +191,4 @@ def predict_config(config) -> float:
     The GC reserve holds no data, so the model's ``T`` is
     :attr:`~swaptrace.ssd.config.SSDConfig.effective_physical_units`, not the raw flash.
     """
-    return predict(config.gc_policy, config.effective_spare_factor, config.units_per_block)
+    return predict_waf(config.gc_policy, config.effective_spare_factor, config.units_per_block)

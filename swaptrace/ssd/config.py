@@ -45,14 +45,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from swaptrace.core import bounds
-from swaptrace.errors import ConfigError, TraceFileError
 from swaptrace.core.inputs import read_toml
 from swaptrace.core.units import format_bytes, parse_bytes
+from swaptrace.errors import ConfigError, TraceFileError
 
 #: GC victim policies understood by the FTL kernel (name -> kernel code)
 GC_POLICIES = {"greedy": 0, "fifo": 1, "random": 2, "cost-benefit": 3, "d-choices": 4}
@@ -360,6 +361,26 @@ def _coerce(name: str, value: Any) -> Any:
         raise ConfigError(f"ssd config: {name} = {value!r} is not a valid {kind}") from None
 
 
+def read_device_toml(path: str | os.PathLike) -> dict[str, Any]:
+    """The table of a device TOML file, as read: an SSD-model device (:func:`load_device`) or a measured
+    device profile (:func:`swaptrace.timing.model.load_device_timing`, ``kind = "swaptrace-device-profile"``).
+
+    The one place a device TOML is read; what its keys mean is up to the caller.
+
+    Raises
+    ------
+    ConfigError
+        No such file, or not readable as TOML (one line naming the file and the problem).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such device file")
+    try:
+        return read_toml(path, "device TOML", "cannot read device TOML")
+    except TraceFileError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def load_device(name_or_path: str | None = None, overrides: dict[str, Any] | None = None,
                 capacity_bytes: int | None = None, op: float | None = None) -> SSDConfig:
     """Build an :class:`SSDConfig` from a preset or TOML file plus overrides.
@@ -389,12 +410,7 @@ def load_device(name_or_path: str | None = None, overrides: dict[str, Any] | Non
         values = dataclasses.asdict(DEVICES[name_or_path])
     elif name_or_path.endswith(".toml") or Path(name_or_path).is_file():
         path = Path(name_or_path)
-        if not path.is_file():
-            raise ConfigError(f"{path}: no such device file")
-        try:
-            raw = read_toml(path, "device TOML", "cannot read device TOML")
-        except TraceFileError as exc:
-            raise ConfigError(str(exc)) from None
+        raw = read_device_toml(path)
         if not raw:
             raise ConfigError(f"{path}: the device TOML is empty; give SSDConfig fields (or base = \"PRESET\")")
         base = raw.pop("base", None)

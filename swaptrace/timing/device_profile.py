@@ -3,7 +3,7 @@
 ``swaptrace fio profile RUN_DIR -o disk.toml`` reads the run's ``results.parquet`` and fio's own JSON
 outputs (``raw/NAME.json``) and writes the mean latency of random reads and of random writes of each
 fixed size at each queue depth -- the device table of the time model (:mod:`swaptrace.timing.model`),
-which reads it back with :func:`swaptrace.timing.model.load_device`.
+which reads it back with :func:`swaptrace.timing.model.load_device_timing`.
 
 Where the numbers come from: the request-size sweep (``sweep_{read,write}_SIZE``, the folder's engine,
 depth 1 with ``psync``) and the profile jobs (``qd_{read,write}_SIZE_qdN``, ``libaio`` at depth N; see

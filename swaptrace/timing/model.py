@@ -70,10 +70,10 @@ import numpy as np
 import pyarrow as pa
 
 from swaptrace.core import bounds
-from swaptrace.kernels.timing import steps as kt
-from swaptrace.errors import ConfigError, TraceFileError
 from swaptrace.core.inputs import read_toml
 from swaptrace.core.traceio import CAUSE_FAULT, CAUSE_UNKNOWN, OP_DISCARD, OP_READ, TraceWriter, check_agree, open_trace
+from swaptrace.errors import ConfigError, TraceFileError
+from swaptrace.kernels.timing import steps as kt
 
 #: request sizes (bytes) and queue depths of the tables built from an SSD model
 TABLE_SIZES = tuple(4096 << i for i in range(9))  # 4 KiB .. 1 MiB
@@ -163,7 +163,7 @@ class DeviceTiming:
         return float(kt._lat(sizes, depths, read if op == "read" else write, float(nbytes), float(depth)))
 
     def to_toml(self) -> str:
-        """The device as a profile TOML (what :func:`load_device` reads back)."""
+        """The device as a profile TOML (what :func:`load_device_timing` reads back)."""
         def row(values):
             return "[" + ", ".join(f"{v:.3f}" for v in values) + "]"
 
@@ -212,9 +212,9 @@ def device_from_ssd(cfg, waf: float | None = None) -> DeviceTiming:
         if not (math.isfinite(waf) and waf >= 1.0):
             raise ConfigError(f"device {cfg.name}: write amplification must be a number >= 1, got {waf!r}")
     else:
-        waf = analytic.predict(cfg.gc_policy, cfg.spare_factor, cfg.units_per_block)
+        waf = analytic.predict_waf(cfg.gc_policy, cfg.spare_factor, cfg.units_per_block)
     if not waf >= 1.0:  # policies without a closed form: greedy's is the closest
-        waf = analytic.predict("greedy", cfg.spare_factor, cfg.units_per_block)
+        waf = analytic.predict_waf("greedy", cfg.spare_factor, cfg.units_per_block)
     host, chan = cfg.host_mb_s, cfg.channel_mb_s  # MB/s = bytes/us
     prog_bytes_us = cfg.dies * cfg.program_units * cfg.map_bytes / cfg.program_us / waf
     read_rows, write_rows = [], []
@@ -230,7 +230,7 @@ def device_from_ssd(cfg, waf: float | None = None) -> DeviceTiming:
                         notes={"waf": round(float(waf), 4)})
 
 
-def load_device(name_or_path: str) -> DeviceTiming:
+def load_device_timing(name_or_path: str) -> DeviceTiming:
     """A device by SSD model preset name, SSD model TOML, or measured profile TOML (``kind`` = profile).
 
     Raises
@@ -246,12 +246,7 @@ def load_device(name_or_path: str) -> DeviceTiming:
     if not path.suffix == ".toml" and not path.is_file():
         raise ConfigError(f"unknown device {name_or_path!r}; presets: {', '.join(ssdconfig.DEVICES)} "
                           "(or an SSD model or profile .toml file)")
-    if not path.is_file():
-        raise ConfigError(f"{path}: no such device file")
-    try:
-        raw = read_toml(path, "device TOML", "cannot read device TOML")
-    except TraceFileError as exc:
-        raise ConfigError(str(exc)) from None
+    raw = ssdconfig.read_device_toml(path)
     if raw.get("kind") != PROFILE_KIND:
         return device_from_ssd(ssdconfig.load_device(str(path)))
     try:
@@ -423,9 +418,9 @@ def measure_compute(trace_path: str | os.PathLike, nsteps: int | None = None, *,
     """
     if any(os.environ.get(v) != "1" for v in _ONE_THREAD):
         return _measure_in_child(trace_path, nsteps, first_step)
-    from swaptrace.kernels.capture.replay import _replay, warm_up
     from swaptrace.capture.child import MLP
     from swaptrace.capture.session import _mlp_layers
+    from swaptrace.kernels.capture.replay import _replay, warm_up
 
     tf = open_trace(trace_path, "access")
     meta = tf.meta
@@ -665,7 +660,7 @@ def predict(stream_path: str | os.PathLike, device: str | DeviceTiming, *, compu
     stream_path : path-like
         A ``swapio`` file (emulator or kernel capture).
     device : str or DeviceTiming
-        SSD model preset, SSD model TOML, or measured profile TOML (:func:`load_device`).
+        SSD model preset, SSD model TOML, or measured profile TOML (:func:`load_device_timing`).
     compute : {"mlp", "none"}
         ``mlp``: measure the steps with no memory limit (:func:`measure_compute`; needs the trace).
         Ignored when ``step_compute_us`` or ``compute_baseline`` is given.
@@ -678,7 +673,7 @@ def predict(stream_path: str | os.PathLike, device: str | DeviceTiming, *, compu
     cpu : CpuCosts, optional
         Kernel CPU costs; default :func:`measure_cpu_costs`.
     """
-    dev = device if isinstance(device, DeviceTiming) else load_device(device)
+    dev = device if isinstance(device, DeviceTiming) else load_device_timing(device)
     req = read_stream(stream_path)
     if step_compute_us is not None:
         comp = given_compute(req.nsteps, step_compute_us)

@@ -24,6 +24,7 @@ are shown beside the model's over all requests (the model's histogram does not s
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from pathlib import Path
@@ -88,7 +89,8 @@ def compare(run_dir: os.PathLike, stream: os.PathLike, device_out: os.PathLike, 
     error of each quantity.
     """
     from swaptrace.fio import results as resmod
-    from swaptrace.ssd.fit.device import fit_run, residuals, save_fit, with_gc_room
+    from swaptrace.ssd.fit.device import fit_run, residuals, save_fit
+    from swaptrace.ssd.fit.writes import with_gc_room
 
     say = say or (lambda _m: None)
     rows, _meta = resmod.read_results(Path(run_dir))
@@ -97,12 +99,12 @@ def compare(run_dir: os.PathLike, stream: os.PathLike, device_out: os.PathLike, 
     wanted = {job: meas for job, meas in wanted.items() if meas is not None}
     if not wanted:
         raise TraceFileError(f"{run_dir}: the fio run has no replay job to compare the model with")
-    fitted = res.config
-    res.config, modelled = with_gc_room(
-        fitted, lambda c: {job: _modelled(stream, c, REPLAYS[job]["use_timestamps"]) for job in wanted},
-        res.notes, "the swap stream's replay")
-    if res.config is not fitted:  # the residuals are those of the device written
-        res.residuals = residuals(res.config, res.measurements)
+    roomy, modelled, room = with_gc_room(
+        res.config, lambda c: {job: _modelled(stream, c, REPLAYS[job]["use_timestamps"]) for job in wanted},
+        "the swap stream's replay")
+    if room is not None:  # blocks were added: the residuals are those of the device written
+        res = dataclasses.replace(res, config=roomy, notes=[*res.notes, room],
+                                  residuals=residuals(roomy, res.measurements))
     save_fit(res, run_dir, device_out, force=True)
     replays = []
     for job, meas in wanted.items():
