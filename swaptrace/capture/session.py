@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from swaptrace.core import blockdev
+from swaptrace.core.signals import sigterm_as_interrupt
 from swaptrace.kernels.capture import replay as replay_kernel
 from swaptrace.capture import cgroup as cg
 from swaptrace.capture import tracing
@@ -580,16 +581,6 @@ class CaptureSession:
             raise ToolError("capture finished but cleanup failed: " + "; ".join(self._cleanup_errors))
         return False
 
-    def _trap_signals(self, stack: contextlib.ExitStack) -> None:
-        def _interrupt(signum, frame):  # noqa: ARG001
-            raise KeyboardInterrupt(f"signal {signum}")
-
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            try:
-                stack.callback(signal.signal, sig, signal.signal(sig, _interrupt))
-            except ValueError:  # not the main thread
-                pass
-
     def _lock(self, stack: contextlib.ExitStack) -> None:
         stack.callback(os.close, _hold_capture_lock(LOCK_PATH))
 
@@ -639,7 +630,7 @@ class CaptureSession:
             self.load_start = os.getloadavg()[0]
             self.child.warm_up()
             self.facts = kernel_facts()
-            self._trap_signals(stack)
+            stack.enter_context(sigterm_as_interrupt(hangup=True))  # a closed terminal (SIGHUP) too
             self._make_workdir(stack)
             self.child.prepare(self)
             self.free = free = self._run_unlimited(stack) if self.unlimited_run else None

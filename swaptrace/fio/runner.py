@@ -35,7 +35,6 @@ import errno
 import os
 import re
 import shutil
-import signal
 import stat
 import subprocess
 from collections.abc import Callable
@@ -45,12 +44,13 @@ from pathlib import Path
 import numpy as np
 
 from swaptrace.core import blockdev, traceio
+from swaptrace.core.signals import sigterm_as_interrupt
+from swaptrace.core.units import format_bytes
 from swaptrace.errors import ConfigError, ToolError
 from swaptrace.fio import jobs as jobsmod
 from swaptrace.fio import results as resmod
 from swaptrace.fio import steady as ssmod
 from swaptrace.fio.jobfile import validate_job_file
-from swaptrace.core.units import format_bytes
 
 #: the fio the pitfalls in docs/fio.md were verified on
 VERIFIED_VERSION = (3, 33)
@@ -478,34 +478,31 @@ def _run_into(final: Path, steps, manifest: dict, fio_bin: Fio, jdir: Path, tgt:
     """Run every step into a temporary folder renamed to ``final`` at the end (removed on any failure)."""
     tmp = traceio.make_partial_folder(final)
     commands: list[str] = []
-    old_sigterm = _sigterm_as_interrupt()
-    try:
-        written = prepare_file_target(tgt, size_bytes)
-        if written:
-            echo(f"filled {tgt.describe()}: {format_bytes(written)} of data")
-        record = run_info["preconditioning"]
-        if steady is not None and steady.purge:
-            record["purge"] = ssmod.purge(tpath, is_device=tgt.is_device, fd=fd,
-                                          size_bytes=blockdev.size_bytes(tpath) if tgt.is_device else size_bytes)
-            echo(f"purged {tgt.describe()}: {record['purge']}")
-        raw = tmp / RAW_DIR
-        raw.mkdir()
-        parsed = []
-        for i, s in enumerate(steps, start=1):
-            step, rows = _run_step(i, len(steps), s, fio_bin, jdir, raw, tpath, size_bytes, manifest, commands,
-                                   echo, steady)
-            _record_precondition(step, rows, raw, size_bytes, steady, record, echo)
-            parsed.append((step, rows))
-        res_path, bw_path, rows, ratios = resmod.write_run_results(tmp, parsed, manifest,
-                                                                   {**run_info, "commands": commands})
-        traceio.install_folder(tmp, final, last=res_path.name)  # a user's other files there stay
-    except BaseException:
-        # subprocess.run has already killed a running fio; drop the partial results
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    finally:
-        if old_sigterm is not None:
-            signal.signal(signal.SIGTERM, old_sigterm)
+    with sigterm_as_interrupt():
+        try:
+            written = prepare_file_target(tgt, size_bytes)
+            if written:
+                echo(f"filled {tgt.describe()}: {format_bytes(written)} of data")
+            record = run_info["preconditioning"]
+            if steady is not None and steady.purge:
+                record["purge"] = ssmod.purge(tpath, is_device=tgt.is_device, fd=fd,
+                                              size_bytes=blockdev.size_bytes(tpath) if tgt.is_device else size_bytes)
+                echo(f"purged {tgt.describe()}: {record['purge']}")
+            raw = tmp / RAW_DIR
+            raw.mkdir()
+            parsed = []
+            for i, s in enumerate(steps, start=1):
+                step, rows = _run_step(i, len(steps), s, fio_bin, jdir, raw, tpath, size_bytes, manifest, commands,
+                                       echo, steady)
+                _record_precondition(step, rows, raw, size_bytes, steady, record, echo)
+                parsed.append((step, rows))
+            res_path, bw_path, rows, ratios = resmod.write_run_results(tmp, parsed, manifest,
+                                                                       {**run_info, "commands": commands})
+            traceio.install_folder(tmp, final, last=res_path.name)  # a user's other files there stay
+        except BaseException:
+            # subprocess.run has already killed a running fio; drop the partial results
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     return RunOutcome(final, final / res_path.name, final / bw_path.name, tuple(commands), tuple(rows), ratios)
 
 
@@ -550,18 +547,6 @@ def _run_step(i: int, n: int, s: Step, fio_bin: Fio, jdir: Path, raw: Path, tpat
     summary = ", ".join(f"{r['direction']} {r['bw_bytes'] / 1e6:.1f} MB/s" for r in rows) or "no I/O"
     echo(f"[{i}/{n}] {s.instance}: {summary}")
     return s, rows
-
-
-def _raise_interrupt(signum, frame):  # noqa: ARG001 - signal handler signature
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
-def _sigterm_as_interrupt():
-    """Turn SIGTERM into KeyboardInterrupt while fio runs, so fio is killed and partial results removed."""
-    try:
-        return signal.signal(signal.SIGTERM, _raise_interrupt)
-    except ValueError:  # not the main thread
-        return None
 
 
 def _point_latest(run_dir: Path) -> None:
