@@ -6,7 +6,7 @@ import pytest
 
 from swaptrace.errors import SpecError
 from swaptrace.workload.layout import build_layout
-from swaptrace.workload.spec import list_presets, load_spec, spec_from_dict
+from swaptrace.workload.spec import list_presets, load_spec, mlp_layers, spec_from_dict
 
 GOOD = {
     "name": "m",
@@ -120,3 +120,9 @@ def test_overrides():
         spec.with_overrides(optimizer="lion")
     with pytest.raises(SpecError, match="alpha"):
         spec.with_overrides(alpha=0)
+
+
+def test_mlp_layers_come_from_the_spec_a_trace_stores():
+    spec = spec_from_dict(GOOD)
+    assert mlp_layers({"spec": spec.to_dict()}) == ([[13, 8], [4, 1]], 4)
+    assert mlp_layers({"page_bytes": 4096}) == ([], 128)  # a trace that names no model: no MLP, the default batch

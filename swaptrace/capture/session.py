@@ -41,18 +41,19 @@ from typing import Any
 
 import numpy as np
 
-from swaptrace.core import blockdev
-from swaptrace.core.signals import sigterm_as_interrupt
-from swaptrace.kernels.capture import replay as replay_kernel
 from swaptrace.capture import cgroup as cg
 from swaptrace.capture import tracing
 from swaptrace.capture.convert import parse_lines, to_stream
 from swaptrace.capture.reclaim import RECLAIM_EVENTS, parse_reclaim
 from swaptrace.capture.swapdev import SwapDevice, remove_swap_leftovers
 from swaptrace.compare import summarize_requests
-from swaptrace.errors import ConfigError, PrivilegeError, SwaptraceError, ToolError, TraceFileError
-from swaptrace.emulate.config import EmulatorConfig
+from swaptrace.core import blockdev
+from swaptrace.core.signals import sigterm_as_interrupt
 from swaptrace.core.traceio import OP_DISCARD, AtomicPath, TraceWriter, check_output_path, open_trace
+from swaptrace.emulate.config import EmulatorConfig
+from swaptrace.errors import ConfigError, PrivilegeError, SwaptraceError, ToolError, TraceFileError
+from swaptrace.kernels.capture import replay as replay_kernel
+from swaptrace.workload.spec import mlp_layers
 
 PREFIX = "swaptrace-capture-"
 DEFAULT_WORK_BASE = Path("/var/tmp")
@@ -389,12 +390,6 @@ def _prepare_codes(trace, workdir: Path) -> dict[str, Any]:
         "first_step": first,
         "accesses": int(starts[-1]),
     }
-
-
-def _mlp_layers(meta: dict[str, Any]) -> tuple[list[list[int]], int]:
-    spec = meta.get("spec") or {}
-    layers = [list(spec[k]) for k in ("bottom_mlp", "top_mlp") if spec.get(k)]
-    return layers, int(spec.get("batch_size", 128))
 
 
 def page_table_bytes(footprint_bytes: int) -> int:
@@ -741,7 +736,7 @@ class ReplayChild:
 
     def prepare(self, s: CaptureSession) -> None:
         self.prep = _prepare_codes(self.tf, s.workdir)
-        layers, batch = _mlp_layers(self.tf.meta)
+        layers, batch = mlp_layers(self.tf.meta)
         self.base_config = {
             "parent_pid": os.getpid(), "page_bytes": self.page_bytes, "footprint_bytes": self.footprint_bytes,
             "compute": self.compute, "mlp_layers": layers, "batch_size": batch, "lock_baseline": self.lock_baseline,

@@ -70,10 +70,10 @@ import numpy as np
 import pyarrow as pa
 
 from swaptrace.core import bounds
-from swaptrace.kernels.timing import steps as kt
-from swaptrace.errors import ConfigError, TraceFileError
 from swaptrace.core.inputs import read_toml
 from swaptrace.core.traceio import CAUSE_FAULT, CAUSE_UNKNOWN, OP_DISCARD, OP_READ, TraceWriter, check_agree, open_trace
+from swaptrace.errors import ConfigError, TraceFileError
+from swaptrace.kernels.timing import steps as kt
 
 #: request sizes (bytes) and queue depths of the tables built from an SSD model
 TABLE_SIZES = tuple(4096 << i for i in range(9))  # 4 KiB .. 1 MiB
@@ -423,9 +423,9 @@ def measure_compute(trace_path: str | os.PathLike, nsteps: int | None = None, *,
     """
     if any(os.environ.get(v) != "1" for v in _ONE_THREAD):
         return _measure_in_child(trace_path, nsteps, first_step)
-    from swaptrace.kernels.capture.replay import _replay, warm_up
     from swaptrace.capture.child import MLP
-    from swaptrace.capture.session import _mlp_layers
+    from swaptrace.kernels.capture.replay import _replay, warm_up
+    from swaptrace.workload.spec import mlp_layers
 
     tf = open_trace(trace_path, "access")
     meta = tf.meta
@@ -433,7 +433,7 @@ def measure_compute(trace_path: str | os.PathLike, nsteps: int | None = None, *,
     touch = min(4096, page_bytes)
     steps = int(nsteps if nsteps is not None else meta.get("steps") or 0)
     first = int(meta.get("first_step", first_step))
-    layers, batch = _mlp_layers(meta)
+    layers, batch = mlp_layers(meta)
     mlp = MLP(layers, batch) if layers else None
     warm_up(page_bytes, touch)
     if mlp is not None:
