@@ -35,10 +35,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from swaptrace.pipeline import filenames as S
-from swaptrace.errors import SwaptraceError
-from swaptrace.pipeline.run import PipelineOptions, run_pipeline
 from swaptrace.core.traceio import open_trace, read_metadata
+from swaptrace.errors import SwaptraceError
+from swaptrace.pipeline import filenames as S
+from swaptrace.pipeline.run import PipelineOptions, run_pipeline
 
 KERNEL = "kernel.swapio.parquet"
 HOST_COSTS = "host-costs.toml"
@@ -55,7 +55,8 @@ def small_share(meta: dict[str, Any], op: str) -> float | None:
 
 def try_capture(folder: Path, fraction: float, log) -> dict[str, Any] | None:
     """Capture the folder's trace under the real kernel (root only); None with a reason logged otherwise."""
-    from swaptrace.capture.session import capture, check_privileges
+    from swaptrace.capture.host import check_privileges
+    from swaptrace.capture.session import capture
 
     try:
         check_privileges()
@@ -79,10 +80,10 @@ def try_capture(folder: Path, fraction: float, log) -> dict[str, Any] | None:
 def host_costs(folder: Path, log):
     """This host's kernel costs for the time model, measured as root against the fio run's disk profile
     (kept in ``folder/host-costs.toml``); None with a reason logged when they cannot be measured."""
+    from swaptrace.capture.host import check_privileges
     from swaptrace.timing import model as timing
-    from swaptrace.capture.session import check_privileges
-    from swaptrace.timing.device_profile import build_profile
     from swaptrace.timing.calibrate import measure_host_costs
+    from swaptrace.timing.device_profile import build_profile
 
     path = folder / HOST_COSTS
     if path.exists():
@@ -185,8 +186,8 @@ def main() -> int:
         print(line, file=sys.stderr, flush=True)
 
     try:
-        from swaptrace.timing import model as timing
         from swaptrace.commands.common import progressbar
+        from swaptrace.timing import model as timing
 
         costs = None if args.time_costs is None else timing.load_costs(args.time_costs)
         opts = PipelineOptions(preset=args.preset, memory_fraction=args.memory_fraction, fio=not args.no_fio,

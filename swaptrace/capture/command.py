@@ -40,18 +40,15 @@ from swaptrace.capture import cgroup as cg
 from swaptrace.capture import tracing
 from swaptrace.capture.agents import detect_reclaim_agents
 from swaptrace.capture.command_record import describe_command
+from swaptrace.capture.contract import SWAP_HEADROOM_BYTES, Description
 from swaptrace.capture.convert import parse_lines, to_stream
+from swaptrace.capture.host import vmstat
 from swaptrace.capture.memwatch import MemorySampler, ReferencedProbe
-from swaptrace.capture.session import (
-    SWAP_HEADROOM_BYTES,
-    CaptureSession,
-    Description,
-    _OomGuard,
-    _vmstat,
-)
+from swaptrace.capture.oom_guard import OomGuard
+from swaptrace.capture.session import CaptureSession
+from swaptrace.core.units import format_bytes
 from swaptrace.errors import ConfigError, ToolError
 from swaptrace.markers import MARKER_ENV
-from swaptrace.core.units import format_bytes
 
 #: steps of a program that writes no marker: windows of this many seconds
 DEFAULT_WINDOW_S = 1.0
@@ -61,7 +58,7 @@ SAMPLE_INTERVAL_S = 0.025
 SMAPS_INTERVAL_S = 0.1
 #: swap size without an unlimited run to size it from
 NO_BASELINE_SWAP_BYTES = 2 << 30
-#: seconds the OOM guard waits above the limit before it lets the OOM killer act (see _OomGuard)
+#: seconds the OOM guard waits above the limit before it lets the OOM killer act (see OomGuard)
 OOM_GIVE_UP_S = 5.0
 #: at most this much of the files the program mapped is read again before the limited run
 REWARM_MAX_BYTES = 4 << 30
@@ -275,7 +272,7 @@ class CommandChild:
         """Start the program in ``g`` under ``limit``, wait for it, and end whatever of it is left."""
         g.create()
         g.set_limit(limit)
-        guard = _OomGuard(g, limit, give_up_s=OOM_GIVE_UP_S) if limit is not None else None
+        guard = OomGuard(g, limit, give_up_s=OOM_GIVE_UP_S) if limit is not None else None
         oom_before = g.oom_kills() or 0
         sampler = MemorySampler(g, self.sample_interval_s)
         errors: list[str] = []
@@ -286,13 +283,13 @@ class CommandChild:
         try:
             start_tracing()
             _write_marker(rec.marker_path(), "start")
-            before = _vmstat()
+            before = vmstat()
             t_spawn = time.monotonic_ns()
             proc, *files = self._spawn(s, g, tag, rec.marker_path())
             sampler.start()
             returncode = self._wait(s, proc, g, limit, mapped if limit is None else None)
             t_exit = time.monotonic_ns()
-            after = _vmstat()
+            after = vmstat()
             _write_marker(rec.marker_path(), "end")
             oom_kills = (g.oom_kills() or 0) - oom_before
             peak, stat = g.peak_bytes(), g.stat()

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from swaptrace.capture.contract import STAT_KEYS, Description
 from swaptrace.capture.memwatch import phase_peaks, reading_after
-from swaptrace.capture.session import STAT_KEYS, Description
 from swaptrace.compare import summarize_requests
 
 #: warn when the page cache charged to the limited group reaches this share of its limit
@@ -119,7 +119,7 @@ def stream_steps(stream, marks: list[tuple[int, int]], window_s: float) -> int:
 
 
 def describe_command(child, s, free, run, stream, req, loop_delta, missing) -> Description:
-    """The :class:`~swaptrace.capture.session.Description` of a command capture (see the module docstring)."""
+    """The :class:`~swaptrace.capture.contract.Description` of a command capture (see the module docstring)."""
     limited = run_record(run, child.sample_interval_s)
     unlimited = run_record(free, child.sample_interval_s)
     marked = bool(run.marks)
