@@ -45,6 +45,7 @@ from swaptrace.capture.convert import parse_lines, to_stream
 from swaptrace.capture.host import vmstat
 from swaptrace.capture.memwatch import MemorySampler, ReferencedProbe
 from swaptrace.capture.oom_guard import OomGuard
+from swaptrace.capture.options import CaptureOptions
 from swaptrace.capture.session import CaptureSession
 from swaptrace.core.units import format_bytes
 from swaptrace.errors import ConfigError, ToolError
@@ -202,7 +203,7 @@ class CommandChild:
             raise ConfigError(f"{exe}: command not found (or not executable)")
         if (self.memory_bytes is None) == (self.memory_fraction is None):
             raise ConfigError("give exactly one of --memory and --memory-fraction")
-        if self.memory_fraction is not None and not s.unlimited_run:
+        if self.memory_fraction is not None and not s.options.unlimited_run:
             raise ConfigError("--memory-fraction is a share of the unlimited run's peak: it needs --baseline")
         if self.memory_fraction is not None and not 0 < self.memory_fraction <= 1:
             raise ConfigError(f"--memory-fraction: 0 < F <= 1, got {self.memory_fraction}")
@@ -221,8 +222,8 @@ class CommandChild:
         pass
 
     def swap_bytes(self, s: CaptureSession, free: ProgramRun | None) -> int:
-        if s.swap_bytes:
-            return int(s.swap_bytes)
+        if s.options.swap_bytes:
+            return int(s.options.swap_bytes)
         if free is None:
             return max(NO_BASELINE_SWAP_BYTES, 2 * int(self.memory_bytes or 0)) + SWAP_HEADROOM_BYTES
         return int(free.peak_bytes or max((r[1] or 0 for r in free.samples), default=0)) + SWAP_HEADROOM_BYTES
@@ -313,7 +314,8 @@ class CommandChild:
 
     def _wait(self, s: CaptureSession, proc, g: cg.MemoryCgroup, limit: int | None, mapped: set[str] | None) -> int:
         """Wait for the program's exit (``--timeout``); meanwhile note the files its processes map."""
-        deadline = None if s.timeout_s is None else time.monotonic() + s.timeout_s
+        timeout_s = s.options.timeout_s
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
             if mapped is not None:
                 mapped.update(_mapped_files(g.pids()))
@@ -321,7 +323,7 @@ class CommandChild:
                 return proc.wait(timeout=0.5)
             except subprocess.TimeoutExpired:
                 if deadline is not None and time.monotonic() > deadline:
-                    raise ToolError(f"{command_name(self.argv)} ran longer than --timeout {s.timeout_s:g} s in the "
+                    raise ToolError(f"{command_name(self.argv)} ran longer than --timeout {timeout_s:g} s in the "
                                     f"{'unlimited' if limit is None else 'limited'} run") from None
 
     def _check_exit(self, run: ProgramRun, which: str) -> None:
@@ -390,21 +392,12 @@ def _step_marks(markers: list[tuple[int, str, int]]) -> list[tuple[int, int]]:
 def capture_command(
     argv,
     out: str | os.PathLike,
+    options: CaptureOptions | None = None,
     *,
-    memory_bytes: int | None = None,
-    memory_fraction: float | None = None,
     window_s: float = DEFAULT_WINDOW_S,
-    unlimited_run: bool = True,
-    swap_bytes: int | None = None,
-    rotational: bool = False,
-    work_base: str | os.PathLike | None = None,
-    buffer_kb: int = 32 * 1024,
-    timeout_s: float | None = None,
-    raw_trace_out: str | os.PathLike | None = None,
     sample_interval_s: float = SAMPLE_INTERVAL_S,
-    force: bool = False,
-    progress=None,
     say=None,
+    **changes: Any,
 ):
     """Run a program under a whole-process memory limit and record its swap I/O (root only).
 
@@ -415,28 +408,26 @@ def capture_command(
         environment, plus ``SWAPTRACE_MARKER`` naming the file its step markers go to.
     out : path
         The ``swapio`` file to write (``source: kernel``).
-    memory_bytes : int, optional
-        The memory cgroup's limit: the program's whole process tree (anonymous memory, page cache it
-        is charged for, kernel memory), in bytes.
-    memory_fraction : float, optional
-        Instead, this share of the unlimited run's peak usage (the cgroup's peak counter).
+    options : CaptureOptions, optional
+        How the capture runs (:class:`~swaptrace.capture.options.CaptureOptions`). For a program,
+        ``memory_bytes`` is the memory cgroup's whole limit: the program's whole process tree
+        (anonymous memory, page cache it is charged for, kernel memory), in bytes;
+        ``memory_fraction`` instead takes this share of the unlimited run's peak usage (the cgroup's
+        peak counter); ``unlimited_run`` runs the program without a limit first (slowdown, memory by
+        phase, warm page cache); ``progress`` is called with 1 at each step marker.
     window_s : float
         Steps of a program that writes no marker: windows of this many seconds from its start.
-    unlimited_run : bool
-        Run the program without a limit first (slowdown, memory by phase, warm page cache).
     sample_interval_s : float
-        How often the group's ``memory.stat`` is read during each run.
-    progress : callable, optional
-        Called with 1 at each step marker.
+        How often the group's ``memory.stat`` is read during each run, in seconds.
     say : callable, optional
         Called with a short line as each run starts.
+    **changes
+        Fields of :class:`~swaptrace.capture.options.CaptureOptions` as keywords, each replacing that
+        field of ``options``.
 
-    The other parameters are those of :func:`swaptrace.capture.session.capture`. Returns a
-    :class:`~swaptrace.capture.session.CaptureResult`.
+    Returns a :class:`~swaptrace.capture.session.CaptureResult`.
     """
-    child = CommandChild(argv, memory_bytes=memory_bytes, memory_fraction=memory_fraction, window_s=window_s,
-                         sample_interval_s=sample_interval_s, progress=progress, say=say)
-    session = CaptureSession(child, out, unlimited_run=unlimited_run, swap_bytes=swap_bytes, rotational=rotational,
-                             work_base=work_base, buffer_kb=buffer_kb, timeout_s=timeout_s,
-                             raw_trace_out=raw_trace_out, force=force)
-    return session.run()
+    options = CaptureOptions.of(options, **changes)
+    child = CommandChild(argv, memory_bytes=options.memory_bytes, memory_fraction=options.memory_fraction,
+                         window_s=window_s, sample_interval_s=sample_interval_s, progress=options.progress, say=say)
+    return CaptureSession(child, out, options).run()

@@ -32,7 +32,8 @@ from swaptrace.workload.spec import mlp_layers
 class ReplayChild:
     """The trace replayer: a child that replays an access trace with real loads and stores (see the module docstring).
 
-    Parameters are those of :func:`swaptrace.capture.session.capture`.
+    Parameters are those of :func:`swaptrace.capture.session.capture` (``memory_bytes``,
+    ``memory_fraction`` and ``progress`` from its :class:`~swaptrace.capture.options.CaptureOptions`).
     """
 
     def __init__(self, trace, *, memory_bytes=None, memory_fraction=None, compute=None, lock_baseline=True,
@@ -78,10 +79,10 @@ class ReplayChild:
         }
 
     def swap_bytes(self, s, free) -> int:  # noqa: ARG002
-        return int(s.swap_bytes or self.footprint_bytes + SWAP_HEADROOM_BYTES)
+        return int(s.options.swap_bytes or self.footprint_bytes + SWAP_HEADROOM_BYTES)
 
     def run_unlimited(self, s, stack, g: cg.MemoryCgroup) -> RunResult:  # noqa: ARG002
-        return run_replay(self.base_config, s.workdir, "free", g, None, timeout_s=s.timeout_s)
+        return run_replay(self.base_config, s.workdir, "free", g, None, timeout_s=s.options.timeout_s)
 
     def run_limited(self, s, g: cg.MemoryCgroup, rec: tracing.BlockTrace, start_tracing,
                     free: RunResult | None):  # noqa: ARG002
@@ -106,7 +107,7 @@ class ReplayChild:
 
         self.overhead = page_table_bytes(self.footprint_bytes)
         run = run_replay({**self.base_config, "marker": str(rec.marker_path())}, s.workdir, "limited", g,
-                         self.memory_bytes, on_go=start_tracing, on_step=on_step, timeout_s=s.timeout_s,
+                         self.memory_bytes, on_go=start_tracing, on_step=on_step, timeout_s=s.options.timeout_s,
                          overhead_bytes=self.overhead)
         return run, step_lists
 

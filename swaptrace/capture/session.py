@@ -38,6 +38,7 @@ import numpy as np
 from swaptrace.capture import cgroup as cg
 from swaptrace.capture import host, leftovers, tracing
 from swaptrace.capture.convert import parse_lines
+from swaptrace.capture.options import CaptureOptions
 from swaptrace.capture.replay import ReplayChild
 from swaptrace.capture.swapdev import SwapDevice
 from swaptrace.compare import summarize_requests
@@ -87,15 +88,20 @@ class CaptureSession:
     (``stream``) and describes its runs (``describe``). The lock, leftovers, swap, cgroups, tracefs,
     clean-up, the stream's cross-check with the device and the file are this class's.
 
-    Parameters are those of :func:`capture` that are not the child's.
+    Parameters
+    ----------
+    child : ReplayChild or CommandChild
+        What runs in the cgroups.
+    out : path
+        The ``swapio`` file to write (``source: kernel``).
+    options : CaptureOptions, optional
+        How the capture runs (the session reads all but the budget, which is the child's).
     """
 
-    def __init__(self, child, out, *, unlimited_run=True, swap_bytes=None, rotational=False, work_base=None,
-                 buffer_kb=32 * 1024, timeout_s=None, raw_trace_out=None, force=False):
-        self.child, self.out, self.force = child, out, force
-        self.unlimited_run, self.swap_bytes, self.rotational = unlimited_run, swap_bytes, rotational
-        self.work_base = Path(work_base or leftovers.DEFAULT_WORK_BASE)
-        self.buffer_kb, self.timeout_s, self.raw_trace_out = buffer_kb, timeout_s, raw_trace_out
+    def __init__(self, child, out: str | os.PathLike, options: CaptureOptions | None = None):
+        self.child, self.out = child, out
+        self.options = options if options is not None else CaptureOptions()
+        self.work_base = Path(self.options.work_base or leftovers.DEFAULT_WORK_BASE)
         self.name = f"{leftovers.PREFIX}{os.getpid()}"
         self.workdir = self.work_base / self.name
         self._cleanup_errors: list[str] = []
@@ -136,7 +142,7 @@ class CaptureSession:
         return free
 
     def _setup_swap(self, stack: contextlib.ExitStack, size_bytes: int) -> SwapDevice:
-        swap = SwapDevice(self.workdir / f"{self.name}.swap", int(size_bytes), rotational=self.rotational)
+        swap = SwapDevice(self.workdir / f"{self.name}.swap", int(size_bytes), rotational=self.options.rotational)
         self._undo(stack, swap.teardown)
         swap.setup()
         return swap
@@ -148,7 +154,7 @@ class CaptureSession:
 
     def _setup_tracing(self, stack: contextlib.ExitStack, device) -> tracing.BlockTrace:
         self.raw_path = self.workdir / "trace.txt"
-        rec = tracing.BlockTrace(self.name, device, self.raw_path, buffer_kb=self.buffer_kb,
+        rec = tracing.BlockTrace(self.name, device, self.raw_path, buffer_kb=self.options.buffer_kb,
                                  extra_events=self.child.extra_events)
         self._undo(stack, rec.teardown)
         rec.setup()
@@ -158,7 +164,7 @@ class CaptureSession:
 
     def run(self) -> CaptureResult:
         """Check, set up, run (unlimited, then limited and traced), write the stream, undo."""
-        self.out_path = check_output_path(self.out, self.force)
+        self.out_path = check_output_path(self.out, self.options.force)
         self.child.check_inputs(self)
         self._check_machine()
         with contextlib.ExitStack() as stack:
@@ -173,7 +179,7 @@ class CaptureSession:
             stack.enter_context(sigterm_as_interrupt(hangup=True))  # a closed terminal (SIGHUP) too
             self._make_workdir(stack)
             self.child.prepare(self)
-            self.free = free = self._run_unlimited(stack) if self.unlimited_run else None
+            self.free = free = self._run_unlimited(stack) if self.options.unlimited_run else None
             swap = self._setup_swap(stack, self.child.swap_bytes(self, free))
             group = self._setup_group(stack)
             rec = self._setup_tracing(stack, swap.device)
@@ -200,8 +206,8 @@ class CaptureSession:
         """Write the ``swapio`` file with its metadata and return the result."""
         with open(self.raw_path, errors="replace") as fh:
             parsed = parse_lines(fh, device=swap.device)
-        if self.raw_trace_out is not None:
-            with AtomicPath(self.raw_trace_out, self.force) as ap:
+        if self.options.raw_trace_out is not None:
+            with AtomicPath(self.options.raw_trace_out, self.options.force) as ap:
                 shutil.copyfile(self.raw_path, ap.tmp)
         stream = self.child.stream(parsed, run)
         # cross-check with the device's own counters: every request the loop device completed must be in the trace
@@ -211,7 +217,7 @@ class CaptureSession:
         d = self.child.describe(self, free, run, parsed, stream, req, loop_delta, missing, rec)
         kernel = {
             **self.facts, **swap.facts, "cgroup_version": g.version, **d.kernel,
-            "trace_buffer": {**buffer_stats, "buffer_kb": self.buffer_kb, "bytes_read": rec.bytes_read},
+            "trace_buffer": {**buffer_stats, "buffer_kb": self.options.buffer_kb, "bytes_read": rec.bytes_read},
             "lost_events": lost,
             "malformed_lines": parsed.malformed,
             "requests_before_start": stream.before_start,
@@ -219,14 +225,14 @@ class CaptureSession:
             "loadavg_start": round(self.load_start, 2),
             "loadavg_end": round(os.getloadavg()[0], 2),
         }
-        params = {**d.params, "unlimited_run": self.unlimited_run, "swap_bytes": swap.facts["device_bytes"],
-                  "rotational": self.rotational, "buffer_kb": self.buffer_kb}
+        params = {**d.params, "unlimited_run": self.options.unlimited_run, "swap_bytes": swap.facts["device_bytes"],
+                  "rotational": self.options.rotational, "buffer_kb": self.options.buffer_kb}
         metadata = {
             "source": "kernel", "page_bytes": self.child.page_bytes, "device_bytes": swap.facts["device_bytes"],
             "memory_bytes": d.memory_bytes, "steps": d.steps, "first_step": d.first_step,
             "duration_us": stream.duration_us, **d.meta, "params": params, "summary": d.summary, "kernel": kernel,
         }
-        with TraceWriter(self.out_path, "swapio", metadata, force=self.force) as w:
+        with TraceWriter(self.out_path, "swapio", metadata, force=self.options.force) as w:
             w.write(t_us=stream.t_us, step=stream.step, op=stream.op, offset=stream.offset,
                     length=stream.length, cause=stream.cause)
         return CaptureResult(
@@ -241,21 +247,12 @@ class CaptureSession:
 def capture(
     trace: str | os.PathLike,
     out: str | os.PathLike,
+    options: CaptureOptions | None = None,
     *,
-    memory_bytes: int | None = None,
-    memory_fraction: float | None = None,
     compute: str | None = None,
-    unlimited_run: bool = True,
-    swap_bytes: int | None = None,
-    rotational: bool = False,
-    work_base: str | os.PathLike | None = None,
-    buffer_kb: int = 32 * 1024,
-    timeout_s: float | None = None,
     lock_baseline: bool = True,
-    raw_trace_out: str | os.PathLike | None = None,
     trace_reclaim: bool = False,
-    force: bool = False,
-    progress=None,
+    **changes: Any,
 ) -> CaptureResult:
     """Replay an access trace under the real kernel and record its swap I/O.
 
@@ -265,48 +262,33 @@ def capture(
         An ``access`` trace (generate).
     out : path
         The ``swapio`` file to write (``source: kernel``).
-    memory_bytes, memory_fraction : int or float
-        Budget for the model's pages, in bytes or as a fraction of the
-        trace's footprint (exactly one). The cgroup limit is the child's own
-        baseline after warm-up plus this budget plus the page tables of the
-        footprint mapping (:func:`~swaptrace.capture.replay.page_table_bytes`), which the kernel
-        charges to the cgroup but the emulator does not model.
+    options : CaptureOptions, optional
+        How the capture runs: the budget (``memory_bytes`` or ``memory_fraction``, exactly one; the
+        cgroup limit is the child's own baseline after warm-up plus this budget plus the page tables
+        of the footprint mapping, :func:`~swaptrace.capture.replay.page_table_bytes`, which the
+        kernel charges to the cgroup but the emulator does not model), the unlimited run, swap size,
+        work folder, ring buffer, timeout, raw trace copy, ``force`` and ``progress`` (called with 1
+        after each replayed step of the traced run).
     compute : {None, "mlp"}
         Run the preset's dense MLP forward/backward (numpy) after each step.
-    unlimited_run : bool
-        Also replay without a memory limit first, for the slowdown ratio.
-    swap_bytes : int, optional
-        Swap size; default footprint + 256 MiB.
-    rotational : bool
-        Present the loop device as rotational (cluster readahead) instead of
-        as an SSD (VMA readahead, the default).
-    work_base : path
-        Folder for the swap file and scratch files (default /var/tmp; must
-        not be tmpfs, whose pages would themselves be swapped).
-    buffer_kb : int
-        Per-CPU tracefs ring-buffer size in KiB.
-    timeout_s : float, optional
-        Give up on a run that takes longer.
     lock_baseline : bool
         Lock the child's own memory after warm-up (``mlockall``) so that the
         kernel cannot swap the interpreter out to make room for the model.
-    raw_trace_out : path, optional
-        Also keep the raw ftrace text here (for debugging and test data).
     trace_reclaim : bool
         Also record the vmscan and memcg tracepoints of the limited run
         (:mod:`swaptrace.capture.reclaim`) and store reclaim counters per
         step under ``kernel.reclaim``. Off by default: the extra events are
         not free, and the stream is the ground truth.
-    progress : callable, optional
-        Called with 1 after each replayed step of the traced run.
+    **changes
+        Fields of :class:`~swaptrace.capture.options.CaptureOptions` as keywords (``memory_bytes=64 << 20``),
+        each replacing that field of ``options``.
 
     One capture runs at a time on a machine (a lock on :data:`~swaptrace.capture.host.LOCK_PATH`),
     and only while no other swap area is active: the kernel would spread
     the capture's swap traffic over it. See :class:`CaptureSession`.
     """
-    child = ReplayChild(trace, memory_bytes=memory_bytes, memory_fraction=memory_fraction, compute=compute,
-                        lock_baseline=lock_baseline, trace_reclaim=trace_reclaim, progress=progress)
-    session = CaptureSession(child, out, unlimited_run=unlimited_run, swap_bytes=swap_bytes, rotational=rotational,
-                             work_base=work_base, buffer_kb=buffer_kb, timeout_s=timeout_s,
-                             raw_trace_out=raw_trace_out, force=force)
-    return session.run()
+    options = CaptureOptions.of(options, **changes)
+    child = ReplayChild(trace, memory_bytes=options.memory_bytes, memory_fraction=options.memory_fraction,
+                        compute=compute, lock_baseline=lock_baseline, trace_reclaim=trace_reclaim,
+                        progress=options.progress)
+    return CaptureSession(child, out, options).run()
