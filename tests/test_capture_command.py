@@ -284,10 +284,6 @@ def test_trace_or_command_but_one_of_them(calls, tmp_path, args, message):
     assert len(res.output.strip().splitlines()) == 1 and calls == []
 
 
-class _Session:
-    options = CaptureOptions()
-
-
 @pytest.mark.parametrize("kw, message", [
     ({"argv": ["definitely-not-a-program-here"], "memory_bytes": 8 * MiB}, "command not found"),
     ({"argv": ["true"]}, "exactly one of"),
@@ -298,14 +294,12 @@ class _Session:
 def test_command_child_checks(kw, message):
     argv = kw.pop("argv")
     with pytest.raises(ConfigError, match=message):
-        cmd.CommandChild(argv, **kw).check_inputs(_Session())
+        cmd.CommandChild(argv, **kw).check_inputs(CaptureOptions())
 
 
 def test_fraction_needs_the_unlimited_run():
-    s = _Session()
-    s.options = CaptureOptions(unlimited_run=False)
     with pytest.raises(ConfigError, match="needs --baseline"):
-        cmd.CommandChild(["true"], memory_fraction=0.5).check_inputs(s)
+        cmd.CommandChild(["true"], memory_fraction=0.5).check_inputs(CaptureOptions(unlimited_run=False))
 
 
 def test_limit_from_a_fraction_of_the_unlimited_peak():

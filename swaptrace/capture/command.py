@@ -1,7 +1,8 @@
 """Capture any program: ``swaptrace capture [OPTIONS] -- CMD [ARGS]...``.
 
-:class:`CommandChild` is the second kind of child of :class:`~swaptrace.capture.session.CaptureSession`
-(the first replays an access trace). It differs from the replayer in three things only:
+:class:`CommandChild` is the second kind of child (:class:`~swaptrace.capture.contract.CaptureChild`) of
+:class:`~swaptrace.capture.session.CaptureSession` (the first, :mod:`swaptrace.capture.replay`, replays an
+access trace). It differs from the replayer in three things only:
 
 * **how it starts**: the program runs with the caller's working directory and environment plus
   ``SWAPTRACE_MARKER`` (:mod:`swaptrace.markers`), joins its memory cgroup before ``exec`` (a shell
@@ -40,8 +41,8 @@ from swaptrace.capture import cgroup as cg
 from swaptrace.capture import tracing
 from swaptrace.capture.agents import detect_reclaim_agents
 from swaptrace.capture.command_record import describe_command
-from swaptrace.capture.contract import SWAP_HEADROOM_BYTES, Description
-from swaptrace.capture.convert import parse_lines, to_stream
+from swaptrace.capture.contract import SWAP_HEADROOM_BYTES, ChildContext, Description, Recording
+from swaptrace.capture.convert import ParsedTrace, StreamColumns, parse_lines, to_stream
 from swaptrace.capture.host import vmstat
 from swaptrace.capture.memwatch import MemorySampler, ReferencedProbe
 from swaptrace.capture.oom_guard import OomGuard
@@ -195,7 +196,8 @@ class CommandChild:
 
     # ------------------------------------------------------------------ checks and preparation
 
-    def check_inputs(self, s: CaptureSession) -> None:
+    def check_inputs(self, options: CaptureOptions) -> None:
+        """The program, the limit and the window; ``setpriv`` (util-linux) must be installed."""
         if not self.argv:
             raise ConfigError("give a program to run after --")
         exe = self.argv[0]
@@ -203,7 +205,7 @@ class CommandChild:
             raise ConfigError(f"{exe}: command not found (or not executable)")
         if (self.memory_bytes is None) == (self.memory_fraction is None):
             raise ConfigError("give exactly one of --memory and --memory-fraction")
-        if self.memory_fraction is not None and not s.options.unlimited_run:
+        if self.memory_fraction is not None and not options.unlimited_run:
             raise ConfigError("--memory-fraction is a share of the unlimited run's peak: it needs --baseline")
         if self.memory_fraction is not None and not 0 < self.memory_fraction <= 1:
             raise ConfigError(f"--memory-fraction: 0 < F <= 1, got {self.memory_fraction}")
@@ -216,14 +218,17 @@ class CommandChild:
             raise ToolError("setpriv is not installed (package util-linux)")
 
     def warm_up(self) -> None:
+        """Note the machine's own reclaim agents (they may take memory from the program)."""
         self.agents = detect_reclaim_agents()
 
-    def prepare(self, s: CaptureSession) -> None:
-        pass
+    def prepare(self, ctx: ChildContext) -> None:
+        """Nothing: the program brings its own inputs."""
 
-    def swap_bytes(self, s: CaptureSession, free: ProgramRun | None) -> int:
-        if s.options.swap_bytes:
-            return int(s.options.swap_bytes)
+    def swap_bytes(self, ctx: ChildContext, free: ProgramRun | None) -> int:
+        """``options.swap_bytes``, else the unlimited run's peak plus :data:`SWAP_HEADROOM_BYTES` (without that
+        run: the larger of 2 GiB and twice ``memory_bytes``, plus the headroom)."""
+        if ctx.options.swap_bytes:
+            return int(ctx.options.swap_bytes)
         if free is None:
             return max(NO_BASELINE_SWAP_BYTES, 2 * int(self.memory_bytes or 0)) + SWAP_HEADROOM_BYTES
         return int(free.peak_bytes or max((r[1] or 0 for r in free.samples), default=0)) + SWAP_HEADROOM_BYTES
@@ -234,10 +239,10 @@ class CommandChild:
 
     # ------------------------------------------------------------------ the runs
 
-    def _spawn(self, s: CaptureSession, g: cg.MemoryCgroup, tag: str, marker: Path):
+    def _spawn(self, ctx: ChildContext, g: cg.MemoryCgroup, tag: str, marker: Path):
         env = {**os.environ, MARKER_ENV: str(marker)}
-        out = open(s.workdir / f"program-{tag}.stdout", "wb")  # noqa: SIM115 - closed by the caller
-        err = open(s.workdir / f"program-{tag}.stderr", "wb")  # noqa: SIM115
+        out = open(ctx.workdir / f"program-{tag}.stdout", "wb")  # noqa: SIM115 - closed by the caller
+        err = open(ctx.workdir / f"program-{tag}.stderr", "wb")  # noqa: SIM115
         cmd = ["/bin/sh", "-c", _JOIN, "sh", str(g.procs_file), self.setpriv, "--pdeathsig", "KILL", "--",
                *self.argv]
         # a session of its own: a Ctrl-C at the terminal reaches the capture, which ends the program itself
@@ -268,7 +273,7 @@ class CommandChild:
 
         return on_marker
 
-    def _run(self, s: CaptureSession, g: cg.MemoryCgroup, tag: str, limit: int | None, rec: tracing.BlockTrace,
+    def _run(self, ctx: ChildContext, g: cg.MemoryCgroup, tag: str, limit: int | None, *, rec: tracing.BlockTrace,
              start_tracing, referenced: ReferencedProbe | None = None) -> ProgramRun:
         """Start the program in ``g`` under ``limit``, wait for it, and end whatever of it is left."""
         g.create()
@@ -286,9 +291,9 @@ class CommandChild:
             _write_marker(rec.marker_path(), "start")
             before = vmstat()
             t_spawn = time.monotonic_ns()
-            proc, *files = self._spawn(s, g, tag, rec.marker_path())
+            proc, *files = self._spawn(ctx, g, tag, rec.marker_path())
             sampler.start()
-            returncode = self._wait(s, proc, g, limit, mapped if limit is None else None)
+            returncode = self._wait(ctx, proc, g, limit, mapped if limit is None else None)
             t_exit = time.monotonic_ns()
             after = vmstat()
             _write_marker(rec.marker_path(), "end")
@@ -306,15 +311,15 @@ class CommandChild:
             watchdog.close()
             for fh in files or ():
                 fh.close()
-        return ProgramRun(tag=tag, returncode=returncode, stderr_tail=_stderr_tail(s.workdir / f"program-{tag}.stderr"),
+        return ProgramRun(tag=tag, returncode=returncode, stderr_tail=_stderr_tail(ctx.workdir / f"program-{tag}.stderr"),
                           t_spawn_ns=t_spawn, t_exit_ns=t_exit, samples=samples, peak_bytes=peak, limit_bytes=limit,
                           oom_kills=oom_kills, oom=oom, vmstat_delta={k: after[k] - before.get(k, 0) for k in after},
                           cgroup_stat=stat, referenced=ref, sampler_errors=errors + sampler.errors,
                           mapped_files=sorted(mapped))
 
-    def _wait(self, s: CaptureSession, proc, g: cg.MemoryCgroup, limit: int | None, mapped: set[str] | None) -> int:
+    def _wait(self, ctx: ChildContext, proc, g: cg.MemoryCgroup, limit: int | None, mapped: set[str] | None) -> int:
         """Wait for the program's exit (``--timeout``); meanwhile note the files its processes map."""
-        timeout_s = s.options.timeout_s
+        timeout_s = ctx.options.timeout_s
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
             if mapped is not None:
@@ -337,15 +342,15 @@ class CommandChild:
         tail = f": {run.stderr_tail}" if run.stderr_tail else ""
         raise ToolError(f"{command_name(self.argv)} {_status(run.returncode)} in the {which} run{tail}")
 
-    def run_unlimited(self, s: CaptureSession, stack, g: cg.MemoryCgroup) -> ProgramRun:
+    def run_unlimited(self, ctx: ChildContext, group: cg.MemoryCgroup) -> ProgramRun:
         """The program without a limit: its peak, its phases, and what it references after start-up."""
         self._say("unlimited run ...")
-        rec = tracing.BlockTrace(f"{s.name}-free", None, s.workdir / "free-trace.txt", buffer_kb=1024)
-        s._undo(stack, rec.teardown)
+        rec = tracing.BlockTrace(f"{ctx.name}-free", None, ctx.workdir / "free-trace.txt", buffer_kb=1024)
+        ctx.undo(rec.teardown)
         rec.setup()
-        referenced = ReferencedProbe(g, SMAPS_INTERVAL_S)
+        referenced = ReferencedProbe(group, SMAPS_INTERVAL_S)
         try:
-            run = self._run(s, g, "free", None, rec, rec.start, referenced=referenced)
+            run = self._run(ctx, group, "free", None, rec=rec, start_tracing=rec.start, referenced=referenced)
         finally:
             rec.stop()
             rec.teardown()
@@ -355,6 +360,7 @@ class CommandChild:
         return run
 
     def limit_bytes(self, free: ProgramRun | None) -> int:
+        """The limited run's limit in bytes, in whole pages: ``memory_bytes``, or the fraction of the free run's peak."""
         if self.memory_bytes is not None:
             limit = int(self.memory_bytes)
         else:
@@ -362,27 +368,30 @@ class CommandChild:
             limit = int(self.memory_fraction * peak)
         return max(self.page_bytes, limit // self.page_bytes * self.page_bytes)
 
-    def run_limited(self, s: CaptureSession, g: cg.MemoryCgroup, rec: tracing.BlockTrace, start_tracing,
+    def run_limited(self, ctx: ChildContext, group: cg.MemoryCgroup, trace: tracing.BlockTrace, start_tracing,
                     free: ProgramRun | None) -> ProgramRun:
+        """The program under its limit, traced, after the unlimited run's files are read into the page cache again."""
         self.limit = self.limit_bytes(free)
         rewarm = rewarm_page_cache(free.mapped_files) if free is not None else None
         self._say(f"limited run (limit {self.limit} bytes) ...")
-        run = self._run(s, g, "limited", self.limit, rec, start_tracing)
+        run = self._run(ctx, group, "limited", self.limit, rec=trace, start_tracing=start_tracing)
         run.rewarm = rewarm
         self._check_exit(run, "limited")
         return run
 
     # ------------------------------------------------------------------ the stream and its description
 
-    def stream(self, parsed, run: ProgramRun):
+    def stream(self, parsed: ParsedTrace, run: ProgramRun) -> StreamColumns:
+        """Requests by the program's step markers (start-up as step 0), or by time windows without markers."""
         run.marks = _step_marks(parsed.markers)
         if run.marks:
             return to_stream(parsed, first_step=0, step_offset=1)
         return to_stream(parsed, window_us=self.window_s * 1e6)
 
-    def describe(self, s: CaptureSession, free: ProgramRun | None, run: ProgramRun, parsed, stream, req, loop_delta,
-                 missing, rec) -> Description:
-        return describe_command(self, s, free, run, stream, req, loop_delta, missing)
+    def describe(self, ctx: ChildContext, free: ProgramRun | None, run: ProgramRun,  # noqa: ARG002
+                 recording: Recording) -> Description:
+        """See :mod:`swaptrace.capture.command_record`."""
+        return describe_command(self, free, run, recording)
 
 
 def _step_marks(markers: list[tuple[int, str, int]]) -> list[tuple[int, int]]:

@@ -1,25 +1,27 @@
 """Capture an access trace: the replay child, what it prepares and what it records.
 
-:class:`ReplayChild` is the child of ``capture TRACE`` (:func:`swaptrace.capture.session.capture`).
-It writes the trace as raw codes the child process (:mod:`swaptrace.capture.child`, run by
-:mod:`swaptrace.capture.replay_process`) replays with real loads and stores. The child locks its own
-memory (interpreter, numba) after warm-up, so the limit is its measured baseline plus the model's
-budget plus the page tables of the footprint mapping (:func:`page_table_bytes`); steps are the
-trace's, marked by the child itself.
+:class:`ReplayChild` is the :class:`~swaptrace.capture.contract.CaptureChild` of ``capture TRACE``
+(:func:`swaptrace.capture.session.capture`). It writes the trace as raw codes the child process
+(:mod:`swaptrace.capture.child`, run by :mod:`swaptrace.capture.replay_process`) replays with real
+loads and stores. The child locks its own memory (interpreter, numba) after warm-up, so the limit
+is its measured baseline plus the model's budget plus the page tables of the footprint mapping
+(:func:`page_table_bytes`); steps are the trace's, marked by the child itself.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from swaptrace.capture import cgroup as cg
 from swaptrace.capture import tracing
-from swaptrace.capture.contract import STAT_KEYS, SWAP_HEADROOM_BYTES, Description
-from swaptrace.capture.convert import to_stream
+from swaptrace.capture.contract import STAT_KEYS, SWAP_HEADROOM_BYTES, ChildContext, Description, Recording
+from swaptrace.capture.convert import ParsedTrace, StreamColumns, to_stream
+from swaptrace.capture.options import CaptureOptions
 from swaptrace.capture.reclaim import RECLAIM_EVENTS, parse_reclaim
 from swaptrace.capture.replay_process import RunResult, run_replay
 from swaptrace.core.traceio import open_trace
@@ -27,6 +29,13 @@ from swaptrace.emulate.config import EmulatorConfig
 from swaptrace.errors import ConfigError, TraceFileError
 from swaptrace.kernels.capture import replay as replay_kernel
 from swaptrace.workload.spec import mlp_layers
+
+
+class LimitedReplay(NamedTuple):
+    """The limited run of a replay: the run, and the LRU list sizes at each step's end (pages)."""
+
+    run: RunResult
+    step_lists: dict[str, list[int]]
 
 
 class ReplayChild:
@@ -42,7 +51,8 @@ class ReplayChild:
         self.lock_baseline, self.trace_reclaim, self.progress = lock_baseline, trace_reclaim, progress
         self.extra_events = RECLAIM_EVENTS if trace_reclaim else ()
 
-    def check_inputs(self, s) -> None:  # noqa: ARG002 - the same methods as CommandChild
+    def check_inputs(self, options: CaptureOptions) -> None:  # noqa: ARG002 - the same methods as CommandChild
+        """Open the trace and check its metadata; the budget in bytes and the compute option."""
         self.tf = open_trace(self.trace, kind="access")
         meta = self.tf.meta
         for key in ("footprint_pages", "page_bytes"):
@@ -65,12 +75,14 @@ class ReplayChild:
         return pages * self.page_bytes
 
     def warm_up(self) -> None:
+        """Compile the replay kernel in this process."""
         # compile the child's replay kernel here: a child that compiles it carries the compiler's memory
         # into its measured baseline (3-14 MiB), which the model gets back as extra room once freed
         replay_kernel.warm_up()
 
-    def prepare(self, s) -> None:
-        self.prep = _prepare_codes(self.tf, s.workdir)
+    def prepare(self, ctx: ChildContext) -> None:
+        """Write the trace's codes into the work folder; the child's configuration."""
+        self.prep = _prepare_codes(self.tf, ctx.workdir)
         layers, batch = mlp_layers(self.tf.meta)
         self.base_config = {
             "parent_pid": os.getpid(), "page_bytes": self.page_bytes, "footprint_bytes": self.footprint_bytes,
@@ -78,15 +90,17 @@ class ReplayChild:
             **{k: self.prep[k] for k in ("codes", "step_starts", "step_numbers")},
         }
 
-    def swap_bytes(self, s, free) -> int:  # noqa: ARG002
-        return int(s.options.swap_bytes or self.footprint_bytes + SWAP_HEADROOM_BYTES)
+    def swap_bytes(self, ctx: ChildContext, free: RunResult | None) -> int:  # noqa: ARG002
+        """``options.swap_bytes``, else the footprint plus :data:`SWAP_HEADROOM_BYTES`."""
+        return int(ctx.options.swap_bytes or self.footprint_bytes + SWAP_HEADROOM_BYTES)
 
-    def run_unlimited(self, s, stack, g: cg.MemoryCgroup) -> RunResult:  # noqa: ARG002
-        return run_replay(self.base_config, s.workdir, "free", g, None, timeout_s=s.options.timeout_s)
+    def run_unlimited(self, ctx: ChildContext, group: cg.MemoryCgroup) -> RunResult:
+        """The replay without a limit: its step times are the slowdown's denominator."""
+        return run_replay(self.base_config, ctx.workdir, "free", group, None, timeout_s=ctx.options.timeout_s)
 
-    def run_limited(self, s, g: cg.MemoryCgroup, rec: tracing.BlockTrace, start_tracing,
-                    free: RunResult | None):  # noqa: ARG002
-        """The traced replay; returns the run and the LRU list sizes at each step's end."""
+    def run_limited(self, ctx: ChildContext, group: cg.MemoryCgroup, trace: tracing.BlockTrace,
+                    start_tracing: Callable[[], None], free: RunResult | None) -> LimitedReplay:  # noqa: ARG002
+        """The traced replay under baseline + budget + page tables; also the LRU list sizes at each step's end."""
         page_bytes = self.page_bytes
         step_lists: dict[str, list[int]] = {"step": [], "active_anon_pages": [], "inactive_anon_pages": []}
 
@@ -96,7 +110,7 @@ class ReplayChild:
             # the LRU list sizes as the step ends (read while the child starts the next one): what the
             # emulator's per-step list sizes are compared with
             try:
-                st = g.stat()
+                st = group.stat()
                 step_lists["step"].append(int(line.split()[1]))
                 step_lists["active_anon_pages"].append(int(st.get("active_anon", 0)) // page_bytes)
                 step_lists["inactive_anon_pages"].append(int(st.get("inactive_anon", 0)) // page_bytes)
@@ -106,54 +120,56 @@ class ReplayChild:
                 self.progress(1)
 
         self.overhead = page_table_bytes(self.footprint_bytes)
-        run = run_replay({**self.base_config, "marker": str(rec.marker_path())}, s.workdir, "limited", g,
-                         self.memory_bytes, on_go=start_tracing, on_step=on_step, timeout_s=s.options.timeout_s,
+        run = run_replay({**self.base_config, "marker": str(trace.marker_path())}, ctx.workdir, "limited", group,
+                         self.memory_bytes, on_go=start_tracing, on_step=on_step, timeout_s=ctx.options.timeout_s,
                          overhead_bytes=self.overhead)
-        return run, step_lists
+        return LimitedReplay(run, step_lists)
 
-    def stream(self, parsed, run):  # noqa: ARG002
+    def stream(self, parsed: ParsedTrace, run: LimitedReplay) -> StreamColumns:  # noqa: ARG002
+        """Requests by the trace's own steps (the child's markers), from its first step."""
         return to_stream(parsed, first_step=self.prep["first_step"])
 
-    def _reclaim(self, s, parsed, rec: tracing.BlockTrace) -> dict[str, Any] | None:
+    def _reclaim(self, ctx: ChildContext, recording: Recording) -> dict[str, Any] | None:
         if not self.trace_reclaim:
             return None
-        with open(s.raw_path, errors="replace") as fh:
-            reclaim = parse_reclaim(fh, parsed.markers, first_step=self.prep["first_step"],
+        with open(ctx.raw_path, errors="replace") as fh:
+            reclaim = parse_reclaim(fh, recording.parsed.markers, first_step=self.prep["first_step"],
                                     last_step=self.prep["first_step"] + self.prep["steps"] - 1).to_meta()
-        reclaim["missing_events"] = list(rec.missing_events)
+        reclaim["missing_events"] = list(recording.missing_events)
         return reclaim
 
-    def describe(self, s, free: RunResult | None, limited, parsed, stream, req, loop_delta,
-                 missing, rec) -> Description:
-        run, step_lists = limited
-        child = run.child
+    def describe(self, ctx: ChildContext, free: RunResult | None, run: LimitedReplay,
+                 recording: Recording) -> Description:
+        """The replay's summary, its runs' ``kernel`` record, and its parameters."""
+        result = run.run
+        child = result.child
         summary = {
             "accesses": self.prep["accesses"],
             "faults": int(child["major_faults"]),
-            **req,
-            "pswpin": run.vmstat_delta.get("pswpin", 0),
-            "pswpout": run.vmstat_delta.get("pswpout", 0),
+            **recording.requests,
+            "pswpin": result.vmstat_delta.get("pswpin", 0),
+            "pswpout": result.vmstat_delta.get("pswpout", 0),
             "major_faults": int(child["major_faults"]),
         }
         slowdown = None
         if free is not None and free.child["total_us"] > 0:
             slowdown = child["total_us"] / free.child["total_us"]
-        kernel = _run_record(run, self.overhead, free, slowdown, loop_delta=loop_delta, missing=missing,
-                             step_lists=step_lists, reclaim=self._reclaim(s, parsed, rec))
+        kernel = _run_record(run, free, recording, overhead=self.overhead, slowdown=slowdown,
+                             reclaim=self._reclaim(ctx, recording))
         params = {"memory_bytes": self.memory_bytes, "memory_fraction": self.memory_fraction,
                   "compute": self.compute or "none", "lock_baseline": self.lock_baseline}
         return Description(
             summary=summary, kernel=kernel, meta={"trace": str(self.tf.path), "footprint_bytes": self.footprint_bytes},
             params=params, steps=self.prep["steps"], first_step=self.prep["first_step"],
-            memory_bytes=self.memory_bytes, baseline_bytes=run.baseline_bytes, limit_bytes=int(run.limit_bytes or 0),
+            memory_bytes=self.memory_bytes, baseline_bytes=result.baseline_bytes, limit_bytes=int(result.limit_bytes or 0),
             slowdown=slowdown, major_faults=summary["major_faults"],
         )
 
 
-def _run_record(run: RunResult, overhead: int, free: RunResult | None, slowdown: float | None, *,
-                loop_delta: dict[str, int], missing: int, step_lists: dict[str, list[int]],
-                reclaim: dict[str, Any] | None) -> dict[str, Any]:
+def _run_record(limited: LimitedReplay, free: RunResult | None, recording: Recording, *, overhead: int,
+                slowdown: float | None, reclaim: dict[str, Any] | None) -> dict[str, Any]:
     """The limited run's (and the unlimited run's) part of the ``kernel`` metadata, in the order it is written."""
+    run = limited.run
     child = run.child
     return {
         "baseline_bytes": run.baseline_bytes,
@@ -165,8 +181,8 @@ def _run_record(run: RunResult, overhead: int, free: RunResult | None, slowdown:
         "baseline_locked": run.locked,
         **run.oom,
         "vmstat_delta": run.vmstat_delta,
-        "loop_stat_delta": loop_delta,
-        "requests_missing_vs_device": missing,
+        "loop_stat_delta": recording.loop_delta,
+        "requests_missing_vs_device": recording.missing,
         "cgroup_stat": {k: v for k, v in run.cgroup_stat.items() if k in STAT_KEYS},
         "baseline_stat": {k: v for k, v in run.baseline_stat.items() if k in STAT_KEYS},
         "usage_end_bytes": run.usage_end_bytes,
@@ -174,7 +190,7 @@ def _run_record(run: RunResult, overhead: int, free: RunResult | None, slowdown:
         "room_gain_bytes": room_gain_bytes(run.baseline_bytes, overhead, run.usage_end_bytes,
                                            child.get("model_resident_bytes")),
         "minor_faults": int(child["minor_faults"]),
-        "step_lists": step_lists,
+        "step_lists": limited.step_lists,
         "reclaim": reclaim,
         "step_wall_us": child["step_wall_us"],
         "step_minor_faults": child.get("step_minor_faults"),

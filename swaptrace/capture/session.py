@@ -1,7 +1,7 @@
 """Orchestration of one capture: set up, run the child twice, record, undo.
 
-Order (docs/capture.md, "What it does"), each set-up step a method of
-:class:`CaptureSession` that registers its undo on a :class:`contextlib.ExitStack`::
+Order (docs/capture.md, "What it does"), each set-up step registering its undo on a
+:class:`contextlib.ExitStack`::
 
     the capture lock (/run/swaptrace-capture.lock; a second capture is refused)
     leftovers of dead captures removed
@@ -20,13 +20,15 @@ child dies with it (``PR_SET_PDEATHSIG``) and the next capture (or
 :func:`~swaptrace.capture.leftovers.cleanup_leftovers`) finds the named
 leftovers of the dead pid and removes them.
 
-The machine's side is :mod:`.host` (checks, facts, the lock) and :mod:`.leftovers`; the child's is
-:mod:`.replay` (``capture TRACE``) and :mod:`.command` (``capture -- CMD``).
+The machine's side is :mod:`.host` (checks, facts, the lock) and :mod:`.leftovers`; the child's
+is :mod:`.contract` (the calls), :mod:`.replay` (``capture TRACE``) and :mod:`.command`
+(``capture -- CMD``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -37,6 +39,7 @@ import numpy as np
 
 from swaptrace.capture import cgroup as cg
 from swaptrace.capture import host, leftovers, tracing
+from swaptrace.capture.contract import CaptureChild, ChildContext, Recording
 from swaptrace.capture.convert import parse_lines
 from swaptrace.capture.options import CaptureOptions
 from swaptrace.capture.replay import ReplayChild
@@ -68,29 +71,47 @@ class CaptureResult:
     removed_leftovers: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class _Outset:
+    """The machine as the capture found it: kernel facts, leftovers removed, load average (1 min)."""
+
+    facts: dict[str, Any]
+    removed: list[str]
+    load_start: float
+
+
+@dataclass(frozen=True)
+class _Rig:
+    """What the limited run is recorded with: the swap device, its cgroup, its tracefs instance."""
+
+    swap: SwapDevice
+    group: cg.MemoryCgroup
+    trace: tracing.BlockTrace
+
+
 class CaptureSession:
     """One capture: checks, then set-up steps each registering its undo on an :class:`contextlib.ExitStack`.
 
     Set up in this order, undone in reverse (on success, error, Ctrl-C and
-    SIGTERM/SIGHUP, which are turned into KeyboardInterrupt): signal
-    handlers, the capture lock, the work folder, the unlimited run's cgroup,
+    SIGTERM/SIGHUP, which are turned into KeyboardInterrupt): the capture
+    lock, signal handlers, the work folder, the unlimited run's cgroup,
     the swap device (file, loop, swapon), the limited run's cgroup, the
     tracefs instance. An undo step that fails does not stop the others; its
     error is raised at the end (as :class:`~swaptrace.errors.ToolError`)
     unless another error is already on its way out.
 
-    What runs in the cgroups is the ``child``, of one of two kinds with the same methods:
-    :class:`~swaptrace.capture.replay.ReplayChild` (replays an access trace; :func:`capture`) and
-    :class:`swaptrace.capture.command.CommandChild` (runs any program; ``capture -- CMD``). A child
-    checks its own inputs (``check_inputs``), prepares its files (``warm_up``, ``prepare``), runs
-    unlimited and limited (``run_unlimited``, ``run_limited``: how it starts, what it locks, what
-    the limit is), says how big the swap must be (``swap_bytes``), turns the trace into steps
-    (``stream``) and describes its runs (``describe``). The lock, leftovers, swap, cgroups, tracefs,
-    clean-up, the stream's cross-check with the device and the file are this class's.
+    What runs in the cgroups is the ``child``, a :class:`~swaptrace.capture.contract.CaptureChild`
+    of one of two kinds: :class:`~swaptrace.capture.replay.ReplayChild` (replays an access trace;
+    :func:`capture`) and :class:`~swaptrace.capture.command.CommandChild` (runs any program;
+    ``capture -- CMD``). How it starts, what it locks, what the limit is, how big the swap must be,
+    how the trace turns into steps and what its runs record are the child's; the lock, leftovers,
+    swap, cgroups, tracefs, clean-up, the stream's cross-check with the device and the file are
+    this class's. The child gets a :class:`~swaptrace.capture.contract.ChildContext`, never the
+    session.
 
     Parameters
     ----------
-    child : ReplayChild or CommandChild
+    child : CaptureChild
         What runs in the cgroups.
     out : path
         The ``swapio`` file to write (``source: kernel``).
@@ -98,7 +119,7 @@ class CaptureSession:
         How the capture runs (the session reads all but the budget, which is the child's).
     """
 
-    def __init__(self, child, out: str | os.PathLike, options: CaptureOptions | None = None):
+    def __init__(self, child: CaptureChild, out: str | os.PathLike, options: CaptureOptions | None = None):
         self.child, self.out = child, out
         self.options = options if options is not None else CaptureOptions()
         self.work_base = Path(self.options.work_base or leftovers.DEFAULT_WORK_BASE)
@@ -106,12 +127,7 @@ class CaptureSession:
         self.workdir = self.work_base / self.name
         self._cleanup_errors: list[str] = []
 
-    # ------------------------------------------------------------------ checks (nothing changed yet)
-
-    def _check_machine(self) -> None:
-        host.check_machine(self.work_base)
-
-    # ------------------------------------------------------------------ set-up steps, each with its undo
+    # ------------------------------------------------------------------ undo
 
     def _undo(self, stack: contextlib.ExitStack, step) -> None:
         """Register an undo step; a failure is recorded and the remaining steps still run."""
@@ -127,120 +143,122 @@ class CaptureSession:
             raise ToolError("capture finished but cleanup failed: " + "; ".join(self._cleanup_errors))
         return False
 
-    def _lock(self, stack: contextlib.ExitStack) -> None:
-        stack.callback(os.close, host.hold_capture_lock(host.LOCK_PATH))
+    # ------------------------------------------------------------------ set-up steps, each with its undo
 
-    def _make_workdir(self, stack: contextlib.ExitStack) -> None:
+    def _make_workdir(self, stack: contextlib.ExitStack) -> ChildContext:
+        """The work folder, and the context the child is given from now on."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         stack.callback(shutil.rmtree, self.workdir, ignore_errors=True)
+        return ChildContext(name=self.name, workdir=self.workdir, raw_path=self.workdir / "trace.txt",
+                            options=self.options, undo=functools.partial(self._undo, stack))
 
-    def _run_unlimited(self, stack: contextlib.ExitStack):
+    def _run_unlimited(self, ctx: ChildContext):
         g = cg.MemoryCgroup(f"{self.name}-free")
-        self._undo(stack, g.remove)
-        free = self.child.run_unlimited(self, stack, g)
+        ctx.undo(g.remove)
+        free = self.child.run_unlimited(ctx, g)
         g.remove()
         return free
 
-    def _setup_swap(self, stack: contextlib.ExitStack, size_bytes: int) -> SwapDevice:
-        swap = SwapDevice(self.workdir / f"{self.name}.swap", int(size_bytes), rotational=self.options.rotational)
+    def _setup_rig(self, stack: contextlib.ExitStack, ctx: ChildContext, swap_bytes: int) -> _Rig:
+        """Swap device (file, loop, swapon), the limited run's cgroup, the tracefs instance on the device."""
+        swap = SwapDevice(self.workdir / f"{self.name}.swap", int(swap_bytes), rotational=self.options.rotational)
         self._undo(stack, swap.teardown)
         swap.setup()
-        return swap
-
-    def _setup_group(self, stack: contextlib.ExitStack) -> cg.MemoryCgroup:
-        g = cg.MemoryCgroup(self.name)
-        self._undo(stack, g.remove)
-        return g
-
-    def _setup_tracing(self, stack: contextlib.ExitStack, device) -> tracing.BlockTrace:
-        self.raw_path = self.workdir / "trace.txt"
-        rec = tracing.BlockTrace(self.name, device, self.raw_path, buffer_kb=self.options.buffer_kb,
+        group = cg.MemoryCgroup(self.name)
+        self._undo(stack, group.remove)
+        rec = tracing.BlockTrace(self.name, swap.device, ctx.raw_path, buffer_kb=self.options.buffer_kb,
                                  extra_events=self.child.extra_events)
         self._undo(stack, rec.teardown)
         rec.setup()
-        return rec
+        return _Rig(swap, group, rec)
 
     # ------------------------------------------------------------------ the capture
 
     def run(self) -> CaptureResult:
         """Check, set up, run (unlimited, then limited and traced), write the stream, undo."""
-        self.out_path = check_output_path(self.out, self.options.force)
-        self.child.check_inputs(self)
-        self._check_machine()
+        out_path = check_output_path(self.out, self.options.force)
+        self.child.check_inputs(self.options)
+        host.check_machine(self.work_base)
         with contextlib.ExitStack() as stack:
             stack.push(self._raise_cleanup_errors)  # outermost: sees every undo step's outcome
-            self._lock(stack)
-            self.removed = leftovers.cleanup_leftovers(self.work_base)
+            stack.callback(os.close, host.hold_capture_lock(host.LOCK_PATH))
+            removed = leftovers.cleanup_leftovers(self.work_base)
             host.refuse_other_swap()
             # other work on the machine changes the kernel's timing (when writes complete, who runs reclaim)
-            self.load_start = os.getloadavg()[0]
+            load_start = os.getloadavg()[0]
             self.child.warm_up()
-            self.facts = host.kernel_facts()
+            outset = _Outset(facts=host.kernel_facts(), removed=removed, load_start=load_start)
             stack.enter_context(sigterm_as_interrupt(hangup=True))  # a closed terminal (SIGHUP) too
-            self._make_workdir(stack)
-            self.child.prepare(self)
-            self.free = free = self._run_unlimited(stack) if self.options.unlimited_run else None
-            swap = self._setup_swap(stack, self.child.swap_bytes(self, free))
-            group = self._setup_group(stack)
-            rec = self._setup_tracing(stack, swap.device)
-            run, buffer_stats, loop_delta = self._run_limited(swap, group, rec)
-            return self._record(free, run, swap, group, rec, buffer_stats, loop_delta)
+            ctx = self._make_workdir(stack)
+            self.child.prepare(ctx)
+            free = self._run_unlimited(ctx) if self.options.unlimited_run else None
+            rig = self._setup_rig(stack, ctx, self.child.swap_bytes(ctx, free))
+            run, buffer_stats, loop_delta = self._run_limited(ctx, rig, free)
+            recording = self._recording(ctx, rig, run, loop_delta)
+            return self._write(out_path, ctx, outset=outset, free=free, run=run, recording=recording, rig=rig,
+                               buffer_stats=buffer_stats)
 
-    def _run_limited(self, swap: SwapDevice, g: cg.MemoryCgroup, rec: tracing.BlockTrace):
+    def _run_limited(self, ctx: ChildContext, rig: _Rig, free):
         """The traced run under the memory limit; returns the child's run, the ring-buffer stats, the loop's counters."""
         loop_before: dict[str, int] = {}
 
         def start_tracing():
-            loop_before.update(swap.stat())
-            rec.start()
+            loop_before.update(rig.swap.stat())
+            rig.trace.start()
 
-        run = self.child.run_limited(self, g, rec, start_tracing, self.free)
-        buffer_stats = rec.stop()
-        loop_after = swap.stat()
-        g.remove()
+        run = self.child.run_limited(ctx, rig.group, rig.trace, start_tracing, free)
+        buffer_stats = rig.trace.stop()
+        loop_after = rig.swap.stat()
+        rig.group.remove()
         loop_delta = {k: loop_after[k] - loop_before.get(k, 0) for k in loop_after}
         return run, buffer_stats, loop_delta
 
-    def _record(self, free, run, swap: SwapDevice, g: cg.MemoryCgroup, rec: tracing.BlockTrace,
-                buffer_stats, loop_delta) -> CaptureResult:
-        """Write the ``swapio`` file with its metadata and return the result."""
-        with open(self.raw_path, errors="replace") as fh:
-            parsed = parse_lines(fh, device=swap.device)
+    def _recording(self, ctx: ChildContext, rig: _Rig, run, loop_delta: dict[str, int]) -> Recording:
+        """The raw trace parsed into the stream, cross-checked with the device's own counters."""
+        with open(ctx.raw_path, errors="replace") as fh:
+            parsed = parse_lines(fh, device=rig.swap.device)
         if self.options.raw_trace_out is not None:
             with AtomicPath(self.options.raw_trace_out, self.options.force) as ap:
-                shutil.copyfile(self.raw_path, ap.tmp)
+                shutil.copyfile(ctx.raw_path, ap.tmp)
         stream = self.child.stream(parsed, run)
         # cross-check with the device's own counters: every request the loop device completed must be in the trace
         missing = (loop_delta["read_ios"] + loop_delta["write_ios"]) - int(np.count_nonzero(stream.op != OP_DISCARD))
-        lost = int(buffer_stats["overrun"] + buffer_stats["dropped"] + parsed.lost_events) + max(0, missing)
-        req = summarize_requests(stream.op, stream.length, self.child.page_bytes)
-        d = self.child.describe(self, free, run, parsed, stream, req, loop_delta, missing, rec)
+        return Recording(parsed=parsed, stream=stream,
+                         requests=summarize_requests(stream.op, stream.length, self.child.page_bytes),
+                         loop_delta=loop_delta, missing=missing, missing_events=tuple(rig.trace.missing_events))
+
+    def _write(self, out_path: Path, ctx: ChildContext, *, outset: _Outset, free, run, recording: Recording,
+               rig: _Rig, buffer_stats: dict[str, int]) -> CaptureResult:
+        """Write the ``swapio`` file with its metadata and return the result."""
+        parsed, stream, req, opts = recording.parsed, recording.stream, recording.requests, self.options
+        lost = int(buffer_stats["overrun"] + buffer_stats["dropped"] + parsed.lost_events) + max(0, recording.missing)
+        d = self.child.describe(ctx, free, run, recording)
         kernel = {
-            **self.facts, **swap.facts, "cgroup_version": g.version, **d.kernel,
-            "trace_buffer": {**buffer_stats, "buffer_kb": self.options.buffer_kb, "bytes_read": rec.bytes_read},
+            **outset.facts, **rig.swap.facts, "cgroup_version": rig.group.version, **d.kernel,
+            "trace_buffer": {**buffer_stats, "buffer_kb": opts.buffer_kb, "bytes_read": rig.trace.bytes_read},
             "lost_events": lost,
             "malformed_lines": parsed.malformed,
             "requests_before_start": stream.before_start,
-            "removed_leftovers": self.removed,
-            "loadavg_start": round(self.load_start, 2),
+            "removed_leftovers": outset.removed,
+            "loadavg_start": round(outset.load_start, 2),
             "loadavg_end": round(os.getloadavg()[0], 2),
         }
-        params = {**d.params, "unlimited_run": self.options.unlimited_run, "swap_bytes": swap.facts["device_bytes"],
-                  "rotational": self.options.rotational, "buffer_kb": self.options.buffer_kb}
+        params = {**d.params, "unlimited_run": opts.unlimited_run, "swap_bytes": rig.swap.facts["device_bytes"],
+                  "rotational": opts.rotational, "buffer_kb": opts.buffer_kb}
         metadata = {
-            "source": "kernel", "page_bytes": self.child.page_bytes, "device_bytes": swap.facts["device_bytes"],
+            "source": "kernel", "page_bytes": self.child.page_bytes, "device_bytes": rig.swap.facts["device_bytes"],
             "memory_bytes": d.memory_bytes, "steps": d.steps, "first_step": d.first_step,
             "duration_us": stream.duration_us, **d.meta, "params": params, "summary": d.summary, "kernel": kernel,
         }
-        with TraceWriter(self.out_path, "swapio", metadata, force=self.options.force) as w:
+        with TraceWriter(out_path, "swapio", metadata, force=opts.force) as w:
             w.write(t_us=stream.t_us, step=stream.step, op=stream.op, offset=stream.offset,
                     length=stream.length, cause=stream.cause)
         return CaptureResult(
-            path=self.out_path, summary=d.summary, pages_in=req["pages_in"], pages_out=req["pages_out"],
+            path=out_path, summary=d.summary, pages_in=req["pages_in"], pages_out=req["pages_out"],
             pswpin=d.summary["pswpin"], pswpout=d.summary["pswpout"], major_faults=d.major_faults,
             memory_bytes=d.memory_bytes, baseline_bytes=d.baseline_bytes, limit_bytes=d.limit_bytes,
             slowdown=d.slowdown, lost_events=lost, malformed_lines=parsed.malformed, kernel=kernel,
-            removed_leftovers=self.removed,
+            removed_leftovers=outset.removed,
         )
 
 
