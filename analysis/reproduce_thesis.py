@@ -55,7 +55,7 @@ def small_share(meta: dict[str, Any], op: str) -> float | None:
 def try_capture(folder: Path, fraction: float, log) -> dict[str, Any] | None:
     """Capture the folder's trace under the real kernel (root only); None with a reason logged otherwise."""
     from swaptrace import capture_trace
-    from swaptrace.capture import check_privileges
+    from swaptrace.capture.host import check_privileges
 
     try:
         check_privileges()
@@ -79,7 +79,7 @@ def try_capture(folder: Path, fraction: float, log) -> dict[str, Any] | None:
 def host_costs(folder: Path, log):
     """This host's kernel costs for the time model, measured as root against the fio run's disk profile
     (kept in ``folder/host-costs.toml``); None with a reason logged when they cannot be measured."""
-    from swaptrace.capture import check_privileges
+    from swaptrace.capture.host import check_privileges
     from swaptrace.timing import model as timing
     from swaptrace.timing.calibrate import measure_host_costs
     from swaptrace.timing.device_profile import build_profile

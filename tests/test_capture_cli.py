@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from swaptrace.capture import session
+from swaptrace.capture import host, leftovers, replay
 from swaptrace.cli import cli
-from swaptrace.errors import PrivilegeError
 from swaptrace.core.traceio import TraceWriter
+from swaptrace.errors import PrivilegeError
 
 
 def _trace(path, pages=64, steps=2):
@@ -30,7 +30,7 @@ def test_not_root_is_one_clear_line(tmp_path, monkeypatch):
     assert res.exit_code == 2 and "needs root" in res.output and "Traceback" not in res.output
     assert not (tmp_path / "o.parquet").exists()
     with pytest.raises(PrivilegeError):
-        session.check_privileges()
+        host.check_privileges()
 
 
 @pytest.mark.parametrize("args, message", [
@@ -58,21 +58,21 @@ def test_wrong_kind_and_missing_args(tmp_path):
 
 def test_leftover_names():
     me = os.getpid()
-    assert session._pid_of(f"swaptrace-capture-{me}") == me
-    assert session._pid_of(f"swaptrace-capture-{me}-free") == me
-    assert session._pid_of(f"swaptrace-capture-{me}.swap") == me
-    assert session._pid_of("swaptrace-capture-x") is None and session._pid_of("other-12") is None
-    assert session.owner_alive(f"swaptrace-capture-{me}")
-    assert not session.owner_alive("swaptrace-capture-x")
+    assert leftovers._pid_of(f"swaptrace-capture-{me}") == me
+    assert leftovers._pid_of(f"swaptrace-capture-{me}-free") == me
+    assert leftovers._pid_of(f"swaptrace-capture-{me}.swap") == me
+    assert leftovers._pid_of("swaptrace-capture-x") is None and leftovers._pid_of("other-12") is None
+    assert leftovers.owner_alive(f"swaptrace-capture-{me}")
+    assert not leftovers.owner_alive("swaptrace-capture-x")
     dead = 2**22 + 12345  # above the default pid_max: never a live process
-    assert not session.owner_alive(f"swaptrace-capture-{dead}")
+    assert not leftovers.owner_alive(f"swaptrace-capture-{dead}")
 
 
 def test_prepare_codes(tmp_path):
     from swaptrace.core.traceio import open_trace
 
     trace = _trace(tmp_path / "t.access.parquet", steps=3)
-    info = session._prepare_codes(open_trace(trace), tmp_path)
+    info = replay._prepare_codes(open_trace(trace), tmp_path)
     codes = np.fromfile(info["codes"], dtype=np.int64)
     assert codes.tolist() == [p << 1 for p in range(9)]
     assert np.load(info["step_starts"]).tolist() == [0, 3, 6, 9]
@@ -80,11 +80,11 @@ def test_prepare_codes(tmp_path):
 
 
 def test_page_table_bytes():
-    assert session.page_table_bytes(2 << 20) == 3 * 4096  # 1 PTE page, 1 PMD page, 1 PUD page
-    assert session.page_table_bytes((2 << 20) + 1) == 4 * 4096
-    assert session.page_table_bytes(752 << 20) == (376 + 1 + 1) * 4096  # demo: ~1.5 MiB
+    assert replay.page_table_bytes(2 << 20) == 3 * 4096  # 1 PTE page, 1 PMD page, 1 PUD page
+    assert replay.page_table_bytes((2 << 20) + 1) == 4 * 4096
+    assert replay.page_table_bytes(752 << 20) == (376 + 1 + 1) * 4096  # demo: ~1.5 MiB
 
 
 def test_filesystem_type_of_work_dir():
-    assert session._fs_type("/proc/self") == "proc"
-    assert session._fs_type("/definitely/not/here") == session._fs_type("/")
+    assert host._fs_type("/proc/self") == "proc"
+    assert host._fs_type("/definitely/not/here") == host._fs_type("/")

@@ -17,6 +17,7 @@ from swaptrace.capture import memwatch
 from swaptrace.capture.agents import detect_reclaim_agents
 from swaptrace.capture.cgroup import memory_kinds
 from swaptrace.capture.convert import ParsedTrace, to_stream
+from swaptrace.capture.options import CaptureOptions
 from swaptrace.cli import cli
 from swaptrace.errors import ConfigError
 
@@ -262,7 +263,8 @@ def test_dashes_take_a_command_with_its_own_options(calls, tmp_path):
     assert res.exit_code == 2 and "stop here" in res.output
     argv, got_out, kw = calls[0]
     assert argv == ["python", "-c", "print(1)", "--memory", "x"] and got_out == out
-    assert kw["memory_bytes"] == 32 * MiB and kw["window_s"] == 0.5 and kw["unlimited_run"] is True
+    options = kw["options"]
+    assert options.memory_bytes == 32 * MiB and kw["window_s"] == 0.5 and options.unlimited_run is True
     # a one-word program after -- is a program, not a TRACE
     CliRunner().invoke(cli, ["capture", "--memory", "32MiB", "-o", out, "--", "true"])
     assert calls[1][0] == ["true"]
@@ -282,10 +284,6 @@ def test_trace_or_command_but_one_of_them(calls, tmp_path, args, message):
     assert len(res.output.strip().splitlines()) == 1 and calls == []
 
 
-class _Session:
-    unlimited_run = True
-
-
 @pytest.mark.parametrize("kw, message", [
     ({"argv": ["definitely-not-a-program-here"], "memory_bytes": 8 * MiB}, "command not found"),
     ({"argv": ["true"]}, "exactly one of"),
@@ -296,14 +294,12 @@ class _Session:
 def test_command_child_checks(kw, message):
     argv = kw.pop("argv")
     with pytest.raises(ConfigError, match=message):
-        cmd.CommandChild(argv, **kw).check_inputs(_Session())
+        cmd.CommandChild(argv, **kw).check_inputs(CaptureOptions())
 
 
 def test_fraction_needs_the_unlimited_run():
-    s = _Session()
-    s.unlimited_run = False
     with pytest.raises(ConfigError, match="needs --baseline"):
-        cmd.CommandChild(["true"], memory_fraction=0.5).check_inputs(s)
+        cmd.CommandChild(["true"], memory_fraction=0.5).check_inputs(CaptureOptions(unlimited_run=False))
 
 
 def test_limit_from_a_fraction_of_the_unlimited_peak():

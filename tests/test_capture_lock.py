@@ -6,31 +6,31 @@ import os
 
 import pytest
 
-from swaptrace.capture import session
-from swaptrace.errors import ConfigError
+from swaptrace.capture import host, leftovers, replay, session
 from swaptrace.core.traceio import open_trace
+from swaptrace.errors import ConfigError
 
 
 def test_second_lock_holder_is_refused_with_the_first_ones_pid(tmp_path):
     lock = tmp_path / "capture.lock"
-    fd = session._hold_capture_lock(lock)
+    fd = host.hold_capture_lock(lock)
     try:
         assert lock.read_text().strip() == str(os.getpid())
         # flock belongs to the open file: a second open, even in this process, is another holder
         with pytest.raises(ConfigError, match=f"another capture is running \\(pid {os.getpid()} holds"):
-            session._hold_capture_lock(lock)
+            host.hold_capture_lock(lock)
     finally:
         os.close(fd)
-    os.close(session._hold_capture_lock(lock))  # released with the descriptor
+    os.close(host.hold_capture_lock(lock))  # released with the descriptor
 
 
 def _fake_machine(monkeypatch, tmp_path, swaps: list[str]):
-    monkeypatch.setattr(session, "LOCK_PATH", tmp_path / "capture.lock")
-    monkeypatch.setattr(session, "check_privileges", lambda: None)
-    monkeypatch.setattr(session, "cleanup_leftovers", lambda work_base=None: [])
-    monkeypatch.setattr(session.blockdev, "swap_areas", lambda **kw: list(swaps))
+    monkeypatch.setattr(host, "LOCK_PATH", tmp_path / "capture.lock")
+    monkeypatch.setattr(host, "check_privileges", lambda: None)
+    monkeypatch.setattr(leftovers, "cleanup_leftovers", lambda work_base=None: [])
+    monkeypatch.setattr(host.blockdev, "swap_areas", lambda **kw: list(swaps))
     made = []
-    monkeypatch.setattr(session, "_prepare_codes", lambda *a: made.append("codes") or pytest.fail("set up"))
+    monkeypatch.setattr(replay, "_prepare_codes", lambda *a: made.append("codes") or pytest.fail("set up"))
     return made
 
 
@@ -46,12 +46,12 @@ def test_capture_refuses_while_another_swap_area_is_active(tmp_path, monkeypatch
     with pytest.raises(ConfigError, match="swap is already active on /dev/zram0"):
         session.capture(_trace(tmp_path), out, memory_bytes=1 << 20, work_base=tmp_path)
     assert made == [] and not out.exists() and not any(tmp_path.glob("swaptrace-capture-*"))
-    os.close(session._hold_capture_lock(session.LOCK_PATH))  # the refused capture let go of the lock
+    os.close(host.hold_capture_lock(host.LOCK_PATH))  # the refused capture let go of the lock
 
 
 def test_capture_refuses_while_another_capture_holds_the_lock(tmp_path, monkeypatch):
     made = _fake_machine(monkeypatch, tmp_path, [])
-    fd = session._hold_capture_lock(session.LOCK_PATH)
+    fd = host.hold_capture_lock(host.LOCK_PATH)
     try:
         with pytest.raises(ConfigError, match="another capture is running"):
             session.capture(_trace(tmp_path), tmp_path / "o.swapio.parquet", memory_bytes=1 << 20,

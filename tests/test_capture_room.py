@@ -7,7 +7,7 @@ import mmap
 import numpy as np
 
 from swaptrace.capture.child import ResidencyProbe
-from swaptrace.capture.session import room_gain_bytes
+from swaptrace.capture.replay import room_gain_bytes
 
 PAGE = mmap.PAGESIZE
 

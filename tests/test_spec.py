@@ -6,7 +6,7 @@ import pytest
 
 from swaptrace.errors import SpecError
 from swaptrace.workload.layout import build_layout
-from swaptrace.workload.spec import list_presets, load_spec, spec_from_dict
+from swaptrace.workload.spec import list_presets, load_spec, mlp_layers, spec_from_dict
 
 GOOD = {
     "name": "m",
@@ -137,3 +137,9 @@ def test_bisection_finds_a_crossing_known_in_closed_form():
                    - 1.0 / t) <= 1e-12
     with pytest.raises(ValueError):
         bisect_decreasing(lambda x: -x, 0.0, -1.0, 1.0)
+
+
+def test_mlp_layers_come_from_the_spec_a_trace_stores():
+    spec = spec_from_dict(GOOD)
+    assert mlp_layers({"spec": spec.to_dict()}) == ([[13, 8], [4, 1]], 4)
+    assert mlp_layers({"page_bytes": 4096}) == ([], 128)  # a trace that names no model: no MLP, the default batch

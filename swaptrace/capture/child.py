@@ -1,6 +1,6 @@
 """The replaying child: real loads and stores on anonymous memory, step by step.
 
-Run by :mod:`swaptrace.capture.session` as
+Run by :mod:`swaptrace.capture.replay_process` as
 ``python -m swaptrace.capture.child CONFIG.json`` inside the capture's memory
 cgroup. Protocol on its pipes (one line each)::
 
@@ -281,7 +281,7 @@ def main(config_path: str) -> int:
     steps = np.load(cfg["step_numbers"])
     footprint = int(cfg["footprint_bytes"])
 
-    warm_up(page_bytes, touch_bytes)  # loads what the parent compiled (capture.session)
+    warm_up(page_bytes, touch_bytes)  # loads what the parent compiled (capture.replay)
     scratch = np.zeros(2 * page_bytes, dtype=np.uint8)
     # one buffer for every step's codes, allocated (and locked) before the replay: no
     # per-step allocations that would compete with the model for its budget

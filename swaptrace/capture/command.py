@@ -1,7 +1,8 @@
 """Capture any program: ``swaptrace capture [OPTIONS] -- CMD [ARGS]...``.
 
-:class:`CommandChild` is the second kind of child of :class:`~swaptrace.capture.session.CaptureSession`
-(the first replays an access trace). It differs from the replayer in three things only:
+:class:`CommandChild` is the second kind of child (:class:`~swaptrace.capture.contract.CaptureChild`) of
+:class:`~swaptrace.capture.session.CaptureSession` (the first, :mod:`swaptrace.capture.replay`, replays an
+access trace). It differs from the replayer in three things only:
 
 * **how it starts**: the program runs with the caller's working directory and environment plus
   ``SWAPTRACE_MARKER`` (:mod:`swaptrace.markers`), joins its memory cgroup before ``exec`` (a shell
@@ -40,18 +41,16 @@ from swaptrace.capture import cgroup as cg
 from swaptrace.capture import tracing
 from swaptrace.capture.agents import detect_reclaim_agents
 from swaptrace.capture.command_record import describe_command
-from swaptrace.capture.convert import parse_lines, to_stream
+from swaptrace.capture.contract import SWAP_HEADROOM_BYTES, ChildContext, Description, Recording
+from swaptrace.capture.convert import ParsedTrace, StreamColumns, parse_lines, to_stream
+from swaptrace.capture.host import vmstat
 from swaptrace.capture.memwatch import MemorySampler, ReferencedProbe
-from swaptrace.capture.session import (
-    SWAP_HEADROOM_BYTES,
-    CaptureSession,
-    Description,
-    _OomGuard,
-    _vmstat,
-)
+from swaptrace.capture.oom_guard import OomGuard
+from swaptrace.capture.options import CaptureOptions
+from swaptrace.capture.session import CaptureSession
+from swaptrace.core.units import format_bytes
 from swaptrace.errors import ConfigError, ToolError
 from swaptrace.markers import MARKER_ENV
-from swaptrace.core.units import format_bytes
 
 #: steps of a program that writes no marker: windows of this many seconds
 DEFAULT_WINDOW_S = 1.0
@@ -61,7 +60,7 @@ SAMPLE_INTERVAL_S = 0.025
 SMAPS_INTERVAL_S = 0.1
 #: swap size without an unlimited run to size it from
 NO_BASELINE_SWAP_BYTES = 2 << 30
-#: seconds the OOM guard waits above the limit before it lets the OOM killer act (see _OomGuard)
+#: seconds the OOM guard waits above the limit before it lets the OOM killer act (see OomGuard)
 OOM_GIVE_UP_S = 5.0
 #: at most this much of the files the program mapped is read again before the limited run
 REWARM_MAX_BYTES = 4 << 30
@@ -197,7 +196,8 @@ class CommandChild:
 
     # ------------------------------------------------------------------ checks and preparation
 
-    def check_inputs(self, s: CaptureSession) -> None:
+    def check_inputs(self, options: CaptureOptions) -> None:
+        """The program, the limit and the window; ``setpriv`` (util-linux) must be installed."""
         if not self.argv:
             raise ConfigError("give a program to run after --")
         exe = self.argv[0]
@@ -205,7 +205,7 @@ class CommandChild:
             raise ConfigError(f"{exe}: command not found (or not executable)")
         if (self.memory_bytes is None) == (self.memory_fraction is None):
             raise ConfigError("give exactly one of --memory and --memory-fraction")
-        if self.memory_fraction is not None and not s.unlimited_run:
+        if self.memory_fraction is not None and not options.unlimited_run:
             raise ConfigError("--memory-fraction is a share of the unlimited run's peak: it needs --baseline")
         if self.memory_fraction is not None and not 0 < self.memory_fraction <= 1:
             raise ConfigError(f"--memory-fraction: 0 < F <= 1, got {self.memory_fraction}")
@@ -218,14 +218,17 @@ class CommandChild:
             raise ToolError("setpriv is not installed (package util-linux)")
 
     def warm_up(self) -> None:
+        """Note the machine's own reclaim agents (they may take memory from the program)."""
         self.agents = detect_reclaim_agents()
 
-    def prepare(self, s: CaptureSession) -> None:
-        pass
+    def prepare(self, ctx: ChildContext) -> None:
+        """Nothing: the program brings its own inputs."""
 
-    def swap_bytes(self, s: CaptureSession, free: ProgramRun | None) -> int:
-        if s.swap_bytes:
-            return int(s.swap_bytes)
+    def swap_bytes(self, ctx: ChildContext, free: ProgramRun | None) -> int:
+        """``options.swap_bytes``, else the unlimited run's peak plus :data:`SWAP_HEADROOM_BYTES` (without that
+        run: the larger of 2 GiB and twice ``memory_bytes``, plus the headroom)."""
+        if ctx.options.swap_bytes:
+            return int(ctx.options.swap_bytes)
         if free is None:
             return max(NO_BASELINE_SWAP_BYTES, 2 * int(self.memory_bytes or 0)) + SWAP_HEADROOM_BYTES
         return int(free.peak_bytes or max((r[1] or 0 for r in free.samples), default=0)) + SWAP_HEADROOM_BYTES
@@ -236,10 +239,10 @@ class CommandChild:
 
     # ------------------------------------------------------------------ the runs
 
-    def _spawn(self, s: CaptureSession, g: cg.MemoryCgroup, tag: str, marker: Path):
+    def _spawn(self, ctx: ChildContext, g: cg.MemoryCgroup, tag: str, marker: Path):
         env = {**os.environ, MARKER_ENV: str(marker)}
-        out = open(s.workdir / f"program-{tag}.stdout", "wb")  # noqa: SIM115 - closed by the caller
-        err = open(s.workdir / f"program-{tag}.stderr", "wb")  # noqa: SIM115
+        out = open(ctx.workdir / f"program-{tag}.stdout", "wb")  # noqa: SIM115 - closed by the caller
+        err = open(ctx.workdir / f"program-{tag}.stderr", "wb")  # noqa: SIM115
         cmd = ["/bin/sh", "-c", _JOIN, "sh", str(g.procs_file), self.setpriv, "--pdeathsig", "KILL", "--",
                *self.argv]
         # a session of its own: a Ctrl-C at the terminal reaches the capture, which ends the program itself
@@ -270,12 +273,12 @@ class CommandChild:
 
         return on_marker
 
-    def _run(self, s: CaptureSession, g: cg.MemoryCgroup, tag: str, limit: int | None, rec: tracing.BlockTrace,
+    def _run(self, ctx: ChildContext, g: cg.MemoryCgroup, tag: str, limit: int | None, *, rec: tracing.BlockTrace,
              start_tracing, referenced: ReferencedProbe | None = None) -> ProgramRun:
         """Start the program in ``g`` under ``limit``, wait for it, and end whatever of it is left."""
         g.create()
         g.set_limit(limit)
-        guard = _OomGuard(g, limit, give_up_s=OOM_GIVE_UP_S) if limit is not None else None
+        guard = OomGuard(g, limit, give_up_s=OOM_GIVE_UP_S) if limit is not None else None
         oom_before = g.oom_kills() or 0
         sampler = MemorySampler(g, self.sample_interval_s)
         errors: list[str] = []
@@ -286,13 +289,13 @@ class CommandChild:
         try:
             start_tracing()
             _write_marker(rec.marker_path(), "start")
-            before = _vmstat()
+            before = vmstat()
             t_spawn = time.monotonic_ns()
-            proc, *files = self._spawn(s, g, tag, rec.marker_path())
+            proc, *files = self._spawn(ctx, g, tag, rec.marker_path())
             sampler.start()
-            returncode = self._wait(s, proc, g, limit, mapped if limit is None else None)
+            returncode = self._wait(ctx, proc, g, limit, mapped if limit is None else None)
             t_exit = time.monotonic_ns()
-            after = _vmstat()
+            after = vmstat()
             _write_marker(rec.marker_path(), "end")
             oom_kills = (g.oom_kills() or 0) - oom_before
             peak, stat = g.peak_bytes(), g.stat()
@@ -308,15 +311,16 @@ class CommandChild:
             watchdog.close()
             for fh in files or ():
                 fh.close()
-        return ProgramRun(tag=tag, returncode=returncode, stderr_tail=_stderr_tail(s.workdir / f"program-{tag}.stderr"),
+        return ProgramRun(tag=tag, returncode=returncode, stderr_tail=_stderr_tail(ctx.workdir / f"program-{tag}.stderr"),
                           t_spawn_ns=t_spawn, t_exit_ns=t_exit, samples=samples, peak_bytes=peak, limit_bytes=limit,
                           oom_kills=oom_kills, oom=oom, vmstat_delta={k: after[k] - before.get(k, 0) for k in after},
                           cgroup_stat=stat, referenced=ref, sampler_errors=errors + sampler.errors,
                           mapped_files=sorted(mapped))
 
-    def _wait(self, s: CaptureSession, proc, g: cg.MemoryCgroup, limit: int | None, mapped: set[str] | None) -> int:
+    def _wait(self, ctx: ChildContext, proc, g: cg.MemoryCgroup, limit: int | None, mapped: set[str] | None) -> int:
         """Wait for the program's exit (``--timeout``); meanwhile note the files its processes map."""
-        deadline = None if s.timeout_s is None else time.monotonic() + s.timeout_s
+        timeout_s = ctx.options.timeout_s
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
             if mapped is not None:
                 mapped.update(_mapped_files(g.pids()))
@@ -324,7 +328,7 @@ class CommandChild:
                 return proc.wait(timeout=0.5)
             except subprocess.TimeoutExpired:
                 if deadline is not None and time.monotonic() > deadline:
-                    raise ToolError(f"{command_name(self.argv)} ran longer than --timeout {s.timeout_s:g} s in the "
+                    raise ToolError(f"{command_name(self.argv)} ran longer than --timeout {timeout_s:g} s in the "
                                     f"{'unlimited' if limit is None else 'limited'} run") from None
 
     def _check_exit(self, run: ProgramRun, which: str) -> None:
@@ -338,15 +342,15 @@ class CommandChild:
         tail = f": {run.stderr_tail}" if run.stderr_tail else ""
         raise ToolError(f"{command_name(self.argv)} {_status(run.returncode)} in the {which} run{tail}")
 
-    def run_unlimited(self, s: CaptureSession, stack, g: cg.MemoryCgroup) -> ProgramRun:
+    def run_unlimited(self, ctx: ChildContext, group: cg.MemoryCgroup) -> ProgramRun:
         """The program without a limit: its peak, its phases, and what it references after start-up."""
         self._say("unlimited run ...")
-        rec = tracing.BlockTrace(f"{s.name}-free", None, s.workdir / "free-trace.txt", buffer_kb=1024)
-        s._undo(stack, rec.teardown)
+        rec = tracing.BlockTrace(f"{ctx.name}-free", None, ctx.workdir / "free-trace.txt", buffer_kb=1024)
+        ctx.undo(rec.teardown)
         rec.setup()
-        referenced = ReferencedProbe(g, SMAPS_INTERVAL_S)
+        referenced = ReferencedProbe(group, SMAPS_INTERVAL_S)
         try:
-            run = self._run(s, g, "free", None, rec, rec.start, referenced=referenced)
+            run = self._run(ctx, group, "free", None, rec=rec, start_tracing=rec.start, referenced=referenced)
         finally:
             rec.stop()
             rec.teardown()
@@ -356,6 +360,7 @@ class CommandChild:
         return run
 
     def limit_bytes(self, free: ProgramRun | None) -> int:
+        """The limited run's limit in bytes, in whole pages: ``memory_bytes``, or the fraction of the free run's peak."""
         if self.memory_bytes is not None:
             limit = int(self.memory_bytes)
         else:
@@ -363,27 +368,30 @@ class CommandChild:
             limit = int(self.memory_fraction * peak)
         return max(self.page_bytes, limit // self.page_bytes * self.page_bytes)
 
-    def run_limited(self, s: CaptureSession, g: cg.MemoryCgroup, rec: tracing.BlockTrace, start_tracing,
+    def run_limited(self, ctx: ChildContext, group: cg.MemoryCgroup, trace: tracing.BlockTrace, start_tracing,
                     free: ProgramRun | None) -> ProgramRun:
+        """The program under its limit, traced, after the unlimited run's files are read into the page cache again."""
         self.limit = self.limit_bytes(free)
         rewarm = rewarm_page_cache(free.mapped_files) if free is not None else None
         self._say(f"limited run (limit {self.limit} bytes) ...")
-        run = self._run(s, g, "limited", self.limit, rec, start_tracing)
+        run = self._run(ctx, group, "limited", self.limit, rec=trace, start_tracing=start_tracing)
         run.rewarm = rewarm
         self._check_exit(run, "limited")
         return run
 
     # ------------------------------------------------------------------ the stream and its description
 
-    def stream(self, parsed, run: ProgramRun):
+    def stream(self, parsed: ParsedTrace, run: ProgramRun) -> StreamColumns:
+        """Requests by the program's step markers (start-up as step 0), or by time windows without markers."""
         run.marks = _step_marks(parsed.markers)
         if run.marks:
             return to_stream(parsed, first_step=0, step_offset=1)
         return to_stream(parsed, window_us=self.window_s * 1e6)
 
-    def describe(self, s: CaptureSession, free: ProgramRun | None, run: ProgramRun, parsed, stream, req, loop_delta,
-                 missing, rec) -> Description:
-        return describe_command(self, s, free, run, stream, req, loop_delta, missing)
+    def describe(self, ctx: ChildContext, free: ProgramRun | None, run: ProgramRun,  # noqa: ARG002
+                 recording: Recording) -> Description:
+        """See :mod:`swaptrace.capture.command_record`."""
+        return describe_command(self, free, run, recording)
 
 
 def _step_marks(markers: list[tuple[int, str, int]]) -> list[tuple[int, int]]:
@@ -393,21 +401,12 @@ def _step_marks(markers: list[tuple[int, str, int]]) -> list[tuple[int, int]]:
 def capture_command(
     argv,
     out: str | os.PathLike,
+    options: CaptureOptions | None = None,
     *,
-    memory_bytes: int | None = None,
-    memory_fraction: float | None = None,
     window_s: float = DEFAULT_WINDOW_S,
-    unlimited_run: bool = True,
-    swap_bytes: int | None = None,
-    rotational: bool = False,
-    work_base: str | os.PathLike | None = None,
-    buffer_kb: int = 32 * 1024,
-    timeout_s: float | None = None,
-    raw_trace_out: str | os.PathLike | None = None,
     sample_interval_s: float = SAMPLE_INTERVAL_S,
-    force: bool = False,
-    progress=None,
     say=None,
+    **changes: Any,
 ):
     """Run a program under a whole-process memory limit and record its swap I/O (root only).
 
@@ -418,28 +417,26 @@ def capture_command(
         environment, plus ``SWAPTRACE_MARKER`` naming the file its step markers go to.
     out : path
         The ``swapio`` file to write (``source: kernel``).
-    memory_bytes : int, optional
-        The memory cgroup's limit: the program's whole process tree (anonymous memory, page cache it
-        is charged for, kernel memory), in bytes.
-    memory_fraction : float, optional
-        Instead, this share of the unlimited run's peak usage (the cgroup's peak counter).
+    options : CaptureOptions, optional
+        How the capture runs (:class:`~swaptrace.capture.options.CaptureOptions`). For a program,
+        ``memory_bytes`` is the memory cgroup's whole limit: the program's whole process tree
+        (anonymous memory, page cache it is charged for, kernel memory), in bytes;
+        ``memory_fraction`` instead takes this share of the unlimited run's peak usage (the cgroup's
+        peak counter); ``unlimited_run`` runs the program without a limit first (slowdown, memory by
+        phase, warm page cache); ``progress`` is called with 1 at each step marker.
     window_s : float
         Steps of a program that writes no marker: windows of this many seconds from its start.
-    unlimited_run : bool
-        Run the program without a limit first (slowdown, memory by phase, warm page cache).
     sample_interval_s : float
-        How often the group's ``memory.stat`` is read during each run.
-    progress : callable, optional
-        Called with 1 at each step marker.
+        How often the group's ``memory.stat`` is read during each run, in seconds.
     say : callable, optional
         Called with a short line as each run starts.
+    **changes
+        Fields of :class:`~swaptrace.capture.options.CaptureOptions` as keywords, each replacing that
+        field of ``options``.
 
-    The other parameters are those of :func:`swaptrace.capture.session.capture`. Returns a
-    :class:`~swaptrace.capture.session.CaptureResult`.
+    Returns a :class:`~swaptrace.capture.session.CaptureResult`.
     """
-    child = CommandChild(argv, memory_bytes=memory_bytes, memory_fraction=memory_fraction, window_s=window_s,
-                         sample_interval_s=sample_interval_s, progress=progress, say=say)
-    session = CaptureSession(child, out, unlimited_run=unlimited_run, swap_bytes=swap_bytes, rotational=rotational,
-                             work_base=work_base, buffer_kb=buffer_kb, timeout_s=timeout_s,
-                             raw_trace_out=raw_trace_out, force=force)
-    return session.run()
+    options = CaptureOptions.of(options, **changes)
+    child = CommandChild(argv, memory_bytes=options.memory_bytes, memory_fraction=options.memory_fraction,
+                         window_s=window_s, sample_interval_s=sample_interval_s, progress=options.progress, say=say)
+    return CaptureSession(child, out, options).run()

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from swaptrace.capture.contract import STAT_KEYS, Description, Recording
 from swaptrace.capture.memwatch import phase_peaks, reading_after
-from swaptrace.capture.session import STAT_KEYS, Description
 from swaptrace.compare import summarize_requests
 
 #: warn when the page cache charged to the limited group reaches this share of its limit
@@ -118,8 +118,13 @@ def stream_steps(stream, marks: list[tuple[int, int]], window_s: float) -> int:
     return max(stored, 1, math.ceil(stream.duration_us / (window_s * 1e6)))
 
 
-def describe_command(child, s, free, run, stream, req, loop_delta, missing) -> Description:
-    """The :class:`~swaptrace.capture.session.Description` of a command capture (see the module docstring)."""
+def describe_command(child, free, run, recording: Recording) -> Description:
+    """The :class:`~swaptrace.capture.contract.Description` of a command capture (see the module docstring).
+
+    ``child`` is the :class:`~swaptrace.capture.command.CommandChild` after its runs, ``free`` and
+    ``run`` its unlimited (or None) and limited :class:`~swaptrace.capture.command.ProgramRun`.
+    """
+    stream, req = recording.stream, recording.requests
     limited = run_record(run, child.sample_interval_s)
     unlimited = run_record(free, child.sample_interval_s)
     marked = bool(run.marks)
@@ -137,8 +142,8 @@ def describe_command(child, s, free, run, stream, req, loop_delta, missing) -> D
         "unlimited": unlimited,
         **slowdowns(limited, unlimited),
         "step_wall_us": limited["step_wall_us"],
-        "loop_stat_delta": loop_delta,
-        "requests_missing_vs_device": missing,
+        "loop_stat_delta": recording.loop_delta,
+        "requests_missing_vs_device": recording.missing,
         "reclaim_agents": child.agents,
         "page_cache": page_cache_record(limited, unlimited, child.limit),
     }

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import click
 
-from swaptrace.commands.common import echo_summary, force_option, json_option, number, progress_enabled, progressbar, writes
-from swaptrace.errors import ConfigError
+from swaptrace.commands.common import (
+    echo_summary,
+    force_option,
+    json_option,
+    number,
+    progress_enabled,
+    progressbar,
+    writes,
+)
 from swaptrace.core.traceio import open_trace
 from swaptrace.core.units import format_bytes, parse_bytes
+from swaptrace.errors import ConfigError
 
 #: above this (or 1 % of the budget) the model had noticeably more room than its budget
 ROOM_GAIN_WARN_BYTES = 1 << 20
@@ -145,19 +153,22 @@ def _which_target(trace, argv) -> None:
         raise ConfigError("nothing after --: give the program to run")
 
 
-def _capture_command(argv, out, memory, memory_fraction, window_s, sample_ms, opts, as_json) -> None:
+def _refuse_replay_options(compute, trace_reclaim: bool, lock_given: bool) -> None:
     """The ``-- CMD`` form: options a program does not take are refused before anything starts."""
-    from swaptrace.capture.command import capture_command
-
-    for name, given in (("--compute", opts.pop("compute") not in (None, "none")),
-                        ("--trace-reclaim", opts.pop("trace_reclaim")),
-                        ("--lock-baseline", opts.pop("lock_baseline_given"))):
+    for name, given in (("--compute", compute not in (None, "none")),
+                        ("--trace-reclaim", trace_reclaim),
+                        ("--lock-baseline", lock_given)):
         if given:
             raise ConfigError(f"{name} applies to a TRACE replay, not to a program (-- CMD)")
-    memory_bytes = parse_bytes(memory, "--memory", positive=True) if memory is not None else None
+
+
+def _capture_command(argv, out, options, *, window_s: float, sample_ms: float, as_json: bool) -> None:
+    """The ``-- CMD`` form: run the program, print what it did."""
+    from swaptrace.capture.command import capture_command
+
     say = (lambda text: click.echo(text, err=True)) if progress_enabled() else None
-    result = capture_command(argv, out, memory_bytes=memory_bytes, memory_fraction=memory_fraction,
-                             window_s=window_s, sample_interval_s=sample_ms / 1e3, say=say, **opts)
+    result = capture_command(argv, out, options=options, window_s=window_s, sample_interval_s=sample_ms / 1e3,
+                             say=say)
     if as_json:
         echo_summary(_command_json(result), True)
         for w in result.kernel["warnings"]:  # the JSON has them too; a person running it should see them
@@ -225,7 +236,7 @@ def command(trace, out, memory, memory_fraction, window_s, sample_ms, compute, u
           -- python train.py --epochs 1
       swaptrace capture --cleanup        # after a capture was killed with -9
     """
-    from swaptrace.capture import capture, check_privileges, cleanup_leftovers
+    from swaptrace.capture import CaptureOptions, capture, check_privileges, cleanup_leftovers
 
     if cleanup:
         check_privileges()
@@ -243,22 +254,18 @@ def command(trace, out, memory, memory_fraction, window_s, sample_ms, compute, u
         raise ConfigError(f"--buffer-size: at least 1 KiB per CPU, got {buffer_size!r}")
     if argv is not None:
         lock_given = ctx.get_parameter_source("lock_baseline") == click.core.ParameterSource.COMMANDLINE
-        opts = {"compute": compute, "trace_reclaim": trace_reclaim, "lock_baseline_given": lock_given,
-                "unlimited_run": unlimited_run, "swap_bytes": swap_bytes, "rotational": rotational,
-                "work_base": work_dir, "buffer_kb": buffer_kb, "timeout_s": timeout_s, "raw_trace_out": raw_trace,
-                "force": force}
-        _capture_command(argv, out, memory, memory_fraction, window_s, sample_ms, opts, as_json)
-        return
+        _refuse_replay_options(compute, trace_reclaim, lock_given)
     memory_bytes = parse_bytes(memory, "--memory", positive=True) if memory is not None else None
+    options = CaptureOptions(memory_bytes=memory_bytes, memory_fraction=memory_fraction, unlimited_run=unlimited_run,
+                             swap_bytes=swap_bytes, rotational=rotational, work_base=work_dir, buffer_kb=buffer_kb,
+                             timeout_s=timeout_s, raw_trace_out=raw_trace, force=force)
+    if argv is not None:
+        _capture_command(argv, out, options, window_s=window_s, sample_ms=sample_ms, as_json=as_json)
+        return
     steps = int(open_trace(trace, kind="access").meta.get("steps", 0))
     with progressbar(steps, "replaying") as bar:
-        result = capture(
-            trace, out, memory_bytes=memory_bytes, memory_fraction=memory_fraction, compute=compute,
-            unlimited_run=unlimited_run, swap_bytes=swap_bytes,
-            rotational=rotational, work_base=work_dir, buffer_kb=buffer_kb,
-            timeout_s=timeout_s, lock_baseline=lock_baseline, raw_trace_out=raw_trace, trace_reclaim=trace_reclaim, force=force,
-            progress=bar.update,
-        )
+        result = capture(trace, out, options, compute=compute, lock_baseline=lock_baseline,
+                         trace_reclaim=trace_reclaim, progress=bar.update)
     if as_json:
         echo_summary({"path": str(result.path), "memory_bytes": result.memory_bytes,
                       "baseline_bytes": result.baseline_bytes, "limit_bytes": result.limit_bytes,

@@ -54,7 +54,6 @@ import itertools
 import json
 import os
 import shutil
-import signal
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -65,12 +64,21 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from swaptrace.core.version import __version__
-from swaptrace.errors import TraceFileError
 from swaptrace.core.inputs import check_file
 
 # the output rule's one owner is swaptrace.core.outputs; re-exported here for the writers below and their callers
-from swaptrace.core.outputs import PARTIAL_SUFFIX, check_output_folder, check_output_path, clear_stale_partials, install_folder, make_partial_folder, partial_name  # noqa: F401
+from swaptrace.core.outputs import (  # noqa: F401 - PARTIAL_SUFFIX is re-exported
+    PARTIAL_SUFFIX,
+    check_output_folder,
+    check_output_path,
+    clear_stale_partials,
+    install_folder,
+    make_partial_folder,
+    partial_name,
+)
+from swaptrace.core.signals import sigterm_as_interrupt
+from swaptrace.core.version import __version__
+from swaptrace.errors import TraceFileError
 
 SCHEMA_VERSION = 1
 METADATA_KEY = b"swaptrace"
@@ -267,10 +275,6 @@ class AtomicPath:
             self.discard()
 
 
-def _raise_keyboard_interrupt(signum, frame):  # noqa: ARG001 - signal handler signature
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
 class TraceWriter:
     """Stream record batches of one kind into a Parquet file, atomically.
 
@@ -306,11 +310,9 @@ class TraceWriter:
         self.path = self._atomic.path
         options = ENCODINGS.get(kind, DEFAULT_ENCODING).writer_options(self.schema)
         self._writer = pq.ParquetWriter(self._atomic.tmp, self.schema, **options)
-        self._old_sigterm = None
-        try:
-            self._old_sigterm = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
-        except ValueError:  # not the main thread
-            self._old_sigterm = None
+        # SIGTERM while the file is open: the temporary is removed (abort), as on Ctrl-C; closing restores it
+        self._signals = contextlib.ExitStack()
+        self._signals.enter_context(sigterm_as_interrupt())
 
     def write(self, **columns: Any) -> None:
         """Append rows given as one array per column (numpy arrays or codes)."""
@@ -355,9 +357,7 @@ class TraceWriter:
             self._restore_signal()
 
     def _restore_signal(self) -> None:
-        if self._old_sigterm is not None:
-            signal.signal(signal.SIGTERM, self._old_sigterm)
-            self._old_sigterm = None
+        self._signals.close()  # a second call does nothing
 
     def __enter__(self) -> TraceWriter:
         return self

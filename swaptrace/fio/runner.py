@@ -36,7 +36,6 @@ import functools
 import os
 import re
 import shutil
-import signal
 import stat
 import subprocess
 from collections.abc import Callable
@@ -46,6 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from swaptrace.core import blockdev, traceio
+from swaptrace.core.signals import sigterm_as_interrupt
 from swaptrace.core.units import format_bytes
 from swaptrace.errors import ConfigError, ToolError
 from swaptrace.fio import jobs as jobsmod
@@ -538,31 +538,28 @@ def _run_into(ctx: RunContext, steps: list[Step], final: Path, *, fd: int | None
     """
     tmp = traceio.make_partial_folder(final)
     commands: list[str] = []
-    old_sigterm = _sigterm_as_interrupt()
-    try:
-        purged = _prepare_target(ctx, fd)
-        raw = tmp / RAW_DIR
-        raw.mkdir()
-        parsed, fills, verdicts = [], {}, {}
-        for i, s in enumerate(steps, start=1):
-            command, rows = _run_step(ctx, s, raw, index=i, count=len(steps))
-            commands.append(command)
-            if s.job["kind"] == "precondition":
-                fills[s.instance] = _fill_record(ctx, s, rows)
-            elif s.job["kind"] == "steady" and ctx.steady is not None:
-                verdicts[s.instance], rows = _steady_record(ctx, s, rows, raw)
-            parsed.append((s, rows))
-        run_info = ctx.run_info(purge=purged, fill=fills, steady=verdicts)
-        res_path, bw_path, rows, ratios = resmod.write_run_results(tmp, parsed, ctx.manifest,
-                                                                   {**run_info, "commands": commands})
-        traceio.install_folder(tmp, final, last=res_path.name)  # a user's other files there stay
-    except BaseException:
-        # subprocess.run has already killed a running fio; drop the partial results
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    finally:
-        if old_sigterm is not None:
-            signal.signal(signal.SIGTERM, old_sigterm)
+    with sigterm_as_interrupt():
+        try:
+            purged = _prepare_target(ctx, fd)
+            raw = tmp / RAW_DIR
+            raw.mkdir()
+            parsed, fills, verdicts = [], {}, {}
+            for i, s in enumerate(steps, start=1):
+                command, rows = _run_step(ctx, s, raw, index=i, count=len(steps))
+                commands.append(command)
+                if s.job["kind"] == "precondition":
+                    fills[s.instance] = _fill_record(ctx, s, rows)
+                elif s.job["kind"] == "steady" and ctx.steady is not None:
+                    verdicts[s.instance], rows = _steady_record(ctx, s, rows, raw)
+                parsed.append((s, rows))
+            run_info = ctx.run_info(purge=purged, fill=fills, steady=verdicts)
+            res_path, bw_path, rows, ratios = resmod.write_run_results(tmp, parsed, ctx.manifest,
+                                                                       {**run_info, "commands": commands})
+            traceio.install_folder(tmp, final, last=res_path.name)  # a user's other files there stay
+        except BaseException:
+            # subprocess.run has already killed a running fio; drop the partial results
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     return RunOutcome(final, final / res_path.name, final / bw_path.name, tuple(commands), tuple(rows), ratios)
 
 
@@ -631,18 +628,6 @@ def _run_step(ctx: RunContext, step: Step, raw: Path, *, index: int, count: int)
     summary = ", ".join(f"{r['direction']} {r['bw_bytes'] / 1e6:.1f} MB/s" for r in rows) or "no I/O"
     ctx.echo(f"[{index}/{count}] {step.instance}: {summary}")
     return " ".join(cmd), rows
-
-
-def _raise_interrupt(signum, frame):  # noqa: ARG001 - signal handler signature
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
-def _sigterm_as_interrupt():
-    """Turn SIGTERM into KeyboardInterrupt while fio runs, so fio is killed and partial results removed."""
-    try:
-        return signal.signal(signal.SIGTERM, _raise_interrupt)
-    except ValueError:  # not the main thread
-        return None
 
 
 def _point_latest(run_dir: Path) -> None:

@@ -26,10 +26,8 @@ import json
 import math
 import os
 import shutil
-import signal
 import socket
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -39,11 +37,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from swaptrace.errors import ConfigError, TraceFileError
 from swaptrace.core.inputs import read_toml
-from swaptrace.parallel.cluster import connect, require_dask, single_threaded
+from swaptrace.core.signals import sigterm_as_interrupt
 from swaptrace.core.traceio import AtomicPath, TraceWriter, check_output_folder, open_trace, register_kind
 from swaptrace.core.units import parse_bytes
+from swaptrace.errors import ConfigError, TraceFileError
+from swaptrace.parallel.cluster import connect, require_dask, single_threaded
 
 SWEEP_POINT_SCHEMA = pa.schema([
     ("key", pa.string()), ("trace", pa.string()), ("preset", pa.string()), ("steps", pa.int64()),
@@ -122,8 +121,8 @@ class SweepSpec:
     def check(self) -> None:
         """Refuse an empty axis, an unknown policy, preset or device, or a bad budget (before any task runs)."""
         from swaptrace.emulate.config import POLICIES
-        from swaptrace.workload.spec import load_spec
         from swaptrace.ssd.config import load_device
+        from swaptrace.workload.spec import load_spec
 
         if not self.traces and not self.presets:
             raise ConfigError("sweep: give at least one trace or preset")
@@ -154,8 +153,8 @@ class SweepSpec:
     def _check_budgets(self) -> None:
         """Every input x budget x policy as the emulator will resolve it (a budget above a trace's footprint is
         refused here in one line, not by a task on a worker after the cluster started)."""
-        from swaptrace.workload.layout import build_layout
         from swaptrace.emulate import EmulatorConfig
+        from swaptrace.workload.layout import build_layout
         from swaptrace.workload.spec import load_spec
 
         metas = [(t, open_trace(t, "access").meta) for t in self.traces]
@@ -357,14 +356,12 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, workers: int | None = 
         on_start(len(todo))
     started = time.perf_counter()
     failed: list[tuple[str, str]] = []
-    old_sigterm = _sigterm_as_interrupt()
-    try:
-        if todo:
-            failed = _submit_all(todo, out, workers, scheduler, progress)
-    finally:  # also on Ctrl-C or SIGTERM: the cluster is closed by now, so no temporary has a live writer
-        _remove_stale_temporaries(out)
-        if old_sigterm is not None:
-            signal.signal(signal.SIGTERM, old_sigterm)
+    with sigterm_as_interrupt():  # SIGTERM: the CLI's one-line exit, like Ctrl-C
+        try:
+            if todo:
+                failed = _submit_all(todo, out, workers, scheduler, progress)
+        finally:  # also on Ctrl-C or SIGTERM: the cluster is closed by now, so no temporary has a live writer
+            _remove_stale_temporaries(out)
     return SweepResult(out, len(points), len(todo) - len(failed), len(points) - len(todo), failed,
                        time.perf_counter() - started)
 
@@ -460,17 +457,6 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def _sigterm_as_interrupt():
-    """SIGTERM raises KeyboardInterrupt in the main thread while the sweep runs (the CLI's one-line exit)."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
-
-    def interrupt(signum, frame):  # noqa: ARG001 - signal handler signature
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    return signal.signal(signal.SIGTERM, interrupt)
 
 
 def read_results(out: str | os.PathLike) -> pa.Table:

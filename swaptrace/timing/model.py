@@ -419,8 +419,8 @@ def measure_compute(trace_path: str | os.PathLike, nsteps: int | None = None, *,
     if any(os.environ.get(v) != "1" for v in _ONE_THREAD):
         return _measure_in_child(trace_path, nsteps, first_step)
     from swaptrace.capture.child import MLP
-    from swaptrace.capture.session import _mlp_layers
-    from swaptrace.kernels.capture.replay import _replay, warm_up
+    from swaptrace.kernels.capture.replay import replay_codes, warm_up
+    from swaptrace.workload.spec import mlp_layers
 
     tf = open_trace(trace_path, "access")
     meta = tf.meta
@@ -428,7 +428,7 @@ def measure_compute(trace_path: str | os.PathLike, nsteps: int | None = None, *,
     touch = min(4096, page_bytes)
     steps = int(nsteps if nsteps is not None else meta.get("steps") or 0)
     first = int(meta.get("first_step", first_step))
-    layers, batch = _mlp_layers(meta)
+    layers, batch = mlp_layers(meta)
     mlp = MLP(layers, batch) if layers else None
     warm_up(page_bytes, touch)
     if mlp is not None:
@@ -444,7 +444,7 @@ def measure_compute(trace_path: str | os.PathLike, nsteps: int | None = None, *,
 
         def run(codes: np.ndarray, k: int, mem: np.ndarray) -> None:
             t0 = time.perf_counter_ns()
-            _replay(mem, codes, page_bytes, touch)
+            replay_codes(mem, codes, page_bytes, touch)
             t1 = time.perf_counter_ns()
             if mlp is not None:
                 mlp.step()

@@ -282,6 +282,27 @@ class ModelSpec:
         return d
 
 
+def mlp_layers(meta: dict[str, Any]) -> tuple[list[list[int]], int]:
+    """The dense MLPs and batch size of the model a trace was made of, from the trace's metadata.
+
+    Parameters
+    ----------
+    meta : dict
+        A trace's metadata; its ``spec`` entry is the model's :meth:`ModelSpec.to_dict`.
+
+    Returns
+    -------
+    layers : list of list of int
+        The widths (features) of the bottom MLP, then of the top MLP, each as written in the spec; an
+        MLP the spec leaves empty is left out, and a trace without a spec has none.
+    batch_size : int
+        Samples per step; 128 when the metadata names no spec.
+    """
+    spec = meta.get("spec") or {}
+    layers = [list(spec[k]) for k in ("bottom_mlp", "top_mlp") if spec.get(k)]
+    return layers, int(spec.get("batch_size", 128))
+
+
 # -- validation -----------------------------------------------------------------
 
 
