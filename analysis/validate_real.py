@@ -118,7 +118,7 @@ def _meta(path: Path) -> dict:
     return open_trace(path, kind="swapio").meta
 
 
-def do_profile(args) -> None:  # noqa: ARG001
+def do_profile(args) -> None:
     """Derive the shipped runtime profile: the mean of the FIT shapes' own profiles (their run-0 baselines)."""
     from swaptrace.workload.process import RuntimeProfile, to_toml
     own = [derive_own(shape, 0) for shape in FIT]

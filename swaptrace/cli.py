@@ -13,7 +13,6 @@ import sys
 
 import click
 
-from swaptrace.core.version import __version__
 from swaptrace.commands import (
     capture,
     compare,
@@ -33,6 +32,7 @@ from swaptrace.commands import (
     time,
     train,
 )
+from swaptrace.core.version import __version__
 from swaptrace.errors import SwaptraceError
 
 

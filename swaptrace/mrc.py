@@ -30,11 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from swaptrace.kernels.mrc.stack import _stack_chunk
-from swaptrace.kernels.mrc.shards import MODULUS, _shards_fixed_rate_chunk, _shards_fixed_size_chunk
-from swaptrace.errors import ConfigError
-from swaptrace.emulate import prefetch
 from swaptrace.core.traceio import DEFAULT_ROW_GROUP, AtomicPath, open_trace
+from swaptrace.emulate import prefetch
+from swaptrace.errors import ConfigError
+from swaptrace.kernels.mrc.shards import MODULUS, _shards_fixed_rate_chunk, _shards_fixed_size_chunk
+from swaptrace.kernels.mrc.stack import _stack_chunk
 
 
 @dataclass(frozen=True)

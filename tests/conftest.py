@@ -56,7 +56,7 @@ def is_serial(item: pytest.Item) -> bool:
             or name in SERIAL_FILES or any(name.startswith(p) for p in SERIAL_PREFIXES))
 
 
-def pytest_collection_modifyitems(config, items):  # noqa: ARG001 - pytest's hook signature
+def pytest_collection_modifyitems(config, items):  # pytest's hook signature
     """Mark the serial pass's tests ``serial`` (``make test`` runs ``-m "not serial"`` on every core first)."""
     for item in items:
         if is_serial(item):

@@ -806,8 +806,8 @@ def _hostile_inputs(paths: dict, base: Path) -> None:
 
 def _fake_run_dir(path: Path) -> Path:
     """A `fio run` results folder holding results.parquet with two sweep rows (fio itself is for the fio tests)."""
-    from swaptrace.fio import results as res
     from swaptrace.core.traceio import TraceWriter
+    from swaptrace.fio import results as res
 
     path.mkdir()
     rows = [{"instance": n, "job": n, "group": "sweep", "kind": "sweep", "direction": d, "request_bytes": 4096,

@@ -21,9 +21,9 @@ import pytest
 from click.testing import CliRunner
 from conftest import require_root
 
+from swaptrace.cli import cli
 from swaptrace.core import blockdev
 from swaptrace.core.blockdev import Device
-from swaptrace.cli import cli
 from swaptrace.errors import ConfigError
 from swaptrace.fio import runner
 

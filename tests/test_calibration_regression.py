@@ -65,8 +65,8 @@ def score_profile(profile_path: Path, trace: Path, *, ensemble: bool = True) -> 
     """``research/variants.score`` rows of the profile at ``profile_path`` on :data:`SUBSET` (demo, 20 steps)."""
     import variants
 
-    from swaptrace.emulate import EmulatorConfig, ensemble_configs, load_profile, nearest_member, run_members
     from swaptrace.core.traceio import open_trace
+    from swaptrace.emulate import EmulatorConfig, ensemble_configs, load_profile, nearest_member, run_members
 
     prof = load_profile(str(profile_path))
     tf = open_trace(trace, kind="access")

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from conftest import require_root
 
-from swaptrace.errors import SwaptraceError
 from swaptrace.core.traceio import TraceWriter, open_trace
+from swaptrace.errors import SwaptraceError
 
 pytestmark = pytest.mark.privileged
 
@@ -50,9 +50,9 @@ def zipf_trace(path: Path, pages: int = 38400, steps: int = 20, per_step: int = 
 
 def ours_left() -> list[str]:
     """Everything of ours visible in the kernel: swap areas, loop devices, cgroups, tracefs instances."""
-    from swaptrace.core.blockdev import loop_devices, swap_areas
     from swaptrace.capture.cgroup import list_groups
     from swaptrace.capture.tracing import list_instances
+    from swaptrace.core.blockdev import loop_devices, swap_areas
 
     loops = {dev: f for dev, f in loop_devices().items() if PREFIX in f}
     left = [f"loop {d} {f}" for d, f in loops.items()]

@@ -109,9 +109,9 @@ def test_figures(trace, tmp_path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from swaptrace.emulate import emulate
     from swaptrace.figures.emulate import plot_mrc, plot_request_size_cdf, plot_swap_traffic
     from swaptrace.mrc import exact_mrc
-    from swaptrace.emulate import emulate
 
     res = emulate(trace, tmp_path / "f.swapio.parquet", memory_fraction=0.3)
     fig, axes = plt.subplots(1, 3)

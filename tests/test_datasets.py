@@ -11,13 +11,13 @@ import pyarrow.parquet as pq
 import pytest
 from cli_helpers import run_cli, the_error
 
+from swaptrace.core.traceio import DATASET_SIDECAR, DatasetWriter, open_trace
+from swaptrace.emulate import emulate
 from swaptrace.errors import OutputError, TraceFileError
+from swaptrace.mrc import exact_mrc
+from swaptrace.parallel.generate import merge_summaries, step_ranges
 from swaptrace.workload.export import export_trace
 from swaptrace.workload.generate import generate_part, generate_trace, trace_metadata
-from swaptrace.mrc import exact_mrc
-from swaptrace.emulate import emulate
-from swaptrace.parallel.generate import merge_summaries, step_ranges
-from swaptrace.core.traceio import DATASET_SIDECAR, DatasetWriter, open_trace
 
 PRESET, STEPS = "tiny", 7
 

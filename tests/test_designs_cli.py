@@ -10,10 +10,10 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from swaptrace.timing import model as timing
 from swaptrace.cli import cli
-from swaptrace.ssd.swapdrive import swap_drive
 from swaptrace.core.traceio import open_trace
+from swaptrace.ssd.swapdrive import swap_drive
+from swaptrace.timing import model as timing
 
 
 @pytest.fixture(scope="module")

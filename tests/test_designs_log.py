@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from naive_designs import NaiveLog, log_for
 
-from swaptrace.kernels.designs import logswap as kl
 from swaptrace.designs.log import LogConfig, LogSwap
 from swaptrace.errors import ConfigError
+from swaptrace.kernels.designs import logswap as kl
 
 PB = 4096
 
@@ -170,9 +170,9 @@ def test_bad_config_is_a_config_error():
 
 
 def test_run_designs_linux_stream_is_emulate_no_ensemble(tmp_path, tiny_trace):
+    from swaptrace.core.traceio import open_trace
     from swaptrace.designs.run import run_designs
     from swaptrace.emulate import EmulatorConfig, emulate, load_profile
-    from swaptrace.core.traceio import open_trace
 
     meta = open_trace(tiny_trace, kind="access").meta
     cfg = EmulatorConfig.resolve(meta, profile=load_profile(None), source=str(tiny_trace), memory_fraction=0.3)
@@ -199,9 +199,9 @@ def tiny_trace(tmp_path_factory):
 
 
 def test_eviction_log_is_off_by_default_and_counts_every_eviction(tiny_trace):
+    from swaptrace.core.traceio import open_trace
     from swaptrace.emulate import EmulatorConfig, load_profile
     from swaptrace.emulate.engine import Emulator, step_counts
-    from swaptrace.core.traceio import open_trace
 
     tf = open_trace(tiny_trace, kind="access")
     cfg = EmulatorConfig.resolve(tf.meta, profile=load_profile(None), source=str(tiny_trace), memory_fraction=0.2)

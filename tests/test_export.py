@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from naive_emulate import write_access_trace
 
-from swaptrace.workload.export import ORACLE_GENERAL_DTYPE, export_trace, libcachesim_lru_misses, next_access_vtimes
 from swaptrace.mrc import exact_mrc
+from swaptrace.workload.export import ORACLE_GENERAL_DTYPE, export_trace, libcachesim_lru_misses, next_access_vtimes
 
 
 def naive_next(pages):

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from conftest import require_root
 from fio_helpers import make_stream
 
-from swaptrace.core import blockdev
 from swaptrace.cli import cli
+from swaptrace.core import blockdev
 from swaptrace.errors import ConfigError
 from swaptrace.fio import jobs, results, runner
 

@@ -11,8 +11,8 @@ from fio_helpers import make_stream, per_io_log, write_stream
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from swaptrace.core import traceio
 from swaptrace.cli import cli
+from swaptrace.core import traceio
 from swaptrace.errors import ConfigError, TraceFileError
 from swaptrace.fio import iolog
 

@@ -12,10 +12,11 @@ from fio_helpers import fio_env, make_stream, write_stream
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from swaptrace.core import traceio
 from swaptrace.cli import cli
+from swaptrace.core import traceio
 from swaptrace.errors import ConfigError, OutputError, TraceFileError
-from swaptrace.fio import synthetic as fit, iolog, jobfile, jobs
+from swaptrace.fio import iolog, jobfile, jobs
+from swaptrace.fio import synthetic as fit
 
 
 @pytest.fixture

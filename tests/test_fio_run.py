@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 from fio_helpers import make_stream
 
-from swaptrace.core import traceio
 from swaptrace.cli import cli
+from swaptrace.core import traceio
 from swaptrace.errors import ConfigError, ToolError, TraceFileError
 from swaptrace.figures.fio import save_run_figures
 from swaptrace.fio import compare, jobs, results, runner

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from safety_helpers import invoke
 
-from swaptrace.errors import OutputError
 from swaptrace.core.outputs import check_distinct, install_folder
+from swaptrace.errors import OutputError
 
 
 def digest(path: Path) -> dict[str, str]:

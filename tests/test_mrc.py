@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as hst
 from naive_emulate import naive_lru_misses, naive_stack_distances, write_access_trace
 
-from swaptrace.kernels.mrc.stack import _stack_distances
-from swaptrace.errors import ConfigError
-from swaptrace.mrc import _tree_state, exact_mrc, mean_absolute_error, shards_mrc, write_csv
 from swaptrace.emulate import emulate
+from swaptrace.errors import ConfigError
+from swaptrace.kernels.mrc.stack import _stack_distances
+from swaptrace.mrc import _tree_state, exact_mrc, mean_absolute_error, shards_mrc, write_csv
 
 
 @settings(max_examples=30, deadline=None)

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hst
 
-from swaptrace.kernels.mrc.stack import _stack_distances
 from swaptrace.kernels.mrc.shards import MODULUS, _hash24
+from swaptrace.kernels.mrc.stack import _stack_distances
 from swaptrace.mrc import _tree_state, mrc_from_chunks, shards_from_chunks
 
 # Kernel and reference add the same counts in another order (rescaling by float factors): 1e-9 relative is

@@ -13,8 +13,8 @@ import shutil
 import pytest
 from safety_helpers import SPECIAL_KINDS, file_type, invoke, make_inputs, snapshot, special_file
 
-from swaptrace.errors import OutputError
 from swaptrace.core.traceio import AtomicPath, check_output_folder, check_output_path
+from swaptrace.errors import OutputError
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from naive_emulate import NaiveEmulator, naive_swapin_nr_pages
 
+from swaptrace.emulate import Emulator, EmulatorConfig
 from swaptrace.kernels.emulate import state as ks
 from swaptrace.kernels.emulate.readahead import _swapin_nr_pages
-from swaptrace.emulate import Emulator, EmulatorConfig
 
 
 def small_trace(seed, footprint, n, steps=4, skew=1.1, write_p=0.3, runs=False):

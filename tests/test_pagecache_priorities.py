@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from test_pagecache_props import run_arrays
 
+from swaptrace.errors import ConfigError
 from swaptrace.kernels.emulate import state as ks
 from swaptrace.kernels.emulate.linux_lists import _linux_reclaim, _scan_share
-from swaptrace.errors import ConfigError
 
 PAGES = 1024
 

@@ -8,10 +8,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as hst
 from naive_emulate import naive_lru_misses, write_access_trace
 
-from swaptrace.kernels.emulate import state as ks
-from swaptrace.errors import ConfigError
-from swaptrace.emulate import BY_LEVEL, POLICIES, Emulator, EmulatorConfig, emulate
 from swaptrace.core.traceio import open_trace
+from swaptrace.emulate import BY_LEVEL, POLICIES, Emulator, EmulatorConfig, emulate
+from swaptrace.errors import ConfigError
+from swaptrace.kernels.emulate import state as ks
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

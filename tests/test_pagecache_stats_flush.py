@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from test_pagecache_props import run_arrays
 
-from swaptrace.kernels.emulate import state as ks
 from swaptrace.errors import ConfigError
+from swaptrace.kernels.emulate import state as ks
 
 FOOTPRINT, BUDGET = 400, 100
 

@@ -16,12 +16,12 @@ from naive_emulate import zipf_access_trace
 from test_pagecache_wb_level import META, PAGES, dirty_memory, inactive_tail
 
 import swaptrace.emulate as pagecache
+from swaptrace.core.traceio import open_trace
+from swaptrace.emulate import Emulator, EmulatorConfig, emulate
+from swaptrace.errors import ConfigError
 from swaptrace.kernels.emulate import state as ks
 from swaptrace.kernels.emulate.dlist import _push_tail, _unlink
 from swaptrace.kernels.emulate.linux_lists import _linux_reclaim, _shrink_batch, _wb_complete
-from swaptrace.errors import ConfigError
-from swaptrace.emulate import Emulator, EmulatorConfig, emulate
-from swaptrace.core.traceio import open_trace
 
 # ---- worked out by hand ---------------------------------------------------------------------------------
 

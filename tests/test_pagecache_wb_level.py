@@ -23,12 +23,12 @@ from test_pagecache_naive import assert_same, run_both, small_trace
 from test_pagecache_props import run_arrays
 
 import swaptrace.emulate as pagecache
+from swaptrace.core.traceio import open_trace
+from swaptrace.emulate import DEFAULT_WRITEBACK_COMPLETION, Emulator, EmulatorConfig, emulate
+from swaptrace.errors import ConfigError
 from swaptrace.kernels.emulate import state as ks
 from swaptrace.kernels.emulate.linux_lists import _linux_reclaim
 from swaptrace.kernels.emulate.plug import _flush
-from swaptrace.errors import ConfigError
-from swaptrace.emulate import DEFAULT_WRITEBACK_COMPLETION, Emulator, EmulatorConfig, emulate
-from swaptrace.core.traceio import open_trace
 
 LEVEL = {"policy": "linux", "scan_priorities": True, "writeback_completion": "level"}
 PAGES = 1024

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from test_pagecache_props import run_arrays
 
-from swaptrace.kernels.emulate import state as ks
 from swaptrace.errors import ConfigError
+from swaptrace.kernels.emulate import state as ks
 
 BIG_LAG = 10**6  # no write completes by the clock: only a read or reclaim's wait completes it
 #: these traces are worked out for 32-page reclaim rounds with exact list sizes (``--no-scan-priorities

@@ -8,9 +8,9 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from swaptrace.pipeline import filenames as S
 from swaptrace.cli import cli
 from swaptrace.core.traceio import open_trace
+from swaptrace.pipeline import filenames as S
 
 pytestmark = pytest.mark.slow
 

@@ -9,12 +9,19 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+from swaptrace.capture.runtime_profile import derive, model_bytes
 from swaptrace.cli import cli
 from swaptrace.errors import ConfigError
 from swaptrace.workload.generate import generate_trace, iter_accesses
 from swaptrace.workload.layout import build_layout
-from swaptrace.workload.process import RuntimeProfile, list_runtime_profiles, load_runtime_profile, process_layout, profile_from_dict, to_toml
-from swaptrace.capture.runtime_profile import derive, model_bytes
+from swaptrace.workload.process import (
+    RuntimeProfile,
+    list_runtime_profiles,
+    load_runtime_profile,
+    process_layout,
+    profile_from_dict,
+    to_toml,
+)
 from swaptrace.workload.spec import load_spec
 
 PAGE = 4096

@@ -20,8 +20,8 @@ import naive_steady
 import numpy as np
 import pytest
 
-from swaptrace.kernels.ssd import ftl as K
 from swaptrace.errors import ConfigError
+from swaptrace.kernels.ssd import ftl as K
 from swaptrace.ssd import steady as S
 from swaptrace.ssd.config import load_device
 from swaptrace.ssd.simulate import Simulator

@@ -7,10 +7,10 @@ import dataclasses
 import numpy as np
 import pytest
 
+from swaptrace.core.traceio import open_trace
+from swaptrace.emulate.engine import step_counts
 from swaptrace.errors import ConfigError
 from swaptrace.workload.generate import generate_trace
-from swaptrace.emulate.engine import step_counts
-from swaptrace.core.traceio import open_trace
 
 
 @pytest.fixture(scope="module")

@@ -12,12 +12,12 @@ import pyarrow.parquet as pq
 import pytest
 from cli_helpers import run_cli, the_error
 
-from swaptrace.timing import model as timing
-from swaptrace.errors import ConfigError
 from swaptrace.emulate import emulate
+from swaptrace.errors import ConfigError
 from swaptrace.parallel.cluster import SCHEDULER_ENV
 from swaptrace.parallel.sweep import SweepSpec, finished_keys, load_sweep_spec, read_results, run_sweep
 from swaptrace.ssd.config import load_device
+from swaptrace.timing import model as timing
 
 pytest.importorskip("distributed", reason="the dask extra is not installed")
 

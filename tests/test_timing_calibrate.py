@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from conftest import require_root
 
+from swaptrace.core.traceio import CAUSE_FAULT, CAUSE_RECLAIM, OP_READ, OP_WRITE, TraceWriter, open_trace
 from swaptrace.timing import model as timing
 from swaptrace.timing.calibrate import measure_fault_overhead, measure_write_overhead, synthetic_trace
-from swaptrace.core.traceio import CAUSE_FAULT, CAUSE_RECLAIM, OP_READ, OP_WRITE, TraceWriter, open_trace
 
 
 def test_synthetic_trace_is_uniform_and_seeded(tmp_path):

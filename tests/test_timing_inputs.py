@@ -7,9 +7,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from swaptrace.timing import model as timing
+from swaptrace.core.traceio import (
+    CAUSE_DISCARD,
+    CAUSE_FAULT,
+    CAUSE_READAHEAD,
+    CAUSE_RECLAIM,
+    CAUSE_UNKNOWN,
+    OP_DISCARD,
+    OP_READ,
+    OP_WRITE,
+    TraceWriter,
+)
 from swaptrace.errors import ConfigError, TraceFileError
-from swaptrace.core.traceio import CAUSE_DISCARD, CAUSE_FAULT, CAUSE_READAHEAD, CAUSE_RECLAIM, CAUSE_UNKNOWN, OP_DISCARD, OP_READ, OP_WRITE, TraceWriter
+from swaptrace.timing import model as timing
 
 R, W, D = OP_READ, OP_WRITE, OP_DISCARD
 F, RA, RC, U, DC = CAUSE_FAULT, CAUSE_READAHEAD, CAUSE_RECLAIM, CAUSE_UNKNOWN, CAUSE_DISCARD

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from swaptrace.pipeline import stages as S
 from swaptrace.cli import cli
 from swaptrace.core.traceio import open_trace
+from swaptrace.pipeline import stages as S
 
 pytestmark = pytest.mark.slow
 

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from swaptrace.core.traceio import OPS, TraceWriter, open_trace
 from swaptrace.errors import OutputError, TraceFileError
 from swaptrace.workload.generate import generate_arrays, generate_trace
-from swaptrace.core.traceio import OPS, TraceWriter, open_trace
 
 
 def test_generated_trace_round_trip(tmp_path):

@@ -23,7 +23,7 @@ def expected():
 
 
 @pytest.fixture(scope="module", params=["fast", "before"])
-def trace(request, tmp_path_factory, expected):  # noqa: ARG001 - expected compiles the kernels first
+def trace(request, tmp_path_factory, expected):  # expected compiles the kernels first
     """A tiny trace under today's access encoding ("fast") and under the zstd/dictionary one of older files."""
     path = tmp_path_factory.mktemp(request.param) / "t.access.parquet"
     saved = traceio.ENCODINGS.pop("access") if request.param == "before" else None

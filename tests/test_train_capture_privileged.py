@@ -18,9 +18,9 @@ from test_capture_command_privileged import ours_left
 from test_capture_privileged import require_capture
 
 from swaptrace.cli import cli
+from swaptrace.core.traceio import open_trace
 from swaptrace.workload.process import load_runtime_profile
 from swaptrace.workload.spec import load_spec
-from swaptrace.core.traceio import open_trace
 
 pytestmark = [pytest.mark.privileged, pytest.mark.slow]
 

@@ -17,7 +17,7 @@ the baseline includes interpreter, libraries and JIT code; locks that
 baseline in memory (``mlockall``, see :func:`_lock_baseline`); and then maps
 the trace's footprint as anonymous memory (no page is touched yet, like the
 emulator's ``initial_state="untouched"``). After ``GO`` it replays each step's accesses with
-:func:`swaptrace.kernels.capture.replay._replay`, writing ``swaptrace step N`` to the
+:func:`swaptrace.kernels.capture.replay.replay_codes`, writing ``swaptrace step N`` to the
 tracefs marker file so requests can be attributed to steps.
 
 A load of a never-written page maps the kernel's shared zero page (no memory
@@ -213,7 +213,7 @@ def _rss_bytes() -> int:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def _replay_steps(codes_file, buf, step_len, steps, mem, page_bytes: int, touch_bytes: int, mlp, mark,
+def _replay_steps(codes_file, buf, step_len, steps, mem, page_bytes: int, *, touch_bytes: int, mlp, mark,
                   replay) -> dict:
     """Replay every step (then the MLP, if any), timing each and counting its faults; the ``DONE`` payload.
 
@@ -271,7 +271,7 @@ def main(config_path: str) -> int:
 
     import numpy as np
 
-    from swaptrace.kernels.capture.replay import _replay, warm_up
+    from swaptrace.kernels.capture.replay import replay_codes, warm_up
 
     page_bytes = int(cfg["page_bytes"])
     touch_bytes = min(4096, page_bytes)
@@ -287,7 +287,7 @@ def main(config_path: str) -> int:
     # per-step allocations that would compete with the model for its budget
     step_len = np.diff(step_starts)
     buf = np.zeros(max(int(step_len.max(initial=0)), 1), dtype=np.int64)
-    _replay(scratch, buf[:0], page_bytes, touch_bytes)
+    replay_codes(scratch, buf[:0], page_bytes, touch_bytes)
     mlp = None
     if cfg.get("compute") == "mlp":
         mlp = MLP(cfg.get("mlp_layers", []), int(cfg.get("batch_size", 128)))
@@ -312,7 +312,8 @@ def main(config_path: str) -> int:
     if sys.stdin.readline().strip() != "GO":
         return 1
 
-    result = _replay_steps(codes_file, buf, step_len, steps, mem, page_bytes, touch_bytes, mlp, mark, _replay)
+    result = _replay_steps(codes_file, buf, step_len, steps, mem, page_bytes, touch_bytes=touch_bytes, mlp=mlp,
+                           mark=mark, replay=replay_codes)
     result["model_resident_bytes"] = probe.resident_bytes(mem)
     print("DONE " + json.dumps(result), flush=True)
     sys.stdin.readline()  # stay alive, pages charged, until the parent has read the cgroup's usage (then it ends us)

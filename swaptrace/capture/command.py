@@ -254,7 +254,7 @@ class CommandChild:
         """What the trace reader does at each marker as it is read: a memory reading, and the smaps probe."""
         seen = {"step": False}
 
-        def on_marker(t_ns: int, text: str) -> None:  # noqa: ARG001 - times come from the trace file later
+        def on_marker(t_ns: int, text: str) -> None:  # times come from the trace file later
             try:
                 parts = text.split()
                 what = parts[1] if len(parts) > 1 else ""
@@ -388,7 +388,7 @@ class CommandChild:
             return to_stream(parsed, first_step=0, step_offset=1)
         return to_stream(parsed, window_us=self.window_s * 1e6)
 
-    def describe(self, ctx: ChildContext, free: ProgramRun | None, run: ProgramRun,  # noqa: ARG002
+    def describe(self, ctx: ChildContext, free: ProgramRun | None, run: ProgramRun,
                  recording: Recording) -> Description:
         """See :mod:`swaptrace.capture.command_record`."""
         return describe_command(self, free, run, recording)

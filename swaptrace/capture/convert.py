@@ -27,7 +27,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from swaptrace.core.traceio import CAUSE_DISCARD, CAUSE_FAULT, CAUSE_READAHEAD, CAUSE_RECLAIM, CAUSE_UNKNOWN, OP_DISCARD, OP_READ, OP_WRITE
+from swaptrace.core.traceio import (
+    CAUSE_DISCARD,
+    CAUSE_FAULT,
+    CAUSE_READAHEAD,
+    CAUSE_RECLAIM,
+    CAUSE_UNKNOWN,
+    OP_DISCARD,
+    OP_READ,
+    OP_WRITE,
+)
 
 SECTOR_BYTES = 512
 MARKER_PREFIX = "swaptrace"
@@ -131,7 +140,8 @@ def parse_lines(lines: Iterable[str], device: tuple[int, int] | None = None) -> 
                 if len(out.malformed_examples) < 5:
                     out.malformed_examples.append(line[:200])
                 continue
-            _keep_request(rq, h, device, out, t_ns, ops, offsets, lengths, ra, pids)
+            _keep_request(rq, h, device, out, t_ns=t_ns, ops=ops, offsets=offsets, lengths=lengths, ra=ra,
+                          pids=pids)
             continue
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
@@ -175,7 +185,7 @@ def parse_lines(lines: Iterable[str], device: tuple[int, int] | None = None) -> 
     return out
 
 
-def _keep_request(rq, head, device, out, t_ns, ops, offsets, lengths, ra, pids) -> bool:
+def _keep_request(rq, head, device, out, *, t_ns, ops, offsets, lengths, ra, pids) -> bool:
     """Append one parsed request to the column lists, or count why it is skipped."""
     if device is not None and (int(rq.group("major")), int(rq.group("minor"))) != tuple(device):
         out.other_events += 1

@@ -51,7 +51,7 @@ class ReplayChild:
         self.lock_baseline, self.trace_reclaim, self.progress = lock_baseline, trace_reclaim, progress
         self.extra_events = RECLAIM_EVENTS if trace_reclaim else ()
 
-    def check_inputs(self, options: CaptureOptions) -> None:  # noqa: ARG002 - the same methods as CommandChild
+    def check_inputs(self, options: CaptureOptions) -> None:  # the same methods as CommandChild
         """Open the trace and check its metadata; the budget in bytes and the compute option."""
         self.tf = open_trace(self.trace, kind="access")
         meta = self.tf.meta
@@ -90,7 +90,7 @@ class ReplayChild:
             **{k: self.prep[k] for k in ("codes", "step_starts", "step_numbers")},
         }
 
-    def swap_bytes(self, ctx: ChildContext, free: RunResult | None) -> int:  # noqa: ARG002
+    def swap_bytes(self, ctx: ChildContext, free: RunResult | None) -> int:
         """``options.swap_bytes``, else the footprint plus :data:`SWAP_HEADROOM_BYTES`."""
         return int(ctx.options.swap_bytes or self.footprint_bytes + SWAP_HEADROOM_BYTES)
 
@@ -99,7 +99,7 @@ class ReplayChild:
         return run_replay(self.base_config, ctx.workdir, "free", group, None, timeout_s=ctx.options.timeout_s)
 
     def run_limited(self, ctx: ChildContext, group: cg.MemoryCgroup, trace: tracing.BlockTrace,
-                    start_tracing: Callable[[], None], free: RunResult | None) -> LimitedReplay:  # noqa: ARG002
+                    start_tracing: Callable[[], None], free: RunResult | None) -> LimitedReplay:
         """The traced replay under baseline + budget + page tables; also the LRU list sizes at each step's end."""
         page_bytes = self.page_bytes
         step_lists: dict[str, list[int]] = {"step": [], "active_anon_pages": [], "inactive_anon_pages": []}
@@ -125,7 +125,7 @@ class ReplayChild:
                          overhead_bytes=self.overhead)
         return LimitedReplay(run, step_lists)
 
-    def stream(self, parsed: ParsedTrace, run: LimitedReplay) -> StreamColumns:  # noqa: ARG002
+    def stream(self, parsed: ParsedTrace, run: LimitedReplay) -> StreamColumns:
         """Requests by the trace's own steps (the child's markers), from its first step."""
         return to_stream(parsed, first_step=self.prep["first_step"])
 

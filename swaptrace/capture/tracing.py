@@ -175,7 +175,7 @@ class BlockTrace:
                             break
             finally:
                 os.close(fd)
-        except BaseException as exc:  # reported by stop()
+        except BaseException as exc:  # noqa: BLE001 - reported by stop(), raised there
             self._error = exc
 
     def stop(self) -> dict:

@@ -207,7 +207,7 @@ def _capture_command(argv, out, options, *, window_s: float, sample_ms: float, a
 @force_option
 @json_option
 @writes(("out", "raw_trace"), ("trace",))
-def command(trace, out, memory, memory_fraction, window_s, sample_ms, compute, unlimited_run, lock_baseline, swap_size,
+def command(*, trace, out, memory, memory_fraction, window_s, sample_ms, compute, unlimited_run, lock_baseline, swap_size,
             rotational, work_dir, buffer_size, timeout_s, raw_trace, trace_reclaim, cleanup, force, as_json):
     """Record swap I/O under the real kernel: replay TRACE, or run -- CMD (root only).
 

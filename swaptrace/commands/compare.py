@@ -49,8 +49,8 @@ def command(*, a, b, tolerance, ks_tolerance, plot_path, force, as_json):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        from swaptrace.figures.compare import plot_compare_figure
         from swaptrace.core.traceio import AtomicPath
+        from swaptrace.figures.compare import plot_compare_figure
 
         fig = plot_compare_figure(result)
         with AtomicPath(plot_path, force=force) as out:

@@ -8,16 +8,16 @@ from pathlib import Path
 import click
 
 from swaptrace.commands.common import MAX_COUNT, MAX_RUNTIME_S, count, number, progressbar, writes
-from swaptrace.designs.table import DesignSet, add_disk, compare_designs, markdown
-from swaptrace.designs.log import SWAPINS, VICTIMS, LogConfig
-from swaptrace.designs.ondisk import check_file_target, replay_on_disk
-from swaptrace.errors import ConfigError
-from swaptrace.ssd.zns import ZNSConfig
-from swaptrace.pipeline.designs import save_designs
-from swaptrace.ssd.swapdrive import swap_drive
-from swaptrace.timing.designs import with_step_times
 from swaptrace.core.traceio import check_agree, check_output_folder, open_trace
 from swaptrace.core.units import parse_bytes
+from swaptrace.designs.log import SWAPINS, VICTIMS, LogConfig
+from swaptrace.designs.ondisk import check_file_target, replay_on_disk
+from swaptrace.designs.table import DesignSet, add_disk, compare_designs, markdown
+from swaptrace.errors import ConfigError
+from swaptrace.pipeline.designs import save_designs
+from swaptrace.ssd.swapdrive import swap_drive
+from swaptrace.ssd.zns import ZNSConfig
+from swaptrace.timing.designs import with_step_times
 
 
 @click.command("designs")

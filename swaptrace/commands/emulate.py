@@ -7,11 +7,28 @@ from typing import Any
 import click
 
 from swaptrace.commands.common import count, echo_summary, force_option, json_option, number, progressbar, writes
-from swaptrace.errors import ConfigError
-from swaptrace.emulate import DEFAULT_FILL_WRITE_CREDIT, DEFAULT_PROFILE, DEFAULT_STATS_FLUSH_STEPS, DEFAULT_STEP_US, DEFAULT_WRITE_COST, DEFAULT_WRITE_LATENCY, DEFAULT_WRITEBACK_COMPLETION, DEFAULT_WRITEBACK_LAG, INITIAL_STATES, POLICIES, READAHEAD_MODES, WRITEBACK_COMPLETIONS, EmulatorConfig, emulate, load_profile, profile_names
-from swaptrace.workload.spec import MAX_STEPS
 from swaptrace.core.traceio import open_trace
 from swaptrace.core.units import format_bytes, parse_bytes
+from swaptrace.emulate import (
+    DEFAULT_FILL_WRITE_CREDIT,
+    DEFAULT_PROFILE,
+    DEFAULT_STATS_FLUSH_STEPS,
+    DEFAULT_STEP_US,
+    DEFAULT_WRITE_COST,
+    DEFAULT_WRITE_LATENCY,
+    DEFAULT_WRITEBACK_COMPLETION,
+    DEFAULT_WRITEBACK_LAG,
+    INITIAL_STATES,
+    POLICIES,
+    READAHEAD_MODES,
+    WRITEBACK_COMPLETIONS,
+    EmulatorConfig,
+    emulate,
+    load_profile,
+    profile_names,
+)
+from swaptrace.errors import ConfigError
+from swaptrace.workload.spec import MAX_STEPS
 
 
 def _render(s: dict[str, Any]) -> str:

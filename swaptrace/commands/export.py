@@ -7,8 +7,8 @@ import os
 import click
 
 from swaptrace.commands.common import echo_summary, force_option, json_option, progressbar, writes
-from swaptrace.workload.export import FORMATS, export_mqsim, export_trace
 from swaptrace.core.traceio import open_trace
+from swaptrace.workload.export import FORMATS, export_mqsim, export_trace
 
 
 @click.command("export")

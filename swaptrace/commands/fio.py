@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import click
 
-from swaptrace.commands.common import MAX_IODEPTH, MAX_RUNTIME_S, count, echo_summary, force_option, json_option, number, writes
+from swaptrace.commands.common import (
+    MAX_IODEPTH,
+    MAX_RUNTIME_S,
+    count,
+    echo_summary,
+    force_option,
+    json_option,
+    number,
+    writes,
+)
+from swaptrace.core.units import format_bytes, parse_bytes
 from swaptrace.errors import ConfigError
 from swaptrace.fio.jobfile import IOENGINES
-from swaptrace.core.units import format_bytes, parse_bytes
 
 
 def _names(text: str, what: str) -> tuple[str, ...]:

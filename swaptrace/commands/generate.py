@@ -7,13 +7,24 @@ from pathlib import Path
 
 import click
 
-from swaptrace.commands.common import MAX_SEED, MAX_WORKERS, count, echo_summary, force_option, json_option, number, progressbar, scheduler_address, writes
+from swaptrace.commands.common import (
+    MAX_SEED,
+    MAX_WORKERS,
+    count,
+    echo_summary,
+    force_option,
+    json_option,
+    number,
+    progressbar,
+    scheduler_address,
+    writes,
+)
+from swaptrace.core.traceio import open_trace
+from swaptrace.core.units import format_bytes, parse_bytes
 from swaptrace.errors import ConfigError
 from swaptrace.workload.generate import ROW_LAYOUTS, generate_trace
 from swaptrace.workload.process import load_runtime_profile
 from swaptrace.workload.spec import MAX_ALPHA, MAX_STEPS, load_spec
-from swaptrace.core.traceio import open_trace
-from swaptrace.core.units import format_bytes, parse_bytes
 
 
 @click.command("generate")

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import click
 
-from swaptrace.commands.common import count, echo_summary, figure_format, force_option, json_option, number, progressbar, writes
-from swaptrace.errors import ConfigError
-from swaptrace.mrc import exact_mrc, shards_mrc, write_csv
+from swaptrace.commands.common import (
+    count,
+    echo_summary,
+    figure_format,
+    force_option,
+    json_option,
+    number,
+    progressbar,
+    writes,
+)
 from swaptrace.core.traceio import AtomicPath, check_output_path, open_trace
 from swaptrace.core.units import format_bytes, parse_bytes
+from swaptrace.errors import ConfigError
+from swaptrace.mrc import exact_mrc, shards_mrc, write_csv
 
 
 @click.command("mrc")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import click
 
 from swaptrace.commands.common import echo_summary, json_option
+from swaptrace.core.units import format_bytes, parse_bytes
 from swaptrace.workload.layout import build_layout
 from swaptrace.workload.spec import ModelSpec, list_presets, load_spec
-from swaptrace.core.units import format_bytes, parse_bytes
 
 
 def preset_summary(spec: ModelSpec, page_bytes: int = 4096) -> dict:

@@ -7,7 +7,20 @@ from typing import Any
 
 import click
 
-from swaptrace.commands.common import MAX_IODEPTH, MAX_SEED, bounded, count, echo_summary, force_option, json_option, number, progressbar, writes
+from swaptrace.commands.common import (
+    MAX_IODEPTH,
+    MAX_SEED,
+    bounded,
+    count,
+    echo_summary,
+    force_option,
+    json_option,
+    number,
+    progressbar,
+    writes,
+)
+from swaptrace.core.traceio import AtomicPath, open_trace
+from swaptrace.core.units import format_bytes, parse_bytes
 from swaptrace.errors import ConfigError
 from swaptrace.ssd import config as ssd_config
 from swaptrace.ssd import run as ssd_run
@@ -15,8 +28,6 @@ from swaptrace.ssd import thesis as ssd_thesis
 from swaptrace.ssd.simulate import PRECONDITIONS
 from swaptrace.ssd.steady import SWAP_PRIORS, Background
 from swaptrace.ssd.workloads import PATTERNS
-from swaptrace.core.traceio import AtomicPath, open_trace
-from swaptrace.core.units import format_bytes, parse_bytes
 
 
 class SSDGroup(click.Group):

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import click
 
-from swaptrace.commands.common import MAX_SEED, MAX_WORKERS, count, echo_summary, json_option, number, progressbar, scheduler_address, writes
+from swaptrace.commands.common import (
+    MAX_SEED,
+    MAX_WORKERS,
+    count,
+    echo_summary,
+    json_option,
+    number,
+    progressbar,
+    scheduler_address,
+    writes,
+)
 from swaptrace.errors import ConfigError
 from swaptrace.workload.spec import MAX_STEPS
 

@@ -9,9 +9,9 @@ import click
 
 from swaptrace.commands.common import MAX_SEED, echo_summary, json_option, progress_enabled
 from swaptrace.commands.common import count as count_type
+from swaptrace.core.units import format_bytes
 from swaptrace.errors import ConfigError
 from swaptrace.workload.spec import MAX_STEPS, load_spec
-from swaptrace.core.units import format_bytes
 
 #: the most threads the option takes (torch's own limit is the machine; this only stops typos)
 MAX_THREADS = 1 << 10

@@ -18,7 +18,7 @@ import signal
 from collections.abc import Iterator
 
 
-def _raise_interrupt(signum, frame):  # noqa: ARG001 - signal handler signature
+def _raise_interrupt(signum, frame):  # signal handler signature
     raise KeyboardInterrupt(f"signal {signum}")
 
 

@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from swaptrace.kernels.designs import logswap as kl
 from swaptrace.core.bounds import check_allocation
-from swaptrace.errors import ConfigError
 from swaptrace.core.units import format_bytes
+from swaptrace.errors import ConfigError
+from swaptrace.kernels.designs import logswap as kl
 
 VICTIMS = {"greedy": kl.VICTIM_GREEDY, "cost-benefit": kl.VICTIM_COST_BENEFIT}
 SWAPINS = {"page": kl.SWAPIN_PAGE, "segment": kl.SWAPIN_SEGMENT}

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from swaptrace.errors import ConfigError
 from swaptrace.core.traceio import open_trace
+from swaptrace.errors import ConfigError
 
 JOB = "replay_no_stall"
 

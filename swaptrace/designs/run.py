@@ -17,12 +17,12 @@ from typing import Any
 
 import numpy as np
 
+from swaptrace.core.traceio import TraceWriter, check_output_path, open_trace
 from swaptrace.designs.log import LogConfig, LogCounters, LogSwap
-from swaptrace.errors import ConfigError
 from swaptrace.emulate import EmulatorConfig
 from swaptrace.emulate.engine import Emulator, kernel_columns, prefetch, step_counts
 from swaptrace.emulate.run import stream_metadata
-from swaptrace.core.traceio import TraceWriter, check_output_path, open_trace
+from swaptrace.errors import ConfigError
 
 CHUNK_ROWS = 1 << 20
 

@@ -111,7 +111,25 @@ unmapped but not yet freed)), ``pages_in``, ``pages_out``, ``readahead_issued``,
 ``bytes_written``, ``requests`` and ``request_size_hist`` by op.
 """
 
-from swaptrace.emulate.config import BY_LEVEL, DEFAULT_FILL_WRITE_CREDIT, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_SCAN_PRIORITIES, DEFAULT_STATS_FLUSH_STEPS, DEFAULT_STEP_US, DEFAULT_WRITE_COST, DEFAULT_WRITE_LATENCY, DEFAULT_WRITEBACK_COMPLETION, DEFAULT_WRITEBACK_LAG, INITIAL_STATES, POLICIES, READAHEAD_MODES, SWAPPED_REGION_KINDS, WRITEBACK_COMPLETIONS, EmulatorConfig, Policy
+from swaptrace.emulate.config import (
+    BY_LEVEL,
+    DEFAULT_FILL_WRITE_CREDIT,
+    DEFAULT_MAX_REQUEST_BYTES,
+    DEFAULT_SCAN_PRIORITIES,
+    DEFAULT_STATS_FLUSH_STEPS,
+    DEFAULT_STEP_US,
+    DEFAULT_WRITE_COST,
+    DEFAULT_WRITE_LATENCY,
+    DEFAULT_WRITEBACK_COMPLETION,
+    DEFAULT_WRITEBACK_LAG,
+    INITIAL_STATES,
+    POLICIES,
+    READAHEAD_MODES,
+    SWAPPED_REGION_KINDS,
+    WRITEBACK_COMPLETIONS,
+    EmulatorConfig,
+    Policy,
+)
 from swaptrace.emulate.engine import OUT_ROWS, Counters, Emulator, prefetch
 from swaptrace.emulate.ensemble import ensemble_configs, member_budget_pages, nearest_member, run_members
 from swaptrace.emulate.kernel_profile import DEFAULT_PROFILE, Ensemble, KernelProfile, load_profile, profile_names

@@ -14,12 +14,12 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from swaptrace.kernels.emulate import state as ks
 from swaptrace.core.bounds import check_allocation
-from swaptrace.errors import ConfigError
-from swaptrace.emulate.kernel_profile import KernelProfile, load_profile
-from swaptrace.workload.process import RuntimeProfile, anon_budget_bytes, runtime_of
 from swaptrace.core.units import format_bytes
+from swaptrace.emulate.kernel_profile import KernelProfile, load_profile
+from swaptrace.errors import ConfigError
+from swaptrace.kernels.emulate import state as ks
+from swaptrace.workload.process import RuntimeProfile, anon_budget_bytes, runtime_of
 
 #: the time model's step duration: the order of one CPU training iteration of the shipped presets
 DEFAULT_STEP_US = 100_000.0

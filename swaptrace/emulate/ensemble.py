@@ -20,10 +20,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
+from swaptrace.core.traceio import TraceFile
 from swaptrace.emulate.config import EmulatorConfig
 from swaptrace.emulate.engine import Counters, Emulator, kernel_columns, prefetch
 from swaptrace.emulate.kernel_profile import Ensemble
-from swaptrace.core.traceio import TraceFile
 
 
 def member_budget_pages(budget_pages: int, offset: float, footprint_pages: int) -> int:

@@ -19,8 +19,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from swaptrace.errors import ConfigError
 from swaptrace.core.inputs import check_named_file
+from swaptrace.errors import ConfigError
 
 DEFAULT_PROFILE = "linux-6.x-cgroup1"
 #: settings a profile gives the ``linux`` policy, and their types

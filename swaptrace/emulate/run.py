@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from swaptrace.errors import ConfigError
+from swaptrace.core.traceio import TraceFile, TraceWriter, check_output_path, open_trace, trace_fingerprint
 from swaptrace.emulate.config import EmulatorConfig
 from swaptrace.emulate.engine import Emulator, prefetch, step_counts
 from swaptrace.emulate.ensemble import describe_members, ensemble_configs, nearest_member, run_members
 from swaptrace.emulate.kernel_profile import KernelProfile, load_profile
-from swaptrace.core.traceio import TraceFile, TraceWriter, check_output_path, open_trace, trace_fingerprint
+from swaptrace.errors import ConfigError
 
 CHUNK_ROWS = 1 << 20
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from swaptrace.figures._axes import axes_or_new
 from swaptrace.core.traceio import AtomicPath
+from swaptrace.figures._axes import axes_or_new
 
 
 def _columns(results: Any) -> dict[str, list]:

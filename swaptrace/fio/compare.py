@@ -30,8 +30,8 @@ import math
 import os
 from pathlib import Path
 
-from swaptrace.errors import ConfigError, TraceFileError
 from swaptrace.core.inputs import read_json
+from swaptrace.errors import ConfigError, TraceFileError
 
 THESIS = {"request_size_gain": 1.75, "sequential_write_gain": 4.37, "bandwidth_decline": None}
 GAIN_REQUEST_BYTES = 128 << 10

@@ -39,8 +39,8 @@ from pathlib import Path
 import numpy as np
 
 from swaptrace.core import traceio
-from swaptrace.errors import ConfigError, TraceFileError
 from swaptrace.core.inputs import check_file
+from swaptrace.errors import ConfigError, TraceFileError
 
 IOLOG_V2_HEADER = "fio version 2 iolog"
 IOLOG_V3_HEADER = "fio version 3 iolog"

@@ -16,10 +16,10 @@ import os
 import re
 from pathlib import Path
 
-from swaptrace.errors import ConfigError
-from swaptrace.fio import iolog
 from swaptrace.core.inputs import read_text
 from swaptrace.core.units import parse_bytes
+from swaptrace.errors import ConfigError
+from swaptrace.fio import iolog
 
 _ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 #: fio's block-I/O engines the generated jobs make sense with (fio HOWTO, "I/O engine"); the others

@@ -61,14 +61,14 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from swaptrace.core.version import __version__
 from swaptrace.core import traceio
-from swaptrace.errors import ConfigError, SwaptraceError, TraceFileError
-from swaptrace.fio import synthetic as fitmod
-from swaptrace.fio import iolog
-from swaptrace.fio.jobfile import IOENGINES, validate_job_file
 from swaptrace.core.inputs import read_json
 from swaptrace.core.units import MAX_BYTES, format_bytes, parse_bytes
+from swaptrace.core.version import __version__
+from swaptrace.errors import ConfigError, SwaptraceError, TraceFileError
+from swaptrace.fio import iolog
+from swaptrace.fio import synthetic as fitmod
+from swaptrace.fio.jobfile import IOENGINES, validate_job_file
 
 #: fixed request sizes of the sweep (fio size suffixes are binary)
 SWEEP_SIZES = ("4k", "8k", "16k", "32k", "64k", "128k", "256k", "512k", "1m")

@@ -51,8 +51,8 @@ import numpy as np
 import pyarrow as pa
 
 from swaptrace.core import traceio
-from swaptrace.errors import TraceFileError
 from swaptrace.core.inputs import check_file
+from swaptrace.errors import TraceFileError
 
 RESULTS_SCHEMA = pa.schema(
     [
@@ -268,8 +268,8 @@ def read_results(path: str | os.PathLike) -> tuple[list[dict], dict]:
 def _check_run_meta(path: Path, meta: dict) -> None:
     """The run settings the readers use (``run``: the target's size, the engine, the preconditioning record;
     ``ratios``) are of their types: a damaged results file is one line naming it, not a TypeError in a fit."""
-    from swaptrace.errors import TraceFileError
     from swaptrace.core.units import MAX_BYTES
+    from swaptrace.errors import TraceFileError
 
     def bad(what: str) -> TraceFileError:
         return TraceFileError(f"{path}: metadata {what}; not a `swaptrace fio run` results file")

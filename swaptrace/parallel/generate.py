@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy as np
 
+from swaptrace.core.traceio import SCHEMA_VERSION, DatasetWriter
 from swaptrace.core.version import __version__
 from swaptrace.errors import ConfigError
-from swaptrace.workload.generate import generate_part, trace_metadata
 from swaptrace.parallel.cluster import connect, require_dask, single_threaded
+from swaptrace.workload.generate import generate_part, trace_metadata
 from swaptrace.workload.spec import ModelSpec, load_spec
-from swaptrace.core.traceio import SCHEMA_VERSION, DatasetWriter
 
 #: parts per worker by default: a few, so a worker slowed by other load does not hold up the end
 PARTS_PER_WORKER = 4

@@ -37,12 +37,12 @@ from typing import Any
 
 import numpy as np
 
-from swaptrace.pipeline import filenames as S
-from swaptrace.errors import OutputError, TraceFileError
-from swaptrace.ssd.fit import check as modelcheck
 from swaptrace.core.inputs import read_json, read_text
 from swaptrace.core.traceio import AtomicPath, check_output_folder, install_folder, make_partial_folder, open_trace
 from swaptrace.core.units import format_bytes
+from swaptrace.errors import OutputError, TraceFileError
+from swaptrace.pipeline import filenames as S
+from swaptrace.ssd.fit import check as modelcheck
 
 #: the thesis's findings, for the side-by-side table (README.md, "The thesis reproduced")
 THESIS = {"slowdown": "2-5x", "small_requests": "most < 32 KiB", "request_size_gain": 1.75,
@@ -529,8 +529,8 @@ def load_json(path: Path) -> dict[str, Any]:
 
 def _timing_parts(d: Path, out_dir: Path, report: Report) -> None:
     """The time model's slowdown (``timing.parquet``, ``timing-disk.parquet``) and its per-step figure."""
-    from swaptrace.timing import model as timing  # noqa: F401 - registers the timing-steps kind
     from swaptrace.figures.timing import plot_step_times
+    from swaptrace.timing import model as timing  # noqa: F401 - registers the timing-steps kind
 
     model = open_trace(d / S.TIMING, "timing-steps")
     t = {"ssd": model.meta["summary"]}

@@ -37,11 +37,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from swaptrace.core.version import __version__
-from swaptrace.pipeline import stages as S
-from swaptrace.errors import ConfigError
-from swaptrace.pipeline.filenames import ACCESS, DESIGNS, FIO_JOBS, FIO_RUN, FITTED_DEVICE, KERNEL_STREAM, MANIFEST, MODEL_VS_FIO, MRC_CSV, MRC_PNG, REPORT, SSD, SWAPIO, THESIS, TIMING, TIMING_DISK  # noqa: F401  (the pipeline's file names, re-exported)
 from swaptrace.core.traceio import AtomicPath, check_output_folder
+from swaptrace.core.version import __version__
+from swaptrace.errors import ConfigError
+from swaptrace.pipeline import stages as S
+from swaptrace.pipeline.filenames import (  # noqa: F401  (the pipeline's file names, re-exported)
+    ACCESS,
+    DESIGNS,
+    FIO_JOBS,
+    FIO_RUN,
+    FITTED_DEVICE,
+    KERNEL_STREAM,
+    MANIFEST,
+    MODEL_VS_FIO,
+    MRC_CSV,
+    MRC_PNG,
+    REPORT,
+    SSD,
+    SWAPIO,
+    THESIS,
+    TIMING,
+    TIMING_DISK,
+)
 
 #: ``bar(length, label)``: a context manager whose value has ``update(n)`` (click's progressbar fits)
 ProgressBar = Callable[[int, str], contextlib.AbstractContextManager]
@@ -179,10 +196,10 @@ def check_options(opts: PipelineOptions) -> None:
     The budget, policy and readahead are resolved against the model's layout by the emulator's own
     :meth:`~swaptrace.emulate.EmulatorConfig.resolve` (its footprint is known without generating).
     """
-    from swaptrace.workload.layout import build_layout
     from swaptrace.emulate import EmulatorConfig
-    from swaptrace.workload.spec import load_spec
     from swaptrace.ssd.config import load_device
+    from swaptrace.workload.layout import build_layout
+    from swaptrace.workload.spec import load_spec
 
     if opts.steps is not None and opts.steps <= 0:
         raise ConfigError(f"--steps must be positive, got {opts.steps}")

@@ -15,7 +15,22 @@ import json
 from pathlib import Path
 from typing import Any
 
-from swaptrace.pipeline.filenames import ACCESS, DESIGNS, FIO_JOBS, FIO_RUN, FITTED_DEVICE, MODEL_VS_FIO, MRC_CSV, MRC_PNG, REPORT, SSD, SWAPIO, THESIS, TIMING, TIMING_DISK
+from swaptrace.pipeline.filenames import (
+    ACCESS,
+    DESIGNS,
+    FIO_JOBS,
+    FIO_RUN,
+    FITTED_DEVICE,
+    MODEL_VS_FIO,
+    MRC_CSV,
+    MRC_PNG,
+    REPORT,
+    SSD,
+    SWAPIO,
+    THESIS,
+    TIMING,
+    TIMING_DISK,
+)
 
 #: above this many accesses the pipeline's MRC uses SHARDS (rate 0.01) instead of the exact pass
 EXACT_MRC_MAX_ACCESSES = 200_000_000
@@ -25,9 +40,9 @@ THESIS_SWAP_SHARE = 8
 
 
 def run_generate(d: Path, opts, say, bar) -> dict[str, Any]:
+    from swaptrace.core.traceio import open_trace
     from swaptrace.workload.generate import generate_trace
     from swaptrace.workload.spec import load_spec
-    from swaptrace.core.traceio import open_trace
 
     spec = load_spec(opts.preset)
     steps = opts.steps or spec.default_steps
@@ -38,9 +53,9 @@ def run_generate(d: Path, opts, say, bar) -> dict[str, Any]:
 
 
 def run_mrc(d: Path, opts, say, bar) -> dict[str, Any]:
+    from swaptrace.core.traceio import open_trace
     from swaptrace.mrc import exact_mrc, shards_mrc, write_csv
     from swaptrace.pipeline.report import save_mrc_figure
-    from swaptrace.core.traceio import open_trace
 
     tf = open_trace(d / ACCESS, "access")
     with bar(tf.num_rows, "accesses") as b:
@@ -66,8 +81,8 @@ def _budget_bytes(access_meta: dict[str, Any], opts) -> int:
 
 
 def run_emulate(d: Path, opts, say, bar) -> dict[str, Any]:
-    from swaptrace.emulate import emulate
     from swaptrace.core.traceio import open_trace
+    from swaptrace.emulate import emulate
 
     tf = open_trace(d / ACCESS, "access")
     with bar(tf.num_rows, "accesses") as b:
@@ -79,7 +94,6 @@ def run_emulate(d: Path, opts, say, bar) -> dict[str, Any]:
 
 def run_ssd(d: Path, opts, say, bar) -> dict[str, Any]:
     from swaptrace.core.traceio import open_trace
-
     from swaptrace.ssd.swapdrive import replay_on_swap_drive, swap_drive
 
     tf = open_trace(d / SWAPIO, "swapio")
@@ -138,9 +152,9 @@ def run_fio(d: Path, opts, say, bar) -> dict[str, Any]:
 
 def run_model_vs_fio(d: Path, opts, say, bar) -> dict[str, Any]:
     """The device fitted to the fio run, and the swap stream on it beside fio's replay of it (issue 31)."""
+    from swaptrace.core.traceio import AtomicPath
     from swaptrace.errors import SwaptraceError
     from swaptrace.ssd.fit.check import compare
-    from swaptrace.core.traceio import AtomicPath
 
     try:
         out = compare(d / FIO_RUN, d / SWAPIO, d / FITTED_DEVICE, quick=True, say=lambda line: say(f"      {line}"))
@@ -187,9 +201,9 @@ def run_report(d: Path, opts, say, bar) -> dict[str, Any]:
 
 def run_time(d: Path, opts, say, bar) -> dict[str, Any]:
     """Predicted step times on the pipeline's SSD, and on this machine's disk when fio measured its profile."""
-    from swaptrace.timing import model as timing
     from swaptrace.errors import SwaptraceError
     from swaptrace.ssd.swapdrive import swap_drive
+    from swaptrace.timing import model as timing
     from swaptrace.timing.device_profile import build_profile
 
     req = timing.read_stream(d / SWAPIO)

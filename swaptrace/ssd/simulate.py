@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from swaptrace.kernels.ssd import ftl as K
 from swaptrace.errors import ConfigError, GCStallError
+from swaptrace.kernels.ssd import ftl as K
 from swaptrace.ssd.config import GC_POLICIES, SSDConfig
 
 PRECONDITIONS = ("none", "seq", "seq+rand", "steady")

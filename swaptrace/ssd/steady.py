@@ -57,10 +57,10 @@ from typing import Any
 
 import numpy as np
 
-from swaptrace.kernels.ssd import ftl as K
-from swaptrace.kernels.ssd import ftl_steady as KS
 from swaptrace.core.solve import bisect_decreasing
 from swaptrace.errors import ConfigError
+from swaptrace.kernels.ssd import ftl as K
+from swaptrace.kernels.ssd import ftl_steady as KS
 from swaptrace.ssd.config import SSDConfig
 
 SWAP_PRIORS = ("pool", "trimmed")

@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 
 from swaptrace.core import traceio
-from swaptrace.kernels.ssd import zns as kz
-from swaptrace.errors import ConfigError
-from swaptrace.ssd.config import SSDConfig
 from swaptrace.core.units import format_bytes
+from swaptrace.errors import ConfigError
+from swaptrace.kernels.ssd import zns as kz
+from swaptrace.ssd.config import SSDConfig
 
 _ERRORS = {
     kz.ERR_NOT_AT_WP: "a write does not start at its zone's write pointer",

@@ -43,8 +43,8 @@ from typing import Any
 
 import numpy as np
 
-from swaptrace.timing import model as timing
 from swaptrace.core.traceio import TraceWriter, read_metadata
+from swaptrace.timing import model as timing
 
 
 @dataclass(frozen=True)

@@ -48,9 +48,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from swaptrace.kernels.jit import jit
-from swaptrace.errors import ConfigError
 from swaptrace.core.traceio import AtomicPath, TraceFile, check_output_path, damaged_data, open_trace, partial_name
+from swaptrace.errors import ConfigError
+from swaptrace.kernels.jit import jit
 
 #: libCacheSim oracleGeneral record (packed, 24 bytes)
 ORACLE_GENERAL_DTYPE = np.dtype([("clock_time", "<u4"), ("obj_id", "<u8"), ("obj_size", "<u4"), ("next_access_vtime", "<i8")])

@@ -39,14 +39,14 @@ from typing import Any
 import numba
 import numpy as np
 
-from swaptrace.kernels.generate.draw import count_segments, emit_accesses, emit_segments, plan_segments, tally_pages
 from swaptrace.core.bounds import check_allocation
+from swaptrace.core.traceio import DEFAULT_ROW_GROUP, TraceWriter, open_trace
 from swaptrace.errors import ConfigError
+from swaptrace.kernels.generate.draw import count_segments, emit_accesses, emit_segments, plan_segments, tally_pages
 from swaptrace.workload.indices import DrawnSteps, IndexPlan, check_draw_options, draw_batches
 from swaptrace.workload.layout import Layout, build_layout
 from swaptrace.workload.process import RuntimeProfile, load_runtime_profile, process_layout, with_process
 from swaptrace.workload.spec import ModelSpec, load_spec
-from swaptrace.core.traceio import DEFAULT_ROW_GROUP, TraceWriter, open_trace
 
 DEDUP_CHOICES = (None, "step")
 #: lookups drawn per kernel call at most (bounds the index buffers: 3 x 8 bytes each)
@@ -295,7 +295,7 @@ class _BackgroundWriter:
             if self._error is None:
                 try:
                     self._writer.write(**{k: v[:n] for k, v in buffers.items()})
-                except BaseException as exc:  # re-raised on the caller's thread
+                except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread
                     self._error = exc
             self._free.put(buffers)
 
@@ -431,7 +431,7 @@ def generate_part(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int, 
 
 
 def trace_metadata(spec: ModelSpec | str, *, steps: int, seed: int = 0, first_step: int = 0, page_bytes: int = 4096,
-                   alpha: float | None = None, optimizer: str | None = None, scatter: bool = True,  # noqa: ARG001
+                   alpha: float | None = None, optimizer: str | None = None, scatter: bool = True,
                    reuse: float = 0.0, dedup: str | None = None) -> dict[str, Any]:
     """The metadata :func:`generate_trace` would write for these options, before the summary (checks them too)."""
     if not isinstance(spec, ModelSpec):

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from swaptrace.kernels.generate.draw import draw_steps
 from swaptrace.errors import ConfigError
+from swaptrace.kernels.generate.draw import draw_steps
 from swaptrace.workload.spec import ModelSpec, load_spec
 from swaptrace.workload.zipf import scramble_params, zipf_constants
 

@@ -38,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from swaptrace.errors import ConfigError
 from swaptrace.core.units import format_bytes
+from swaptrace.errors import ConfigError
 
 #: region kinds the process adds after the model's
 RUNTIME_KINDS = ("runtime", "step-buffers")

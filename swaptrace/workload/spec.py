@@ -82,8 +82,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from swaptrace.errors import SpecError
 from swaptrace.core.inputs import check_named_file
+from swaptrace.errors import SpecError
 
 OPTIMIZERS = ("sgd", "rowwise-adagrad", "adagrad", "adam")
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "int8": 1}

@@ -48,8 +48,8 @@ from typing import Any
 import numpy as np
 
 from swaptrace.errors import ConfigError, ToolError
-from swaptrace.workload.indices import iter_bags
 from swaptrace.markers import mark, mark_step
+from swaptrace.workload.indices import iter_bags
 from swaptrace.workload.spec import ModelSpec, load_spec
 
 #: learning rate per optimizer: DLRM's default ``--learning-rate=0.01``; Adam takes torch's default 0.001
@@ -150,7 +150,7 @@ class RowWiseAdagrad:
         self.lr, self.eps = lr, eps
         self.state = [torch.zeros(p.shape[0], dtype=torch.float32) for p in self.params]
 
-    def zero_grad(self, set_to_none: bool = True) -> None:  # noqa: ARG002 (torch's signature)
+    def zero_grad(self, set_to_none: bool = True) -> None:  # (torch's signature)
         for p in self.params:
             p.grad = None
 

@@ -21,9 +21,9 @@ import math
 
 import numpy as np
 
-from swaptrace.kernels.generate.zipf import zipf_scramble_params, zipf_many, zipf_setup
 from swaptrace.core.solve import bisect_decreasing
 from swaptrace.errors import ConfigError
+from swaptrace.kernels.generate.zipf import zipf_many, zipf_scramble_params, zipf_setup
 
 
 def zipf_constants(n: int, s: float) -> tuple[float, float, float]:

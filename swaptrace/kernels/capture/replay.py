@@ -47,7 +47,3 @@ def warm_up(page_bytes: int = 4096, touch_bytes: int = 4096) -> None:
     the on-disk cache: compiling in the child would put the compiler's memory into its measured baseline.
     """
     replay_codes(np.zeros(2 * page_bytes, dtype=np.uint8), np.array([0, 3], dtype=np.int64), page_bytes, touch_bytes)
-
-
-#: the kernel's earlier name, which swaptrace.capture.child and swaptrace.timing.model still import
-_replay = replay_codes

@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
-from swaptrace.kernels.jit import jit_inline
 from swaptrace.kernels.emulate.plug import _submit
 from swaptrace.kernels.emulate.slots import _alloc_slot
-from swaptrace.kernels.emulate.state import C_CLEAN_DROPS, C_EVICTIONS, C_PAGES_OUT, CAUSE_RECLAIM, DIRTY, O_EV_AT, O_EV_PAGE, O_SLOT, OP_WRITE, P_EV_CAP, R_EV_AT, R_EV_N, R_RESIDENT, TOUCHED
+from swaptrace.kernels.emulate.state import (
+    C_CLEAN_DROPS,
+    C_EVICTIONS,
+    C_PAGES_OUT,
+    CAUSE_RECLAIM,
+    DIRTY,
+    O_EV_AT,
+    O_EV_PAGE,
+    O_SLOT,
+    OP_WRITE,
+    P_EV_CAP,
+    R_EV_AT,
+    R_EV_N,
+    R_RESIDENT,
+    TOUCHED,
+)
+from swaptrace.kernels.jit import jit_inline
 
 
 @jit_inline

@@ -82,12 +82,71 @@
 
 from __future__ import annotations
 
-from swaptrace.kernels.jit import jit, jit_inline
 from swaptrace.kernels.emulate.dlist import _push_head, _push_tail, _unlink
+from swaptrace.kernels.emulate.evict import _evict
 from swaptrace.kernels.emulate.plug import _flush, _submit
 from swaptrace.kernels.emulate.slots import _alloc_slot, _free_slot, _swap_full
-from swaptrace.kernels.emulate.evict import _evict
-from swaptrace.kernels.emulate.state import ACTIVE, C_ACTIVATIONS, C_DEACTIVATIONS, C_MAJOR, C_PAGES_OUT, C_REFAULT_ACTIVATIONS, C_SCANNED, C_SLOT_FREES, C_WB_WAITS, C_ZERO_FILL, CAUSE_RECLAIM, DIRTY, MAPPED, O_NEXT, O_PREV, O_SHADOW, O_SLOT, O_TMP, O_WBQ, O_WBT, OP_WRITE, P_FILL_CREDIT, P_FOOTPRINT, P_PAGE_BYTES, P_SCAN_PRIO, P_STATS_FLUSH, P_WB_COST, P_WB_LAG, P_WB_LATENCY, P_WB_LEVEL, P_WB_THROTTLE, R_ERROR, R_FILL_SEEN, R_N_ACTIVE, R_N_INACTIVE, R_NONRES_AGE, R_REFAULT_SNAP, R_RESIDENT, R_STAT_ACTIVE, R_STAT_INACTIVE, R_STAT_REFAULTS, R_STAT_STEP, R_STEP, R_WB_CLOCK, R_WB_DEV, R_WB_HEAD, R_WB_MARK, R_WB_N, R_WB_PLUGGED, REFERENCED, SWAP_CLUSTER_MAX, WB_ALL, WB_BY_CALL, WB_BY_DEVICE, WB_BY_LEVEL, WB_BY_NEXT_LEVEL, WRITEBACK, YOUNG
+from swaptrace.kernels.emulate.state import (
+    ACTIVE,
+    C_ACTIVATIONS,
+    C_DEACTIVATIONS,
+    C_MAJOR,
+    C_PAGES_OUT,
+    C_REFAULT_ACTIVATIONS,
+    C_SCANNED,
+    C_SLOT_FREES,
+    C_WB_WAITS,
+    C_ZERO_FILL,
+    CAUSE_RECLAIM,
+    DIRTY,
+    MAPPED,
+    O_NEXT,
+    O_PREV,
+    O_SHADOW,
+    O_SLOT,
+    O_TMP,
+    O_WBQ,
+    O_WBT,
+    OP_WRITE,
+    P_FILL_CREDIT,
+    P_FOOTPRINT,
+    P_PAGE_BYTES,
+    P_SCAN_PRIO,
+    P_STATS_FLUSH,
+    P_WB_COST,
+    P_WB_LAG,
+    P_WB_LATENCY,
+    P_WB_LEVEL,
+    P_WB_THROTTLE,
+    R_ERROR,
+    R_FILL_SEEN,
+    R_N_ACTIVE,
+    R_N_INACTIVE,
+    R_NONRES_AGE,
+    R_REFAULT_SNAP,
+    R_RESIDENT,
+    R_STAT_ACTIVE,
+    R_STAT_INACTIVE,
+    R_STAT_REFAULTS,
+    R_STAT_STEP,
+    R_STEP,
+    R_WB_CLOCK,
+    R_WB_DEV,
+    R_WB_HEAD,
+    R_WB_MARK,
+    R_WB_N,
+    R_WB_PLUGGED,
+    REFERENCED,
+    SWAP_CLUSTER_MAX,
+    WB_ALL,
+    WB_BY_CALL,
+    WB_BY_DEVICE,
+    WB_BY_LEVEL,
+    WB_BY_NEXT_LEVEL,
+    WRITEBACK,
+    YOUNG,
+)
+from swaptrace.kernels.jit import jit, jit_inline
 
 #: the first priority level of a reclaim call (DEF_PRIORITY, mm/vmscan.c)
 DEF_PRIORITY = 12
@@ -167,7 +226,7 @@ def _deactivate(b, m, n):
 
 
 @jit_inline
-def _linux_hit(b, m, page):  # noqa: ARG001
+def _linux_hit(b, m, page):
     """A mapped access sets the PTE accessed (young) bit; lists do not move."""
     b[page] |= YOUNG
 

@@ -21,15 +21,86 @@ from __future__ import annotations
 
 import numpy as np
 
-from swaptrace.kernels.jit import jit, jit_inline
 from swaptrace.kernels.emulate.clock import _clock_hit, _clock_insert, _clock_reclaim
 from swaptrace.kernels.emulate.dlist import _move_head
-from swaptrace.kernels.emulate.linux_lists import WB_ALL, _linux_hit, _linux_insert, _linux_reclaim, _linux_stats_tick, _wb_complete
+from swaptrace.kernels.emulate.linux_lists import (
+    WB_ALL,
+    _linux_hit,
+    _linux_insert,
+    _linux_reclaim,
+    _linux_stats_tick,
+    _wb_complete,
+)
 from swaptrace.kernels.emulate.lru import _lru_hit, _lru_insert, _lru_reclaim
 from swaptrace.kernels.emulate.plug import _flush, _submit
 from swaptrace.kernels.emulate.readahead import _cluster_window, _vma_window
 from swaptrace.kernels.emulate.slots import _alloc_slot, _free_slot, _swap_full
-from swaptrace.kernels.emulate.state import C_ACCESSES, C_FAULTS, C_HITS, C_MAJOR, C_PAGES_IN, C_RA_HIT, C_RA_ISSUED, C_RECLAIM_CALLS, C_SLOT_FREES, C_SWAPCACHE_HIT, C_ZERO_FILL, C_ZERO_PAGE, CAUSE_FAULT, CAUSE_READAHEAD, DIRTY, ERR_BAD_PAGE, ERR_BAD_STEP, F_NOW, MAPPED, O_NEXT, O_PREV, O_SLOT, O_SLOT_PAGE, O_STEP_MAJOR, O_STEP_MINOR, O_STEP_SEEN, O_TMP, OP_READ, P_BATCH, P_BUDGET, P_EV_CAP, P_FIRST_STEP, P_FOOTPRINT, P_MAX_ROWS_PER_ACCESS, P_NSTEPS, P_OUT_CAP, P_POLICY, P_RA_MODE, P_ZERO_PAGE, POLICY_CLOCK, POLICY_LINUX, POLICY_LRU, R_CRA_HITS, R_ERROR, R_EV_AT, R_EV_N, R_OUT_N, R_RA_HITS, R_RA_PREV, R_RESIDENT, R_STEP, R_WB_N, RA_CLUSTER, RA_VMA, READAHEAD, REFERENCED, RESIDENT, SWAP_RA_HITS_MAX, TMP_CANDIDATES, TOUCHED, WRITEBACK, YOUNG, ZERO_PAGE
+from swaptrace.kernels.emulate.state import (
+    C_ACCESSES,
+    C_FAULTS,
+    C_HITS,
+    C_MAJOR,
+    C_PAGES_IN,
+    C_RA_HIT,
+    C_RA_ISSUED,
+    C_RECLAIM_CALLS,
+    C_SLOT_FREES,
+    C_SWAPCACHE_HIT,
+    C_ZERO_FILL,
+    C_ZERO_PAGE,
+    CAUSE_FAULT,
+    CAUSE_READAHEAD,
+    DIRTY,
+    ERR_BAD_PAGE,
+    ERR_BAD_STEP,
+    F_NOW,
+    MAPPED,
+    O_NEXT,
+    O_PREV,
+    O_SLOT,
+    O_SLOT_PAGE,
+    O_STEP_MAJOR,
+    O_STEP_MINOR,
+    O_STEP_SEEN,
+    O_TMP,
+    OP_READ,
+    P_BATCH,
+    P_BUDGET,
+    P_EV_CAP,
+    P_FIRST_STEP,
+    P_FOOTPRINT,
+    P_MAX_ROWS_PER_ACCESS,
+    P_NSTEPS,
+    P_OUT_CAP,
+    P_POLICY,
+    P_RA_MODE,
+    P_ZERO_PAGE,
+    POLICY_CLOCK,
+    POLICY_LINUX,
+    POLICY_LRU,
+    R_CRA_HITS,
+    R_ERROR,
+    R_EV_AT,
+    R_EV_N,
+    R_OUT_N,
+    R_RA_HITS,
+    R_RA_PREV,
+    R_RESIDENT,
+    R_STEP,
+    R_WB_N,
+    RA_CLUSTER,
+    RA_VMA,
+    READAHEAD,
+    REFERENCED,
+    RESIDENT,
+    SWAP_RA_HITS_MAX,
+    TMP_CANDIDATES,
+    TOUCHED,
+    WRITEBACK,
+    YOUNG,
+    ZERO_PAGE,
+)
+from swaptrace.kernels.jit import jit, jit_inline
 
 
 @jit_inline

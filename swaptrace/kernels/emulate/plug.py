@@ -16,8 +16,33 @@ step; :class:`swaptrace.emulate.Emulator` turns it into ``t_us``.
 
 from __future__ import annotations
 
+from swaptrace.kernels.emulate.state import (
+    C_BYTES_READ,
+    C_BYTES_WRITTEN,
+    C_REQ_READ,
+    C_REQ_WRITE,
+    CAUSE_FAULT,
+    ERR_OUT_FULL,
+    F_NOW,
+    F_OUT_T,
+    O_OUT_CAUSE,
+    O_OUT_LEN,
+    O_OUT_OFF,
+    O_OUT_OP,
+    O_OUT_STEP,
+    OP_READ,
+    P_MAX_REQ_PAGES,
+    P_OUT_CAP,
+    P_PAGE_BYTES,
+    R_ERROR,
+    R_OUT_N,
+    R_PEND_CAUSE,
+    R_PEND_N,
+    R_PEND_OP,
+    R_PEND_SLOT,
+    R_STEP,
+)
 from swaptrace.kernels.jit import jit_inline
-from swaptrace.kernels.emulate.state import C_BYTES_READ, C_BYTES_WRITTEN, C_REQ_READ, C_REQ_WRITE, CAUSE_FAULT, ERR_OUT_FULL, F_NOW, F_OUT_T, O_OUT_CAUSE, O_OUT_LEN, O_OUT_OFF, O_OUT_OP, O_OUT_STEP, OP_READ, P_MAX_REQ_PAGES, P_OUT_CAP, P_PAGE_BYTES, R_ERROR, R_OUT_N, R_PEND_CAUSE, R_PEND_N, R_PEND_OP, R_PEND_SLOT, R_STEP
 
 
 @jit_inline

@@ -13,8 +13,20 @@ space is one VMA ``[0, footprint_pages)`` whose start is 2 MiB aligned (as
 
 from __future__ import annotations
 
+from swaptrace.kernels.emulate.state import (
+    P_FOOTPRINT,
+    P_NSLOTS,
+    P_PAGE_CLUSTER,
+    P_PMD_PAGES,
+    R_CRA_HITS,
+    R_CRA_LAST,
+    R_CRA_PREV,
+    R_RA_HITS,
+    R_RA_PREV,
+    R_RA_WIN,
+    SWAP_RA_ORDER_CEILING,
+)
 from swaptrace.kernels.jit import jit
-from swaptrace.kernels.emulate.state import P_FOOTPRINT, P_NSLOTS, P_PAGE_CLUSTER, P_PMD_PAGES, R_CRA_HITS, R_CRA_LAST, R_CRA_PREV, R_RA_HITS, R_RA_PREV, R_RA_WIN, SWAP_RA_ORDER_CEILING
 
 
 @jit

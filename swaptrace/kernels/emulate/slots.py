@@ -12,9 +12,28 @@ non-full tail and an emptied one to the free tail. Slot 0 is the swap header.
 
 from __future__ import annotations
 
-from swaptrace.kernels.jit import jit_inline
 from swaptrace.kernels.emulate.dlist import _push_tail, _unlink
-from swaptrace.kernels.emulate.state import CL_FREE, CL_NONFULL, CL_OTHER, ERR_SWAP_FULL, O_CL_HINT, O_CL_NEXT, O_CL_PREV, O_CL_USED, O_CL_WHERE, O_SLOT, O_SLOT_PAGE, P_CLUSTER_SLOTS, P_NCLUSTERS, P_USABLE_SLOTS, R_CUR_CLUSTER, R_CUR_NEXT, R_ERROR, R_SLOTS_USED
+from swaptrace.kernels.emulate.state import (
+    CL_FREE,
+    CL_NONFULL,
+    CL_OTHER,
+    ERR_SWAP_FULL,
+    O_CL_HINT,
+    O_CL_NEXT,
+    O_CL_PREV,
+    O_CL_USED,
+    O_CL_WHERE,
+    O_SLOT,
+    O_SLOT_PAGE,
+    P_CLUSTER_SLOTS,
+    P_NCLUSTERS,
+    P_USABLE_SLOTS,
+    R_CUR_CLUSTER,
+    R_CUR_NEXT,
+    R_ERROR,
+    R_SLOTS_USED,
+)
+from swaptrace.kernels.jit import jit_inline
 
 
 @jit_inline

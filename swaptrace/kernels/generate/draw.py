@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from swaptrace.kernels.jit import jit, jit_parallel
 from swaptrace.kernels.generate.zipf import _stream, _uniform, _zipf_draw
+from swaptrace.kernels.jit import jit, jit_parallel
 
 #: lookups per random stream: (step, table) index lists are drawn in blocks of this many lookups,
 #: each from its own stream, so one big table's draws spread over all cores. Part of the trace
