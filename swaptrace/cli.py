@@ -1,37 +1,26 @@
 """The ``swaptrace`` command: a thin click layer over the library.
 
 Each stage's commands live in ``swaptrace/commands/<stage>.py`` and expose a
-``command`` (a click command or group); this module assembles them and turns
-every :class:`~swaptrace.errors.SwaptraceError` (and OS errors on user paths)
-into one line on stderr and exit code 2 -- never a traceback.
+``command`` (a click command or group); this module names them in
+:data:`COMMANDS` and turns every :class:`~swaptrace.errors.SwaptraceError` (and
+OS errors on user paths) into one line on stderr and exit code 2 -- never a
+traceback.
+
+A command's module is imported only when that command is named (click's lazy
+group pattern): ``swaptrace --help`` lists the commands from :data:`COMMANDS`
+alone, and ``swaptrace CMD --help`` loads one light module (its options), so
+neither pays for numpy, numba, pyarrow or matplotlib; the command's body
+imports what its work needs (``tests/test_cli_startup.py`` checks both).
 """
 
 from __future__ import annotations
 
+import importlib
 import re
 import sys
 
 import click
 
-from swaptrace.commands import (
-    capture,
-    compare,
-    designs,
-    emulate,
-    export,
-    fio,
-    generate,
-    inspect,
-    mrc,
-    presets,
-    report,
-    run,
-    runtime_profile,
-    ssd,
-    sweep,
-    time,
-    train,
-)
 from swaptrace.core.version import __version__
 from swaptrace.errors import SwaptraceError
 
@@ -74,11 +63,53 @@ def _one_line_usage_error(exc: click.UsageError) -> UserError:
     return UserError(f"{where}: {message}")
 
 
+#: command name -> (its module in swaptrace/commands/, its summary as ``swaptrace --help`` shows it: the first
+#: sentence of the command's own help, which tests/test_cli_startup.py holds equal); in pipeline order
+COMMANDS: dict[str, tuple[str, str]] = {
+    "presets": ("presets", "List the model presets, or show one (NAME or a .toml file) with its footprint."),
+    "generate": ("generate", "Generate a page-level access trace of DLRM training steps (Parquet)."),
+    "train": ("train", "Train a DLRM in PyTorch on exactly the lookups `generate` draws for the same spec and seed."),
+    "inspect": ("inspect", "Show what a swaptrace Parquet file holds: kind, rows, steps, footprint, read/write split "
+                           "and busiest regions (access traces), and its metadata."),
+    "emulate": ("emulate", "Emulate Linux swapping of TRACE under a DRAM budget; write the swap I/O stream."),
+    "mrc": ("mrc", "LRU miss-ratio curve of TRACE for every memory size, in one pass."),
+    "export": ("export", "Export TRACE for libCacheSim (oracleGeneral binary) or as CSV, next-access times "
+                         "included; or a swap I/O stream for MQSim (--format mqsim)."),
+    "capture": ("capture", "Record swap I/O under the real kernel: replay TRACE, or run -- CMD (root only)."),
+    "runtime-profile": ("runtime_profile", "Derive a runtime profile from a `capture -- CMD` of a training program."),
+    "compare": ("compare", "Compare swap I/O stream B with reference A (e.g. emulator vs kernel)."),
+    "ssd": ("ssd", "Simulate an SSD (FTL, GC, write amplification, die/channel timing)."),
+    "fio": ("fio", "Validate the model on a real disk with fio."),
+    "time": ("time", "Predict the step time and training slowdown of STREAM on a device."),
+    "designs": ("designs", "Compare swap designs on TRACE at one DRAM budget: Linux's stream and the fixes."),
+    "run": ("run", "Run generate → mrc → emulate → ssd → fio jobs → fio run → report."),
+    "sweep": ("sweep", "Run a parameter sweep on Dask distributed and write one Parquet dataset of results."),
+    "report": ("report", "Draw the figures of FOLDER and write report.md beside them."),
+}
+
+
 class SwaptraceGroup(click.Group):
-    """Keeps commands in pipeline order and maps library and usage errors to one line and exit code 2."""
+    """Loads each command when it is named, keeps them in pipeline order, and maps library and usage errors
+    to one line and exit code 2."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return list(self.commands)
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        entry = COMMANDS.get(name)
+        if entry is None:
+            return None
+        # an import error here is a broken install, not a missing command: it propagates as it is
+        return importlib.import_module(f"swaptrace.commands.{entry[0]}").command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list of ``--help`` from :data:`COMMANDS`, without importing any command."""
+        limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
+        # a stand-in command shortens the summary as the real one would (click's own rule, at this width)
+        rows = [(name, click.Command(name, help=summary).get_short_help_str(limit))
+                for name, (_, summary) in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def make_context(self, info_name, args, parent=None, **extra):
         try:
@@ -110,12 +141,6 @@ def cli() -> None:
     Pipeline:  generate -> emulate (or capture) -> ssd / fio -> report
     Example:   swaptrace generate --preset demo --steps 50 -o traces/demo.access.parquet
     """
-
-
-# in pipeline order, as ``--help`` lists them
-for _module in (presets, generate, train, inspect, emulate, mrc, export, capture, runtime_profile, compare, ssd, fio,
-                time, designs, run, sweep, report):
-    cli.add_command(_module.command)
 
 
 if __name__ == "__main__":  # `python -m swaptrace.cli ...` runs the command (it did nothing, exit 0, before)

@@ -39,9 +39,10 @@ SKIP = {
 
 def _commands(cmd: click.Command, path: list[str]):
     yield path, cmd
-    if isinstance(cmd, click.Group):
-        for name, sub in cmd.commands.items():
-            yield from _commands(sub, [*path, name])
+    if isinstance(cmd, click.Group):  # the top group loads each command when named (swaptrace.cli.COMMANDS)
+        ctx = click.Context(cmd)
+        for name in cmd.list_commands(ctx):
+            yield from _commands(cmd.get_command(ctx, name), [*path, name])
 
 
 def examples() -> list[tuple[str, str]]:

@@ -478,7 +478,9 @@ def value_bases(f) -> dict[str, list]:
 def _commands(group, path=()):
     import click
 
-    for name, cmd in group.commands.items():
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):  # the top group loads each command when named
+        cmd = group.get_command(ctx, name)
         if isinstance(cmd, click.Group):
             yield from _commands(cmd, (*path, name))
         else:

@@ -6,10 +6,21 @@ records every block request on the swap device and writes a ``swapio``
 stream with ``source: kernel``. See :mod:`swaptrace.capture.session`.
 """
 
-from swaptrace.capture.host import check_privileges, kernel_facts
-from swaptrace.capture.leftovers import cleanup_leftovers, find_leftovers
-from swaptrace.capture.options import CaptureOptions
-from swaptrace.capture.session import CaptureResult, CaptureSession, capture
+from swaptrace.core.lazy import lazy_names
+
+#: each name -> the module defining it; loaded on first use, so importing one light module of the package
+#: (its options, its constants) does not load the rest (swaptrace.core.lazy)
+_NAMES = {
+    "check_privileges": "swaptrace.capture.host",
+    "kernel_facts": "swaptrace.capture.host",
+    "cleanup_leftovers": "swaptrace.capture.leftovers",
+    "find_leftovers": "swaptrace.capture.leftovers",
+    "CaptureOptions": "swaptrace.capture.options",
+    "CaptureResult": "swaptrace.capture.session",
+    "CaptureSession": "swaptrace.capture.session",
+    "capture": "swaptrace.capture.session",
+}
+__getattr__, __dir__ = lazy_names(globals(), _NAMES)
 
 __all__ = ["CaptureOptions", "CaptureResult", "CaptureSession", "capture", "check_privileges", "cleanup_leftovers",
            "find_leftovers", "kernel_facts"]

@@ -13,7 +13,6 @@ from swaptrace.commands.common import (
     progressbar,
     writes,
 )
-from swaptrace.core.traceio import open_trace
 from swaptrace.core.units import format_bytes, parse_bytes
 from swaptrace.errors import ConfigError
 
@@ -237,6 +236,7 @@ def command(*, trace, out, memory, memory_fraction, window_s, sample_ms, compute
       swaptrace capture --cleanup        # after a capture was killed with -9
     """
     from swaptrace.capture import CaptureOptions, capture, check_privileges, cleanup_leftovers
+    from swaptrace.core.traceio import open_trace
 
     if cleanup:
         check_privileges()

@@ -7,7 +7,6 @@ import json
 import click
 
 from swaptrace.commands.common import figure_format, force_option, json_option, number, writes
-from swaptrace.core.traceio import check_output_path
 
 
 @click.command("compare")
@@ -33,6 +32,7 @@ def command(*, a, b, tolerance, ks_tolerance, plot_path, force, as_json):
       swaptrace compare traces/tiny.kernel.swapio.parquet traces/tiny.swapio.parquet --plot cmp.png
     """
     from swaptrace.compare import compare_streams, render_comparison
+    from swaptrace.core.traceio import check_output_path
 
     if plot_path:
         figure_format(plot_path)

@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from swaptrace.commands.common import MAX_COUNT, MAX_RUNTIME_S, count, number, progressbar, writes
-from swaptrace.core.traceio import check_agree, check_output_folder, open_trace
 from swaptrace.core.units import parse_bytes
-from swaptrace.designs.log import SWAPINS, VICTIMS, LogConfig
-from swaptrace.designs.ondisk import check_file_target, replay_on_disk
-from swaptrace.designs.table import DesignSet, add_disk, compare_designs, markdown
+from swaptrace.designs.choices import SWAPIN_NAMES, VICTIM_NAMES
 from swaptrace.errors import ConfigError
-from swaptrace.pipeline.designs import save_designs
-from swaptrace.ssd.swapdrive import swap_drive
-from swaptrace.ssd.zns import ZNSConfig
-from swaptrace.timing.designs import with_step_times
+
+if TYPE_CHECKING:  # names in annotations only: the modules load when the command runs
+    from swaptrace.designs.table import DesignSet
 
 
 @click.command("designs")
@@ -30,12 +27,12 @@ from swaptrace.timing.designs import with_step_times
 @click.option("--packed", "packed_trace", default=None, type=click.Path(),
               help="The same model generated with --row-layout packed (adds the packed and packed+log designs).")
 @click.option("--segment-size", default="1MiB", show_default=True, help="Log segment (one sequential write each).")
-@click.option("--victim", type=click.Choice(list(VICTIMS)), default="greedy", show_default=True,
+@click.option("--victim", type=click.Choice(VICTIM_NAMES), default="greedy", show_default=True,
               help="Segment cleaning victim policy.")
 @click.option("--spare", type=number(0, 10), default=0.25, show_default=True,
               help="Log capacity above the footprint, as a fraction of it.")
 @click.option("--discard/--no-discard", default=True, show_default=True, help="Discard (TRIM) emptied segments.")
-@click.option("--swapin", type=click.Choice(list(SWAPINS)), default="page", show_default=True,
+@click.option("--swapin", type=click.Choice(SWAPIN_NAMES), default="page", show_default=True,
               help="The log design's swap-in (log-prefetch always reads the segment).")
 @click.option("--prefetch-window", default="32KiB", show_default=True,
               help="log-prefetch: the aligned part of the segment read around a faulting page, or 'segment'.")
@@ -62,7 +59,7 @@ def command(*, trace, out, memory, memory_fraction, device, packed_trace, segmen
             prefetch_window, zone_size, zone_capacity, max_open_zones, fio_target, fio_size, fio_runtime,
             fio_requests, fio_repeats, verify, force,
             step_compute_us=0.0):
-    """Compare swap designs on TRACE at one DRAM budget: Linux's stream and the fixes'.
+    """Compare swap designs on TRACE at one DRAM budget: Linux's stream and the fixes.
 
     Writes each design's swap I/O stream (<design>.swapio.parquet), the table
     (designs.md, designs.parquet, designs.json) and figures (designs-*.png)
@@ -76,6 +73,15 @@ def command(*, trace, out, memory, memory_fraction, device, packed_trace, segmen
       swaptrace designs traces/demo.access.parquet --memory-fraction 0.1 \\
           --packed traces/demo-packed.access.parquet -o traces/demo/designs-10
     """
+    from swaptrace.core.traceio import check_output_folder, open_trace
+    from swaptrace.designs.log import LogConfig
+    from swaptrace.designs.ondisk import check_file_target, replay_on_disk
+    from swaptrace.designs.table import DesignSet, add_disk, compare_designs, markdown
+    from swaptrace.pipeline.designs import save_designs
+    from swaptrace.ssd.swapdrive import swap_drive
+    from swaptrace.ssd.zns import ZNSConfig
+    from swaptrace.timing.designs import with_step_times
+
     if not str(out).strip():
         raise ConfigError("-o: empty; give the folder to write")
     outdir = check_output_folder(out, force, lambda p: (p / "designs.json").is_file(),
@@ -127,6 +133,7 @@ def command(*, trace, out, memory, memory_fraction, device, packed_trace, segmen
 
 def _check_up_front(tf, packed_trace, designs: DesignSet, ssd, budget: dict) -> None:
     """Refuse what compare_designs would refuse only after its first stream is written (one line each)."""
+    from swaptrace.core.traceio import check_agree, open_trace
     from swaptrace.emulate import EmulatorConfig, load_profile
 
     page_bytes = int(tf.meta["page_bytes"])

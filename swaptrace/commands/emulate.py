@@ -7,7 +7,6 @@ from typing import Any
 import click
 
 from swaptrace.commands.common import count, echo_summary, force_option, json_option, number, progressbar, writes
-from swaptrace.core.traceio import open_trace
 from swaptrace.core.units import format_bytes, parse_bytes
 from swaptrace.emulate import (
     DEFAULT_FILL_WRITE_CREDIT,
@@ -22,9 +21,6 @@ from swaptrace.emulate import (
     POLICIES,
     READAHEAD_MODES,
     WRITEBACK_COMPLETIONS,
-    EmulatorConfig,
-    emulate,
-    load_profile,
     profile_names,
 )
 from swaptrace.errors import ConfigError
@@ -126,6 +122,9 @@ def command(*, trace, out, memory, memory_fraction, policy, readahead, page_clus
       swaptrace emulate traces/demo.access.parquet --memory-fraction 0.5 \\
           --policy linux -o traces/demo.swapio.parquet
     """
+    from swaptrace.core.traceio import open_trace
+    from swaptrace.emulate import EmulatorConfig, emulate, load_profile
+
     if not profile.strip():
         raise ConfigError(f"--profile: empty; give one of {', '.join(profile_names())} or a .toml file")
     tf = open_trace(trace, kind="access")

@@ -7,8 +7,7 @@ import os
 import click
 
 from swaptrace.commands.common import echo_summary, force_option, json_option, progressbar, writes
-from swaptrace.core.traceio import open_trace
-from swaptrace.workload.export import FORMATS, export_mqsim, export_trace
+from swaptrace.workload.choices import FORMATS
 
 
 @click.command("export")
@@ -32,6 +31,9 @@ def command(trace, out, fmt, swap_offset, force, as_json):
       swaptrace export traces/demo.access.parquet --format libcachesim -o traces/demo.oracleGeneral.bin
       cachesim traces/demo.oracleGeneral.bin oracleGeneral lru,s3fifo 0.1,0.5
     """
+    from swaptrace.core.traceio import open_trace
+    from swaptrace.workload.export import export_mqsim, export_trace
+
     if fmt == "mqsim":
         from swaptrace.core.units import parse_bytes
 

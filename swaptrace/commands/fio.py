@@ -16,7 +16,7 @@ from swaptrace.commands.common import (
 )
 from swaptrace.core.units import format_bytes, parse_bytes
 from swaptrace.errors import ConfigError
-from swaptrace.fio.jobfile import IOENGINES
+from swaptrace.fio.choices import IOENGINES
 
 
 def _names(text: str, what: str) -> tuple[str, ...]:

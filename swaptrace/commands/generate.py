@@ -19,11 +19,9 @@ from swaptrace.commands.common import (
     scheduler_address,
     writes,
 )
-from swaptrace.core.traceio import open_trace
 from swaptrace.core.units import format_bytes, parse_bytes
 from swaptrace.errors import ConfigError
-from swaptrace.workload.generate import ROW_LAYOUTS, generate_trace
-from swaptrace.workload.process import load_runtime_profile
+from swaptrace.workload.choices import ROW_LAYOUTS
 from swaptrace.workload.spec import MAX_ALPHA, MAX_STEPS, load_spec
 
 
@@ -70,6 +68,10 @@ def command(*, preset, spec_file, steps, seed, first_step, output, alpha, optimi
     per step range, with the same rows as the single file; every command that
     reads a trace reads it as it reads a file.
     """
+    from swaptrace.core.traceio import open_trace
+    from swaptrace.workload.generate import generate_trace
+    from swaptrace.workload.process import load_runtime_profile
+
     if preset is not None and spec_file is not None:
         raise ConfigError("give either --preset or --spec, not both")
     spec = load_spec(spec_file if spec_file is not None else (preset or "demo"))

@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import numpy as np
 
 from swaptrace.commands.common import count, echo_summary, json_option
-from swaptrace.core.traceio import TraceFile, open_trace
 from swaptrace.core.units import format_bytes
+
+if TYPE_CHECKING:  # names in annotations only: the modules load when the command runs
+    import numpy as np
+
+    from swaptrace.core.traceio import TraceFile
 
 
 def _region_counts(trace: TraceFile) -> np.ndarray:
+    import numpy as np
+
+
     regions = trace.meta.get("regions", [])
     stored = trace.meta.get("summary", {}).get("region_accesses")
     # a stored summary is used only when it agrees with the rows (a stale or edited one is recounted)
@@ -30,6 +36,9 @@ def _region_counts(trace: TraceFile) -> np.ndarray:
 
 
 def _access_facts(trace: TraceFile, top: int) -> dict[str, Any]:
+    import numpy as np
+
+
     meta = trace.meta
     summary = meta.get("summary", {})
     stored = summary.get("writes")
@@ -63,6 +72,8 @@ def _access_facts(trace: TraceFile, top: int) -> dict[str, Any]:
 
 def describe(path: str, top: int = 10) -> dict[str, Any]:
     """Kind, rows and metadata of any swaptrace file, plus access-trace facts for ``kind: access``."""
+    from swaptrace.core.traceio import open_trace
+
     trace = open_trace(path)
     facts: dict[str, Any] = {"file": str(trace.path), "kind": trace.kind, "rows": trace.num_rows,
                              "row_groups": trace.num_row_groups}

@@ -14,10 +14,8 @@ from swaptrace.commands.common import (
     progressbar,
     writes,
 )
-from swaptrace.core.traceio import AtomicPath, check_output_path, open_trace
 from swaptrace.core.units import format_bytes, parse_bytes
 from swaptrace.errors import ConfigError
-from swaptrace.mrc import exact_mrc, shards_mrc, write_csv
 
 
 @click.command("mrc")
@@ -42,6 +40,9 @@ def command(*, trace, out, sample_rate, sample_pages, points, plot, budget, forc
     Example:
       swaptrace mrc traces/demo.access.parquet -o traces/demo.mrc.csv --plot traces/demo.mrc.png
     """
+    from swaptrace.core.traceio import AtomicPath, check_output_path, open_trace
+    from swaptrace.mrc import exact_mrc, shards_mrc, write_csv
+
     if sample_rate is not None and sample_pages is not None:
         raise ConfigError("give at most one of --sample-rate and --sample-pages")
     if points < 0:

@@ -6,12 +6,13 @@ import click
 
 from swaptrace.commands.common import echo_summary, json_option
 from swaptrace.core.units import format_bytes, parse_bytes
-from swaptrace.workload.layout import build_layout
 from swaptrace.workload.spec import ModelSpec, list_presets, load_spec
 
 
 def preset_summary(spec: ModelSpec, page_bytes: int = 4096) -> dict:
     """Sizes of a model as ``swaptrace presets NAME`` prints them."""
+    from swaptrace.workload.layout import build_layout
+
     layout = build_layout(spec, page_bytes)
     return {
         "name": spec.name,

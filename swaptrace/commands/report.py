@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import click
 
-from swaptrace.pipeline.report import build_report
-
 
 @click.command("report")
 @click.argument("folder", type=click.Path(file_okay=False))
@@ -18,6 +16,8 @@ def command(folder, out):
     Example:
       swaptrace report traces/demo -o traces/demo/report
     """
+    from swaptrace.pipeline.report import build_report
+
     rep = build_report(folder, out, force=True)
     for name, why in rep.skipped.items():
         click.echo(f"skipped {name}: {why}", err=True)

@@ -7,7 +7,6 @@ import click
 from swaptrace.commands.common import MAX_RUNTIME_S, MAX_SEED, count, number, progressbar, writes
 from swaptrace.core.units import parse_bytes
 from swaptrace.errors import ConfigError
-from swaptrace.pipeline.run import PipelineOptions, run_pipeline
 from swaptrace.workload.spec import MAX_STEPS
 
 
@@ -50,6 +49,7 @@ def command(*, preset, steps, seed, memory, memory_fraction, policy, readahead, 
       swaptrace run --preset demo -o traces/demo/
       swaptrace run --preset tiny --memory 16MiB --no-fio -o traces/tiny/
     """
+    from swaptrace.pipeline.run import PipelineOptions, run_pipeline
     from swaptrace.timing.model import load_costs
     from swaptrace.workload.spec import load_spec
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import click
 
 from swaptrace.commands.common import count, echo_summary, force_option, json_option, writes
-from swaptrace.core.traceio import AtomicPath, open_trace
 from swaptrace.core.units import format_bytes
 from swaptrace.errors import ConfigError, SwaptraceError
 from swaptrace.workload.spec import MAX_STEPS, load_spec
@@ -73,6 +72,7 @@ def command(*, capture, out, preset, spec_file, steps, seed, name, force, as_jso
     from pathlib import Path
 
     from swaptrace.capture.runtime_profile import derive
+    from swaptrace.core.traceio import AtomicPath, open_trace
     from swaptrace.workload.process import to_toml
 
     tf = open_trace(capture, kind="swapio")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -19,15 +19,13 @@ from swaptrace.commands.common import (
     progressbar,
     writes,
 )
-from swaptrace.core.traceio import AtomicPath, open_trace
 from swaptrace.core.units import format_bytes, parse_bytes
 from swaptrace.errors import ConfigError
-from swaptrace.ssd import config as ssd_config
-from swaptrace.ssd import run as ssd_run
-from swaptrace.ssd import thesis as ssd_thesis
-from swaptrace.ssd.simulate import PRECONDITIONS
-from swaptrace.ssd.steady import SWAP_PRIORS, Background
-from swaptrace.ssd.workloads import PATTERNS
+from swaptrace.ssd.choices import BACKGROUND, FITS, PATTERNS, PRECONDITIONS, REAL_BACKGROUND, SWAP_PRIORS
+
+if TYPE_CHECKING:  # names in annotations only: the modules load when the command runs
+    from swaptrace.ssd import config as ssd_config
+    from swaptrace.ssd.steady import Background
 
 
 class SSDGroup(click.Group):
@@ -42,6 +40,8 @@ class SSDGroup(click.Group):
 
 def device_options(f):
     """Device preset plus geometry/timing/FTL overrides, shared by every ssd subcommand."""
+    from swaptrace.ssd import config as ssd_config
+
     opts = [
         click.option("--device", default=None, show_default="mqsim-default",
                      help=f"Preset ({', '.join(ssd_config.DEVICES)}) or a TOML file of SSDConfig fields."),
@@ -81,12 +81,12 @@ def device_options(f):
 def background_options(f):
     """The swap partition's place and the rest of the drive's background (for ``--precondition steady``)."""
     opts = [
-        click.option("--fill", type=number(0, 1), default=Background.fill, show_default=True,
+        click.option("--fill", type=number(0, 1), default=BACKGROUND["fill"], show_default=True,
                      help="steady: fraction of the drive outside the swap partition holding data."),
-        click.option("--overwritten", type=number(0, 1), default=Background.overwritten, show_default=True,
+        click.option("--overwritten", type=number(0, 1), default=BACKGROUND["overwritten"], show_default=True,
                      help="steady: fraction of that data overwritten at random (in steady state); the rest is "
                           "static, written once."),
-        click.option("--swap-prior", type=click.Choice(SWAP_PRIORS), default=Background.swap_prior,
+        click.option("--swap-prior", type=click.Choice(SWAP_PRIORS), default=BACKGROUND["swap_prior"],
                      show_default=True,
                      help="steady: the swap partition's prior content (pool: used before, like the overwritten "
                           "data; trimmed: empty)."),
@@ -99,12 +99,16 @@ def background_options(f):
 
 
 def _background(fill: float, overwritten: float, swap_prior: str) -> Background:
+    from swaptrace.ssd.steady import Background
+
     return Background(fill=fill, overwritten=overwritten, swap_prior=swap_prior)
 
 
 def build_config(device: str | None, capacity: str | None, op: float | None, spare_factor: float | None,
                  **overrides: Any) -> ssd_config.SSDConfig:
     """The SSDConfig named by the device options."""
+    from swaptrace.ssd import config as ssd_config
+
     if op is not None and spare_factor is not None:
         raise ConfigError("give --op or --spare-factor, not both")
     if device is not None and not device.strip():
@@ -139,6 +143,7 @@ _DEVICE_KEYS = ("device", "capacity", "op", "spare_factor", "channels", "dies_pe
 
 
 def _split_device(kwargs: dict[str, Any]) -> ssd_config.SSDConfig:
+
     return build_config(**{k: kwargs.pop(k) for k in _DEVICE_KEYS})
 
 
@@ -223,7 +228,7 @@ def command() -> None:
               help="Outstanding requests (0 = unlimited, with --timestamps).")
 @click.option("--timestamps", "use_timestamps", is_flag=True, help="Issue requests no earlier than the stream's t_us.")
 @click.option("--precondition", type=click.Choice(PRECONDITIONS), default="seq", show_default=True)
-@click.option("--fit", type=click.Choice(ssd_run.FITS), default="error", show_default=True,
+@click.option("--fit", type=click.Choice(FITS), default="error", show_default=True,
               help="Stream device larger than the SSD: refuse, wrap (modulo) or scale offsets.")
 @click.option("--window", default=None, help="Timeline window of written bytes (default ~1/64 of the stream).")
 @background_options
@@ -237,6 +242,9 @@ def replay_cmd(*, stream, out, iodepth, use_timestamps, precondition, fit, windo
 
     Example: swaptrace ssd traces/demo/swapio.parquet --device nvme-tlc --capacity 4GiB -o traces/demo/ssd.parquet
     """
+    from swaptrace.core.traceio import open_trace
+    from swaptrace.ssd import run as ssd_run
+
     cfg = _split_device(kw)
     window_bytes = parse_bytes(window, "--window", positive=True) if window is not None else None
     with progressbar(open_trace(stream, "swapio").num_rows, "ssd requests") as bar:
@@ -291,6 +299,8 @@ def synth_cmd(*, pattern, bs, volume, iodepth, precondition, rwmix_read, hot_wri
 
     Example: swaptrace ssd synth --pattern randwrite --bs 4k --volume 4x --device nvme-tlc --capacity 4GiB --op 0.28
     """
+    from swaptrace.ssd import run as ssd_run
+
     cfg = _split_device(kw)
     offset = parse_bytes(swap_offset, "--swap-offset")
     size = parse_bytes(swap_size, "--swap-size", positive=True) if swap_size is not None else cfg.user_bytes - offset
@@ -316,9 +326,9 @@ def synth_cmd(*, pattern, bs, volume, iodepth, precondition, rwmix_read, hot_wri
               help="The two ratios on the real drive (default the full nvme-tlc) in the sampled steady state of "
                    "its background, swap partition --swap-size, instead of the scaled-down study.")
 @click.option("--sensitivity", is_flag=True, help="With --real: also the grid OP 7/12/28 % x fill 50/80/100 %.")
-@click.option("--fill", type=number(0, 1), default=ssd_thesis.REAL_BACKGROUND["fill"], show_default=True,
+@click.option("--fill", type=number(0, 1), default=REAL_BACKGROUND["fill"], show_default=True,
               help="--real: fraction of the drive outside the swap partition holding data.")
-@click.option("--overwritten", type=number(0, 1), default=ssd_thesis.REAL_BACKGROUND["overwritten"], show_default=True,
+@click.option("--overwritten", type=number(0, 1), default=REAL_BACKGROUND["overwritten"], show_default=True,
               help="--real: fraction of that data overwritten at random (steady state).")
 @click.option("--swap-size", default="16GiB", show_default=True, help="--real: the swap partition.")
 @click.option("--seed", type=count(0, MAX_SEED), default=0, show_default=True)
@@ -336,6 +346,10 @@ def thesis_cmd(*, iodepth, write_iodepth, drive_writes, real, sensitivity, fill,
 
     Example: swaptrace ssd thesis --json -o traces/model.json
     """
+    from swaptrace.core.traceio import AtomicPath
+    from swaptrace.ssd import thesis as ssd_thesis
+    from swaptrace.ssd.steady import Background
+
     cfg = None if all(kw[k] is None for k in _DEVICE_KEYS) else _split_device(kw)
     if out is not None:
         AtomicPath(out, force).discard()  # refuse an existing file before the minute of work
@@ -380,6 +394,8 @@ def devices_cmd(as_json):
 
     Example: swaptrace ssd devices
     """
+    from swaptrace.ssd import config as ssd_config
+
     rows = {name: cfg.describe() for name, cfg in ssd_config.DEVICES.items()}
     if as_json:
         click.echo(json.dumps(rows, indent=2))

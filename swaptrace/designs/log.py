@@ -18,11 +18,12 @@ import numpy as np
 
 from swaptrace.core.bounds import check_allocation
 from swaptrace.core.units import format_bytes
+from swaptrace.designs.choices import SWAPIN_NAMES, VICTIM_NAMES
 from swaptrace.errors import ConfigError
 from swaptrace.kernels.designs import logswap as kl
 
-VICTIMS = {"greedy": kl.VICTIM_GREEDY, "cost-benefit": kl.VICTIM_COST_BENEFIT}
-SWAPINS = {"page": kl.SWAPIN_PAGE, "segment": kl.SWAPIN_SEGMENT}
+VICTIMS = dict(zip(VICTIM_NAMES, (kl.VICTIM_GREEDY, kl.VICTIM_COST_BENEFIT), strict=True))
+SWAPINS = dict(zip(SWAPIN_NAMES, (kl.SWAPIN_PAGE, kl.SWAPIN_SEGMENT), strict=True))
 #: output rows per kernel call before the driver takes them (one access may add many more while cleaning)
 OUT_ROWS = 1 << 18
 

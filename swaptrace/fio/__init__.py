@@ -5,6 +5,7 @@ Modules: :mod:`~swaptrace.fio.iolog` (v2 writer, v2/v3 reader, import),
 folder, validation), :mod:`~swaptrace.fio.runner` (fio discovery, target
 safety, running), :mod:`~swaptrace.fio.results` (JSON / bw logs to Parquet),
 :mod:`~swaptrace.fio.compare` (measured vs modelled ratios).
-"""
 
-from swaptrace.fio import results as _results  # noqa: F401  (registers the fio-results/fio-bwlog kinds)
+Every reader of a ``fio-results`` or ``fio-bwlog`` file imports :mod:`~swaptrace.fio.results`, which registers
+the two kinds; the package itself imports nothing, so ``swaptrace fio --help`` stays light.
+"""

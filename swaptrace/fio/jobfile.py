@@ -20,11 +20,11 @@ from swaptrace.core.inputs import read_text
 from swaptrace.core.units import parse_bytes
 from swaptrace.errors import ConfigError
 from swaptrace.fio import iolog
+from swaptrace.fio.choices import IOENGINES  # noqa: F401  (re-exported)
 
 _ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 #: fio's block-I/O engines the generated jobs make sense with (fio HOWTO, "I/O engine"); the others
 #: (net, cpuio, rados, http, ...) do not read or write a file or device the way a swap replay needs
-IOENGINES = ("psync", "sync", "pvsync", "pvsync2", "vsync", "libaio", "io_uring", "posixaio", "mmap", "null")
 _RW = {"read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim", "trimwrite"}
 
 

@@ -12,10 +12,28 @@ validate the simulator; ``swaptrace.ssd.thesis`` reproduces the thesis's
 three SSD effects.
 """
 
-from swaptrace.ssd.config import DEVICES, GC_POLICIES, SSDConfig, load_device, spare_from_op
-from swaptrace.ssd.run import SSDResult, read_timeline, replay, simulate_chunks, synth
-from swaptrace.ssd.simulate import Counters, Simulator, ftl_waf
-from swaptrace.ssd.workloads import PATTERNS, synthetic_requests
+from swaptrace.core.lazy import lazy_names
+
+#: each name -> the module defining it; loaded on first use, so importing one light module of the package
+#: (its options, its constants) does not load the rest (swaptrace.core.lazy)
+_NAMES = {
+    "DEVICES": "swaptrace.ssd.config",
+    "GC_POLICIES": "swaptrace.ssd.config",
+    "SSDConfig": "swaptrace.ssd.config",
+    "load_device": "swaptrace.ssd.config",
+    "spare_from_op": "swaptrace.ssd.config",
+    "SSDResult": "swaptrace.ssd.run",
+    "read_timeline": "swaptrace.ssd.run",
+    "replay": "swaptrace.ssd.run",
+    "simulate_chunks": "swaptrace.ssd.run",
+    "synth": "swaptrace.ssd.run",
+    "Counters": "swaptrace.ssd.simulate",
+    "Simulator": "swaptrace.ssd.simulate",
+    "ftl_waf": "swaptrace.ssd.simulate",
+    "PATTERNS": "swaptrace.ssd.workloads",
+    "synthetic_requests": "swaptrace.ssd.workloads",
+}
+__getattr__, __dir__ = lazy_names(globals(), _NAMES)
 
 __all__ = [
     "DEVICES", "GC_POLICIES", "PATTERNS", "Counters", "SSDConfig", "SSDResult", "Simulator", "ftl_waf",

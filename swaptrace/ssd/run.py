@@ -42,6 +42,7 @@ import pyarrow as pa
 from swaptrace.core import traceio
 from swaptrace.errors import ConfigError, TraceFileError
 from swaptrace.ssd.analytic import predict_config
+from swaptrace.ssd.choices import FITS  # noqa: F401  (re-exported)
 from swaptrace.ssd.config import SSDConfig
 from swaptrace.ssd.simulate import LatencyHistogram, Simulator, WindowCollector, steady_state, steady_waf
 from swaptrace.ssd.steady import Background
@@ -68,7 +69,6 @@ TIMELINE_SCHEMA = pa.schema(
 )
 traceio.register_kind("ssd-timeline", TIMELINE_SCHEMA)
 
-FITS = ("error", "modulo", "scale")
 
 
 @dataclass(frozen=True)

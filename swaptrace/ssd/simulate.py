@@ -21,9 +21,8 @@ import numpy as np
 
 from swaptrace.errors import ConfigError, GCStallError
 from swaptrace.kernels.ssd import ftl as K
+from swaptrace.ssd.choices import PRECONDITIONS  # noqa: F401  (re-exported)
 from swaptrace.ssd.config import GC_POLICIES, SSDConfig
-
-PRECONDITIONS = ("none", "seq", "seq+rand", "steady")
 
 _ERRORS = {
     K.ERR_NO_FREE_BLOCK: "the device ran out of free blocks (spare space too small for the GC reserve)",

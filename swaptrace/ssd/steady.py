@@ -61,9 +61,8 @@ from swaptrace.core.solve import bisect_decreasing
 from swaptrace.errors import ConfigError
 from swaptrace.kernels.ssd import ftl as K
 from swaptrace.kernels.ssd import ftl_steady as KS
+from swaptrace.ssd.choices import BACKGROUND, SWAP_PRIORS  # noqa: F401  (re-exported)
 from swaptrace.ssd.config import SSDConfig
-
-SWAP_PRIORS = ("pool", "trimmed")
 
 
 @dataclass(frozen=True)
@@ -80,9 +79,9 @@ class Background:
         The swap partition's prior content: ``pool`` (overwritten at random, like the pool) or ``trimmed``.
     """
 
-    fill: float = 0.8
-    overwritten: float = 0.5
-    swap_prior: str = "pool"
+    fill: float = BACKGROUND["fill"]
+    overwritten: float = BACKGROUND["overwritten"]
+    swap_prior: str = BACKGROUND["swap_prior"]
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.fill <= 1.0:

@@ -12,15 +12,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
+from swaptrace.ssd.choices import BACKGROUND
 from swaptrace.ssd.config import SSDConfig, load_device
 from swaptrace.ssd.run import SSDResult, replay
 from swaptrace.ssd.steady import Background
-
-#: what the drive holds outside the swap partition: 80 % full, half of it overwritten at random
-#: (steady state), the swap partition used before (its content part of the overwritten data);
-#: these are :class:`~swaptrace.ssd.steady.Background`'s defaults, spelled out because the
-#: pipeline records them in ``pipeline.json``
-BACKGROUND = {"fill": 0.8, "overwritten": 0.5, "swap_prior": "pool"}
 
 
 def swap_drive(device: str, *, capacity_bytes: int | None = None) -> SSDConfig:

@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from swaptrace.ssd.choices import REAL_BACKGROUND
 from swaptrace.ssd.config import SSDConfig, load_device, spare_from_op
 from swaptrace.ssd.run import request_size_sweep, synth
 from swaptrace.ssd.steady import Background
@@ -189,7 +190,6 @@ def render(result: dict[str, Any]) -> str:
 #: the real-drive study's defaults: the full nvme-tlc, a 16 GiB swap partition, the rest of the drive
 #: full and in the steady state of random overwrites (the SNIA-preconditioned state fio tests meet)
 REAL_SWAP_BYTES = 16 << 30
-REAL_BACKGROUND = {"fill": 1.0, "overwritten": 1.0, "swap_prior": "pool"}
 #: sensitivity grid: datasheet OPs and fill levels of the rest of the drive
 SENSITIVITY_OPS = (0.07, 0.12, 0.28)
 SENSITIVITY_FILLS = (0.5, 0.8, 1.0)

@@ -28,8 +28,7 @@ import numpy as np
 
 from swaptrace.core import traceio
 from swaptrace.errors import ConfigError
-
-PATTERNS = ("write", "read", "randwrite", "randread", "randrw", "swap", "hotcold")
+from swaptrace.ssd.choices import PATTERNS  # noqa: F401  (re-exported)
 
 #: (request bytes, probability) of the swap-like mix: 4-32 KiB, mostly small
 SWAP_SIZE_MIX = ((4096, 0.4), (8192, 0.25), (16384, 0.2), (32768, 0.15))

@@ -51,12 +51,12 @@ import pyarrow.csv as pacsv
 from swaptrace.core.traceio import AtomicPath, TraceFile, check_output_path, damaged_data, open_trace, partial_name
 from swaptrace.errors import ConfigError
 from swaptrace.kernels.jit import jit
+from swaptrace.workload.choices import FORMATS  # noqa: F401  (re-exported)
 
 #: libCacheSim oracleGeneral record (packed, 24 bytes)
 ORACLE_GENERAL_DTYPE = np.dtype([("clock_time", "<u4"), ("obj_id", "<u8"), ("obj_size", "<u4"), ("next_access_vtime", "<i8")])
 assert ORACLE_GENERAL_DTYPE.itemsize == 24
 
-FORMATS = ("libcachesim", "csv", "mqsim")
 #: MQSim's ASCII trace: sector size and type codes (ASCII_Trace_Definition.h)
 MQSIM_SECTOR_BYTES = 512
 MQSIM_WRITE, MQSIM_READ = 0, 1

@@ -43,6 +43,7 @@ from swaptrace.core.bounds import check_allocation
 from swaptrace.core.traceio import DEFAULT_ROW_GROUP, TraceWriter, open_trace
 from swaptrace.errors import ConfigError
 from swaptrace.kernels.generate.draw import count_segments, emit_accesses, emit_segments, plan_segments, tally_pages
+from swaptrace.workload.choices import ROW_LAYOUTS  # noqa: F401  (re-exported)
 from swaptrace.workload.indices import DrawnSteps, IndexPlan, check_draw_options, draw_batches
 from swaptrace.workload.layout import Layout, build_layout
 from swaptrace.workload.process import RuntimeProfile, load_runtime_profile, process_layout, with_process
@@ -85,7 +86,6 @@ class _Plan:
 #: ``--row-layout``: each name's ``scatter`` value. ``scattered`` maps Zipf rank k to a row by a seeded
 #: bijection (today's default); ``packed`` keeps rank k at row k - 1, so rows lie in order of expected
 #: popularity and the hot rows share pages (the training-side fix of docs/designs.md).
-ROW_LAYOUTS = {"scattered": True, "packed": False}
 
 def _check_options(steps: int, seed: int, first_step: int, reuse: float, dedup: str | None) -> None:
     errors = check_draw_options(steps, seed, first_step, reuse)

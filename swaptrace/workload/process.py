@@ -34,12 +34,13 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from swaptrace.core.units import format_bytes
 from swaptrace.errors import ConfigError
+
+if TYPE_CHECKING:  # numpy loads where arrays are made, so the constants import light
+    import numpy as np
 
 #: region kinds the process adds after the model's
 RUNTIME_KINDS = ("runtime", "step-buffers")
@@ -198,6 +199,8 @@ def startup_pages(regions: list[dict[str, Any]], optimizer: str) -> np.ndarray:
     optimizer allocates it in its constructor (:data:`EAGER_STATE_OPTIMIZERS`); activations (``scratch``)
     and the per-step buffers first at step 1.
     """
+    import numpy as np
+
     kinds = ["runtime", "table", "mlp"]
     if optimizer in EAGER_STATE_OPTIMIZERS:
         kinds += ["table-state", "mlp-state"]
@@ -213,6 +216,8 @@ def active_pages(regions: list[dict[str, Any]], profile: RuntimeProfile, page_by
     buffers), so its active pages are spread over the whole of it, not one end: reclaim that takes a
     share of the runtime at start-up takes about the same share of its active part.
     """
+    import numpy as np
+
     for r in regions:
         if r["kind"] == "runtime":
             n = min(r["pages"], _pages(profile.active_bytes, page_bytes))
@@ -223,12 +228,16 @@ def active_pages(regions: list[dict[str, Any]], profile: RuntimeProfile, page_by
 
 def step_pages(regions: list[dict[str, Any]], profile: RuntimeProfile, page_bytes: int) -> np.ndarray:
     """Pages stored to at the start of every training step: the runtime's active part, then the step buffers."""
+    import numpy as np
+
     buffers = [np.arange(r["first_page"], r["first_page"] + r["pages"], dtype=np.uint64)
                for r in regions if r["kind"] == "step-buffers"]
     return np.concatenate([active_pages(regions, profile, page_bytes), *buffers])
 
 
 def _region_of(pages: np.ndarray, regions: list[dict[str, Any]]) -> np.ndarray:
+    import numpy as np
+
     firsts = np.array([r["first_page"] for r in regions], dtype=np.uint64)
     return (np.searchsorted(firsts, pages, side="right") - 1).astype(np.uint16)
 
@@ -251,6 +260,8 @@ def with_process(chunks: Iterator[tuple[np.ndarray, ...]], regions: list[dict[st
     tuple of numpy arrays
         ``(step uint32, page uint64, write bool, region uint16)``, fresh arrays.
     """
+    import numpy as np
+
     # the training loop is set up after the model is built (first batch drawn, kernels loaded, optimizer
     # ready): it uses the runtime's active part again before the first step
     boot = np.concatenate([startup_pages(regions, optimizer), active_pages(regions, profile, page_bytes)])
@@ -282,6 +293,8 @@ def with_process(chunks: Iterator[tuple[np.ndarray, ...]], regions: list[dict[st
 
 
 def _joined(pieces: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
+    import numpy as np
+
     step = np.concatenate([p[0] for p in pieces]).astype(np.uint32) + np.uint32(1)
     return (step, np.concatenate([p[1] for p in pieces]).astype(np.uint64),
             np.concatenate([p[2] for p in pieces]).astype(bool), np.concatenate([p[3] for p in pieces]).astype(np.uint16))

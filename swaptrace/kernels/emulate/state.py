@@ -20,8 +20,11 @@ call is cheap and the hot path (a hit) makes none.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy loads where arrays are made, so the constants import light
+    import numpy as np
+
 
 # ---- page flag bits (b) ----------------------------------------------------
 RESIDENT = 1  #: the page has a frame (mapped, or unmapped in the swap cache)
@@ -334,6 +337,8 @@ class EmuState:
 
     def take_rows(self) -> dict[str, np.ndarray] | None:
         """Copy out and clear the output rows (swapio columns), or None if there are none."""
+        import numpy as np
+
         n = int(self.m[R_OUT_N])
         if n == 0:
             return None
@@ -374,6 +379,8 @@ def new_state(
     ``event_rows`` > 0 records every eviction (:meth:`EmuState.take_evictions`); it must exceed
     the budget, since one access may evict every resident page.
     """
+    import numpy as np
+
     F = int(footprint_pages)
     C = -(-int(nslots) // int(cluster_slots))
     S = C * int(cluster_slots)
