@@ -41,17 +41,43 @@ def update_docs(sections: list[str], docs: Path = DOCS) -> bool:
     return True
 
 
+#: a benchmark starts only below this 1-minute load average (2 cores: a second process running halves a timing)
+QUIET_LOAD = 0.5
+
+
+def wait_for_quiet(limit: float = QUIET_LOAD, patience_s: float = 120.0, poll_s: float = 5.0) -> float:
+    """The 1-minute load average once it is below ``limit``, or after ``patience_s`` seconds of waiting."""
+    deadline = time.monotonic() + patience_s
+    load = os.getloadavg()[0]
+    while load > limit and time.monotonic() < deadline:
+        time.sleep(poll_s)
+        load = os.getloadavg()[0]
+    return load
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller inputs, fewer repeats")
+    parser.add_argument("--require-idle", action="store_true",
+                        help=f"refuse to measure while the load average is above {QUIET_LOAD} (after waiting 2 min)")
     parser.add_argument("names", nargs="*", help="benchmarks to run (default: all), e.g. generate emulate")
     args = parser.parse_args()
     scripts = sorted(HERE.glob("bench_*.py"))
     if args.names:
         scripts = [s for s in scripts if s.stem.removeprefix("bench_") in args.names]
     sections, failed = [], []
+    noisy = []
     for script in scripts:
-        print(f"## {script.stem}", flush=True)
+        load = wait_for_quiet()
+        if load > QUIET_LOAD:
+            if args.require_idle:
+                print(f"refused: load average {load:.2f} > {QUIET_LOAD} before {script.stem}; stop other work and "
+                      "rerun", file=sys.stderr)
+                return 2
+            noisy.append(script.stem)
+            print(f"warning: load average {load:.2f} > {QUIET_LOAD}: {script.stem}'s times are not an idle "
+                  "machine's", file=sys.stderr)
+        print(f"## {script.stem} (load {load:.2f} at the start)", flush=True)
         start = time.perf_counter()
         cmd = [sys.executable, str(script)] + (["--quick"] if args.quick else [])
         proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -60,13 +86,18 @@ def main() -> int:
         if proc.returncode != 0:
             failed.append(script.stem)
             print(proc.stderr[-3000:], file=sys.stderr)
-        sections.append(f"## {script.stem} ({elapsed:.0f} s)\n\n{proc.stdout}")
+        end_load = os.getloadavg()[0]
+        flag = "" if max(load, end_load) <= QUIET_LOAD else " -- NOT IDLE, times are not comparable"
+        sections.append(f"## {script.stem} ({elapsed:.0f} s; load {load:.2f} at the start, {end_load:.2f} at the "
+                        f"end{flag})\n\n{proc.stdout}")
     out = HERE / "results" / "latest.md"
     out.parent.mkdir(exist_ok=True)
     out.write_text("\n".join(sections))
     print(f"wrote {out}")
     if not args.quick and not args.names and update_docs(sections):
         print(f"updated {DOCS}")
+    if noisy:
+        print(f"measured above load {QUIET_LOAD}: {', '.join(noisy)} (their sections say so)", file=sys.stderr)
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
         return 1
