@@ -47,7 +47,8 @@ other control character: one label is one line), at most :data:`MAX_LABEL_BYTES`
 is not one the capture reads as its own (``step``, ``start``): a forged ``mark("step 5")`` is refused; ``end`` is
 allowed, and means training is over.
 
-This module imports nothing heavy, so importing it costs a training script nothing.
+This module imports nothing heavy (nor anything else of swaptrace's), so importing it costs a training script
+nothing.
 """
 
 from __future__ import annotations
@@ -58,8 +59,6 @@ import os
 import re
 import stat
 from pathlib import Path
-
-from swaptrace.errors import ConfigError
 
 #: the environment variable naming the marker file
 MARKER_ENV = "SWAPTRACE_MARKER"
@@ -78,11 +77,12 @@ _MAX_DEPTH = 4096
 _state: dict = {"fd": None, "path": None, "next": 0}
 
 
-class MarkerError(ConfigError, ValueError):
+class MarkerError(ValueError):
     """``SWAPTRACE_MARKER`` is not a capture's marker file, or a mark's value is out of range: one line.
 
-    A ``ValueError`` for a training program, a :class:`~swaptrace.errors.ConfigError` for the command line
-    (one line, exit code 2).
+    A ``ValueError``, as a library call's bad argument is; ``swaptrace train`` turns it into a one-line
+    :class:`~swaptrace.errors.ConfigError` (exit code 2). (This module imports nothing of swaptrace's, so
+    ``import swaptrace`` stays light.)
     """
 
 

@@ -204,5 +204,52 @@ def test_a_label_may_say_end_or_anything_printable(monkeypatch, tmp_path):
         assert read() == ["swaptrace end", "swaptrace epoch 3 done ✓", "swaptrace " + "x" * 256]
 
 
-def test_marker_error_is_a_config_error_for_the_command_line():
-    assert issubclass(MarkerError, ConfigError) and issubclass(MarkerError, ValueError)
+def test_marker_error_is_a_value_error_and_train_makes_it_a_config_error(monkeypatch):
+    from swaptrace.workload.train import marker_errors
+
+    assert issubclass(MarkerError, ValueError)
+    monkeypatch.setenv(MARKER_ENV, "/proc/version")
+    with pytest.raises(ConfigError, match=MARKER_ENV), marker_errors():
+        check_marker()
+
+
+# -- swaptrace train under a stray SWAPTRACE_MARKER -----------------------------------------------------------------
+@pytest.fixture
+def never_built(monkeypatch):
+    """Fail the test if train builds its model; a stand-in torch module when torch is not installed."""
+    import swaptrace.workload.train as tr
+
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        monkeypatch.setitem(sys.modules, "torch", type(sys)("torch"))
+
+    def boom(*args, **kwargs):
+        raise AssertionError("the model was built before the marker file was checked")
+    monkeypatch.setattr(tr, "build_model", boom)
+
+
+@pytest.mark.parametrize("kind", ["notes", "fifo", "forged-fifo", "folder", "/dev/full", "/proc/version"])
+def test_train_under_a_stray_marker_is_one_line_and_never_hangs(monkeypatch, tmp_path, never_built, kind):
+    from cli_helpers import run_cli, the_error
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine\n")
+    if kind == "notes":
+        value = str(notes)
+    elif kind == "fifo":
+        value = str(tmp_path / "fifo")
+        os.mkfifo(value)
+    elif kind == "forged-fifo":
+        value = str(_forged(tmp_path))
+        os.mkfifo(value)
+    elif kind == "folder":
+        value = str(tmp_path)
+    else:
+        value = kind
+    monkeypatch.setenv(MARKER_ENV, value)
+    with no_hang():
+        line = the_error(run_cli("train", "--preset", "tiny", "--steps", "2"))
+    assert MARKER_ENV in line and "not the marker file of a swaptrace capture" in line
+    assert notes.read_text() == "mine\n" and sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        {"notes.txt", *(["fifo"] if kind == "fifo" else []), *(["instances"] if kind == "forged-fifo" else [])})

@@ -61,7 +61,7 @@ import numpy as np
 
 from swaptrace.core.units import format_bytes
 from swaptrace.errors import ConfigError, ToolError
-from swaptrace.markers import check_marker, mark, mark_step
+from swaptrace.markers import MarkerError, check_marker, mark, mark_step
 from swaptrace.workload.indices import iter_bags
 from swaptrace.workload.spec import ModelSpec, load_spec
 
@@ -177,6 +177,16 @@ def check_memory(spec: ModelSpec, room=None) -> dict[str, int]:
                           f"{format_bytes(room.bytes)} this process can get ({room.why}); give a smaller model: "
                           "fewer or smaller tables, a smaller batch_size or narrower MLPs")
     return need
+
+
+@contextmanager
+def marker_errors() -> Iterator[None]:
+    """A :class:`~swaptrace.markers.MarkerError` (a ``ValueError`` for a library caller) as a one-line
+    :class:`ConfigError`: for ``train``, a stray ``SWAPTRACE_MARKER`` is the user's environment, not a bug."""
+    try:
+        yield
+    except MarkerError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 #: how torch and numpy say an allocation failed (c10's DefaultCPUAllocator, numpy's _ArrayMemoryError, C++)
@@ -386,17 +396,18 @@ def train(spec: ModelSpec | str, *, steps: int, seed: int = 0, threads: int | No
     """
     torch = require_torch()
     spec = check_trainable(spec)
-    check_marker()
+    with marker_errors():
+        check_marker()
     need = check_memory(spec)["need"]
     n_threads = _set_threads(torch, threads)
     started = time.perf_counter()
-    with allocation_errors(spec, need):
+    with marker_errors(), allocation_errors(spec, need):
         model = build_model(spec, seed)
         optimizers = build_optimizers(model, spec.optimizer)
         startup = time.perf_counter() - started
         losses, step_times = _loop(torch, spec, model, optimizers, steps=steps, seed=seed, observe=observe,
                                    progress=progress)
-    mark("end")  # training is over: a capture takes its last reading of the program here, not at exit
+        mark("end")  # training is over: a capture takes its last reading of the program here, not at exit
     return TrainResult(
         spec=spec.name, optimizer=spec.optimizer, steps=steps, seed=seed, threads=n_threads,
         startup_s=startup, wall_s=time.perf_counter() - started, step_s_median=statistics.median(step_times),
