@@ -27,7 +27,7 @@ reading                                                   contradiction (the fie
 ``unlimited.peak.training.anon``                          below start-up's reading plus the model's lazily
                                                           written arrays (``step_bytes``)
 ``unlimited.referenced.anon_referenced_training_bytes``   below the model's pages the trace touches while
-                                                          training (every one of them is read in training)
+                                                          training (each is used in training, so referenced)
 ========================================================  =====================================================
 
 :func:`derive` raises a one-line :class:`ConfigError` naming the first such reading and why, unless
@@ -121,7 +121,7 @@ def _contradictions(end: int, peak: int, ref: int | None, mb: dict[str, int], to
                              f"{mb['lazy']} B of {spec.name}'s arrays written while training")
     if ref is not None and touched is not None and ref < touched:
         out["active_bytes"] = (f"kernel unlimited.referenced.anon_referenced_training_bytes ({ref} B) is below the "
-                               f"{touched} B of {spec.name}'s pages the trace reads while training")
+                               f"{touched} B of {spec.name}'s pages the trace touches while training")
     return out
 
 
