@@ -154,6 +154,7 @@ def fake_capture(stream: Path, out: Path) -> Path:
     kernel = {"unlimited": {"startup_end": {"anon": end, "file": 0, "usage": end},
                             "peak": {"training": {"anon": peak, "file": 1 << 20, "usage": peak + (3 << 20)}},
                             "referenced": {"anon_referenced_training_bytes": 400 << 20},
+                            "marks": 2,  # the steps its program marked
                             "replay_us": [1000.0, 1000.0], "compute_us": [500.0, 500.0]},  # its two steps' times
               "limited": {"peak": {"training": {"file": 2 << 20}}}}
     meta = json.loads(pq.ParquetFile(stream).metadata.metadata[META])
@@ -178,6 +179,12 @@ def capture_variants() -> dict[str, Callable[[Path, Path], Path]]:
         "anon-negative": _kernel(_set_in(end, -4096)),
         "anon-huge": _kernel(_set_in(end, 1e300)),
         "anon-bool": _kernel(_set_in(end, True)),
+        # readings in range that contradict the model (runtime-profile refuses them rather than clamp to 0)
+        "anon-zero": _kernel(_set_in(end, 0)),
+        "peak-below-startup": _kernel(_set_in(peak, 4096)),
+        "referenced-zero": _kernel(_set_in(("unlimited", "referenced", "anon_referenced_training_bytes"), 0)),
+        "marks-text": _kernel(_set_in(("unlimited", "marks"), "two")),
+        "marks-fewer-than-steps": _kernel(_set_in(("unlimited", "marks"), 1)),
         "peak-text": _kernel(_set_in(peak, "x")),
         "peak-usage-text": _kernel(_set_in(("unlimited", "peak", "training", "usage"), "x")),
         "referenced-text": _kernel(_set_in(("unlimited", "referenced", "anon_referenced_training_bytes"), "x")),

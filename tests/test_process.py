@@ -140,15 +140,21 @@ def test_derive_from_capture_numbers():
                             "peak": {"training": {"anon": peak_anon, "file": 1 << 20, "usage": peak_anon + (3 << 20)}},
                             "referenced": {"anon_referenced_training_bytes": 10 ** 12}},
               "limited": {"peak": {"training": {"file": 2 << 20}}}}
-    prof, notes = derive(kernel, spec, steps=2, seed=0, name="x")
+    prof, notes, clamped = derive(kernel, spec, steps=2, seed=0, name="x")
     assert prof.runtime_bytes == 300 << 20
     assert prof.step_bytes == 20 << 20
-    assert prof.active_bytes == prof.runtime_bytes  # referenced beyond everything: capped at the runtime
+    assert prof.active_bytes == prof.runtime_bytes  # referenced beyond everything: bounded by the runtime
+    assert "bounded to runtime_bytes" in notes["active_bytes"] and clamped == []
     assert prof.file_bytes == 2 << 20 and prof.kernel_bytes == 2 << 20
     assert set(notes) == {"runtime_bytes", "step_bytes", "active_bytes", "file_bytes", "kernel_bytes", "write_cost"}
     assert prof.write_cost == 1
+    # nothing referenced while training, though the trace reads model pages: a contradiction, refused ...
     kernel["unlimited"]["referenced"] = {"anon_referenced_training_bytes": 0}
-    assert derive(kernel, spec, steps=2, seed=0, name="x")[0].active_bytes == 0
+    with pytest.raises(ConfigError, match="anon_referenced_training_bytes"):
+        derive(kernel, spec, steps=2, seed=0, name="x")
+    # ... or clamped when asked, and said so
+    prof, notes, clamped = derive(kernel, spec, steps=2, seed=0, name="x", allow_clamped=True)
+    assert prof.active_bytes == 0 and notes["active_bytes"].startswith("CLAMPED") and len(clamped) == 1
     with pytest.raises(ConfigError, match="no unlimited run"):
         derive({"limited": {}}, spec, steps=2, seed=0, name="x")
 

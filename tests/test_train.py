@@ -13,6 +13,7 @@ import sys
 import numpy as np
 import pytest
 from cli_helpers import run_cli, the_error
+from marker_helpers import capture_marker
 
 from swaptrace.workload.generate import generate_arrays
 from swaptrace.workload.layout import build_layout
@@ -111,22 +112,11 @@ def test_rowwise_adagrad_update_by_hand():
 
 @needs_torch
 def test_marks_are_written_in_order(tmp_path, monkeypatch):
-    from swaptrace import markers
     from swaptrace.workload.train import train
 
-    marker = tmp_path / "marker"
-    marker.write_text("")
-    monkeypatch.setenv(markers.MARKER_ENV, str(marker))
-    try:
+    with capture_marker(monkeypatch, tmp_path) as read:
         train(small_spec(), steps=3, seed=0)
-    finally:
-        if markers._state["fd"] is not None:  # the test's file goes away: close the cached descriptor
-            import os
-
-            os.close(markers._state["fd"])
-            markers._state.update(fd=None, path=None)
-    assert marker.read_text().splitlines() == ["swaptrace step 0", "swaptrace step 1", "swaptrace step 2",
-                                               "swaptrace end"]
+        assert read() == ["swaptrace step 0", "swaptrace step 1", "swaptrace step 2", "swaptrace end"]
 
 
 def _row_pages(layout, t, rows):
@@ -198,6 +188,7 @@ def test_cli_json_summary(tmp_path):
     assert r.exit_code == 0, r.output
     summary = json.loads(r.output)
     assert summary["steps"] == 2 and summary["table_bytes"] == 1600 and summary["peak_rss_bytes"] > 0
+    assert summary["need_bytes"] >= summary["table_bytes"]
     assert summary["step_s_median"] > 0 and math.isfinite(summary["loss_last"])
 
 

@@ -14,7 +14,32 @@ difference:
 * ``active_bytes`` = anonymous memory referenced while training − the model's pages the trace touches
   while training − ``step_bytes``, within ``[0, runtime_bytes]``;
 * ``file_bytes`` = the most page cache either run's group held while training;
-* ``kernel_bytes`` = the group's usage at its peak less anonymous memory and page cache.
+* ``kernel_bytes`` = the group's usage at its peak less anonymous memory and page cache, at least 0.
+
+Readings that contradict the model are refused, not clamped. Each is a reading the model says cannot be:
+
+========================================================  =====================================================
+reading                                                   contradiction (the field it would make negative)
+========================================================  =====================================================
+``unlimited.startup_end.anon``                            below the model's arrays written at start-up
+                                                          (``runtime_bytes``): the capture is not of this model
+                                                          (``--preset``/``--spec``), or the reading is damaged
+``unlimited.peak.training.anon``                          below start-up's reading plus the model's lazily
+                                                          written arrays (``step_bytes``)
+``unlimited.referenced.anon_referenced_training_bytes``   below the model's pages the trace touches while
+                                                          training (each is used in training, so referenced)
+========================================================  =====================================================
+
+:func:`derive` raises a one-line :class:`ConfigError` naming the first such reading and why, unless
+``allow_clamped``: then each such field is clamped to 0 and the reasons come back, one line each, for the
+command to print as warnings (and the TOML notes them). Two bounds are part of the model, not contradictions,
+and are stated in the TOML's notes when they apply: ``active_bytes`` is at least 0 (the step buffers may have
+been freed before the smaps reading that saw the most) and at most ``runtime_bytes`` (the program may reference
+model pages the trace does not touch); ``kernel_bytes`` is at least 0 (usage, anonymous memory and page cache
+are each their own peak, of different readings).
+
+``steps`` may not exceed the steps the program marked in the unlimited run (``unlimited.marks``, where the
+capture recorded it): the pages the trace touches are counted over those steps.
 """
 
 from __future__ import annotations
@@ -78,12 +103,32 @@ def _readings(kernel: Any, where: str) -> None:
         for key in keys:
             if node.get(key) is not None:
                 check("memory_reading_bytes", node[key], f"{where}: kernel {'.'.join((run, *section, key))}")
+    marks = _get(kernel, "unlimited", "marks")
+    if marks is not None and (isinstance(marks, bool) or not isinstance(marks, int) or marks < 0):
+        raise ConfigError(f"{where}: kernel unlimited.marks is {marks!r}, not a count of step marks")
+
+
+def _contradictions(end: int, peak: int, ref: int | None, mb: dict[str, int], touched: int | None,
+                    spec: ModelSpec) -> dict[str, str]:
+    """``{field: why}`` for each reading that contradicts the model (the table of the module docstring)."""
+    out = {}
+    if end < mb["startup"]:
+        out["runtime_bytes"] = (f"kernel unlimited.startup_end.anon ({end} B) is below the {mb['startup']} B of "
+                                f"{spec.name}'s arrays written at start-up: the capture is not of this model "
+                                "(--preset/--spec), or the reading is damaged")
+    if peak < end + mb["lazy"]:
+        out["step_bytes"] = (f"kernel unlimited.peak.training.anon ({peak} B) is below start-up's {end} B plus the "
+                             f"{mb['lazy']} B of {spec.name}'s arrays written while training")
+    if ref is not None and touched is not None and ref < touched:
+        out["active_bytes"] = (f"kernel unlimited.referenced.anon_referenced_training_bytes ({ref} B) is below the "
+                               f"{touched} B of {spec.name}'s pages the trace touches while training")
+    return out
 
 
 def derive(kernel: dict[str, Any], spec: ModelSpec, *, steps: int, seed: int, name: str,
-           measured_on: str = "", page_bytes: int = 4096,
-           write_cost: int = DEFAULT_WRITE_COST, where: str = "capture") -> tuple[RuntimeProfile, dict[str, str]]:
-    """The runtime profile of a captured program, and a note per field saying how it was measured.
+           measured_on: str = "", page_bytes: int = 4096, write_cost: int = DEFAULT_WRITE_COST,
+           where: str = "capture", allow_clamped: bool = False) -> tuple[RuntimeProfile, dict[str, str], list[str]]:
+    """The runtime profile of a captured program, a note per field saying how it was measured, and the clamps.
 
     Parameters
     ----------
@@ -97,42 +142,69 @@ def derive(kernel: dict[str, Any], spec: ModelSpec, *, steps: int, seed: int, na
         The capture, named in the error when a reading is damaged.
     write_cost : int
         The emulator's write cost for the program (:class:`~swaptrace.workload.process.RuntimeProfile`).
+    allow_clamped : bool
+        Clamp a field whose reading contradicts the model to 0 instead of refusing it (module docstring).
+
+    Returns
+    -------
+    profile, notes, clamped
+        ``clamped`` holds one line per field clamped (empty unless ``allow_clamped``).
     """
     _readings(kernel, where)
     free = _get(kernel, "unlimited")
     if free is None:
         raise ConfigError("the capture has no unlimited run (captured with --no-baseline); capture again with it")
-    end = _get(free, "startup_end")
-    peak = _get(free, "peak", "training")
-    ref = _get(free, "referenced", "anon_referenced_training_bytes")
-    if end is None or peak is None:
+    end_r, peak_r = _get(free, "startup_end"), _get(free, "peak", "training")
+    if end_r is None or peak_r is None or end_r.get("anon") is None or peak_r.get("anon") is None:
         raise ConfigError("the capture's program marked no steps: a runtime profile needs its start-up apart "
                           "(swaptrace.mark_step() or 'swaptrace step N' lines)")
+    marks = _get(free, "marks")
+    if marks is not None and steps > marks:
+        raise ConfigError(f"{where}: {steps} steps asked, but its program marked {marks} in the unlimited run; "
+                          f"give --steps {marks} or fewer")
+    end, peak = int(end_r["anon"]), int(peak_r["anon"])
+    ref = _get(free, "referenced", "anon_referenced_training_bytes")
+    ref = None if ref is None else int(ref)
     mb = model_bytes(spec, page_bytes)
-    runtime = max(0, int(end["anon"]) - mb["startup"])
-    step = max(0, int(peak["anon"]) - int(end["anon"]) - mb["lazy"])
-    notes = {"runtime_bytes": f"{int(end['anon'])} B anonymous at the end of start-up - {mb['startup']} B of the "
-                              "model's arrays written then",
-             "step_bytes": f"training peak {int(peak['anon'])} B - start-up {int(end['anon'])} B - {mb['lazy']} B "
-                           "of lazily written model arrays"}
+    touched = None if ref is None else touched_bytes(spec, steps=steps, seed=seed, page_bytes=page_bytes)
+    bad = _contradictions(end, peak, ref, mb, touched, spec)
+    if bad and not allow_clamped:
+        field, why = next(iter(bad.items()))
+        raise ConfigError(f"{where}: {why} ({field} would be negative); pass --allow-clamped to write the profile "
+                          "with it clamped to 0")
+    runtime = max(0, end - mb["startup"])
+    step = max(0, peak - end - mb["lazy"])
+    notes = {"runtime_bytes": f"{end} B anonymous at the end of start-up - {mb['startup']} B of the model's arrays "
+                              "written then",
+             "step_bytes": f"training peak {peak} B - start-up {end} B - {mb['lazy']} B of lazily written model arrays"}
     if ref is None:
         active = runtime
         notes["active_bytes"] = "no Referenced reading: the whole runtime counted active (a bound)"
     else:
-        model_touched = touched_bytes(spec, steps=steps, seed=seed, page_bytes=page_bytes)
-        active = int(min(runtime, max(0, int(ref) - model_touched - step)))
-        notes["active_bytes"] = (f"{int(ref)} B referenced while training - {model_touched} B of model pages the "
-                                 f"trace touches - step_bytes")
+        raw = ref - touched - step
+        active = min(runtime, max(0, raw))
+        notes["active_bytes"] = (f"{ref} B referenced while training - {touched} B of model pages the trace touches "
+                                 "- step_bytes" + _bounded(raw, active, "runtime_bytes"))
     limited = _get(kernel, "limited")
-    files = [v for v in (_get(free, "peak", "training", "file"), _get(limited, "peak", "training", "file"))
-             if v is not None]
+    files = [v for v in (_get(peak_r, "file"), _get(limited, "peak", "training", "file")) if v is not None]
     file_bytes = int(max(files)) if files else 0
-    kernel_bytes = max(0, int(peak.get("usage", 0)) - int(peak["anon"]) - int(peak.get("file", 0)))
+    raw_kernel = int(peak_r.get("usage") or 0) - peak - int(peak_r.get("file") or 0)
+    kernel_bytes = max(0, raw_kernel)
     notes["file_bytes"] = "most page cache either run's group held while training"
-    notes["kernel_bytes"] = "group usage at the training peak - anonymous - page cache"
+    notes["kernel_bytes"] = "group usage at the training peak - anonymous - page cache" + _bounded(raw_kernel,
+                                                                                                  kernel_bytes, "")
+    for field, why in bad.items():
+        notes[field] = f"CLAMPED to 0 (--allow-clamped): {why}; " + notes[field]
     profile = RuntimeProfile(name=name, runtime_bytes=runtime, active_bytes=active, step_bytes=step,
                              file_bytes=file_bytes, kernel_bytes=kernel_bytes, write_cost=write_cost,
                              measured_on=measured_on)
     notes["write_cost"] = ("the device keeps up with a framework's pace: chosen on PyTorch captures "
                            "(docs/process.md), not measured here")
-    return profile, notes
+    return profile, notes, [f"{field} clamped to 0: {why}" for field, why in bad.items()]
+
+
+def _bounded(raw: int, kept: int, upper: str) -> str:
+    """The note's words when a field's formula gave ``raw`` but its bound kept ``kept``."""
+    if raw == kept:
+        return ""
+    return f" = {raw} B, bounded to {'0' if raw < kept else upper} ({kept} B)"

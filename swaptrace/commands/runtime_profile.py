@@ -50,10 +50,12 @@ def _train_args(command: list[str] | None, capture: str, given: tuple[str, ...] 
 @click.option("--seed", type=count(0, (1 << 64) - 1), default=None, help="Seed of its lookups (default: from the "
               "command line, else 0).")
 @click.option("--name", default=None, help="The profile's name (default: the output's stem).")
+@click.option("--allow-clamped", is_flag=True, help="Write the profile even if a reading contradicts the model "
+              "(that field clamped to 0, a warning line each); refused otherwise.")
 @force_option
 @json_option
 @writes(("out",), ("capture", "spec_file"))
-def command(*, capture, out, preset, spec_file, steps, seed, name, force, as_json):
+def command(*, capture, out, preset, spec_file, steps, seed, name, allow_clamped, force, as_json):
     """Derive a runtime profile from a `capture -- CMD` of a training program.
 
     The capture's unlimited run gives the program's memory at the end of
@@ -61,6 +63,8 @@ def command(*, capture, out, preset, spec_file, steps, seed, name, force, as_jso
     the model's share of each is known from its spec, so the rest is the
     runtime's: its resident set, the part it keeps using, per-step buffers,
     page cache and kernel memory (swaptrace/workload/process.py). A short run suffices.
+    A reading that contradicts the model (a capture of another model, a
+    damaged reading) is refused in one line naming it, unless --allow-clamped.
 
     \b
     Example:
@@ -96,8 +100,11 @@ def command(*, capture, out, preset, spec_file, steps, seed, name, force, as_jso
     if n_steps > MAX_STEPS:
         raise ConfigError(f"{capture}: {n_steps} steps is above {MAX_STEPS}; give --steps")
     n_seed = seed if seed is not None else int(given.get("--seed", 0))
-    profile, notes = derive(meta.get("kernel"), spec, steps=n_steps, seed=n_seed, name=name or Path(out).stem,
-                            measured_on=f"{Path(capture).name}: {' '.join(meta['command'])}", where=str(capture))
+    profile, notes, clamped = derive(meta.get("kernel"), spec, steps=n_steps, seed=n_seed,
+                                     name=name or Path(out).stem, where=str(capture), allow_clamped=allow_clamped,
+                                     measured_on=f"{Path(capture).name}: {' '.join(meta['command'])}")
+    for line in clamped:
+        click.echo(f"warning: {line}", err=True)
     with AtomicPath(out, force) as ap:
         ap.tmp.write_text(to_toml(profile, notes))
     summary = {"output": str(out), **{k: v for k, v in profile.to_dict().items() if k.endswith("_bytes")}}

@@ -47,7 +47,9 @@ def command(*, preset, spec_file, steps, seed, threads, quiet, as_json) -> None:
 
     EmbeddingBag tables (sum, sparse gradients), the spec's bottom and top
     MLPs, DLRM's dot interaction, BCE loss and the spec's optimizer; each
-    step is marked for `swaptrace capture`. Needs the torch extra.
+    step is marked for `swaptrace capture`. Needs the torch extra. A model
+    that needs more memory than this process can get is refused before
+    anything is allocated.
 
     \b
     Examples:
@@ -66,6 +68,6 @@ def command(*, preset, spec_file, steps, seed, threads, quiet, as_json) -> None:
     result = train(spec, steps=n_steps, seed=seed, threads=threads, progress=_Progress(n_steps) if show else None)
     summary = result.to_dict()
     if not as_json:
-        summary = {**summary, "table_bytes": f"{format_bytes(result.table_bytes)} ({result.table_bytes} B)",
-                   "peak_rss_bytes": f"{format_bytes(result.peak_rss_bytes)} ({result.peak_rss_bytes} B)"}
+        summary = {**summary, **{k: f"{format_bytes(summary[k])} ({summary[k]} B)"
+                                 for k in ("table_bytes", "need_bytes", "peak_rss_bytes")}}
     echo_summary(summary, as_json)

@@ -23,7 +23,8 @@ step N + 1, ``step_offset = 1``). The emulator treats ``--memory`` of such a tra
 limit and subtracts the page cache and kernel memory the profile says the group holds.
 
 Profiles are TOML (``swaptrace/profiles/runtime/*.toml`` ship; ``swaptrace runtime-profile`` derives one
-from a ``capture -- CMD`` of a short run).
+from a ``capture -- CMD`` of a short run). Which fields a profile must state and which default is one rule,
+held in one table, :data:`PROFILE_FIELDS` (see :func:`profile_from_dict`).
 """
 
 from __future__ import annotations
@@ -48,18 +49,42 @@ RUNTIME_KINDS = ("runtime", "step-buffers")
 #: the others allocate it lazily at the first step (torch.optim.Adagrad fills ``state_sum`` in
 #: ``__init__``; SGD has none; SparseAdam/Adam create ``exp_avg``/``exp_avg_sq`` in the first ``step``)
 EAGER_STATE_OPTIMIZERS = ("adagrad", "rowwise-adagrad")
-#: the byte fields of a profile, and what each is
-BYTE_FIELDS = {
-    "runtime_bytes": "anonymous memory of the runtime besides the model after start-up",
-    "active_bytes": "part of the runtime touched in every training step",
-    "step_bytes": "buffers allocated during every step above the start-up's resident set",
-    "file_bytes": "page cache the process's group holds while training (charged to the limit)",
-    "kernel_bytes": "kernel memory charged to the group (page tables, slab)",
-}
 #: the largest amount a profile may state (the same cap as every size option)
 MAX_BYTES = 1 << 60
 #: the largest write cost (the bound of ``emulate --write-cost``)
 MAX_WRITE_COST = 1 << 20
+#: marks a field a profile must state (:data:`PROFILE_FIELDS`)
+REQUIRED = None
+#: the default of a field that takes the profile file's stem (``name``)
+STEM = "<the file's stem>"
+
+
+@dataclass(frozen=True)
+class ProfileField:
+    """One field of a runtime profile: what it is, its kind, and its default (:data:`REQUIRED`: none)."""
+
+    what: str
+    kind: str  # "bytes" (a whole number in [0, MAX_BYTES]), "cost" (whole, [0, MAX_WRITE_COST]) or "text"
+    default: Any = REQUIRED
+
+
+#: every field of a profile, in file order. The rule: a **measurement** (each ``*_bytes``) is required, since no
+#: default could stand for what a program holds; a **setting** (``write_cost``) and the **labels** (``name``,
+#: ``measured_on``) default as stated here
+PROFILE_FIELDS: dict[str, ProfileField] = {
+    "name": ProfileField("the profile's name", "text", default=STEM),
+    "measured_on": ProfileField("the program, machine and capture the numbers were read from", "text", default=""),
+    "runtime_bytes": ProfileField("anonymous memory of the runtime besides the model after start-up", "bytes"),
+    "active_bytes": ProfileField("part of the runtime touched in every training step", "bytes"),
+    "step_bytes": ProfileField("buffers allocated during every step above the start-up's resident set", "bytes"),
+    "file_bytes": ProfileField("page cache the process's group holds while training (charged to the limit)",
+                               "bytes"),
+    "kernel_bytes": ProfileField("kernel memory charged to the group (page tables, slab)", "bytes"),
+    "write_cost": ProfileField("the emulator's write cost for this runtime (0: the kernel profile's ensemble)",
+                               "cost", default=0),
+}
+#: the byte fields of a profile, and what each is (the measurements of :data:`PROFILE_FIELDS`)
+BYTE_FIELDS = {k: f.what for k, f in PROFILE_FIELDS.items() if f.kind == "bytes"}
 
 
 @dataclass(frozen=True)
@@ -106,32 +131,36 @@ def list_runtime_profiles() -> list[str]:
 
 
 def profile_from_dict(data: dict[str, Any], where: str) -> RuntimeProfile:
-    """Check a profile's fields (types, bounds, ``active <= runtime``) and build it; ConfigError names the field."""
-    known = {"name", "measured_on", "write_cost", *BYTE_FIELDS}
-    unknown = sorted(set(data) - known)
+    """Check a profile's fields and build it; a :class:`ConfigError` of one line names the field.
+
+    One rule, one table (:data:`PROFILE_FIELDS`): a field the table marks :data:`REQUIRED` (the five
+    measurements, ``*_bytes``) must be present; any other field may be left out and takes the table's default
+    (``write_cost`` 0, ``measured_on`` empty, ``name`` the file's stem). Present fields are checked by kind:
+    bytes are whole numbers in [0, 2^60], the write cost a whole number in [0, 2^20], labels strings; and
+    ``active_bytes <= runtime_bytes``. Unknown keys are refused (they are usually typos).
+    """
+    unknown = sorted(set(data) - set(PROFILE_FIELDS))
     if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
-    values: dict[str, int] = {}
-    for key in BYTE_FIELDS:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {', '.join(PROFILE_FIELDS)})")
+    values: dict[str, Any] = {}
+    for key, field in PROFILE_FIELDS.items():
         v = data.get(key)
         if v is None:
-            raise ConfigError(f"{where}: {key} is missing ({BYTE_FIELDS[key]})")
-        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_BYTES:
+            if field.default is REQUIRED:
+                raise ConfigError(f"{where}: {key} is missing ({field.what}; a measurement has no default)")
+            v = Path(where).stem if field.default is STEM else field.default
+        elif field.kind == "bytes" and (isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_BYTES):
             raise ConfigError(f"{where}: {key} must be a whole number of bytes in [0, 2^60], got {v!r}")
-        values[key] = int(v)
+        elif field.kind == "cost" and (isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_WRITE_COST):
+            raise ConfigError(f"{where}: {key} must be a whole number in [0, {MAX_WRITE_COST}] (0: the kernel "
+                              f"profile's), got {v!r}")
+        elif field.kind == "text" and not isinstance(v, str):
+            raise ConfigError(f"{where}: {key} must be a string, got {v!r}")
+        values[key] = v
     if values["active_bytes"] > values["runtime_bytes"]:
         raise ConfigError(f"{where}: active_bytes ({format_bytes(values['active_bytes'])}) is above runtime_bytes "
                           f"({format_bytes(values['runtime_bytes'])})")
-    wc = data.get("write_cost", 0)
-    if isinstance(wc, bool) or not isinstance(wc, int) or not 0 <= wc <= MAX_WRITE_COST:
-        raise ConfigError(f"{where}: write_cost must be a whole number in [0, {MAX_WRITE_COST}] (0: the kernel "
-                          f"profile's), got {wc!r}")
-    values["write_cost"] = int(wc)
-    for key in ("name", "measured_on"):
-        if key in data and not isinstance(data[key], str):
-            raise ConfigError(f"{where}: {key} must be a string, got {data[key]!r}")
-    return RuntimeProfile(name=str(data.get("name", Path(where).stem)), measured_on=str(data.get("measured_on", "")),
-                          source=where, **values)
+    return RuntimeProfile(source=where, **values)
 
 
 def load_runtime_profile(name_or_path: str | Path) -> RuntimeProfile:
@@ -156,22 +185,45 @@ def load_runtime_profile(name_or_path: str | Path) -> RuntimeProfile:
 
 
 def to_toml(profile: RuntimeProfile, comments: dict[str, str] | None = None) -> str:
-    """The profile as TOML, a comment above each field (what it is, and how it was measured)."""
+    """The profile as TOML, a comment above each field (what it is, and how it was measured).
+
+    Strings are escaped as TOML basic strings (:func:`toml_string`: a name with a quote, a backslash or a
+    newline reads back as it was) and comments have their control characters replaced by spaces (a comment
+    ends at a newline).
+    """
     comments = comments or {}
-    lines = [f"# runtime profile: what {profile.name} holds besides the model (swaptrace.workload.process)",
-             f"name = {_toml_str(profile.name)}", f"measured_on = {_toml_str(profile.measured_on)}", ""]
-    for key, what in BYTE_FIELDS.items():
+    lines = [_comment(f"runtime profile: what {profile.name} holds besides the model (swaptrace.workload.process)"),
+             f"name = {toml_string(profile.name)}", f"measured_on = {toml_string(profile.measured_on)}", ""]
+    for key, field in PROFILE_FIELDS.items():
+        if field.kind == "text":
+            continue
         value = getattr(profile, key)
-        lines.append(f"# {what}: {format_bytes(value)}" + (f"; {comments[key]}" if key in comments else ""))
+        shown = f": {format_bytes(value)}" if field.kind == "bytes" else ""
+        lines.append(_comment(f"{field.what}{shown}" + (f"; {comments[key]}" if key in comments else "")))
         lines.append(f"{key} = {value}")
-    lines.append("# the emulator's write cost for this runtime (0: the kernel profile's ensemble)"
-                 + (f"; {comments['write_cost']}" if "write_cost" in comments else ""))
-    lines.append(f"write_cost = {profile.write_cost}")
     return "\n".join(lines) + "\n"
 
 
-def _toml_str(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+#: TOML's short escapes (toml.io, v1.0.0, "String"); any other control character is written \uXXXX
+_TOML_ESCAPES = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
+
+
+def toml_string(s: str) -> str:
+    """``s`` as a TOML basic string: quotes and backslashes escaped, and every control character (U+0000 to
+    U+001F and U+007F, which TOML does not allow as they are) escaped."""
+    out = []
+    for ch in s:
+        if ch in _TOML_ESCAPES:
+            out.append(_TOML_ESCAPES[ch])
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04X}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def _comment(text: str) -> str:
+    return "# " + "".join(" " if (ord(ch) < 0x20 and ch != "\t") or ord(ch) == 0x7F else ch for ch in text)
 
 
 # ---- the trace ---------------------------------------------------------------------------------------------------

@@ -28,6 +28,16 @@ every row written at start-up (uniform in +-sqrt(1/rows), DLRM's
 initialisation), as a real program does; each step starts with
 :func:`swaptrace.mark_step`, and ``swaptrace end`` follows the last one, so
 ``swaptrace capture -- swaptrace train ...`` attributes block I/O to steps.
+A ``SWAPTRACE_MARKER`` that is not a capture's own marker file is refused
+before anything is allocated (:mod:`swaptrace.markers`).
+
+Before it allocates, :func:`train` compares :func:`memory_need` (what the
+model, its optimizer, one batch and its activations take; the formula is
+there) with :func:`swaptrace.core.memory.memory_room` (the machine's
+available memory and free swap, and the process's memory cgroup's room) and
+refuses in one line a model that cannot fit. An allocation that fails anyway
+(numpy's ``MemoryError``, torch's ``RuntimeError`` saying it could not
+allocate) is one line too (:class:`~swaptrace.errors.ConfigError`).
 
 torch is imported inside the functions: it is an optional extra
 (``pip install 'swaptrace[torch]'``). To adapt this to a model of your own,
@@ -38,17 +48,20 @@ stays as it is.
 from __future__ import annotations
 
 import math
+import re
 import resource
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
+from swaptrace.core.units import format_bytes
 from swaptrace.errors import ConfigError, ToolError
-from swaptrace.markers import mark, mark_step
+from swaptrace.markers import MarkerError, check_marker, mark, mark_step
 from swaptrace.workload.indices import iter_bags
 from swaptrace.workload.spec import ModelSpec, load_spec
 
@@ -81,6 +94,118 @@ def check_trainable(spec: ModelSpec | str) -> ModelSpec:
         raise ConfigError(f"{spec.source or spec.name}: cannot train: " + "; ".join(problems[:3])
                           + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""))
     return spec
+
+
+#: float32, the dtype of everything train allocates in floating point (tables, MLPs, state, activations)
+FLOAT_BYTES = 4
+#: int64, the dtype of the lookups' rows and offsets (``iter_bags``) and of a sparse gradient's row indices
+INDEX_BYTES = 8
+
+
+def rows_fed(spec: ModelSpec) -> list[float]:
+    """Rows each table is fed in one step: ``batch x`` the mean bag size as drawn; for ``unique_in_bag``
+    tables, ``batch x`` the chance a bag is not empty (repeats are dropped; a non-empty bag keeps one row)."""
+    out = []
+    for t in spec.tables:
+        lk = t.lookups
+        if t.unique_in_bag:
+            per_bag = 1.0 if lk.uniform else sum(p for v, p in zip(lk.values, lk.probs, strict=True) if v >= 1)
+        else:
+            per_bag = lk.mean
+        out.append(spec.batch_size * per_bag)
+    return out
+
+
+def memory_need(spec: ModelSpec) -> dict[str, int]:
+    """What training the spec's DLRM holds at its peak, by term, in bytes, and their sum ``need``.
+
+    B is ``batch_size``, T the tables, d the bottom MLP's output (every table's ``dim``), F = T + 1,
+    ``iw = d + F(F-1)/2`` the interaction's width, P the MLPs' weights and biases (``spec.mlp_params``), n_t the
+    rows table t is fed in a step (:func:`rows_fed`). Floating-point values are float32 (4 bytes, ``FLOAT_BYTES``:
+    train refuses other table dtypes), row indices int64 (8 bytes, ``INDEX_BYTES``).
+
+    * ``tables``: ``sum rows_t x dim_t x 4``, every row written at start-up;
+    * ``optimizer_state``: per table row ``sgd`` nothing, ``rowwise-adagrad`` one float32, ``adagrad`` one copy
+      of the row (``dim`` float32), ``adam`` two (both moments, full size, as ``SparseAdam`` allocates them); per
+      MLP parameter ``sgd`` nothing, ``adagrad``/``rowwise-adagrad`` one float32 (torch's ``Adagrad``), ``adam``
+      two (the spec's memory model, :class:`~swaptrace.workload.spec.ModelSpec`);
+    * ``mlp``: ``4 P``, the MLPs' weights and biases;
+    * ``batch``: the dense features ``4 B bottom_mlp[0]``, the labels ``4 B``, and per table the rows fed
+      ``8 n_t`` and the offsets ``8 (B + 1)``;
+    * ``activations``: what the forward pass keeps for the backward, held at once when the loss is computed:
+      ``4 B (sum bottom_mlp[1:] + F d + iw + sum top_mlp)``, one float32 per sample for each bottom MLP layer's
+      output, the interaction's F stacked d-vectors and its output, and each top MLP layer's output;
+    * ``gradients``: what the optimizer step reads, held at once: the MLPs' ``4 P`` and each table's sparse
+      gradient, one row and one row index per row fed, ``n_t (4 d + 8)``.
+
+    Activations and gradients are not held at the same time (backward frees the activations it has used;
+    ``zero_grad`` drops the gradients before the next forward), so ``need = tables + optimizer_state + mlp +
+    batch + max(activations, gradients)``. It leaves out what torch and the interpreter add around them
+    (allocator slack, autograd's bookkeeping, libraries loaded on first use), so it is a floor: a run it
+    refuses cannot fit.
+    """
+    b, d = spec.batch_size, spec.bottom_mlp[-1]
+    f = len(spec.tables) + 1
+    fed = rows_fed(spec)
+    terms = {
+        "tables": sum(t.rows * t.dim * FLOAT_BYTES for t in spec.tables),
+        "optimizer_state": sum(t.rows * spec.state_row_bytes(t) * spec.state_arrays for t in spec.tables)
+        + spec.mlp_state_bytes,
+        "mlp": FLOAT_BYTES * spec.mlp_params,
+        "batch": FLOAT_BYTES * b * (spec.bottom_mlp[0] + 1)
+        + sum(math.ceil(INDEX_BYTES * n) + INDEX_BYTES * (b + 1) for n in fed),
+        "activations": FLOAT_BYTES * b * (sum(spec.bottom_mlp[1:]) + f * d + spec.interaction_width
+                                          + sum(spec.top_mlp)),
+        "gradients": FLOAT_BYTES * spec.mlp_params
+        + sum(math.ceil(n * (FLOAT_BYTES * t.dim + INDEX_BYTES)) for n, t in zip(fed, spec.tables, strict=True)),
+    }
+    fixed = terms["tables"] + terms["optimizer_state"] + terms["mlp"] + terms["batch"]
+    return {**terms, "need": fixed + max(terms["activations"], terms["gradients"])}
+
+
+def check_memory(spec: ModelSpec, room=None) -> dict[str, int]:
+    """:func:`memory_need` of the spec, or a one-line :class:`ConfigError` when it is above what this process can
+    get (``room``: a :class:`~swaptrace.core.memory.MemoryRoom`, by default read now)."""
+    from swaptrace.core.memory import memory_room
+
+    need = memory_need(spec)
+    room = memory_room() if room is None else room
+    if need["need"] > room.bytes:
+        terms = ", ".join(f"{k.replace('_', ' ')} {format_bytes(v)}" for k, v in need.items() if k != "need")
+        raise ConfigError(f"training {spec.name} would need at least {format_bytes(need['need'])} ({terms}; "
+                          f"activations and gradients are not held at once), more than the "
+                          f"{format_bytes(room.bytes)} this process can get ({room.why}); give a smaller model: "
+                          "fewer or smaller tables, a smaller batch_size or narrower MLPs")
+    return need
+
+
+@contextmanager
+def marker_errors() -> Iterator[None]:
+    """A :class:`~swaptrace.markers.MarkerError` (a ``ValueError`` for a library caller) as a one-line
+    :class:`ConfigError`: for ``train``, a stray ``SWAPTRACE_MARKER`` is the user's environment, not a bug."""
+    try:
+        yield
+    except MarkerError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+#: how torch and numpy say an allocation failed (c10's DefaultCPUAllocator, numpy's _ArrayMemoryError, C++)
+_ALLOCATION_FAILED = re.compile(r"can't allocate memory|not enough memory|cannot allocate memory|could not allocate"
+                                r"|unable to allocate|out of memory|bad_alloc", re.IGNORECASE)
+
+
+@contextmanager
+def allocation_errors(spec: ModelSpec, need: int) -> Iterator[None]:
+    """Turn an allocation that fails inside the block (``MemoryError``; a ``RuntimeError`` whose text says it
+    could not allocate) into a one-line :class:`ConfigError`; any other error passes through as it is."""
+    try:
+        yield
+    except (MemoryError, RuntimeError) as exc:
+        text = " ".join((str(exc).strip().splitlines() or [type(exc).__name__])[0].split())
+        if not isinstance(exc, MemoryError) and _ALLOCATION_FAILED.search(str(exc)) is None:
+            raise
+        raise ConfigError(f"training {spec.name} ran out of memory ({text[:200]}); it needs at least "
+                          f"{format_bytes(need)} besides torch itself: give a smaller model or more memory") from exc
 
 
 def _mlp(torch, widths: Sequence[int], last_relu: bool):
@@ -221,6 +346,7 @@ class TrainResult:
     loss_first: float
     loss_last: float
     table_bytes: int
+    need_bytes: int
     peak_rss_bytes: int
 
     def to_dict(self) -> dict[str, Any]:
@@ -260,14 +386,39 @@ def train(spec: ModelSpec | str, *, steps: int, seed: int = 0, threads: int | No
         ``observe(step, bags)`` with the exact ``(indices, offsets)`` tensors fed to each table.
     progress : callable, optional
         ``progress(steps_done, seconds_since_start_of_training, loss)`` after every step.
+
+    Raises
+    ------
+    ConfigError
+        Before anything is allocated: the spec cannot be trained, it needs more memory than this process can
+        get (:func:`check_memory`), or ``SWAPTRACE_MARKER`` is not a capture's marker file
+        (:class:`swaptrace.markers.MarkerError`); later: an allocation failed (:func:`allocation_errors`).
     """
     torch = require_torch()
     spec = check_trainable(spec)
+    with marker_errors():
+        check_marker()
+    need = check_memory(spec)["need"]
     n_threads = _set_threads(torch, threads)
     started = time.perf_counter()
-    model = build_model(spec, seed)
-    optimizers = build_optimizers(model, spec.optimizer)
-    startup = time.perf_counter() - started
+    with marker_errors(), allocation_errors(spec, need):
+        model = build_model(spec, seed)
+        optimizers = build_optimizers(model, spec.optimizer)
+        startup = time.perf_counter() - started
+        losses, step_times = _loop(torch, spec, model, optimizers, steps=steps, seed=seed, observe=observe,
+                                   progress=progress)
+        mark("end")  # training is over: a capture takes its last reading of the program here, not at exit
+    return TrainResult(
+        spec=spec.name, optimizer=spec.optimizer, steps=steps, seed=seed, threads=n_threads,
+        startup_s=startup, wall_s=time.perf_counter() - started, step_s_median=statistics.median(step_times),
+        loss_first=losses[0], loss_last=losses[-1], table_bytes=sum(t.weight_bytes for t in spec.tables),
+        need_bytes=need, peak_rss_bytes=peak_rss_bytes(),
+    )
+
+
+def _loop(torch, spec: ModelSpec, model, optimizers: list, *, steps: int, seed: int, observe, progress
+          ) -> tuple[list[float], list[float]]:
+    """The training loop of :func:`train`: each step marked, timed (drawing its lookups included), observed."""
     losses: list[float] = []
     step_times: list[float] = []
     loop_start = last = time.perf_counter()
@@ -283,10 +434,4 @@ def train(spec: ModelSpec | str, *, steps: int, seed: int = 0, threads: int | No
         last = now
         if progress is not None:
             progress(len(losses), time.perf_counter() - loop_start, losses[-1])
-    mark("end")  # training is over: a capture takes its last reading of the program here, not at exit
-    return TrainResult(
-        spec=spec.name, optimizer=spec.optimizer, steps=steps, seed=seed, threads=n_threads,
-        startup_s=startup, wall_s=time.perf_counter() - started, step_s_median=statistics.median(step_times),
-        loss_first=losses[0], loss_last=losses[-1], table_bytes=sum(t.weight_bytes for t in spec.tables),
-        peak_rss_bytes=peak_rss_bytes(),
-    )
+    return losses, step_times
