@@ -100,10 +100,10 @@ from swaptrace.kernels.emulate.state import (
     YOUNG,
     ZERO_PAGE,
 )
-from swaptrace.kernels.jit import jit, jit_inline
+from swaptrace.kernels.jit import jit
 
 
-@jit_inline
+@jit
 def _policy_hit(b, m, page):
     p = m[P_POLICY]
     if p == POLICY_LRU:
@@ -114,7 +114,7 @@ def _policy_hit(b, m, page):
         _linux_hit(b, m, page)
 
 
-@jit_inline
+@jit
 def _policy_insert(b, m, page, target):
     p = m[P_POLICY]
     if p == POLICY_LRU:
