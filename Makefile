@@ -52,7 +52,7 @@ fio:
 	else echo "note: fio is missing; install it with 'sudo apt-get install fio' (fio stages are skipped without it)"; fi
 
 demo: setup
-	$(SWAPTRACE) run --preset $(PRESET) -o $(OUT)
+	$(SWAPTRACE) run --preset $(PRESET) --first-look -o $(OUT)
 
 trace: $(ACCESS)
 $(ACCESS): | $(STAMP)

@@ -27,7 +27,11 @@ from swaptrace.workload.spec import MAX_STEPS
 @click.option("--no-thesis", is_flag=True, help="Skip the SSD model's request-size and sequential-write sweep.")
 @click.option("--fio-target", default=None, help="File for fio to use [default: /tmp/swaptrace-fio.dat].")
 @click.option("--fio-size", default="256MiB", show_default=True, help="Bytes of the fio target to use.")
-@click.option("--fio-runtime", type=count(1, MAX_RUNTIME_S), default=3, show_default=True, help="Seconds per time-based fio job.")
+@click.option("--fio-runtime", type=count(1, MAX_RUNTIME_S), default=None,
+              help="Seconds per time-based fio job [default: 3; 1 with --first-look].")
+@click.option("--first-look", is_flag=True,
+              help="A first look in a few minutes (make demo): fio jobs of 1 s, the thesis's experiments on the "
+                   "model's small drive only; the report names what it left out and the command that runs it.")
 @click.option("--designs", is_flag=True,
               help="Also compare the swap designs at this budget (swaptrace designs; into DIR/designs).")
 @click.option("--time-costs", default=None, type=click.Path(dir_okay=False),
@@ -38,7 +42,7 @@ from swaptrace.workload.spec import MAX_STEPS
 @click.option("--force", is_flag=True, help="Rerun every stage even if its inputs and parameters are unchanged.")
 @writes(("out", "fio_target"), ("preset", "time_costs", "device"))
 def command(*, preset, steps, seed, memory, memory_fraction, policy, readahead, device, ssd_capacity, no_fio, fio_profile,
-            no_thesis, fio_target, fio_size, fio_runtime, designs, time_costs, out, force):
+            no_thesis, fio_target, fio_size, fio_runtime, first_look, designs, time_costs, out, force):
     """Run generate → mrc → emulate → ssd → fio jobs → fio run → report.
 
     Each stage's output lands in the folder; a rerun skips stages whose
@@ -47,6 +51,7 @@ def command(*, preset, steps, seed, memory, memory_fraction, policy, readahead, 
     \b
     Example:
       swaptrace run --preset demo -o traces/demo/
+      swaptrace run --preset demo --first-look -o traces/demo/
       swaptrace run --preset tiny --memory 16MiB --no-fio -o traces/tiny/
     """
     from swaptrace.pipeline.run import PipelineOptions, run_pipeline
@@ -69,9 +74,10 @@ def command(*, preset, steps, seed, memory, memory_fraction, policy, readahead, 
         fio=not no_fio,
         fio_target=fio_target,
         fio_size_bytes=parse_bytes(fio_size, "--fio-size"),
-        fio_runtime_s=fio_runtime,
+        fio_runtime_s=fio_runtime if fio_runtime is not None else (1 if first_look else 3),
         fio_profile=fio_profile,
         thesis=not no_thesis,
+        first_look=first_look,
         designs=designs,
         time_costs=None if time_costs is None else load_costs(time_costs),
     )

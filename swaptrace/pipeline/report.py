@@ -207,6 +207,7 @@ def _draw_report(d: Path, out_dir: Path) -> Report:
                 report)
         _figure(out_dir, "swap_traffic.png", lambda fig: plot_swap_traffic(swapio.path, ax=fig.subplots()), report)
     stale = stale_outputs(d)
+    n["first_look"] = first_look_left_out(d)
     _try(report, "SSD model", lambda: _ssd_parts(d, out_dir, report, stale))
     for what, name, part in (
             ("fio", S.FIO_RUN, lambda: _fio_parts(d, out_dir, report)),
@@ -223,6 +224,33 @@ def _draw_report(d: Path, out_dir: Path) -> Report:
     with AtomicPath(report.path) as ap:
         ap.tmp.write_text(render_markdown(report, d))
     return report
+
+
+def first_look_left_out(d: Path) -> list[str]:
+    """What a ``swaptrace run --first-look`` (``make demo``) left out of this folder, each with the command that
+    runs it; empty for a full run or a folder put together by hand."""
+    try:
+        manifest = read_json(d / S.MANIFEST, "pipeline manifest") if os.path.lexists(d / S.MANIFEST) else {}
+    except TraceFileError:
+        return []
+    if not isinstance(manifest, dict):
+        return []
+    params = {k: (v.get("params") or {}) for k, v in manifest.items() if isinstance(v, dict)}
+    gen = params.get("generate", {})
+    model = gen.get("preset") or gen.get("spec_file") or "PRESET"
+    out = []
+    if params.get("ssd-thesis", {}).get("first_look"):
+        out.append("the thesis's experiments on the full 512 GiB `nvme-tlc` drive in its steady state (about 30 s "
+                   f"more): `swaptrace run --preset {model} -o {d}` without `--first-look`, or "
+                   "`swaptrace ssd thesis --real`")
+    runtime = params.get("fio-run", {}).get("runtime_s")
+    if isinstance(runtime, int) and runtime < 3:
+        out.append(f"fio's time-based jobs at 3 s each (this run gave each {runtime} s, so the sweep and the "
+                   f"experiments are noisier): `swaptrace run --preset {model} --fio-runtime 3 -o {d}`")
+    if out:
+        out.append("the full-size reproduction of the thesis, the fio queue-depth profile and every experiment at "
+                   "its full size: `make reproduce` (docs/report.md)")
+    return out
 
 
 def stale_outputs(d: Path) -> dict[str, str]:
@@ -444,6 +472,9 @@ def render_markdown(report: Report, folder: Path) -> str:
     """The text of ``report.md``."""
     n = report.numbers
     lines = [f"# swaptrace report: {folder}", ""]
+    if n.get("first_look"):
+        lines += ["**A first look** (`swaptrace run --first-look`, as `make demo` runs it). Left out, and the "
+                  "command that runs each:", ""] + [f"- {item}" for item in n["first_look"]] + [""]
     t = n.get("trace")
     if t:
         lines += [

@@ -100,6 +100,9 @@ class PipelineOptions:
     thesis: bool = True
     #: also compare the swap designs at this budget (``swaptrace designs``; docs/designs.md)
     designs: bool = False
+    #: a first look (``make demo``): the thesis's experiments on the model's small drive only (not the full
+    #: 512 GiB drive in its steady state); the report names what was left out (:data:`FIRST_LOOK_LEFT_OUT`)
+    first_look: bool = False
     #: the time stage's kernel costs (:class:`swaptrace.timing.model.CpuCosts`, e.g. from a host-costs file);
     #: default: the in-process micro-benchmarks, lower bounds (docs/timing.md)
     time_costs: Any = None
@@ -169,7 +172,8 @@ def plan(opts: PipelineOptions, out_dir: Path) -> list[Stage]:
         Stage("ssd", (SWAPIO,), (SSD,), {"device": opts.device, "capacity": opts.ssd_capacity_bytes,
                                          "background": BACKGROUND}, runs(S.run_ssd)),
         Stage("ssd-thesis", (), (THESIS,),
-              {} if opts.ssd_capacity_bytes is None else {"device": opts.device, "capacity": opts.ssd_capacity_bytes},
+              {**({} if opts.ssd_capacity_bytes is None else {"device": opts.device, "capacity": opts.ssd_capacity_bytes}),
+               **({"first_look": True} if opts.first_look else {})},
               runs(S.run_thesis), skip_reason=None if opts.thesis else "--no-thesis"),
         Stage("fio-jobs", (SWAPIO,), (FIO_JOBS,), {"size": opts.fio_size_bytes}, runs(S.run_fio_jobs),
               skip_reason="--no-fio" if not opts.fio else None),

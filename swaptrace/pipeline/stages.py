@@ -116,7 +116,8 @@ def run_thesis(d: Path, opts, say, bar) -> dict[str, Any]:
     if opts.ssd_capacity_bytes is not None:  # the drive asked for, not the full nvme-tlc
         real = swap_drive(opts.device, capacity_bytes=opts.ssd_capacity_bytes)
         swap = min(REAL_SWAP_BYTES, real.user_bytes // THESIS_SWAP_SHARE)
-    result = run_thesis(real_drive=True, real_config=real, real_swap_bytes=swap, log=lambda line: say(f"      {line}"))
+    result = run_thesis(real_drive=not opts.first_look, real_config=real, real_swap_bytes=swap,
+                        log=lambda line: say(f"      {line}"))
     with AtomicPath(d / THESIS) as ap:
         ap.tmp.write_text(json.dumps(result, indent=2, default=float))
     out = {k: result[k] for k in ("request_size_gain", "sequential_write_gain", "bandwidth_decline")}
