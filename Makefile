@@ -5,6 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 SWAPTRACE := $(VENV)/bin/swaptrace
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 
 PRESET ?= demo
 STEPS ?=
@@ -24,9 +25,12 @@ SWAPIO := $(OUT)/swapio.parquet
 SSDOUT := $(OUT)/ssd.parquet
 JOBS := fio_jobs/$(PRESET)
 
-.PHONY: setup fio torch-extra validate-real demo trace emulate mrc ssd fio-jobs fio-run report reproduce designs test test-fast bench lint clean
+.PHONY: setup setup-test fio torch-extra validate-real demo trace emulate mrc ssd fio-jobs fio-run report reproduce designs test test-fast bench lint clean
 
+# `make setup` installs swaptrace and what it runs on (the demo needs no more); `make setup-test` adds the test
+# and dask extras (pytest, hypothesis, libCacheSim, pandas, Dask, ...), which `make test` and `make bench` need.
 setup: $(STAMP) fio
+setup-test: $(TEST_STAMP) fio
 
 # pip runs with -q (no per-package lines); a line per phase says what is happening. PIP_QUIET drops one
 # notice only: "Location '...' is ignored: it is neither a file nor a directory", which pip prints for every
@@ -38,10 +42,15 @@ $(STAMP): setup.cfg pyproject.toml
 	@$(PYTHON) -m venv $(VENV)
 	@echo "setup 2/3: upgrading pip"
 	@$(PY) -m pip install -q --upgrade pip $(PIP_QUIET)
-	@echo "setup 3/3: installing swaptrace with its test and dask extras (numba, pyarrow, dask, ...; 1-2 min)"
-	@$(PY) -m pip install -q -e '.[test,dask]' $(PIP_QUIET)
+	@echo "setup 3/3: installing swaptrace (numba, pyarrow, click, matplotlib; about a minute)"
+	@$(PY) -m pip install -q -e . $(PIP_QUIET)
 	@touch $(STAMP)
 	@echo "setup: done ($(VENV))"
+
+$(TEST_STAMP): $(STAMP)
+	@echo "setup: adding the test and dask extras (pytest, hypothesis, libCacheSim, pandas, Dask, ...)"
+	@$(PY) -m pip install -q -e '.[test,dask]' $(PIP_QUIET)
+	@touch $(TEST_STAMP)
 
 # fio comes from Debian's packages; later stages (fio jobs, fio run) need it.
 fio:
@@ -126,7 +135,7 @@ validate-real: setup torch-extra
 # target fails if either does. The slowest tests of each pass are listed at its end.
 PYTEST_PARALLEL ?= -n auto --dist loadfile
 
-test: setup torch-extra
+test: setup-test torch-extra
 	@status=0; \
 	echo "test 1/2: the parallel-safe tests on every core"; \
 	$(PY) -m pytest -q $(PYTEST_PARALLEL) -m "not serial" --durations=10 || status=$$?; \
@@ -134,13 +143,13 @@ test: setup torch-extra
 	$(PY) -m pytest -q -m serial --durations=10 || status=$$?; \
 	exit $$status
 
-test-fast: setup
+test-fast: setup-test
 	$(PY) -m pytest -q -m "not slow and not privileged"
 
-bench: setup
+bench: setup-test
 	$(PY) benchmarks/run_all.py
 
-lint: setup
+lint: setup-test
 	$(VENV)/bin/ruff check swaptrace tests benchmarks analysis research tools docs
 
 clean:
