@@ -9,6 +9,7 @@ from swaptrace.commands.common import (
     force_option,
     json_option,
     number,
+    only_with,
     progress_enabled,
     progressbar,
     writes,
@@ -153,15 +154,6 @@ def _which_target(trace, argv) -> None:
         raise ConfigError("nothing after --: give the program to run")
 
 
-def _refuse_replay_options(compute, trace_reclaim: bool, lock_given: bool) -> None:
-    """The ``-- CMD`` form: options a program does not take are refused before anything starts."""
-    for name, given in (("--compute", compute not in (None, "none")),
-                        ("--trace-reclaim", trace_reclaim),
-                        ("--lock-baseline", lock_given)):
-        if given:
-            raise ConfigError(f"{name} applies to a TRACE replay, not to a program (-- CMD)")
-
-
 def _capture_command(argv, out, options, *, window_s: float, sample_ms: float, as_json: bool) -> None:
     """The ``-- CMD`` form: run the program, print what it did."""
     from swaptrace.capture.command import capture_command
@@ -206,7 +198,13 @@ def _capture_command(argv, out, options, *, window_s: float, sample_ms: float, a
 @click.option("--cleanup", is_flag=True, help="Only remove what killed captures left behind, then exit.")
 @force_option
 @json_option
-@writes(("out", "raw_trace"), ("trace",))
+@only_with("--compute", "TRACE", why="a replay's option; a program (-- CMD) computes what it computes")
+@only_with("--trace-reclaim", "TRACE", why="a replay's option, not a program's (-- CMD)")
+@only_with("--lock-baseline", "TRACE", why="a replay's option, not a program's (-- CMD)")
+@only_with("--window", "-- CMD", why="a program's steps without markers; a TRACE has its steps")
+@only_with("--sample-ms", "-- CMD", why="a program's memory readings")
+@writes(("out", "raw_trace"), ("trace",), neither={
+    "work_dir": "a scratch folder: capture makes its own uniquely named folder in it and removes it"})
 def command(*, trace, out, memory, memory_fraction, window_s, sample_ms, compute, unlimited_run, lock_baseline, swap_size,
             rotational, work_dir, buffer_size, timeout_s, raw_trace, trace_reclaim, cleanup, force, as_json):
     """Record swap I/O under the real kernel: replay TRACE, or run -- CMD (root only).
@@ -252,9 +250,6 @@ def command(*, trace, out, memory, memory_fraction, window_s, sample_ms, compute
     buffer_kb = parse_bytes(buffer_size, "--buffer-size", positive=True) // 1024
     if buffer_kb < 1:
         raise ConfigError(f"--buffer-size: at least 1 KiB per CPU, got {buffer_size!r}")
-    if argv is not None:
-        lock_given = ctx.get_parameter_source("lock_baseline") == click.core.ParameterSource.COMMANDLINE
-        _refuse_replay_options(compute, trace_reclaim, lock_given)
     memory_bytes = parse_bytes(memory, "--memory", positive=True) if memory is not None else None
     options = CaptureOptions(memory_bytes=memory_bytes, memory_fraction=memory_fraction, unlimited_run=unlimited_run,
                              swap_bytes=swap_bytes, rotational=rotational, work_base=work_dir, buffer_kb=buffer_kb,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from swaptrace.commands.common import MAX_COUNT, MAX_RUNTIME_S, count, number, progressbar, writes
+from swaptrace.commands.common import MAX_COUNT, MAX_RUNTIME_S, count, number, only_with, progressbar, writes
 from swaptrace.core.traceio import check_agree, check_output_folder, open_trace
 from swaptrace.core.units import parse_bytes
 from swaptrace.designs.log import SWAPINS, VICTIMS, LogConfig
@@ -57,6 +57,10 @@ from swaptrace.timing.designs import with_step_times
                    "(0: paging time only).")
 @click.option("--verify", is_flag=True, help="Check the shadow map and the log's invariants after every chunk.")
 @click.option("--force", is_flag=True, help="Overwrite existing outputs.")
+@only_with("--fio-size", "--fio-target")
+@only_with("--fio-runtime", "--fio-target")
+@only_with("--fio-requests", "--fio-target")
+@only_with("--fio-repeats", "--fio-target")
 @writes(("out", "fio_target"), ("trace", "packed_trace", "device"))
 def command(*, trace, out, memory, memory_fraction, device, packed_trace, segment_size, victim, spare, discard, swapin,
             prefetch_window, zone_size, zone_capacity, max_open_zones, fio_target, fio_size, fio_runtime,

@@ -11,6 +11,7 @@ from swaptrace.commands.common import (
     force_option,
     json_option,
     number,
+    only_with,
     progressbar,
     writes,
 )
@@ -30,6 +31,7 @@ from swaptrace.mrc import exact_mrc, shards_mrc, write_csv
 @click.option("--budget", default=None, help="Memory budget to mark on the plot, e.g. 2GiB.")
 @force_option
 @json_option
+@only_with("--budget", "--plot", why="the budget is marked on the plot")
 @writes(("out", "plot"), ("trace",))
 def command(*, trace, out, sample_rate, sample_pages, points, plot, budget, force, as_json):
     """LRU miss-ratio curve of TRACE for every memory size, in one pass.

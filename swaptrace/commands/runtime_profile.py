@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from swaptrace.commands.common import count, echo_summary, force_option, json_option, writes
+from swaptrace.commands.common import captured_model_input, count, echo_summary, force_option, json_option, writes
 from swaptrace.core.traceio import AtomicPath, open_trace
 from swaptrace.core.units import format_bytes
 from swaptrace.errors import ConfigError, SwaptraceError
@@ -53,7 +53,7 @@ def _train_args(command: list[str] | None, capture: str, given: tuple[str, ...] 
 @click.option("--name", default=None, help="The profile's name (default: the output's stem).")
 @force_option
 @json_option
-@writes(("out",), ("capture", "spec_file"))
+@writes(("out",), ("capture", "spec_file", "preset"), captured_model_input)
 def command(*, capture, out, preset, spec_file, steps, seed, name, force, as_json):
     """Derive a runtime profile from a `capture -- CMD` of a training program.
 

@@ -13,6 +13,7 @@ from swaptrace.commands.common import (
     number,
     progressbar,
     scheduler_address,
+    sweep_file_inputs,
     writes,
 )
 from swaptrace.errors import ConfigError
@@ -40,7 +41,7 @@ from swaptrace.workload.spec import MAX_STEPS
 @click.option("--plot", default=None, type=click.Path(dir_okay=False), metavar="FILE.png",
               help="Draw pages in against budget, one line per trace/policy/device.")
 @json_option
-@writes(("out", "plot"), ("spec_file", "traces", "devices"))
+@writes(("out", "plot"), ("spec_file", "traces", "presets", "devices"), sweep_file_inputs)
 def command(*, spec_file, out, traces, presets, steps, seed, memory, memory_fractions, policies, devices,
             step_compute_us, workers, scheduler, plot, as_json) -> None:
     """Run a parameter sweep on Dask distributed and write one Parquet dataset of results.

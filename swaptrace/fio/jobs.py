@@ -313,8 +313,7 @@ def build_jobs(
     if size_bytes is None:
         size_bytes = min(-(-end // (1 << 20)) * (1 << 20), DEFAULT_MAX_REPLAY_BYTES)
     remap = iolog.plan_remap(end, max_len, size_bytes)
-    out = Path(out_dir)
-    _check_out_dir(out, force)
+    out = _check_out_dir(Path(out_dir), force)
     tmp = traceio.make_partial_folder(out)
     try:
         info = iolog.write_iolog_v2(stream, tmp / IOLOG_NAME, remap, timed=True, max_requests=max_requests)
@@ -369,8 +368,8 @@ def _own_files(folder: Path) -> list[str]:
     return [j["file"] for j in [m["precondition"], *m["jobs"]]] + [IOLOG_NAME, "README.md", MANIFEST]
 
 
-def _check_out_dir(out: Path, force: bool) -> None:
-    traceio.check_output_folder(out, force, _is_job_folder, "a fio job folder (manifest.json)")
+def _check_out_dir(out: Path, force: bool) -> Path:
+    return traceio.check_output_folder(out, force, _is_job_folder, "a fio job folder (manifest.json)")
 
 
 def _manifest(stream, stream_path, remap, info, *, fit, pre, jobs, ioengine, iodepth, direct) -> dict:
