@@ -35,7 +35,7 @@ from damaged import (
     parquet_variants,
     process_variants,
 )
-from safety_helpers import invoke, make_inputs, snapshot
+from safety_helpers import fake_run_dir, invoke, make_inputs, snapshot
 
 # where a row's own outputs go; replaced per row by a fresh folder
 OUT = "{out}"
@@ -755,7 +755,7 @@ def make_all_inputs(base: Path) -> dict[str, Path]:
                                   + "dim = 65536\ncount = 4096\n")
     paths["spec_dim_ok"] = base / "spec-ok.toml"
     paths["spec_dim_ok"].write_text(_SPEC_BASE.format(batch=4) + "dim = 4\n")
-    paths["run_dir"] = _fake_run_dir(base / "run")
+    paths["run_dir"] = fake_run_dir(base / "run")
     _hostile_inputs(paths, base)
     paths["fifo_toml"] = base / "fifo.toml"
     os.mkfifo(paths["fifo_toml"])
@@ -802,22 +802,6 @@ def _hostile_inputs(paths: dict, base: Path) -> None:
                   paths["process"]).exit_code == 0
     for name, path in damage("process", paths["process"], base / "damaged-process").items():
         paths[f"dmg_process_{name}"] = path
-
-
-def _fake_run_dir(path: Path) -> Path:
-    """A `fio run` results folder holding results.parquet with two sweep rows (fio itself is for the fio tests)."""
-    from swaptrace.core.traceio import TraceWriter
-    from swaptrace.fio import results as res
-
-    path.mkdir()
-    rows = [{"instance": n, "job": n, "group": "sweep", "kind": "sweep", "direction": d, "request_bytes": 4096,
-             "pattern": "random", "io_bytes": 409600, "ios": 100, "bw_bytes": 4.096e6, "iops": 1000.0,
-             "clat_p50_us": 900.0, "clat_p99_us": 2000.0, "clat_p999_us": 3000.0, "runtime_ms": 100.0,
-             "trace_duration_ms": float("nan"), "expected_ios": float("nan")}
-            for n, d in (("sweep_read_4k", "read"), ("sweep_write_4k", "write"))]
-    with TraceWriter(path / res.RESULTS_NAME, "fio-results", {"run": {"target": "t.dat"}, "ratios": {}}) as w:
-        w.write_table(res.rows_to_table(rows))
-    return path
 
 
 def _fill(args: list[str], inputs: dict, out) -> list[str]:

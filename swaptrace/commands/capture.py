@@ -182,11 +182,11 @@ def _capture_command(argv, out, options, *, window_s: float, sample_ms: float, a
 @click.option("--sample-ms", type=number(1, 10000), default=25.0, show_default=True,
               help="-- CMD: read the cgroup's memory.stat this often (and at every step marker).")
 @click.option("--compute", type=click.Choice(["none", "mlp"]), default="none", show_default=True,
-              help="Run the preset's dense MLP forward/backward (numpy) between steps.")
+              help="TRACE: run the preset's dense MLP forward/backward (numpy) between steps.")
 @click.option("--baseline/--no-baseline", "unlimited_run", default=True, show_default=True,
               help="Also replay without a memory limit, for the slowdown ratio.")
 @click.option("--lock-baseline/--no-lock-baseline", default=True, show_default=True,
-              help="Keep the child's own memory (interpreter, numba) resident, so the budget is the model's.")
+              help="TRACE: keep the child's own memory (interpreter, numba) resident, so the budget is the model's.")
 @click.option("--swap-size", help="Swap device size (default: footprint + 256MiB).")
 @click.option("--rotational", is_flag=True, help="Present the swap device as a disk (cluster readahead) not an SSD.")
 @click.option("--work-dir", type=click.Path(file_okay=False), help="Folder for the swap file (default /var/tmp; not tmpfs).")
@@ -194,7 +194,7 @@ def _capture_command(argv, out, options, *, window_s: float, sample_ms: float, a
 @click.option("--timeout", "timeout_s", type=number(0, 1e7, min_open=True), help="Give up if a replay takes longer (seconds).")
 @click.option("--raw-trace", type=click.Path(dir_okay=False), help="Also keep the raw ftrace text in this file.")
 @click.option("--trace-reclaim", is_flag=True,
-              help="Also record the vmscan/memcg reclaim tracepoints; counters per step go to the metadata.")
+              help="TRACE: also record the vmscan/memcg reclaim tracepoints; counters per step go to the metadata.")
 @click.option("--cleanup", is_flag=True, help="Only remove what killed captures left behind, then exit.")
 @force_option
 @json_option

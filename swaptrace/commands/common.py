@@ -245,7 +245,7 @@ def sweep_file_inputs(kwargs: dict) -> dict:
         values = [values] if isinstance(values, str) else values if isinstance(values, list) else []
         for i, v in enumerate(values):
             if isinstance(v, str):
-                found[f"{spec_file}'s {key[:-1]} #{i + 1}"] = v
+                found[f"{os.path.basename(spec_file)}'s {key[:-1]} #{i + 1}"] = v
     return found
 
 
@@ -313,13 +313,15 @@ class ModeRule:
     without: bool = False
     why: str = ""
 
-    def message(self) -> str:
-        modes = " or ".join(self.modes)
+    def message(self, held: str | None = None) -> str:
+        """The one line: ``--round goes only with --steady ...``; for a ``without`` rule, the mode ``held``."""
+        why = f" ({self.why})" if self.why else ""
         if self.without:
-            return f"{self.option} does not go with {modes}" + (f" ({self.why})" if self.why else "") + \
-                "; given with it, it would be ignored: leave one out"
-        return f"{self.option} goes only with {modes}" + (f" ({self.why})" if self.why else "") + \
-            f"; without it, it would be ignored: give {modes} or leave {self.option} out"
+            return f"{self.option} does not go with {held or ' or '.join(self.modes)}{why}: it would be ignored; " \
+                "leave one of them out"
+        modes = " or ".join(self.modes)
+        return f"{self.option} goes only with {modes}{why}: without it, it would be ignored; give {modes} or " \
+            f"leave {self.option} out"
 
 
 def _param_of(ctx: click.Context, name: str) -> click.Parameter | None:
@@ -359,8 +361,11 @@ def check_modes(ctx: click.Context, kwargs: dict, rules) -> None:
     from swaptrace.errors import ConfigError
 
     for rule in rules:
-        if _given(ctx, rule.option) and any(_holds(ctx, kwargs, m) for m in rule.modes) == rule.without:
-            raise ConfigError(rule.message())
+        if not _given(ctx, rule.option):
+            continue
+        held = [m for m in rule.modes if _holds(ctx, kwargs, m)]
+        if bool(held) == rule.without:
+            raise ConfigError(rule.message(held[0] if held else None))
 
 
 def _mode_rule(rule: ModeRule):

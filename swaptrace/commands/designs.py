@@ -45,13 +45,13 @@ from swaptrace.timing.designs import with_step_times
 @click.option("--fio-target", default=None, type=click.Path(dir_okay=False),
               help="Also replay each design's first steps with fio on this file (e.g. /tmp/swaptrace-fio.dat; "
                    "never a block device).")
-@click.option("--fio-size", default="1GiB", show_default=True, help="Bytes of the fio target to use.")
+@click.option("--fio-size", default="1GiB", show_default=True, help="--fio-target: bytes of the fio target to use.")
 @click.option("--fio-runtime", type=count(1, MAX_RUNTIME_S), default=3, show_default=True,
-              help="fio runtime cap in seconds (a replay may take 10x).")
+              help="--fio-target: fio runtime cap in seconds (a replay may take 10x).")
 @click.option("--fio-requests", type=count(1, MAX_COUNT), default=100_000, show_default=True,
-              help="Most requests a design's replay may have (sets the common number of steps).")
+              help="--fio-target: most requests a design's replay may have (sets the common number of steps).")
 @click.option("--fio-repeats", type=count(1, 1000), default=1, show_default=True,
-              help="Rounds of replays (designs take turns; the median runtime counts).")
+              help="--fio-target: rounds of replays (designs take turns; the median runtime counts).")
 @click.option("--step-compute-us", type=number(0, 1e9), default=0.0, show_default=True, metavar="US",
               help="Compute time of a training step without paging, for the predicted step time and slowdown "
                    "(0: paging time only).")

@@ -109,12 +109,12 @@ def jobs_cmd(*, stream, out, size, max_requests, ioengine, iodepth, buffered, sw
 @click.option("--steady", is_flag=True,
               help="SNIA-style preconditioning: fill, then random 4 KiB write rounds until fio detects steady state.")
 @click.option("--round", "round_s", default=60, show_default=True, type=count(1, MAX_RUNTIME_S),
-              help="Seconds per steady-state round (fio's window is 5 rounds).")
+              help="--steady: seconds per round (fio's window is 5 rounds).")
 @click.option("--steady-cap", default=14400, show_default=True, type=count(1, 7 * 86400),
-              help="Time cap of the steady-state rounds, seconds.")
-@click.option("--ss-ramp", default=0, show_default=True, type=count(0, 86400), help="fio's ss_ramp, seconds.")
+              help="--steady: time cap of the rounds, seconds (at least one round).")
+@click.option("--ss-ramp", default=0, show_default=True, type=count(0, 86400), help="--steady: fio's ss_ramp, seconds.")
 @click.option("--fill-cap", default=14400, show_default=True, type=count(1, 7 * 86400),
-              help="Time cap of each sequential fill, seconds.")
+              help="--steady: time cap of each sequential fill, seconds.")
 @click.option("--purge", is_flag=True,
               help="With --steady: discard the whole device (needs --allow-device) or punch the file first.")
 @click.option("--capacity-fraction", type=number(0, 1, min_open=True), default=None,

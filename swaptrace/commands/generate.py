@@ -52,7 +52,7 @@ from swaptrace.workload.spec import MAX_ALPHA, MAX_STEPS, load_spec
 @click.option("--runtime", default=None, metavar="NAME|FILE.toml",
               help="Trace the whole training process: the runtime's memory and the start-up as step 0 "
                    "(a runtime profile: pytorch-cpu, or a file from `swaptrace runtime-profile`).")
-@click.option("--parts", type=count(1, 1 << 20), default=None, help="Step ranges (part files) of a dataset [default: 4 per worker].")
+@click.option("--parts", type=count(1, 1 << 20), default=None, help="--workers, --scheduler: step ranges (part files) of a dataset [default: 4 per worker].")
 @force_option
 @json_option
 @only_with("--parts", "--workers", "--scheduler", why="a dataset is written only on Dask")

@@ -275,7 +275,7 @@ def _parse_volume(text: str, user_bytes: int) -> int:
 @device_options
 @click.option("--iodepth", type=count(1, MAX_IODEPTH), default=32, show_default=True)
 @click.option("--precondition", type=click.Choice(PRECONDITIONS), default="seq", show_default=True)
-@click.option("--rwmix-read", type=number(0, 100), default=50.0, show_default=True, help="Percent reads (randrw, swap).")
+@click.option("--rwmix-read", type=number(0, 100), default=50.0, show_default=True, help="randrw, swap: percent reads.")
 @click.option("--hot-writes", type=number(0, 1, min_open=True, max_open=True), default=0.8, show_default=True, help="hotcold: fraction of writes to hot data.")
 @click.option("--hot-fraction", type=number(0, 1, min_open=True, max_open=True), default=0.2, show_default=True, help="hotcold: hot fraction of the space.")
 @click.option("--no-timing", is_flag=True, help="Pure FTL (WAF only, much faster).")

@@ -70,7 +70,7 @@ def _costs(costs_file, fault_cpu_us, reclaim_cpu_us, write_cpu_us):
 @click.option("--compute-baseline", type=click.Path(dir_okay=False), default=None,
               help="Take the compute time from the unlimited run of this capture.")
 @click.option("--trace", type=click.Path(), default=None,
-              help="The access trace (default: the one named in the stream's metadata).")
+              help="--compute mlp: the access trace (default: the one named in the stream's metadata).")
 @click.option("--fault-cpu-us", type=bounded("fault_cpu_us"), default=None, help="Kernel CPU per fault (default: micro-benchmark).")
 @click.option("--reclaim-cpu-us", type=bounded("reclaim_cpu_us"), default=None, help="Reclaim CPU per page freed (default: micro-benchmark).")
 @click.option("--write-cpu-us", type=bounded("write_cpu_us"), default=None,
