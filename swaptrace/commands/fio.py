@@ -58,7 +58,8 @@ def jobs_cmd(*, stream, out, size, max_requests, ioengine, iodepth, buffered, sw
     """Write a folder of fio jobs (replay, synthetic, experiments) for STREAM.
 
     The folder holds one .fio file per job, the replay iolog, manifest.json
-    and README.md describing each job.
+    and README.md describing each job and the SWAPTRACE_* variables it reads
+    (with the values to give them to run it by hand).
 
     \b
     Example:
