@@ -324,3 +324,15 @@ def test_every_input_of_every_writer_has_a_case():
             wanted = (wanted - set(roles.more_inputs.reads)) | set(roles.inputs) | {derived[name]}
         missing = {(name, p) for p in wanted} - covered
         assert not missing, f"no case aims an output at {sorted(missing)}"
+
+
+@pytest.mark.parametrize("argv,made", [
+    (["generate", "--preset", "tiny", "--steps", "1", "-o", "sub/../new.access.parquet"], "new.access.parquet"),
+    (["fio", "jobs", "{stream}", "--sweep", "4k", "-o", "sub/x/../../jobs"], "jobs"),
+], ids=["a file", "a folder"])
+def test_a_name_through_a_missing_folder_makes_no_folder(base, tmp_path, monkeypatch, argv, made):
+    """``-o sub/../x`` is ``x``: the folder the name only steps out of is not made (it stayed behind, empty)."""
+    monkeypatch.chdir(tmp_path)
+    r = invoke(*[a.replace("{stream}", str(base / "in" / "t.swapio.parquet")) for a in argv])
+    assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == [made]
