@@ -336,3 +336,13 @@ def test_a_name_through_a_missing_folder_makes_no_folder(base, tmp_path, monkeyp
     r = invoke(*[a.replace("{stream}", str(base / "in" / "t.swapio.parquet")) for a in argv])
     assert r.exit_code == 0, r.output
     assert sorted(p.name for p in tmp_path.iterdir()) == [made]
+
+
+def test_a_preset_name_beside_a_folder_of_that_name_is_not_the_folder(tmp_path, monkeypatch):
+    """``--preset tiny`` reads the preset, not a folder ``tiny/`` that happens to be here: an output in it is
+    no output inside an input (a name-or-file option reads a file or nothing)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tiny").mkdir()
+    r = invoke("generate", "--preset", "tiny", "--steps", 1, "-o", "tiny/t.access.parquet")
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "tiny" / "t.access.parquet").is_file()

@@ -111,8 +111,16 @@ def _label(ctx: click.Context, name: str) -> str:
     return name
 
 
+def _folder_ok(ctx: click.Context, name: str) -> bool:
+    """Whether parameter ``name`` may name a folder (a ``click.Path`` that takes one: a dataset, a run folder);
+    a name-or-file option (``--preset``, ``--device``, ``--runtime``) reads a file or nothing."""
+    param = next((p for p in ctx.command.params if p.name == name), None)
+    return param is not None and isinstance(param.type, click.Path) and param.type.dir_okay
+
+
 def _named_paths(ctx: click.Context, kwargs: dict, names: tuple[str, ...], existing: bool) -> dict:
-    """``{label: path}`` of the parameters ``names`` (a repeated option gives one entry per value)."""
+    """``{label: path}`` of the parameters ``names`` (a repeated option gives one entry per value); inputs
+    (``existing``) only where something is there that the parameter reads."""
     found = {}
     for name in names:
         value = kwargs.get(name)
@@ -120,6 +128,8 @@ def _named_paths(ctx: click.Context, kwargs: dict, names: tuple[str, ...], exist
         for i, v in enumerate(values):
             if v is None or not str(v).strip() or (existing and not os.path.exists(v)):
                 continue  # a missing input or a preset name: nothing on disk an output could destroy
+            if existing and os.path.isdir(v) and not _folder_ok(ctx, name):
+                continue  # `--preset tiny` beside a folder `tiny/`: the preset is read, not the folder
             found[_label(ctx, name) + (f" #{i + 1}" if len(values) > 1 else "")] = v
     return found
 
@@ -221,7 +231,7 @@ def captured_model_input(kwargs: dict) -> dict:
     rest = command[command.index("train") + 1:]
     given = {w: rest[i + 1] for i, w in enumerate(rest[:-1]) if w in ("--spec", "--preset")}
     model = given.get("--spec") or given.get("--preset")
-    return {"the capture's model": model} if model else {}
+    return {"the capture's model": model} if model and os.path.isfile(model) else {}
 
 
 @reads("spec_file")
@@ -243,8 +253,8 @@ def sweep_file_inputs(kwargs: dict) -> dict:
     for key in ("traces", "presets", "devices") if isinstance(raw, dict) else ():
         values = raw.get(key)
         values = [values] if isinstance(values, str) else values if isinstance(values, list) else []
-        for i, v in enumerate(values):
-            if isinstance(v, str):
+        for i, v in enumerate(values):  # a trace may be a dataset folder; a preset or device is a file or a name
+            if isinstance(v, str) and (key == "traces" or os.path.isfile(v)):
                 found[f"{os.path.basename(spec_file)}'s {key[:-1]} #{i + 1}"] = v
     return found
 

@@ -24,7 +24,8 @@ from swaptrace.workload.spec import MAX_STEPS
 @click.argument("spec_file", required=False, type=click.Path(dir_okay=False), metavar="[SWEEP.toml]")
 @click.option("-o", "--output", "out", required=True, metavar="FOLDER",
               help="Results dataset folder (one Parquet file per point); a rerun skips finished points.")
-@click.option("--trace", "traces", multiple=True, metavar="PATH", help="An access trace (file or dataset); repeatable.")
+@click.option("--trace", "traces", multiple=True, type=click.Path(), metavar="PATH",
+              help="An access trace (file or dataset); repeatable.")
 @click.option("--preset", "presets", multiple=True, metavar="NAME", help="A preset, generated once per sweep; repeatable.")
 @click.option("--steps", type=count(1, MAX_STEPS), default=None, help="Steps of the presets' traces [default: the preset's].")
 @click.option("--seed", type=count(0, MAX_SEED), default=None, help="Seed of the presets' traces [default 0].")
