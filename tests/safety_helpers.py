@@ -94,6 +94,22 @@ def make_inputs(base: Path) -> dict[str, Path]:
             "corrupt": corrupt, "text": not_parquet, "empty": empty, "folder": folder, "base": base}
 
 
+def fake_run_dir(path: Path) -> Path:
+    """A `fio run` results folder holding results.parquet with two sweep rows (fio itself is for the fio tests)."""
+    from swaptrace.core.traceio import TraceWriter
+    from swaptrace.fio import results as res
+
+    path.mkdir()
+    rows = [{"instance": n, "job": n, "group": "sweep", "kind": "sweep", "direction": d, "request_bytes": 4096,
+             "pattern": "random", "io_bytes": 409600, "ios": 100, "bw_bytes": 4.096e6, "iops": 1000.0,
+             "clat_p50_us": 900.0, "clat_p99_us": 2000.0, "clat_p999_us": 3000.0, "runtime_ms": 100.0,
+             "trace_duration_ms": float("nan"), "expected_ios": float("nan")}
+            for n, d in (("sweep_read_4k", "read"), ("sweep_write_4k", "write"))]
+    with TraceWriter(path / res.RESULTS_NAME, "fio-results", {"run": {"target": "t.dat"}, "ratios": {}}) as w:
+        w.write_table(res.rows_to_table(rows))
+    return path
+
+
 def _corrupt_data_pages(path: Path) -> None:
     """Overwrite the middle of the column chunks with junk, keeping the footer (and so the metadata) valid."""
     meta = pq.ParquetFile(path).metadata

@@ -35,7 +35,7 @@ from damaged import (
     parquet_variants,
     process_variants,
 )
-from safety_helpers import invoke, make_inputs, snapshot
+from safety_helpers import fake_run_dir, invoke, make_inputs, snapshot
 
 # where a row's own outputs go; replaced per row by a fresh folder
 OUT = "{out}"
@@ -149,8 +149,9 @@ def _rows():
                      ("--points", ["abc", "-1", "99999999999999999999"]),
                      ("--budget", ["abc", "", "0", "-1", "nan", "1e30"]),
                      ("--plot", [OUT + "/x.xyz", OUT + "/x", OUT, OUT + "/x.PNGX"])):
-        for v in bad:
-            add(f"mrc {opt} {v.replace(OUT, 'OUT') or 'empty'}", *mrc, opt, v)
+        for v in bad:  # the budget is marked on the plot: given with one (without, it is refused as unread)
+            plot = ["--plot", OUT + "/m.png"] if opt == "--budget" else []
+            add(f"mrc {opt} {v.replace(OUT, 'OUT') or 'empty'}", *mrc, *plot, opt, v)
     add("mrc both samplings", *mrc, "--sample-rate", "0.1", "--sample-pages", "100")
     add("mrc -o exists", "mrc", "{access}", "-o", "{iolog}")
 
@@ -217,8 +218,11 @@ def _rows():
                      ("--hot-fraction", ["-1", "0", "1", "2", "nan"]),
                      ("--window", ["abc", "0", "-1", "nan", "1e30"]),
                      ("--seed", ["abc", "-1", "99999999999999999999"])):
+        # the pattern that reads the option (another pattern refuses it as unread)
+        pattern = {"--rwmix-read": "randrw", "--hot-writes": "hotcold", "--hot-fraction": "hotcold"}.get(opt)
+        args = [("randwrite" if pattern is None else pattern) if a == "randwrite" else a for a in synth]
         for v in bad:
-            add(f"ssd synth {opt} {v or 'empty'}", *synth, opt, v)
+            add(f"ssd synth {opt} {v or 'empty'}", *args, opt, v)
     for cid, p in [*_trace_files(), ("access-kind", "{access}")]:
         add(f"ssd replay stream {cid}", "ssd", "replay", p, "--device", "nvme-tlc", "--capacity", "4GiB", "-o",
             OUT + "/t.parquet")
@@ -286,8 +290,10 @@ def _rows():
                      ("--ssd-capacity", ["abc", "0", "-1", "nan", "1e30"]),
                      ("--fio-size", ["abc", "0", "-1", "nan"]),
                      ("--fio-runtime", ["abc", "0", "-1", "99999999999999999999"])):
+        # the fio options go without --no-fio (with it they are refused as unread)
+        base = [a for a in prun if a != "--no-fio"] if opt.startswith("--fio-") else prun
         for v in bad:
-            add(f"run {opt} {v or 'empty'}", *prun, opt, v)
+            add(f"run {opt} {v or 'empty'}", *base, opt, v)
     add("run both budgets", *prun, "--memory", "1MiB", "--memory-fraction", "0.5")
     add("run -o a file", "run", "--preset", "tiny", "--steps", "2", "--no-fio", "-o", "{iolog}")
 
@@ -348,8 +354,10 @@ def _rows():
                      ("--fio-runtime", ["abc", "0", "-1", "nan", "99999999999999999999"]),
                      ("--fio-requests", ["abc", "0", "-1", "99999999999999999999"]),
                      ("--fio-repeats", ["abc", "0", "-1", "99999999999999999999"])):
+        # the fio options go with --fio-target (without it they are refused as unread)
+        target = ["--fio-target", OUT + "/f.dat"] if opt.startswith("--fio-") and opt != "--fio-target" else []
         for v in bad:
-            add(f"designs {opt} {v.replace(OUT, 'OUT') or 'empty'}", *des, opt, v)
+            add(f"designs {opt} {v.replace(OUT, 'OUT') or 'empty'}", *des, *target, opt, v)
     add("designs -o a file", *des, "-o", "{iolog}")
     add("designs -o a folder of other files", *des, "-o", "{folder_full}")
 
@@ -435,7 +443,7 @@ def _rows():
         add(f"ssd synth --swap-size {v or 'empty'}", *synth, *steady, "--swap-size", v)
     add("ssd synth --swap-offset + --swap-size past the drive", *synth, "--swap-offset", "3GiB",
         "--swap-size", "2GiB")
-    real = [*thesis, "--real", "--swap-size", "1GiB"]
+    real = [a for a in thesis if a not in ("--drive-writes", "0.1")] + ["--real", "--swap-size", "1GiB"]
     for opt, bad in (("--fill", ["abc", "", "-1", "1.5", "nan", "inf"]),
                      ("--overwritten", ["abc", "", "-1", "1.5", "nan", "inf"]),
                      ("--swap-size", ["abc", "", "0", "-1", "nan", "1e30", "8GiB", "100"])):
@@ -755,7 +763,7 @@ def make_all_inputs(base: Path) -> dict[str, Path]:
                                   + "dim = 65536\ncount = 4096\n")
     paths["spec_dim_ok"] = base / "spec-ok.toml"
     paths["spec_dim_ok"].write_text(_SPEC_BASE.format(batch=4) + "dim = 4\n")
-    paths["run_dir"] = _fake_run_dir(base / "run")
+    paths["run_dir"] = fake_run_dir(base / "run")
     _hostile_inputs(paths, base)
     paths["fifo_toml"] = base / "fifo.toml"
     os.mkfifo(paths["fifo_toml"])
@@ -802,22 +810,6 @@ def _hostile_inputs(paths: dict, base: Path) -> None:
                   paths["process"]).exit_code == 0
     for name, path in damage("process", paths["process"], base / "damaged-process").items():
         paths[f"dmg_process_{name}"] = path
-
-
-def _fake_run_dir(path: Path) -> Path:
-    """A `fio run` results folder holding results.parquet with two sweep rows (fio itself is for the fio tests)."""
-    from swaptrace.core.traceio import TraceWriter
-    from swaptrace.fio import results as res
-
-    path.mkdir()
-    rows = [{"instance": n, "job": n, "group": "sweep", "kind": "sweep", "direction": d, "request_bytes": 4096,
-             "pattern": "random", "io_bytes": 409600, "ios": 100, "bw_bytes": 4.096e6, "iops": 1000.0,
-             "clat_p50_us": 900.0, "clat_p99_us": 2000.0, "clat_p999_us": 3000.0, "runtime_ms": 100.0,
-             "trace_duration_ms": float("nan"), "expected_ios": float("nan")}
-            for n, d in (("sweep_read_4k", "read"), ("sweep_write_4k", "write"))]
-    with TraceWriter(path / res.RESULTS_NAME, "fio-results", {"run": {"target": "t.dat"}, "ratios": {}}) as w:
-        w.write_table(res.rows_to_table(rows))
-    return path
 
 
 def _fill(args: list[str], inputs: dict, out) -> list[str]:
@@ -890,6 +882,15 @@ CONTROLS: dict[str, list[str] | None] = {
     **{f"fio {c} {k}": ["fio", c, "{run_dir}"] for c in ("results", "compare")
        for k in ("missing", "file", "not-jobs")},
     "report missing folder": ["report", "{thesis_dir}", "-o", OUT + "/r"],
+    # the fio options' rows: the command without fio (their control with fio would measure the disk)
+    **{f"designs {o} {v}": ["designs", "{access}", "-o", OUT + "/d", "--memory-fraction", "0.5", "--device", "none"]
+       for o, vs in (("--fio-size", ["abc", "empty", "0", "-1", "nan", "1e30"]),
+                     ("--fio-runtime", ["abc", "0", "-1", "nan", "99999999999999999999"]),
+                     ("--fio-requests", ["abc", "0", "-1", "99999999999999999999"]),
+                     ("--fio-repeats", ["abc", "0", "-1", "99999999999999999999"])) for v in vs},
+    **{f"run {o} {v}": ["run", "--preset", "tiny", "--steps", "2", "--no-fio", "--no-thesis", "-o", OUT + "/p"]
+       for o, vs in (("--fio-size", ["abc", "0", "-1", "nan"]),
+                     ("--fio-runtime", ["abc", "0", "-1", "99999999999999999999"])) for v in vs},
     "report a file": ["report", "{thesis_dir}", "-o", OUT + "/r"],
 }
 #: rows the control of which cannot run here, with the reason

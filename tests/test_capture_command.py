@@ -274,9 +274,9 @@ def test_dashes_take_a_command_with_its_own_options(calls, tmp_path):
     (["t.access.parquet", "--", "true"], "not both"),
     ([], "TRACE"),
     (["--"], "nothing after --"),
-    (["--compute", "mlp", "--", "true"], "--compute applies to a TRACE"),
-    (["--trace-reclaim", "--", "true"], "--trace-reclaim applies to a TRACE"),
-    (["--no-lock-baseline", "--", "true"], "--lock-baseline applies to a TRACE"),
+    (["--compute", "mlp", "--", "true"], "--compute goes only with TRACE"),
+    (["--trace-reclaim", "--", "true"], "--trace-reclaim goes only with TRACE"),
+    (["--no-lock-baseline", "--", "true"], "--lock-baseline goes only with TRACE"),
 ])
 def test_trace_or_command_but_one_of_them(calls, tmp_path, args, message):
     res = CliRunner().invoke(cli, ["capture", "--memory", "8MiB", "-o", str(tmp_path / "o.parquet"), *args])

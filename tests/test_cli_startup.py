@@ -28,8 +28,8 @@ try:
     cli(sys.argv[1:], prog_name="swaptrace")
 except SystemExit:
     pass
-print(json.dumps(sorted(m for m in %r if m in sys.modules)), file=sys.stderr)
-""" % (HEAVY,)
+print(json.dumps(sorted(m for m in HEAVY if m in sys.modules)), file=sys.stderr)
+""".replace("HEAVY", repr(HEAVY))
 
 
 def heavy_after(*args: str) -> list[str]:

@@ -147,4 +147,4 @@ def test_without_dask_the_commands_say_so_in_one_line(tmp_path, monkeypatch):
 
 def test_parts_without_workers_is_refused(tmp_path):
     r = run_cli("generate", "--preset", PRESET, "--steps", 2, "--parts", 2, "-o", tmp_path / "x")
-    assert "--parts needs --workers" in the_error(r)
+    assert "--parts goes only with --workers" in the_error(r)

@@ -182,3 +182,36 @@ def test_jobs_cli(tmp_path):
         res = runner.invoke(cli, args)
         assert res.exit_code == 2, res.output
         assert len(res.output.strip().splitlines()) == 1 and res.output.startswith("Error:")
+
+
+def _readme_tables(readme: str) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """From a job folder's README.md: ``{variable: value to give}`` and ``{job: [variables it reads]}``."""
+    import re
+
+    values, reads = {}, {}
+    for line in readme.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else []
+        if len(cells) == 3 and re.fullmatch(r"`SWAPTRACE_\w+`", cells[0]):
+            values[cells[0].strip("`")] = cells[2].strip("`")
+        elif len(cells) == 5 and re.fullmatch(r"`\w+`", cells[0]):
+            reads[cells[0].strip("`")] = re.findall(r"`(SWAPTRACE_\w+)`", cells[4])
+    return values, reads
+
+
+@pytest.mark.fio
+def test_every_job_runs_by_hand_with_the_environment_its_readme_gives(tmp_path, fio_bin):
+    """README.md says which variables each job reads and what to give them; with exactly those (and nothing
+    else in the environment) fio parses every job, the fill's cap and the steady job's criteria included."""
+    s = make_stream(tmp_path / "s.parquet", n=600, device_bytes=32 << 20)
+    out = tmp_path / "jobs"
+    r = CliRunner().invoke(cli, ["fio", "jobs", str(s), "-o", str(out), "--sweep", "4k,64k"])
+    assert r.exit_code == 0, r.output
+    values, reads = _readme_tables((out / "README.md").read_text())
+    files = sorted(out.glob("*.fio"))
+    assert {f.stem for f in files} == set(reads) and {"precondition", "steady_randwrite"} <= set(reads)
+    for f in files:
+        assert reads[f.stem] == list(jobs.job_variables(f.read_text())), f.name  # every variable it reads
+        env = {v: values[v].replace("$PWD", str(out)).replace("<job>", f.stem) for v in reads[f.stem]}
+        proc = subprocess.run([fio_bin, "--parse-only", f.name], cwd=out, env=env, capture_output=True, text=True)
+        assert proc.returncode == 0, f"{f.name} with {env}: {proc.stderr}"
+    assert not (tmp_path / "swaptrace-fio.dat").exists()

@@ -75,11 +75,11 @@ def test_plan_puts_rounds_after_a_fill_and_before_write_rand(folder):
     m = folder.manifest
     plain = [s.instance for s in runner.plan_steps(m, None, 1)]
     assert "steady_randwrite" not in plain  # only with --steady
-    steps = [s.instance for s in runner.plan_steps(m, None, 1, steady=ss.SteadyOptions(cap_s=7))]
+    steps = [s.instance for s in runner.plan_steps(m, None, 1, steady=ss.SteadyOptions(round_s=1, cap_s=7))]
     i = steps.index("steady_randwrite")
     assert steps[i - 1] == "precondition@steady" and steps[i + 1] == "write_rand"
     assert "precondition@write_rand" not in steps  # write_rand is measured in the rounds' state
-    cap = next(s for s in runner.plan_steps(m, None, 1, steady=ss.SteadyOptions(cap_s=7)) if s.job["kind"] == "steady")
+    cap = next(s for s in runner.plan_steps(m, None, 1, steady=ss.SteadyOptions(round_s=1, cap_s=7)) if s.job["kind"] == "steady")
     assert cap.runtime_s == 7
 
 

@@ -9,6 +9,7 @@ from swaptrace.commands.common import (
     force_option,
     json_option,
     number,
+    only_with,
     progress_enabled,
     progressbar,
     writes,
@@ -152,15 +153,6 @@ def _which_target(trace, argv) -> None:
         raise ConfigError("nothing after --: give the program to run")
 
 
-def _refuse_replay_options(compute, trace_reclaim: bool, lock_given: bool) -> None:
-    """The ``-- CMD`` form: options a program does not take are refused before anything starts."""
-    for name, given in (("--compute", compute not in (None, "none")),
-                        ("--trace-reclaim", trace_reclaim),
-                        ("--lock-baseline", lock_given)):
-        if given:
-            raise ConfigError(f"{name} applies to a TRACE replay, not to a program (-- CMD)")
-
-
 def _capture_command(argv, out, options, *, window_s: float, sample_ms: float, as_json: bool) -> None:
     """The ``-- CMD`` form: run the program, print what it did."""
     from swaptrace.capture.command import capture_command
@@ -189,11 +181,11 @@ def _capture_command(argv, out, options, *, window_s: float, sample_ms: float, a
 @click.option("--sample-ms", type=number(1, 10000), default=25.0, show_default=True,
               help="-- CMD: read the cgroup's memory.stat this often (and at every step marker).")
 @click.option("--compute", type=click.Choice(["none", "mlp"]), default="none", show_default=True,
-              help="Run the preset's dense MLP forward/backward (numpy) between steps.")
+              help="TRACE: run the preset's dense MLP forward/backward (numpy) between steps.")
 @click.option("--baseline/--no-baseline", "unlimited_run", default=True, show_default=True,
               help="Also replay without a memory limit, for the slowdown ratio.")
 @click.option("--lock-baseline/--no-lock-baseline", default=True, show_default=True,
-              help="Keep the child's own memory (interpreter, numba) resident, so the budget is the model's.")
+              help="TRACE: keep the child's own memory (interpreter, numba) resident, so the budget is the model's.")
 @click.option("--swap-size", help="Swap device size (default: footprint + 256MiB).")
 @click.option("--rotational", is_flag=True, help="Present the swap device as a disk (cluster readahead) not an SSD.")
 @click.option("--work-dir", type=click.Path(file_okay=False), help="Folder for the swap file (default /var/tmp; not tmpfs).")
@@ -201,11 +193,17 @@ def _capture_command(argv, out, options, *, window_s: float, sample_ms: float, a
 @click.option("--timeout", "timeout_s", type=number(0, 1e7, min_open=True), help="Give up if a replay takes longer (seconds).")
 @click.option("--raw-trace", type=click.Path(dir_okay=False), help="Also keep the raw ftrace text in this file.")
 @click.option("--trace-reclaim", is_flag=True,
-              help="Also record the vmscan/memcg reclaim tracepoints; counters per step go to the metadata.")
+              help="TRACE: also record the vmscan/memcg reclaim tracepoints; counters per step go to the metadata.")
 @click.option("--cleanup", is_flag=True, help="Only remove what killed captures left behind, then exit.")
 @force_option
 @json_option
-@writes(("out", "raw_trace"), ("trace",))
+@only_with("--compute", "TRACE", why="a replay's option; a program (-- CMD) computes what it computes")
+@only_with("--trace-reclaim", "TRACE", why="a replay's option, not a program's (-- CMD)")
+@only_with("--lock-baseline", "TRACE", why="a replay's option, not a program's (-- CMD)")
+@only_with("--window", "-- CMD", why="a program's steps without markers; a TRACE has its steps")
+@only_with("--sample-ms", "-- CMD", why="a program's memory readings")
+@writes(("out", "raw_trace"), ("trace",), neither={
+    "work_dir": "a scratch folder: capture makes its own uniquely named folder in it and removes it"})
 def command(*, trace, out, memory, memory_fraction, window_s, sample_ms, compute, unlimited_run, lock_baseline, swap_size,
             rotational, work_dir, buffer_size, timeout_s, raw_trace, trace_reclaim, cleanup, force, as_json):
     """Record swap I/O under the real kernel: replay TRACE, or run -- CMD (root only).
@@ -252,9 +250,6 @@ def command(*, trace, out, memory, memory_fraction, window_s, sample_ms, compute
     buffer_kb = parse_bytes(buffer_size, "--buffer-size", positive=True) // 1024
     if buffer_kb < 1:
         raise ConfigError(f"--buffer-size: at least 1 KiB per CPU, got {buffer_size!r}")
-    if argv is not None:
-        lock_given = ctx.get_parameter_source("lock_baseline") == click.core.ParameterSource.COMMANDLINE
-        _refuse_replay_options(compute, trace_reclaim, lock_given)
     memory_bytes = parse_bytes(memory, "--memory", positive=True) if memory is not None else None
     options = CaptureOptions(memory_bytes=memory_bytes, memory_fraction=memory_fraction, unlimited_run=unlimited_run,
                              swap_bytes=swap_bytes, rotational=rotational, work_base=work_dir, buffer_kb=buffer_kb,

@@ -7,7 +7,8 @@ import json
 import math
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -110,8 +111,16 @@ def _label(ctx: click.Context, name: str) -> str:
     return name
 
 
+def _folder_ok(ctx: click.Context, name: str) -> bool:
+    """Whether parameter ``name`` may name a folder (a ``click.Path`` that takes one: a dataset, a run folder);
+    a name-or-file option (``--preset``, ``--device``, ``--runtime``) reads a file or nothing."""
+    param = next((p for p in ctx.command.params if p.name == name), None)
+    return param is not None and isinstance(param.type, click.Path) and param.type.dir_okay
+
+
 def _named_paths(ctx: click.Context, kwargs: dict, names: tuple[str, ...], existing: bool) -> dict:
-    """``{label: path}`` of the parameters ``names`` (a repeated option gives one entry per value)."""
+    """``{label: path}`` of the parameters ``names`` (a repeated option gives one entry per value); inputs
+    (``existing``) only where something is there that the parameter reads."""
     found = {}
     for name in names:
         value = kwargs.get(name)
@@ -119,32 +128,279 @@ def _named_paths(ctx: click.Context, kwargs: dict, names: tuple[str, ...], exist
         for i, v in enumerate(values):
             if v is None or not str(v).strip() or (existing and not os.path.exists(v)):
                 continue  # a missing input or a preset name: nothing on disk an output could destroy
+            if existing and os.path.isdir(v) and not _folder_ok(ctx, name):
+                continue  # `--preset tiny` beside a folder `tiny/`: the preset is read, not the folder
             found[_label(ctx, name) + (f" #{i + 1}" if len(values) > 1 else "")] = v
     return found
 
 
-def writes(outputs: tuple[str, ...], inputs: tuple[str, ...] = (),
-           more_inputs: Callable[[dict], dict] | None = None):
-    """Declare a command's output and input parameters; the output rule (:mod:`swaptrace.core.outputs`) is
-    checked on them before the command runs: no output is an input or lies in an input folder, no two
-    outputs share a path. ``more_inputs(kwargs)`` adds inputs found from the arguments (a run folder's files).
-    Put it just above the ``def``.
+@dataclass(frozen=True)
+class FileRoles:
+    """What a command does with each parameter that may name a file or folder (declared by :func:`writes`).
+
+    ``outputs`` are written; ``inputs`` are read (a file, or a folder and every file in it), whether named by
+    an argument or an option; ``more_inputs(kwargs)`` adds the files a command reads that no parameter names
+    (a run folder's files, the trace a stream's metadata names); ``neither`` maps the parameters that look
+    like paths but are neither read nor written to the reason. ``tests/test_file_options.py`` walks the CLI and
+    holds every path-like parameter of every command to this declaration.
     """
+
+    outputs: tuple[str, ...]
+    inputs: tuple[str, ...]
+    more_inputs: Callable[[dict], dict] | None
+    neither: Mapping[str, str]
+
+
+def writes(outputs: tuple[str, ...], inputs: tuple[str, ...] = (),
+           more_inputs: Callable[[dict], dict] | None = None, *, neither: Mapping[str, str] | None = None):
+    """Declare a command's output and input parameters; the output rule (:mod:`swaptrace.core.outputs`) is
+    checked on them before the command runs: no output is an input (by any spelling: relative, ``..``, a link,
+    a hard link) or lies in an input folder, no output folder holds an input, no two outputs share a path.
+    ``more_inputs(kwargs)`` adds inputs found from the arguments (a run folder's files); ``neither`` names
+    the path-like parameters that are neither read nor written, with the reason. A command that writes
+    nothing declares its inputs all the same (``outputs=()``). Put it just above the ``def``.
+    """
+    roles = FileRoles(tuple(outputs), tuple(inputs), more_inputs, dict(neither or {}))
+
     def decorate(f):
         @functools.wraps(f)
         def checked(*args, **kwargs):
-            from swaptrace.core.outputs import check_distinct
+            if roles.outputs:
+                from swaptrace.core.outputs import check_distinct
 
-            ctx = click.get_current_context()
-            ins = _named_paths(ctx, kwargs, inputs, existing=True)
-            if more_inputs is not None:
-                ins.update({k: v for k, v in more_inputs(kwargs).items() if v is not None and os.path.exists(v)})
-            check_distinct(_named_paths(ctx, kwargs, outputs, existing=False), ins)
+                ctx = click.get_current_context()
+                outs = _named_paths(ctx, kwargs, roles.outputs, existing=False)
+                if outs:
+                    ins = _named_paths(ctx, kwargs, roles.inputs, existing=True)
+                    if more_inputs is not None:
+                        ins.update({k: v for k, v in more_inputs(kwargs).items()
+                                    if v is not None and str(v).strip() and os.path.exists(v)})
+                    check_distinct(outs, ins)
             return f(*args, **kwargs)
 
+        checked.file_roles = roles
         return checked
 
     return decorate
+
+
+def reads(*params: str):
+    """Mark a ``more_inputs`` function with the parameters whose files it lists (for :class:`FileRoles`)."""
+    def mark(f):
+        f.reads = params
+        return f
+
+    return mark
+
+
+def _metadata(path) -> dict:
+    """The swaptrace metadata of a Parquet input, or ``{}`` if it cannot be read (the command says why later)."""
+    from swaptrace.errors import SwaptraceError
+
+    if path is None or not os.path.exists(path):
+        return {}
+    try:
+        from swaptrace.core.traceio import open_trace
+
+        meta = open_trace(path).meta
+    except (SwaptraceError, OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+@reads("stream")
+def stream_trace_input(kwargs: dict) -> dict:
+    """``time``: the access trace STREAM's metadata names, which ``--compute mlp`` reads when no ``--trace``,
+    ``--step-compute-us`` or ``--compute-baseline`` is given (``swaptrace.timing.model.stream_trace_path``)."""
+    if any(kwargs.get(k) is not None for k in ("trace", "step_compute_us", "compute_baseline")) \
+            or kwargs.get("compute") != "mlp":
+        return {}
+    trace = _metadata(kwargs.get("stream")).get("trace")
+    return {"the stream's trace": trace} if isinstance(trace, str) and trace.strip() else {}
+
+
+@reads("capture")
+def captured_model_input(kwargs: dict) -> dict:
+    """``runtime-profile``: the model spec CAPTURE's command line names (``swaptrace train --spec FILE``), read
+    when neither ``--spec`` nor ``--preset`` is given."""
+    if kwargs.get("spec_file") is not None or kwargs.get("preset") is not None:
+        return {}
+    command = _metadata(kwargs.get("capture")).get("command")
+    if not isinstance(command, list) or not all(isinstance(w, str) for w in command) or "train" not in command:
+        return {}
+    rest = command[command.index("train") + 1:]
+    given = {w: rest[i + 1] for i, w in enumerate(rest[:-1]) if w in ("--spec", "--preset")}
+    model = given.get("--spec") or given.get("--preset")
+    return {"the capture's model": model} if model and os.path.isfile(model) else {}
+
+
+@reads("spec_file")
+def sweep_file_inputs(kwargs: dict) -> dict:
+    """``sweep``: the traces, presets and devices SWEEP.toml names (files, where they are files)."""
+    from swaptrace.errors import SwaptraceError
+
+    spec_file = kwargs.get("spec_file")
+    if spec_file is None or not os.path.exists(spec_file):
+        return {}
+    try:
+        from swaptrace.core.inputs import read_toml
+
+        raw = read_toml(spec_file, "sweep TOML")
+    except (SwaptraceError, OSError, ValueError):
+        return {}
+    raw = raw.get("sweep", raw) if isinstance(raw, dict) else {}
+    found = {}
+    for key in ("traces", "presets", "devices") if isinstance(raw, dict) else ():
+        values = raw.get(key)
+        values = [values] if isinstance(values, str) else values if isinstance(values, list) else []
+        for i, v in enumerate(values):  # a trace may be a dataset folder; a preset or device is a file or a name
+            if isinstance(v, str) and (key == "traces" or os.path.isfile(v)):
+                found[f"{os.path.basename(spec_file)}'s {key[:-1]} #{i + 1}"] = v
+    return found
+
+
+def _files_under(folder, skip=None) -> dict:
+    """``{relative name: path}`` of the files under ``folder``, those under the folder ``skip`` left out."""
+    from pathlib import Path
+
+    from swaptrace.core.outputs import MAX_FOLDER_FILES
+
+    found = {}
+    for root, _dirs, files in os.walk(folder):
+        real = Path(os.path.realpath(root))
+        if skip is not None and (real == skip or skip in real.parents):
+            continue
+        for name in files:
+            if len(found) >= MAX_FOLDER_FILES:
+                return found
+            p = Path(root) / name
+            found[str(p.relative_to(folder))] = p
+    return found
+
+
+def folder_files(param: str, label: str, *, recursive: bool = True):
+    """A ``more_inputs`` listing the files of the folder parameter ``param`` (not the folder itself: an output
+    may lie inside it, as ``fio run``'s ``JOBS_DIR/runs/TIME`` does, but never be one of them or hold them)."""
+    from pathlib import Path
+
+    @reads(param)
+    def files(kwargs: dict) -> dict:
+        d = Path(kwargs[param])
+        if not d.is_dir():
+            return {}
+        listed = _files_under(d) if recursive else {p.name: p for p in d.iterdir() if p.is_file()}
+        return {f"{label}/{name}": p for name, p in listed.items()}
+
+    return files
+
+
+@reads("folder")
+def report_inputs(kwargs: dict) -> dict:
+    """``report``: every file under FOLDER but the report's own (the output folder, default FOLDER/report, when it
+    lies inside FOLDER); an output that is FOLDER or holds it holds them all."""
+    from pathlib import Path
+
+    folder = Path(kwargs["folder"])
+    if not folder.is_dir():
+        return {}
+    out = Path(os.path.realpath(kwargs["out"] if kwargs.get("out") is not None else folder / "report"))
+    inside = Path(os.path.realpath(folder)) in out.parents
+    return {f"FOLDER/{name}": p for name, p in _files_under(folder, out if inside else None).items()}
+
+
+@dataclass(frozen=True)
+class ModeRule:
+    """An option that belongs to a mode: given on the command line outside it (``without=False``), or inside
+    it (``without=True``), it would be silently unused, so it is refused in one line naming both.
+
+    A mode is an option that is set (``--steady``, ``--plot``), an option with a value (``--precondition
+    steady``), an argument that is given (``TRACE``) or ``-- CMD`` (a program after ``--``); several modes are
+    alternatives (any one of them will do).
+    """
+
+    option: str
+    modes: tuple[str, ...]
+    without: bool = False
+    why: str = ""
+
+    def message(self, held: str | None = None) -> str:
+        """The one line: ``--round goes only with --steady ...``; for a ``without`` rule, the mode ``held``."""
+        why = f" ({self.why})" if self.why else ""
+        if self.without:
+            return f"{self.option} does not go with {held or ' or '.join(self.modes)}{why}: it would be ignored; " \
+                "leave one of them out"
+        modes = " or ".join(self.modes)
+        return f"{self.option} goes only with {modes}{why}: without it, it would be ignored; give {modes} or " \
+            f"leave {self.option} out"
+
+
+def _param_of(ctx: click.Context, name: str) -> click.Parameter | None:
+    """The parameter written ``name`` (``--steady``, ``--no-lock-baseline``, ``TRACE``) of the context's command."""
+    for param in ctx.command.params:
+        if isinstance(param, click.Argument) and param.human_readable_name == name:
+            return param
+        if isinstance(param, click.Option) and name in (*param.opts, *param.secondary_opts):
+            return param
+    return None
+
+
+def _given(ctx: click.Context, name: str) -> bool:
+    param = _param_of(ctx, name)
+    return param is not None and ctx.get_parameter_source(param.name) == click.core.ParameterSource.COMMANDLINE
+
+
+def _holds(ctx: click.Context, kwargs: dict, mode: str) -> bool:
+    """Whether ``mode`` is the command's: ``-- CMD`` given, an argument given, a flag set, an option set (or
+    given the value that follows its name)."""
+    if mode == "-- CMD":
+        return ctx.meta.get("swaptrace.capture.argv") is not None
+    name, _, value = mode.partition(" ")
+    param = _param_of(ctx, name)
+    if param is None:
+        raise AssertionError(f"mode {mode!r}: no parameter {name} on {ctx.command_path}")
+    current = kwargs.get(param.name)
+    if value:
+        return current is not None and str(current) == value
+    if isinstance(param, click.Option) and param.is_flag:
+        return bool(current) if name in param.opts else not current
+    return current is not None and current != ()
+
+
+def check_modes(ctx: click.Context, kwargs: dict, rules) -> None:
+    """Refuse the first rule's option given outside its mode (or inside, for ``without`` rules)."""
+    from swaptrace.errors import ConfigError
+
+    for rule in rules:
+        if not _given(ctx, rule.option):
+            continue
+        held = [m for m in rule.modes if _holds(ctx, kwargs, m)]
+        if bool(held) == rule.without:
+            raise ConfigError(rule.message(held[0] if held else None))
+
+
+def _mode_rule(rule: ModeRule):
+    def decorate(f):
+        @functools.wraps(f)
+        def checked(*args, **kwargs):
+            check_modes(click.get_current_context(), kwargs, (rule,))
+            return f(*args, **kwargs)
+
+        checked.mode_rules = (rule, *getattr(f, "mode_rules", ()))
+        return checked
+
+    return decorate
+
+
+def only_with(option: str, *modes: str, why: str = ""):
+    """Refuse ``option`` given without any of ``modes`` (see :class:`ModeRule`): ``only_with("--round",
+    "--steady")``, ``only_with("--rwmix-read", "--pattern randrw", "--pattern swap")``,
+    ``only_with("--window", "-- CMD")``. Put it with the command's other decorators, below the options."""
+    return _mode_rule(ModeRule(option, tuple(modes), False, why))
+
+
+def never_with(option: str, *modes: str, why: str = ""):
+    """Refuse ``option`` given with any of ``modes``: ``never_with("--drive-writes", "--real")``."""
+    return _mode_rule(ModeRule(option, tuple(modes), True, why))
 
 
 force_option = click.option("--force", is_flag=True, help="Overwrite an existing output file.")

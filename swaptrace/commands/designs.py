@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from swaptrace.commands.common import MAX_COUNT, MAX_RUNTIME_S, count, number, progressbar, writes
+from swaptrace.commands.common import MAX_COUNT, MAX_RUNTIME_S, count, number, only_with, progressbar, writes
 from swaptrace.core.units import parse_bytes
 from swaptrace.designs.choices import SWAPIN_NAMES, VICTIM_NAMES
 from swaptrace.errors import ConfigError
@@ -42,18 +42,22 @@ if TYPE_CHECKING:  # names in annotations only: the modules load when the comman
 @click.option("--fio-target", default=None, type=click.Path(dir_okay=False),
               help="Also replay each design's first steps with fio on this file (e.g. /tmp/swaptrace-fio.dat; "
                    "never a block device).")
-@click.option("--fio-size", default="1GiB", show_default=True, help="Bytes of the fio target to use.")
+@click.option("--fio-size", default="1GiB", show_default=True, help="--fio-target: bytes of the fio target to use.")
 @click.option("--fio-runtime", type=count(1, MAX_RUNTIME_S), default=3, show_default=True,
-              help="fio runtime cap in seconds (a replay may take 10x).")
+              help="--fio-target: fio runtime cap in seconds (a replay may take 10x).")
 @click.option("--fio-requests", type=count(1, MAX_COUNT), default=100_000, show_default=True,
-              help="Most requests a design's replay may have (sets the common number of steps).")
+              help="--fio-target: most requests a design's replay may have (sets the common number of steps).")
 @click.option("--fio-repeats", type=count(1, 1000), default=1, show_default=True,
-              help="Rounds of replays (designs take turns; the median runtime counts).")
+              help="--fio-target: rounds of replays (designs take turns; the median runtime counts).")
 @click.option("--step-compute-us", type=number(0, 1e9), default=0.0, show_default=True, metavar="US",
               help="Compute time of a training step without paging, for the predicted step time and slowdown "
                    "(0: paging time only).")
 @click.option("--verify", is_flag=True, help="Check the shadow map and the log's invariants after every chunk.")
 @click.option("--force", is_flag=True, help="Overwrite existing outputs.")
+@only_with("--fio-size", "--fio-target")
+@only_with("--fio-runtime", "--fio-target")
+@only_with("--fio-requests", "--fio-target")
+@only_with("--fio-repeats", "--fio-target")
 @writes(("out", "fio_target"), ("trace", "packed_trace", "device"))
 def command(*, trace, out, memory, memory_fraction, device, packed_trace, segment_size, victim, spare, discard, swapin,
             prefetch_window, zone_size, zone_capacity, max_open_zones, fio_target, fio_size, fio_runtime,

@@ -6,7 +6,7 @@ import os
 
 import click
 
-from swaptrace.commands.common import echo_summary, force_option, json_option, progressbar, writes
+from swaptrace.commands.common import echo_summary, force_option, json_option, only_with, progressbar, writes
 from swaptrace.workload.choices import FORMATS
 
 
@@ -20,6 +20,7 @@ from swaptrace.workload.choices import FORMATS
               help="mqsim: where the swap partition starts on the simulated drive (e.g. 100GiB).")
 @force_option
 @json_option
+@only_with("--swap-offset", "--format mqsim")
 @writes(("out",), ("trace",))
 def command(trace, out, fmt, swap_offset, force, as_json):
     """Export TRACE for libCacheSim (oracleGeneral binary) or as CSV, next-access times included; or a swap

@@ -9,9 +9,11 @@ from swaptrace.commands.common import (
     MAX_RUNTIME_S,
     count,
     echo_summary,
+    folder_files,
     force_option,
     json_option,
     number,
+    only_with,
     writes,
 )
 from swaptrace.core.units import format_bytes, parse_bytes
@@ -25,24 +27,6 @@ def _names(text: str, what: str) -> tuple[str, ...]:
     if not all(names):
         raise ConfigError(f"{what}: give comma-separated names with none empty, got {text!r}")
     return names
-
-
-def _job_folder_files(kw: dict) -> dict:
-    """The files ``fio run`` reads from JOBS_DIR (its manifest, job files and iolog): never its outputs."""
-    from pathlib import Path
-
-    d = Path(kw["jobs_dir"])
-    return {f"JOBS_DIR/{p.name}": p for p in d.glob("*") if p.is_file()} if d.is_dir() else {}
-
-
-def _run_folder_files(kw: dict) -> dict:
-    """The files ``fio profile`` reads from RUN_DIR (results and fio's JSON): never its output."""
-    from pathlib import Path
-
-    d = Path(kw["run_dir"])
-    if not d.is_dir():
-        return {}
-    return {f"RUN_DIR/{p.relative_to(d)}": p for p in [*d.glob("*.parquet"), *d.glob("raw/*.json")]}
 
 
 @click.group("fio")
@@ -74,7 +58,8 @@ def jobs_cmd(*, stream, out, size, max_requests, ioengine, iodepth, buffered, sw
     """Write a folder of fio jobs (replay, synthetic, experiments) for STREAM.
 
     The folder holds one .fio file per job, the replay iolog, manifest.json
-    and README.md describing each job.
+    and README.md describing each job and the SWAPTRACE_* variables it reads
+    (with the values to give them to run it by hand).
 
     \b
     Example:
@@ -125,17 +110,22 @@ def jobs_cmd(*, stream, out, size, max_requests, ioengine, iodepth, buffered, sw
 @click.option("--steady", is_flag=True,
               help="SNIA-style preconditioning: fill, then random 4 KiB write rounds until fio detects steady state.")
 @click.option("--round", "round_s", default=60, show_default=True, type=count(1, MAX_RUNTIME_S),
-              help="Seconds per steady-state round (fio's window is 5 rounds).")
+              help="--steady: seconds per round (fio's window is 5 rounds).")
 @click.option("--steady-cap", default=14400, show_default=True, type=count(1, 7 * 86400),
-              help="Time cap of the steady-state rounds, seconds.")
-@click.option("--ss-ramp", default=0, show_default=True, type=count(0, 86400), help="fio's ss_ramp, seconds.")
+              help="--steady: time cap of the rounds, seconds (at least one round).")
+@click.option("--ss-ramp", default=0, show_default=True, type=count(0, 86400), help="--steady: fio's ss_ramp, seconds.")
 @click.option("--fill-cap", default=14400, show_default=True, type=count(1, 7 * 86400),
-              help="Time cap of each sequential fill, seconds.")
+              help="--steady: time cap of each sequential fill, seconds.")
 @click.option("--purge", is_flag=True,
               help="With --steady: discard the whole device (needs --allow-device) or punch the file first.")
 @click.option("--capacity-fraction", type=number(0, 1, min_open=True), default=None,
               help="Use this fraction of the target (a device's size, or the file's) instead of --size.")
-@writes(("out", "target"), (), _job_folder_files)
+@only_with("--round", "--steady")
+@only_with("--steady-cap", "--steady")
+@only_with("--ss-ramp", "--steady")
+@only_with("--fill-cap", "--steady", why="without it the fill is not capped")
+@only_with("--purge", "--steady", why="the purge is the first step of SNIA preconditioning")
+@writes(("out", "target"), ("fio_path",), folder_files("jobs_dir", "JOBS_DIR", recursive=False))
 def run_cmd(*, jobs_dir, target, size, runtime, only, out, no_precondition, allow_device, force, dry_run, fio_path,
             steady, round_s, steady_cap, ss_ramp, fill_cap, purge, capacity_fraction) -> None:
     """Run a job folder on TARGET and write parsed results.
@@ -152,8 +142,6 @@ def run_cmd(*, jobs_dir, target, size, runtime, only, out, no_precondition, allo
 
     if not str(target).strip():
         raise ConfigError("--target: empty; give a file (e.g. /tmp/swaptrace-fio.dat) or a block device")
-    if purge and not steady:
-        raise ConfigError("--purge: only with --steady (the purge is the first step of SNIA preconditioning)")
     ss = SteadyOptions(round_s=round_s, cap_s=steady_cap, ramp_s=ss_ramp, fill_cap_s=fill_cap,
                        purge=purge) if steady else None
     size_bytes = parse_bytes(size, "--size")
@@ -186,6 +174,7 @@ def run_cmd(*, jobs_dir, target, size, runtime, only, out, no_precondition, allo
 @command.command("results")
 @click.argument("results", type=click.Path())
 @json_option
+@writes((), ("results",))
 def results_cmd(results, as_json) -> None:
     """Print the table of a run (a run folder or its results.parquet).
 
@@ -212,7 +201,7 @@ def results_cmd(results, as_json) -> None:
 @click.option("--device-size", default=None, help="Size of the recorded device (default: end of the furthest request).")
 @force_option
 @json_option
-@writes(("out",), ("iolog",))
+@writes(("out",), ("iolog",), neither={"file_name": "a file name the iolog's lines are matched against, never opened"})
 def import_cmd(*, iolog, out, file_name, page_bytes, device_size, force, as_json) -> None:
     """Convert a fio v2/v3 iolog (e.g. from write_iolog) into a swap I/O stream.
 
@@ -242,6 +231,7 @@ def import_cmd(*, iolog, out, file_name, page_bytes, device_size, force, as_json
 @click.option("--model", "model_path", default=None, type=click.Path(dir_okay=False),
               help="SSD model JSON (swaptrace ssd thesis --json).")
 @json_option
+@writes((), ("results", "model_path"))
 def compare_cmd(results, model_path, as_json) -> None:
     """Measured vs modelled ratios (request-size gain, sequential-write gain).
 
@@ -267,7 +257,7 @@ def compare_cmd(results, model_path, as_json) -> None:
 @click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False), help="Device profile TOML to write.")
 @click.option("--name", default=None, help="Name of the device in the profile (default: the run folder's).")
 @force_option
-@writes(("out",), (), _run_folder_files)
+@writes(("out",), ("run_dir",), neither={"name": "a name written into the profile"})
 def profile_cmd(run_dir, out, name, force) -> None:
     """Device profile (mean latency by request size and queue depth) of a `fio run` folder, for `swaptrace time`.
 

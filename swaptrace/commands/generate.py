@@ -14,7 +14,9 @@ from swaptrace.commands.common import (
     echo_summary,
     force_option,
     json_option,
+    never_with,
     number,
+    only_with,
     progressbar,
     scheduler_address,
     writes,
@@ -48,10 +50,12 @@ from swaptrace.workload.spec import MAX_ALPHA, MAX_STEPS, load_spec
 @click.option("--runtime", default=None, metavar="NAME|FILE.toml",
               help="Trace the whole training process: the runtime's memory and the start-up as step 0 "
                    "(a runtime profile: pytorch-cpu, or a file from `swaptrace runtime-profile`).")
-@click.option("--parts", type=count(1, 1 << 20), default=None, help="Step ranges (part files) of a dataset [default: 4 per worker].")
+@click.option("--parts", type=count(1, 1 << 20), default=None, help="--workers, --scheduler: step ranges (part files) of a dataset [default: 4 per worker].")
 @force_option
 @json_option
-@writes(("output",), ("spec_file", "preset"))
+@only_with("--parts", "--workers", "--scheduler", why="a dataset is written only on Dask")
+@never_with("--runtime", "--workers", "--scheduler", why="a process trace is written as one file")
+@writes(("output",), ("spec_file", "preset", "runtime"))
 def command(*, preset, spec_file, steps, seed, first_step, output, alpha, optimizer, page_bytes, scatter, row_layout,
             reuse, dedup, workers, scheduler, parts, runtime, force, as_json) -> None:
     """Generate a page-level access trace of DLRM training steps (Parquet).
@@ -87,11 +91,7 @@ def command(*, preset, spec_file, steps, seed, first_step, output, alpha, optimi
                    alpha=alpha, optimizer=optimizer, scatter=scatter, reuse=reuse,
                    dedup=None if dedup == "none" else dedup, force=force)
     if runtime is not None:
-        if workers is not None or scheduler is not None:
-            raise ConfigError("--runtime: a process trace is written as one file (no --workers or --scheduler)")
         options["runtime"] = load_runtime_profile(runtime)
-    if parts is not None and workers is None and scheduler is None:
-        raise ConfigError("--parts needs --workers or --scheduler (a dataset is written only on Dask)")
     with progressbar(max(n_steps, 0), "generating steps") as bar:
         if workers is not None or scheduler is not None:
             from swaptrace.parallel.generate import generate_dataset

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from swaptrace.commands.common import count, echo_summary, json_option
+from swaptrace.commands.common import count, echo_summary, json_option, writes
 from swaptrace.core.units import format_bytes
 
 if TYPE_CHECKING:  # names in annotations only: the modules load when the command runs
@@ -108,6 +108,7 @@ def _render(facts: dict[str, Any]) -> str:
 @click.argument("file", type=click.Path())
 @click.option("--top", type=count(0, 1 << 20), default=10, show_default=True, help="Regions to list by accesses.")
 @json_option
+@writes((), ("file",))
 def command(file: str, top: int, as_json: bool) -> None:
     """Show what a swaptrace Parquet file holds: kind, rows, steps, footprint,
     read/write split and busiest regions (access traces), and its metadata.

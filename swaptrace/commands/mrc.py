@@ -11,6 +11,7 @@ from swaptrace.commands.common import (
     force_option,
     json_option,
     number,
+    only_with,
     progressbar,
     writes,
 )
@@ -25,9 +26,10 @@ from swaptrace.errors import ConfigError
 @click.option("--sample-pages", type=count(1), default=None, help="SHARDS fixed-size sampling: track at most N pages.")
 @click.option("--points", type=count(0, 1 << 24), default=1000, show_default=True, help="CSV rows (evenly spaced sizes); 0 = every size.")
 @click.option("--plot", "plot", type=click.Path(dir_okay=False), default=None, help="Also draw the curve to this PNG/SVG/PDF.")
-@click.option("--budget", default=None, help="Memory budget to mark on the plot, e.g. 2GiB.")
+@click.option("--budget", default=None, help="--plot: memory budget to mark on the plot, e.g. 2GiB.")
 @force_option
 @json_option
+@only_with("--budget", "--plot", why="the budget is marked on the plot")
 @writes(("out", "plot"), ("trace",))
 def command(*, trace, out, sample_rate, sample_pages, points, plot, budget, force, as_json):
     """LRU miss-ratio curve of TRACE for every memory size, in one pass.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from swaptrace.commands.common import echo_summary, json_option
+from swaptrace.commands.common import echo_summary, json_option, writes
 from swaptrace.core.units import format_bytes, parse_bytes
 from swaptrace.workload.spec import ModelSpec, list_presets, load_spec
 
@@ -35,6 +35,7 @@ def preset_summary(spec: ModelSpec, page_bytes: int = 4096) -> dict:
 @click.option("--page-bytes", default="4096", show_default=True, help="Page size for the footprint: 4096 or 2MiB.")
 @click.option("--tables", "show_tables", is_flag=True, help="Also list every table.")
 @json_option
+@writes((), ("name",))
 def command(name: str | None, page_bytes: str, show_tables: bool, as_json: bool) -> None:
     """List the model presets, or show one (NAME or a .toml file) with its footprint.
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import click
 
+from swaptrace.commands.common import report_inputs, writes
+
 
 @click.command("report")
 @click.argument("folder", type=click.Path(file_okay=False))
 @click.option("-o", "--output", "out", default=None, type=click.Path(file_okay=False),
               help="Report folder [default: FOLDER/report]; rewritten whole.")
+@writes(("out",), (), report_inputs)
 def command(folder, out):
     """Draw the figures of FOLDER and write report.md beside them.
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import click
 
-from swaptrace.commands.common import MAX_RUNTIME_S, MAX_SEED, count, number, progressbar, writes
+from swaptrace.commands.common import MAX_RUNTIME_S, MAX_SEED, count, never_with, number, progressbar, writes
 from swaptrace.core.units import parse_bytes
-from swaptrace.errors import ConfigError
 from swaptrace.workload.spec import MAX_STEPS
 
 
@@ -40,6 +39,10 @@ from swaptrace.workload.spec import MAX_STEPS
 @click.option("-o", "--output", "out", default=None, type=click.Path(file_okay=False),
               help="Output folder [default: traces/PRESET].")
 @click.option("--force", is_flag=True, help="Rerun every stage even if its inputs and parameters are unchanged.")
+@never_with("--fio-profile", "--no-fio", why="it runs fio")
+@never_with("--fio-target", "--no-fio")
+@never_with("--fio-size", "--no-fio")
+@never_with("--fio-runtime", "--no-fio")
 @writes(("out", "fio_target"), ("preset", "time_costs", "device"))
 def command(*, preset, steps, seed, memory, memory_fraction, policy, readahead, device, ssd_capacity, no_fio, fio_profile,
             no_thesis, fio_target, fio_size, fio_runtime, first_look, designs, time_costs, out, force):
@@ -58,8 +61,6 @@ def command(*, preset, steps, seed, memory, memory_fraction, policy, readahead, 
     from swaptrace.timing.model import load_costs
     from swaptrace.workload.spec import load_spec
 
-    if fio_profile and no_fio:
-        raise ConfigError("--fio-profile runs fio: it cannot go with --no-fio")
     name = load_spec(preset).name  # fails early, with one line, on an unknown preset
     opts = PipelineOptions(
         preset=preset,

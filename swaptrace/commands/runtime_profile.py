@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from swaptrace.commands.common import count, echo_summary, force_option, json_option, writes
+from swaptrace.commands.common import captured_model_input, count, echo_summary, force_option, json_option, writes
 from swaptrace.core.units import format_bytes
 from swaptrace.errors import ConfigError, SwaptraceError
 from swaptrace.workload.spec import MAX_STEPS, load_spec
@@ -54,7 +54,7 @@ def _train_args(command: list[str] | None, capture: str, given: tuple[str, ...] 
               "(that field clamped to 0, a warning line each); refused otherwise.")
 @force_option
 @json_option
-@writes(("out",), ("capture", "spec_file"))
+@writes(("out",), ("capture", "spec_file", "preset"), captured_model_input)
 def command(*, capture, out, preset, spec_file, steps, seed, name, allow_clamped, force, as_json):
     """Derive a runtime profile from a `capture -- CMD` of a training program.
 

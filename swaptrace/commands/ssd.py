@@ -15,7 +15,9 @@ from swaptrace.commands.common import (
     echo_summary,
     force_option,
     json_option,
+    never_with,
     number,
+    only_with,
     progressbar,
     writes,
 )
@@ -92,6 +94,8 @@ def background_options(f):
                           "data; trimmed: empty)."),
         click.option("--swap-offset", default="0", show_default=True,
                      help="Where the swap partition starts on the drive (e.g. 100GiB)."),
+        *(only_with(o, "--precondition steady", why="the background of the sampled steady state")
+          for o in ("--fill", "--overwritten", "--swap-prior")),
     ]
     for opt in reversed(opts):
         f = opt(f)
@@ -279,7 +283,7 @@ def _parse_volume(text: str, user_bytes: int) -> int:
 @device_options
 @click.option("--iodepth", type=count(1, MAX_IODEPTH), default=32, show_default=True)
 @click.option("--precondition", type=click.Choice(PRECONDITIONS), default="seq", show_default=True)
-@click.option("--rwmix-read", type=number(0, 100), default=50.0, show_default=True, help="Percent reads (randrw, swap).")
+@click.option("--rwmix-read", type=number(0, 100), default=50.0, show_default=True, help="randrw, swap: percent reads.")
 @click.option("--hot-writes", type=number(0, 1, min_open=True, max_open=True), default=0.8, show_default=True, help="hotcold: fraction of writes to hot data.")
 @click.option("--hot-fraction", type=number(0, 1, min_open=True, max_open=True), default=0.2, show_default=True, help="hotcold: hot fraction of the space.")
 @click.option("--no-timing", is_flag=True, help="Pure FTL (WAF only, much faster).")
@@ -292,6 +296,9 @@ def _parse_volume(text: str, user_bytes: int) -> int:
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), default=None)
 @force_option
 @json_option
+@only_with("--hot-writes", "--pattern hotcold")
+@only_with("--hot-fraction", "--pattern hotcold")
+@only_with("--rwmix-read", "--pattern randrw", "--pattern swap")
 @writes(("out",), ("device",))
 def synth_cmd(*, pattern, bs, volume, iodepth, precondition, rwmix_read, hot_writes, hot_fraction, no_timing, window,
               fill, overwritten, swap_prior, swap_offset, swap_size, seed, out, force, as_json, **kw):
@@ -335,6 +342,11 @@ def synth_cmd(*, pattern, bs, volume, iodepth, precondition, rwmix_read, hot_wri
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), default=None, help="Write the JSON here.")
 @force_option
 @json_option
+@only_with("--sensitivity", "--real")
+@only_with("--fill", "--real", why="the real drive's background")
+@only_with("--overwritten", "--real", why="the real drive's background")
+@only_with("--swap-size", "--real", why="the real drive's swap partition")
+@never_with("--drive-writes", "--real", why="the scaled-down study's volume; --real runs to steady state")
 @writes(("out",), ("device",))
 def thesis_cmd(*, iodepth, write_iodepth, drive_writes, real, sensitivity, fill, overwritten, swap_size, seed, out,
                force, as_json, **kw):
@@ -354,14 +366,6 @@ def thesis_cmd(*, iodepth, write_iodepth, drive_writes, real, sensitivity, fill,
     if out is not None:
         AtomicPath(out, force).discard()  # refuse an existing file before the minute of work
     log = None if as_json else click.echo
-    if sensitivity and not real:
-        raise ConfigError("--sensitivity goes with --real")
-    if not real:  # the real drive's options, given without it, would be ignored: refused, never unread
-        source = click.get_current_context().get_parameter_source
-        given = [f"--{n.replace('_', '-')}" for n in ("fill", "overwritten", "swap_size")
-                 if source(n) == click.core.ParameterSource.COMMANDLINE]
-        if given:
-            raise ConfigError(f"{', '.join(given)} {'goes' if len(given) == 1 else 'go'} with --real")
     if real:
         bg = Background(fill=fill, overwritten=overwritten, swap_prior="pool")
         swap_bytes = parse_bytes(swap_size, "--swap-size", positive=True)
@@ -414,6 +418,7 @@ def devices_cmd(as_json):
               help="Device TOML to write (what --device takes).")
 @click.option("--name", default=None, help="Device name (default: the output file's stem).")
 @force_option
+@writes(("out",), ("run_dir",), neither={"name": "a name written into the device TOML"})
 def fit_cmd(run_dir, out, name, force):
     """Fit an SSD-model device to a `fio run` folder (read sweeps, queue depths, sequential and steady writes).
 

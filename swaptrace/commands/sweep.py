@@ -13,6 +13,7 @@ from swaptrace.commands.common import (
     number,
     progressbar,
     scheduler_address,
+    sweep_file_inputs,
     writes,
 )
 from swaptrace.errors import ConfigError
@@ -23,7 +24,8 @@ from swaptrace.workload.spec import MAX_STEPS
 @click.argument("spec_file", required=False, type=click.Path(dir_okay=False), metavar="[SWEEP.toml]")
 @click.option("-o", "--output", "out", required=True, metavar="FOLDER",
               help="Results dataset folder (one Parquet file per point); a rerun skips finished points.")
-@click.option("--trace", "traces", multiple=True, metavar="PATH", help="An access trace (file or dataset); repeatable.")
+@click.option("--trace", "traces", multiple=True, type=click.Path(), metavar="PATH",
+              help="An access trace (file or dataset); repeatable.")
 @click.option("--preset", "presets", multiple=True, metavar="NAME", help="A preset, generated once per sweep; repeatable.")
 @click.option("--steps", type=count(1, MAX_STEPS), default=None, help="Steps of the presets' traces [default: the preset's].")
 @click.option("--seed", type=count(0, MAX_SEED), default=None, help="Seed of the presets' traces [default 0].")
@@ -40,7 +42,7 @@ from swaptrace.workload.spec import MAX_STEPS
 @click.option("--plot", default=None, type=click.Path(dir_okay=False), metavar="FILE.png",
               help="Draw pages in against budget, one line per trace/policy/device.")
 @json_option
-@writes(("out", "plot"), ("spec_file", "traces", "devices"))
+@writes(("out", "plot"), ("spec_file", "traces", "presets", "devices"), sweep_file_inputs)
 def command(*, spec_file, out, traces, presets, steps, seed, memory, memory_fractions, policies, devices,
             step_compute_us, workers, scheduler, plot, as_json) -> None:
     """Run a parameter sweep on Dask distributed and write one Parquet dataset of results.

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import click
 
-from swaptrace.commands.common import bounded, echo_summary, force_option, json_option, writes
+from swaptrace.commands.common import (
+    bounded,
+    echo_summary,
+    force_option,
+    json_option,
+    never_with,
+    only_with,
+    stream_trace_input,
+    writes,
+)
 from swaptrace.errors import ConfigError
 
 #: the largest CPU or compute time per step, fault or page taken (us): an hour, far above any real one
@@ -61,7 +70,7 @@ def _costs(costs_file, fault_cpu_us, reclaim_cpu_us, write_cpu_us):
 @click.option("--compute-baseline", type=click.Path(dir_okay=False), default=None,
               help="Take the compute time from the unlimited run of this capture.")
 @click.option("--trace", type=click.Path(), default=None,
-              help="The access trace (default: the one named in the stream's metadata).")
+              help="--compute mlp: the access trace (default: the one named in the stream's metadata).")
 @click.option("--fault-cpu-us", type=bounded("fault_cpu_us"), default=None, help="Kernel CPU per fault (default: micro-benchmark).")
 @click.option("--reclaim-cpu-us", type=bounded("reclaim_cpu_us"), default=None, help="Reclaim CPU per page freed (default: micro-benchmark).")
 @click.option("--write-cpu-us", type=bounded("write_cpu_us"), default=None,
@@ -76,7 +85,9 @@ def _costs(costs_file, fault_cpu_us, reclaim_cpu_us, write_cpu_us):
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), default=None, help="Per-step Parquet table.")
 @force_option
 @json_option
-@writes(("out", "save_costs"), ("stream", "trace", "compute_baseline", "device", "costs_file"))
+@only_with("--trace", "--compute mlp", why="the access trace is read to measure the steps' compute")
+@never_with("--trace", "--step-compute-us", "--compute-baseline", why="the compute time is given; no trace is read")
+@writes(("out", "save_costs"), ("stream", "trace", "compute_baseline", "device", "costs_file"), stream_trace_input)
 def command(*, stream, device, compute, step_compute_us, compute_baseline, trace, fault_cpu_us, reclaim_cpu_us,
             write_cpu_us, measure_fault_overhead, costs_file, save_costs, out, force, as_json) -> None:
     """Predict the step time and training slowdown of STREAM on a device.

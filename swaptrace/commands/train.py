@@ -7,7 +7,7 @@ import time
 
 import click
 
-from swaptrace.commands.common import MAX_SEED, echo_summary, json_option, progress_enabled
+from swaptrace.commands.common import MAX_SEED, echo_summary, json_option, progress_enabled, writes
 from swaptrace.commands.common import count as count_type
 from swaptrace.core.units import format_bytes
 from swaptrace.errors import ConfigError
@@ -42,6 +42,7 @@ class _Progress:
 @click.option("--threads", type=count_type(1, MAX_THREADS), default=None, help="Threads for torch (default: torch's).")
 @click.option("--quiet", is_flag=True, help="No progress line.")
 @json_option
+@writes((), ("preset", "spec_file"))
 def command(*, preset, spec_file, steps, seed, threads, quiet, as_json) -> None:
     """Train a DLRM in PyTorch on exactly the lookups `generate` draws for the same spec and seed.
 

@@ -10,9 +10,11 @@ Every command that writes goes through this module, so the rule has one owner:
   refused, ``--force`` or not: ``--force`` replaces what the command itself writes, never a folder of the
   user's files (:func:`check_output_folder`). The new contents are built in a temporary sibling and moved in
   name by name (:func:`install_folder`), so files the command does not write stay where they are.
-- **Inputs are never outputs**: an output may not be (by its real path, links resolved) a file the command
-  reads, lie inside a dataset folder it reads, or be a folder holding one of its inputs; and two outputs of
-  one command never share a path (:func:`check_distinct`).
+- **Inputs are never outputs**: an output may not be (by its real path, links and ``..`` resolved, or by its
+  inode: a hard link) a file the command reads, lie inside a folder it reads (a dataset, a run folder), or be
+  a folder holding one of its inputs; and two outputs of one command never share a path
+  (:func:`check_distinct`). Every file a command reads counts, whether named by an argument or an option
+  (``swaptrace.commands.common.writes`` declares them).
 - Outputs are written under a temporary name (``.NAME.PID.RANDOM.partial``) and renamed when complete; the
   temporary's name is kept within the file system's 255-byte limit (:func:`partial_name`).
 """
@@ -52,13 +54,28 @@ def _check_name(out: Path, what: str) -> None:
         raise OutputError(f"{str(out)[:60]}...: the {what} name is longer than {NAME_MAX} bytes; give a shorter one")
 
 
+def reachable(path: str | os.PathLike) -> Path:
+    """``path`` as the kernel can reach it once its folder exists: unchanged, unless its folder is spelled with
+    ``..`` after folders that do not exist (``sub/../x``), which is then resolved (``./x``).
+
+    Creating the folder ``sub/..`` would make ``sub`` only to step back out of it: an empty folder left behind
+    that nothing asked for. The kernel resolves ``sub/..`` only if ``sub`` exists; the name means ``./x``.
+    """
+    out = Path(path)
+    parent = out.parent
+    if ".." in parent.parts and not os.path.isdir(parent):
+        return Path(os.path.realpath(parent)) / out.name
+    return out
+
+
 def _named(path: str | os.PathLike, field: str, noun: str, instead: str) -> tuple[Path, os.stat_result | None]:
     """An output's name checked (not empty, a name the file system takes) and what is there now: ``None`` for
     nothing, else the ``stat`` of what a symbolic link points to (a link to a device is refused like the
-    device); a dangling link is refused, naming ``instead`` as what to give."""
+    device); a dangling link is refused, naming ``instead`` as what to give. The path is returned
+    :func:`reachable` (``sub/../x`` as ``x`` when ``sub`` does not exist: no folder made to step out of)."""
     if not str(path).strip():
         raise OutputError(f"output {field} is empty; give a {noun} name")
-    out = Path(path)
+    out = reachable(path)
     _check_name(out, noun)
     if not os.path.lexists(out):
         return out, None
@@ -142,6 +159,37 @@ def _real(path: str | os.PathLike) -> Path:
     return Path(os.path.realpath(os.fspath(path)))
 
 
+#: the most files of an input folder compared with an output by inode (a hard link); past it, a folder's
+#: paths are still compared, its files' inodes not
+MAX_FOLDER_FILES = 100_000
+
+
+def _file_id(path: str | os.PathLike) -> tuple[int, int] | None:
+    """``(device, inode)`` of the regular file at ``path`` (links followed), or None."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
+
+
+def _folder_file_ids(folder: Path) -> dict[tuple[int, int], Path]:
+    """``{(device, inode): file}`` of the regular files under ``folder`` (links inside it not followed)."""
+    found: dict[tuple[int, int], Path] = {}
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            if len(found) >= MAX_FOLDER_FILES:
+                return found
+            p = Path(root) / name
+            try:
+                st = os.lstat(p)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                found.setdefault((st.st_dev, st.st_ino), p)
+    return found
+
+
 def check_distinct(outputs: Mapping[str, str | os.PathLike | None],
                    inputs: Mapping[str, str | os.PathLike | None] | None = None) -> None:
     """Refuse outputs that are inputs, lie inside an input folder, hold an input, or share a path.
@@ -150,8 +198,11 @@ def check_distinct(outputs: Mapping[str, str | os.PathLike | None],
     ----------
     outputs, inputs : mapping
         ``{option name: path}`` (``None`` values are skipped); the names appear in the message, e.g.
-        ``{"-o": out, "--save-costs": costs}``. Paths are compared by their real paths (links resolved), so a
-        link to the input is the input. An input folder (a dataset, a run folder) counts with every file in it.
+        ``{"-o": out, "--save-costs": costs}``. Paths are compared by their real paths (links resolved, ``..``
+        taken as the kernel takes it), so a link to the input, or ``./sub/../input``, is the input; an existing
+        output is also compared by its inode, so a hard link to an input (or to a file in an input folder) is
+        the input. An input folder (a dataset, a run folder) counts with every file in it: an output may not
+        lie inside it, and an output folder may not hold an input, file or folder.
     """
     outs = {k: _real(v) for k, v in outputs.items() if v is not None and str(v).strip()}
     ins = {k: _real(v) for k, v in (inputs or {}).items() if v is not None and str(v).strip()}
@@ -160,6 +211,15 @@ def check_distinct(outputs: Mapping[str, str | os.PathLike | None],
         if p in seen:
             raise OutputError(f"{name} and {seen[p]} name the same path ({outputs[name]}); give each its own")
         seen[p] = name
+    in_ids: dict[tuple[int, int], tuple[str, Path | None]] = {}  # filled only if an output exists (a hard link)
+    out_ids = {k: _file_id(o) for k, o in outs.items()}
+    if any(out_ids.values()):
+        for iname, i in ins.items():
+            if i.is_dir():
+                for fid, f in _folder_file_ids(i).items():
+                    in_ids.setdefault(fid, (iname, f))
+            elif (fid := _file_id(i)) is not None:
+                in_ids.setdefault(fid, (iname, None))
     for oname, o in outs.items():
         for iname, i in ins.items():
             if o == i:
@@ -168,9 +228,14 @@ def check_distinct(outputs: Mapping[str, str | os.PathLike | None],
             if i.is_dir() and i in o.parents:
                 raise OutputError(f"{oname} {outputs[oname]}: lies inside the input {iname} ({inputs[iname]}), "
                                   "a folder the command reads; give an output outside it")
-            if o in i.parents and not i.is_dir():
+            if o in i.parents:
                 raise OutputError(f"{oname} {outputs[oname]}: holds the input {iname} ({inputs[iname]}); give "
                                   "an output folder that does not hold what the command reads")
+        if out_ids[oname] in in_ids:
+            iname, inside = in_ids[out_ids[oname]]
+            what = f"the input {iname}" + (f"'s file {inside}" if inside is not None else f" ({inputs[iname]})")
+            raise OutputError(f"{oname} {outputs[oname]}: is a hard link to {what}; the command would destroy "
+                              "what it reads -- give another output")
 
 
 def partial_stem(name: str) -> str:
@@ -236,7 +301,7 @@ def make_partial_folder(path: str | os.PathLike) -> Path:
 
     Clears stale partial folders of ``path`` first, as ``traceio.AtomicPath`` does for files.
     """
-    out = Path(path)
+    out = reachable(path)
     parent = out.parent if str(out.parent) else Path(".")
     clear_stale_partials(out)
     prefix, suffix = partial_name(out)
@@ -252,6 +317,7 @@ def install_folder(tmp: Path, final: Path, stale: Iterable[str] = (), last: str 
     marker ``last`` (e.g. ``manifest.json``) moves in last, so an interrupted install is never taken for a
     complete one. Anything else in ``final`` (the user's notes, an earlier ``runs/``) is left alone.
     """
+    final = reachable(final)
     if not final.exists():
         os.replace(tmp, final)
         return

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -83,6 +84,10 @@ DEFAULT_MAX_REQUESTS = 100_000
 BW_LOG_MSEC = 250
 ENV_VARS = ("SWAPTRACE_TARGET", "SWAPTRACE_SIZE", "SWAPTRACE_RUNTIME", "SWAPTRACE_JOBS", "SWAPTRACE_LOG",
             "SWAPTRACE_FILL_CAP", "SWAPTRACE_SS", "SWAPTRACE_SS_DUR", "SWAPTRACE_SS_RAMP")
+#: a job file's use of a variable (fio expands ``${VAR}`` from the environment)
+ENV_REFERENCE = re.compile(r"\$\{(SWAPTRACE_[A-Z0-9_]+)\}")
+#: the target a job run by hand uses in README.md's examples
+EXAMPLE_TARGET = "/tmp/swaptrace-fio.dat"
 #: request size, queue depth and engine of the steady-state rounds (SNIA PTS's random 4 KiB at depth 32)
 STEADY_BS = 4096
 STEADY_IODEPTH = 32
@@ -313,20 +318,22 @@ def build_jobs(
     if size_bytes is None:
         size_bytes = min(-(-end // (1 << 20)) * (1 << 20), DEFAULT_MAX_REPLAY_BYTES)
     remap = iolog.plan_remap(end, max_len, size_bytes)
-    out = Path(out_dir)
-    _check_out_dir(out, force)
+    out = _check_out_dir(Path(out_dir), force)
     tmp = traceio.make_partial_folder(out)
     try:
         info = iolog.write_iolog_v2(stream, tmp / IOLOG_NAME, remap, timed=True, max_requests=max_requests)
         fit = fitmod.fit_stream(stream, remap)
         jobs = plan_jobs(fit, ioengine=ioengine, iodepth=iodepth, direct=direct, sweep_sizes=sweep_sizes)
         pre = precondition_job(ioengine=ioengine, iodepth=iodepth, direct=direct)
+        reads = {}
         for job in [pre, *jobs]:
-            (tmp / job.file).write_text(render_job(job))
+            text = render_job(job)
+            (tmp / job.file).write_text(text)
+            reads[job.name] = job_variables(text)  # what the README tells a user to set: what the file reads
         manifest = _manifest(stream, Path(stream_path), remap, info, fit=fit, pre=pre, jobs=jobs, ioengine=ioengine,
                              iodepth=iodepth, direct=direct)
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-        (tmp / "README.md").write_text(render_readme(manifest))
+        (tmp / "README.md").write_text(render_readme(manifest, reads))
         for job in [pre, *jobs]:
             validate_job_file(tmp / job.file, example_env(tmp, manifest["min_target_bytes"]))
         # into an earlier job folder: its own files are replaced, runs/ and anything else stay
@@ -369,8 +376,8 @@ def _own_files(folder: Path) -> list[str]:
     return [j["file"] for j in [m["precondition"], *m["jobs"]]] + [IOLOG_NAME, "README.md", MANIFEST]
 
 
-def _check_out_dir(out: Path, force: bool) -> None:
-    traceio.check_output_folder(out, force, _is_job_folder, "a fio job folder (manifest.json)")
+def _check_out_dir(out: Path, force: bool) -> Path:
+    return traceio.check_output_folder(out, force, _is_job_folder, "a fio job folder (manifest.json)")
 
 
 def _manifest(stream, stream_path, remap, info, *, fit, pre, jobs, ioengine, iodepth, direct) -> dict:
@@ -428,9 +435,52 @@ def _job_entry(j: JobSpec) -> dict:
     }
 
 
-def render_readme(manifest: dict) -> str:
-    """README.md of a job folder: each job and what it tests, how to run, the remapping."""
+def job_variables(text: str) -> tuple[str, ...]:
+    """The ``SWAPTRACE_*`` variables a job file reads (``${VAR}``), in :data:`ENV_VARS` order."""
+    found = set(ENV_REFERENCE.findall(text))
+    unknown = found - set(ENV_VARS)
+    if unknown:  # a job that reads a variable fio run does not set, and README.md could not document
+        raise ValueError(f"job file reads {sorted(unknown)}, not one of ENV_VARS")
+    return tuple(v for v in ENV_VARS if v in found)
+
+
+def hand_env(manifest: dict) -> dict[str, tuple[str, str]]:
+    """``{variable: (what it is, the value to give)}`` for running a job by hand, as README.md states them;
+    ``$PWD`` is this folder (run from it), ``<job>`` the job's name. The steady-state values are those
+    ``fio run --steady`` gives by default."""
+    from swaptrace.fio.steady import SteadyOptions
+
+    steady = SteadyOptions()
+    ss = steady.env()
+    size = max(1 << 30, int(manifest["min_target_bytes"]))
+    return {
+        "SWAPTRACE_TARGET": ("the target: a file (created and filled) or a block device", EXAMPLE_TARGET),
+        "SWAPTRACE_SIZE": (f"bytes of the target the job uses (at least {manifest['min_target_bytes']})", str(size)),
+        "SWAPTRACE_RUNTIME": ("seconds the job runs (`fio run --runtime` times its factor, below; for "
+                              "`steady_randwrite` the rounds' time cap)", "10"),
+        "SWAPTRACE_JOBS": ("absolute path of this folder (the replay's iolog is in it)", "$PWD"),
+        "SWAPTRACE_LOG": ("prefix of the job's bandwidth log", "<job>"),
+        "SWAPTRACE_FILL_CAP": ("seconds the sequential fill may take at most", ss["SWAPTRACE_FILL_CAP"]),
+        "SWAPTRACE_SS": ("fio's steady-state criterion (`steadystate`)", ss["SWAPTRACE_SS"]),
+        "SWAPTRACE_SS_DUR": (f"seconds of fio's steady-state window ({steady.rounds} rounds)", ss["SWAPTRACE_SS_DUR"]),
+        "SWAPTRACE_SS_RAMP": ("seconds before fio starts collecting (`ss_ramp`)", ss["SWAPTRACE_SS_RAMP"]),
+    }
+
+
+def hand_command(job: str, variables: tuple[str, ...], values: dict[str, tuple[str, str]]) -> str:
+    """The shell line that runs job ``job`` by hand from its folder, with exactly the variables it reads."""
+    env = " ".join(f"{v}={values[v][1].replace('<job>', job)}" for v in variables)
+    return f"{env} fio --output-format=json {job}.fio"
+
+
+def render_readme(manifest: dict, reads: dict[str, tuple[str, ...]]) -> str:
+    """README.md of a job folder: each job, what it tests and the variables it reads (``reads``: job name ->
+    :func:`job_variables` of its file), how to run them all or one by hand, the remapping."""
     rp = manifest["replay"]
+    values = hand_env(manifest)
+    used = [v for v in ENV_VARS if any(v in r for r in reads.values())]
+    examples = [n for n in (next((j["name"] for j in manifest["jobs"] if j["group"] == "sweep"), None), "replay",
+                            manifest["precondition"]["name"], "steady_randwrite") if n in reads]
     lines = [
         "# fio jobs generated by swaptrace",
         "",
@@ -438,24 +488,36 @@ def render_readme(manifest: dict) -> str:
         "",
         "Run them all (creates and fills a file target, refuses unsafe devices, parses results):",
         "",
-        "    swaptrace fio run THIS_FOLDER --target /tmp/swaptrace-fio.dat --size 1GiB",
+        f"    swaptrace fio run THIS_FOLDER --target {EXAMPLE_TARGET} --size 1GiB",
         "",
-        "Or one job by hand (every job reads its parameters from the environment):",
+        "Or one job by hand, from this folder: fio expands `${SWAPTRACE_...}` from the environment, and each job",
+        "reads the variables its row in the table of jobs names (the last column), with these values:",
         "",
-        "    SWAPTRACE_TARGET=/tmp/t.dat SWAPTRACE_SIZE=1073741824 SWAPTRACE_RUNTIME=10 \\",
-        "    SWAPTRACE_JOBS=$PWD SWAPTRACE_LOG=sweep_read_4k fio --output-format=json sweep_read_4k.fio",
+        "| variable | what it is | value to give |",
+        "|---|---|---|",
+        *(f"| `{v}` | {values[v][0]} | `{values[v][1]}` |" for v in used),
+        "",
+        "`$PWD` is this folder and `<job>` the job's name. For example:",
+        "",
+        *(f"    {hand_command(n, reads[n], values)}" for n in examples),
         "",
         f"The target must be at least {manifest['min_target_bytes']} bytes ({format_bytes(manifest['min_target_bytes'])}).",
         "",
-        "| job | group | tests | runtime |",
-        "|---|---|---|---|",
+        "| job | group | tests | runtime | reads |",
+        "|---|---|---|---|---|",
     ]
     pre = manifest["precondition"]
-    lines.append(f"| `{pre['name']}` | - | {pre['description']} (run before groups marked *) | until done |")
+    def names(job: str) -> str:
+        return ", ".join(f"`{v}`" for v in reads[job])
+
+    lines.append(f"| `{pre['name']}` | - | {pre['description']} (run before groups marked *) | until done (at most "
+                 f"SWAPTRACE_FILL_CAP) | {names(pre['name'])} |")
     for j in manifest["jobs"]:
         star = "*" if manifest["groups"][j["group"]]["precondition"] else ""
         rt = f"{j['runtime_factor']} x SWAPTRACE_RUNTIME" + ("" if j["time_based"] else " at most")
-        lines.append(f"| `{j['name']}` | {j['group']}{star} | {j['description']} | {rt} |")
+        if j["group"] == "steady":
+            rt = "until steady, at most SWAPTRACE_RUNTIME (the time cap)"
+        lines.append(f"| `{j['name']}` | {j['group']}{star} | {j['description']} | {rt} | {names(j['name'])} |")
     lines += [
         "",
         "## Replay",

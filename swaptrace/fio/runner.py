@@ -477,9 +477,9 @@ def run_jobs(
             return _dry_run(ctx, steps)
         if not fio_bin.verified:
             echo(f"note: {fio_bin.text}; swaptrace's fio workarounds were verified on fio-3.33")
-        final = ctx.results_folder()
-        traceio.check_output_folder(final, force, lambda p: (p / resmod.RESULTS_NAME).is_file(),
-                                    "a fio results folder (results.parquet)")
+        final = traceio.check_output_folder(ctx.results_folder(), force,
+                                            lambda p: (p / resmod.RESULTS_NAME).is_file(),
+                                            "a fio results folder (results.parquet)")
         outcome = _run_into(ctx, steps, final, fd=fd)
     if out_dir is None:
         _point_latest(final)

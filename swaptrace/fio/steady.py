@@ -89,6 +89,10 @@ class SteadyOptions:
                 raise ConfigError(f"steady state: {name} must be at least 1, got {getattr(self, name)}")
         if self.rounds * self.round_s < 2:
             raise ConfigError("steady state: the window must span at least 2 seconds")
+        if self.cap_s < self.round_s:  # capped before one round ends: no round measured, the verdict meaningless
+            raise ConfigError(f"--steady-cap {self.cap_s} s is shorter than one round (--round {self.round_s} s); "
+                              "give a cap of at least one round (fio's window is "
+                              f"{self.rounds} rounds, {self.rounds * self.round_s} s)")
         if self.ramp_s < 0 or not 0 < self.slope_pct < 100 or not 0 < self.range_pct < 100:
             raise ConfigError("steady state: ramp >= 0 and criteria in (0, 100) percent")
 

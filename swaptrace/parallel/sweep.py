@@ -346,7 +346,7 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, workers: int | None = 
     spec.check()
     out = Path(out)
     # a new or empty folder, or an earlier run of a sweep (its sidecar): a rerun resumes it
-    check_output_folder(out, True, lambda p: (p / SIDECAR).is_file(), f"sweep results ({SIDECAR})")
+    out = check_output_folder(out, True, lambda p: (p / SIDECAR).is_file(), f"sweep results ({SIDECAR})")
     out.mkdir(parents=True, exist_ok=True)
     points = spec.points()
     _write_sidecar(out, spec, points)

@@ -258,7 +258,7 @@ def run_pipeline(
     out = Path(out_dir)
     check_options(opts)  # every option checked before anything is written
     # a new or empty folder, or one of our own runs (pipeline.json): never a folder of the user's files
-    check_output_folder(out, True, lambda p: (p / MANIFEST).is_file(), "a `swaptrace run` folder (pipeline.json)")
+    out = check_output_folder(out, True, lambda p: (p / MANIFEST).is_file(), "a `swaptrace run` folder (pipeline.json)")
     out.mkdir(parents=True, exist_ok=True)
     manifest_path = out / MANIFEST
     try:
