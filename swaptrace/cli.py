@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib
 import re
 import sys
+from collections.abc import Mapping
 
 import click
 
@@ -88,19 +89,35 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class _CommandTable(Mapping):
+    """``name -> command`` over :data:`COMMANDS`, each command's module imported when it is first looked up
+    (what click's ``Group.commands`` is, for code that walks a group's commands)."""
+
+    def __getitem__(self, name: str) -> click.Command:
+        entry = COMMANDS[name]
+        # an import error here is a broken install, not a missing command: it propagates as it is
+        return importlib.import_module(f"swaptrace.commands.{entry[0]}").command
+
+    def __iter__(self):
+        return iter(COMMANDS)
+
+    def __len__(self) -> int:
+        return len(COMMANDS)
+
+
 class SwaptraceGroup(click.Group):
     """Loads each command when it is named, keeps them in pipeline order, and maps library and usage errors
     to one line and exit code 2."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.commands = _CommandTable()
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        entry = COMMANDS.get(name)
-        if entry is None:
-            return None
-        # an import error here is a broken install, not a missing command: it propagates as it is
-        return importlib.import_module(f"swaptrace.commands.{entry[0]}").command
+        return self.commands[name] if name in COMMANDS else None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list of ``--help`` from :data:`COMMANDS`, without importing any command."""

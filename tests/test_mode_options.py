@@ -89,7 +89,7 @@ BASE_FOR = {
 #: a value for options and modes without a usable default
 VALUE = {"--parts": "2", "--runtime": "pytorch-cpu", "--budget": "1MiB", "--trace": "{access}",
          "--fio-target": "{out}/f.dat", "--workers": "1", "--scheduler": "tcp://127.0.0.1:1",
-         "--step-compute-us": "1000", "--compute-baseline": "{stream}"}
+         "--step-compute-us": "1000", "--compute-baseline": "{stream}", "--fio-runtime": "3"}
 
 
 @pytest.fixture(scope="module")
