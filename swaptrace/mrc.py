@@ -109,12 +109,8 @@ def _pages(tf, batch_rows, footprint, progress=None):
             progress(pages.size)
 
 
-def exact_mrc(
-    trace: str | os.PathLike,
-    *,
-    progress: Callable[[int], None] | None = None,
-    batch_rows: int = DEFAULT_ROW_GROUP,
-) -> MissRatioCurve:
+def exact_mrc(trace: str | os.PathLike, *, progress: Callable[[int], None] | None = None,
+              batch_rows: int = DEFAULT_ROW_GROUP) -> MissRatioCurve:
     """Exact LRU miss-ratio curve of an access trace, all sizes in one pass.
 
     Parameters

@@ -8,17 +8,13 @@ stream with ``source: kernel``. See :mod:`swaptrace.capture.session`.
 
 from swaptrace.core.lazy import lazy_names
 
-#: each name -> the module defining it; loaded on first use, so importing one light module of the package
+#: each module -> the names it defines; each loaded on first use, so importing one light module of the package
 #: (its options, its constants) does not load the rest (swaptrace.core.lazy)
 _NAMES = {
-    "check_privileges": "swaptrace.capture.host",
-    "kernel_facts": "swaptrace.capture.host",
-    "cleanup_leftovers": "swaptrace.capture.leftovers",
-    "find_leftovers": "swaptrace.capture.leftovers",
-    "CaptureOptions": "swaptrace.capture.options",
-    "CaptureResult": "swaptrace.capture.session",
-    "CaptureSession": "swaptrace.capture.session",
-    "capture": "swaptrace.capture.session",
+    "host": ("check_privileges", "kernel_facts"),
+    "leftovers": ("cleanup_leftovers", "find_leftovers"),
+    "options": ("CaptureOptions",),
+    "session": ("CaptureResult", "CaptureSession", "capture"),
 }
 __getattr__, __dir__ = lazy_names(globals(), _NAMES)
 

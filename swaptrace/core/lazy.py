@@ -12,15 +12,16 @@ from collections.abc import Callable
 from typing import Any
 
 
-def lazy_names(namespace: dict[str, Any], table: dict[str, str]) -> tuple[Callable[[str], Any], Callable[[], list]]:
-    """``__getattr__`` and ``__dir__`` for a package whose ``table`` maps each name to the module defining it.
+def lazy_names(namespace: dict[str, Any], modules: dict[str, tuple[str, ...]]) -> tuple[Callable[[str], Any],
+                                                                                  Callable[[], list]]:
+    """``__getattr__`` and ``__dir__`` for a package whose names are loaded from their modules on first use.
 
     Parameters
     ----------
     namespace : dict
         The package's ``globals()``; a name, once loaded, is stored there (later lookups skip this).
-    table : dict
-        Name -> absolute module name, e.g. ``{"replay": "swaptrace.ssd.run"}``.
+    modules : dict
+        Module (relative to the package) -> the names it defines, e.g. ``{"run": ("replay", "synth")}``.
 
     Returns
     -------
@@ -28,6 +29,7 @@ def lazy_names(namespace: dict[str, Any], table: dict[str, str]) -> tuple[Callab
         ``(__getattr__, __dir__)`` to assign at the package's top level.
     """
     package = namespace["__name__"]
+    table = {name: f"{package}.{module}" for module, names in modules.items() for name in names}
 
     def __getattr__(name: str) -> Any:
         module = table.get(name)

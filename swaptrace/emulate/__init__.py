@@ -113,42 +113,14 @@ unmapped but not yet freed)), ``pages_in``, ``pages_out``, ``readahead_issued``,
 
 from swaptrace.core.lazy import lazy_names
 
-#: each name -> the module defining it; loaded on first use, so importing one light module of the package
+#: each module -> the names it defines; each loaded on first use, so importing one light module of the package
 #: (its options, its constants) does not load the rest (swaptrace.core.lazy)
 _NAMES = {
-    "BY_LEVEL": "swaptrace.emulate.config",
-    "DEFAULT_FILL_WRITE_CREDIT": "swaptrace.emulate.config",
-    "DEFAULT_MAX_REQUEST_BYTES": "swaptrace.emulate.config",
-    "DEFAULT_SCAN_PRIORITIES": "swaptrace.emulate.config",
-    "DEFAULT_STATS_FLUSH_STEPS": "swaptrace.emulate.config",
-    "DEFAULT_STEP_US": "swaptrace.emulate.config",
-    "DEFAULT_WRITE_COST": "swaptrace.emulate.config",
-    "DEFAULT_WRITE_LATENCY": "swaptrace.emulate.config",
-    "DEFAULT_WRITEBACK_COMPLETION": "swaptrace.emulate.config",
-    "DEFAULT_WRITEBACK_LAG": "swaptrace.emulate.config",
-    "INITIAL_STATES": "swaptrace.emulate.config",
-    "POLICIES": "swaptrace.emulate.config",
-    "READAHEAD_MODES": "swaptrace.emulate.config",
-    "SWAPPED_REGION_KINDS": "swaptrace.emulate.config",
-    "WRITEBACK_COMPLETIONS": "swaptrace.emulate.config",
-    "EmulatorConfig": "swaptrace.emulate.config",
-    "Policy": "swaptrace.emulate.config",
-    "OUT_ROWS": "swaptrace.emulate.engine",
-    "Counters": "swaptrace.emulate.engine",
-    "Emulator": "swaptrace.emulate.engine",
-    "prefetch": "swaptrace.emulate.engine",
-    "ensemble_configs": "swaptrace.emulate.ensemble",
-    "member_budget_pages": "swaptrace.emulate.ensemble",
-    "nearest_member": "swaptrace.emulate.ensemble",
-    "run_members": "swaptrace.emulate.ensemble",
-    "DEFAULT_PROFILE": "swaptrace.emulate.kernel_profile",
-    "Ensemble": "swaptrace.emulate.kernel_profile",
-    "KernelProfile": "swaptrace.emulate.kernel_profile",
-    "load_profile": "swaptrace.emulate.kernel_profile",
-    "profile_names": "swaptrace.emulate.kernel_profile",
-    "CHUNK_ROWS": "swaptrace.emulate.run",
-    "EmulationResult": "swaptrace.emulate.run",
-    "emulate": "swaptrace.emulate.run",
+    "config": ("BY_LEVEL", "DEFAULT_FILL_WRITE_CREDIT", "DEFAULT_MAX_REQUEST_BYTES", "DEFAULT_SCAN_PRIORITIES", "DEFAULT_STATS_FLUSH_STEPS", "DEFAULT_STEP_US", "DEFAULT_WRITE_COST", "DEFAULT_WRITE_LATENCY", "DEFAULT_WRITEBACK_COMPLETION", "DEFAULT_WRITEBACK_LAG", "INITIAL_STATES", "POLICIES", "READAHEAD_MODES", "SWAPPED_REGION_KINDS", "WRITEBACK_COMPLETIONS", "EmulatorConfig", "Policy"),
+    "engine": ("OUT_ROWS", "Counters", "Emulator", "prefetch"),
+    "ensemble": ("ensemble_configs", "member_budget_pages", "nearest_member", "run_members"),
+    "kernel_profile": ("DEFAULT_PROFILE", "Ensemble", "KernelProfile", "load_profile", "profile_names"),
+    "run": ("CHUNK_ROWS", "EmulationResult", "emulate"),
 }
 __getattr__, __dir__ = lazy_names(globals(), _NAMES)
 

@@ -14,24 +14,13 @@ three SSD effects.
 
 from swaptrace.core.lazy import lazy_names
 
-#: each name -> the module defining it; loaded on first use, so importing one light module of the package
+#: each module -> the names it defines; each loaded on first use, so importing one light module of the package
 #: (its options, its constants) does not load the rest (swaptrace.core.lazy)
 _NAMES = {
-    "DEVICES": "swaptrace.ssd.config",
-    "GC_POLICIES": "swaptrace.ssd.config",
-    "SSDConfig": "swaptrace.ssd.config",
-    "load_device": "swaptrace.ssd.config",
-    "spare_from_op": "swaptrace.ssd.config",
-    "SSDResult": "swaptrace.ssd.run",
-    "read_timeline": "swaptrace.ssd.run",
-    "replay": "swaptrace.ssd.run",
-    "simulate_chunks": "swaptrace.ssd.run",
-    "synth": "swaptrace.ssd.run",
-    "Counters": "swaptrace.ssd.simulate",
-    "Simulator": "swaptrace.ssd.simulate",
-    "ftl_waf": "swaptrace.ssd.simulate",
-    "PATTERNS": "swaptrace.ssd.workloads",
-    "synthetic_requests": "swaptrace.ssd.workloads",
+    "config": ("DEVICES", "GC_POLICIES", "SSDConfig", "load_device", "spare_from_op"),
+    "run": ("SSDResult", "read_timeline", "replay", "simulate_chunks", "synth"),
+    "simulate": ("Counters", "Simulator", "ftl_waf"),
+    "workloads": ("PATTERNS", "synthetic_requests"),
 }
 __getattr__, __dir__ = lazy_names(globals(), _NAMES)
 

@@ -122,25 +122,14 @@ def _unique_sorted(src, dst, n_rows):
 
 @jit
 def _bit_index(x):
-    """Index of the single set bit of x (a power of two)."""
+    """Index of the single set bit of x (a power of two): a binary search over halves of the word."""
     i = 0
-    if x >= np.uint64(1 << 32):
-        x >>= np.uint64(32)
-        i += 32
-    if x >= np.uint64(1 << 16):
-        x >>= np.uint64(16)
-        i += 16
-    if x >= np.uint64(1 << 8):
-        x >>= np.uint64(8)
-        i += 8
-    if x >= np.uint64(1 << 4):
-        x >>= np.uint64(4)
-        i += 4
-    if x >= np.uint64(1 << 2):
-        x >>= np.uint64(2)
-        i += 2
-    if x >= np.uint64(2):
-        i += 1
+    shift = 32
+    while shift > 0:
+        if x >= np.uint64(1) << np.uint64(shift):
+            x >>= np.uint64(shift)
+            i += shift
+        shift >>= 1
     return i
 
 
@@ -440,6 +429,22 @@ def count_segments(segs, idx, uniq, tbl_off, stride, shift, t_first_byte, t_row_
         counts[j] = c
 
 
+@jit
+def _emit_rw(off, nbytes, shift, step, region, track, seen, out_step, out_page, out_write, out_region, n):
+    """The pages of bytes ``[off, off + nbytes)`` read, then written (an optimizer's read-modify-write), as rows
+    from ``n`` on; marks them in ``seen`` when ``track``. Returns the next free row."""
+    for w in range(2):
+        for p in range(off >> shift, ((off + nbytes - 1) >> shift) + 1):
+            if track:
+                seen[p] = 1
+            out_step[n] = step
+            out_page[n] = p
+            out_write[n] = w == 1
+            out_region[n] = region
+            n += 1
+    return n
+
+
 @jit_parallel
 def emit_segments(segs, first, last, offsets, start, n_chunks, step0, idx, uniq, tbl_off, stride, shift,
                    t_first_byte, t_row_bytes, t_region, s_first_byte, s_row_bytes, s_array_bytes, s_region, s_arrays,
@@ -500,25 +505,10 @@ def emit_segments(segs, first, last, offsets, start, n_chunks, step0, idx, uniq,
                 row = uniq[base + i]
                 for a in range(s_arrays):
                     off = s_first_byte[t] + a * s_array_bytes[t] + row * srb
-                    for w in range(2):
-                        for p in range(off >> shift, ((off + srb - 1) >> shift) + 1):
-                            if track:
-                                seen[p] = 1
-                            out_step[n] = step
-                            out_page[n] = p
-                            out_write[n] = w == 1
-                            out_region[n] = sreg
-                            n += 1
-                off = fb + row * rb
-                for w in range(2):
-                    for p in range(off >> shift, ((off + rb - 1) >> shift) + 1):
-                        if track:
-                            seen[p] = 1
-                        out_step[n] = step
-                        out_page[n] = p
-                        out_write[n] = w == 1
-                        out_region[n] = reg
-                        n += 1
+                    n = _emit_rw(off, srb, shift, step, sreg, track, seen, out_step, out_page, out_write,
+                                 out_region, n)
+                n = _emit_rw(fb + row * rb, rb, shift, step, reg, track, seen, out_step, out_page, out_write,
+                             out_region, n)
 
 
 @jit
