@@ -11,7 +11,9 @@ in-process (click's runner) under a 60 s alarm and is scored:
 
 - ``good``: exit 2, one ``Error:`` line, no traceback, nothing left behind, nothing of the user's changed;
 - ``accepted``: exit 0 (the input was read as valid; listed so a person can judge each);
-- ``traceback``, ``hang``, ``data-loss``, ``left-behind``, ``many-lines``, ``exit-N``: not handled well;
+- ``traceback``, ``hang``, ``data-loss``, ``left-behind``, ``many-lines``, ``exit-N``: not handled well (``exit-N``
+  is the wrong exit code: N = 128 + the signal for a process killed by one);
+- ``bad-output``: exit 0, but what it wrote does not read back (a name that breaks the TOML it is written into);
 - ``no-control``: refused, but the slot's good input (its control, run first) fails too: the case proves nothing.
 
 File readers covered (slot: kinds given): inspect, emulate, mrc, export (csv, libcachesim, mqsim), designs
@@ -25,14 +27,45 @@ JOBS_DIR (its manifest.json damaged, --dry-run); runtime-profile CAPTURE and tim
 trace (``generate --runtime``) whose ``process`` section is damaged; report FOLDER with a damaged
 ssd-thesis.json, model-vs-fio.json, pipeline.json or fio-run/results.parquet.
 
-Not covered, and why: ``capture`` (root, a kernel and the machine-wide capture lock: tests/test_capture_*),
-``train`` and ``train --spec`` (torch; its bad values are refused before torch in tests/test_bad_inputs.py),
+The surfaces of issue 39, each counted apart at the end (``--only SURFACE`` runs one):
+
+- ``train`` (a real process, its address space limited to 8 GiB): models inside the spec's bounds that cannot fit
+  in memory (a table of 2^31-1 rows, tiny at batch 4 Mi, a 1 Mi-wide MLP, ``--preset criteo-terabyte``), every
+  value of --steps, --seed and --threads, and SWAPTRACE_MARKER naming a FIFO with no reader, /proc/version,
+  /dev/full, a folder or the user's notes.txt (kept byte for byte);
+- ``mark_step``: ``python -c "from swaptrace import mark_step; mark_step(X)"`` for X = -5, 2.9, True, 10**30 and
+  ``mark("a\\nswaptrace step 9")`` with SWAPTRACE_MARKER naming the user's file, and ``mark_step()`` with each
+  hostile marker: the exception python prints last must be one line, the file as it was (a traceback is python's);
+- ``runtime-profile``: a capture with every swapio damage it can also have, ``--name`` with a newline or a quote
+  (an accepted profile must read back: ``bad-output`` otherwise), --steps beyond the capture's marks, a --preset
+  that is not the one captured, -o onto the capture as typed, ``./sub/../``, a symbolic link and a hard link;
+- ``generate --runtime``: the profile with each field missing or of the wrong type, -o onto it under each spelling;
+- ``ssd fit``: a run folder whose results file is a FIFO, a link to one or to /dev/zero, dangling, another kind;
+  -o inside the run folder (--force); device names with a newline or a quote (the device must read back);
+- ``fio run --steady``: --round, --ss-ramp, --steady-cap and --fill-cap without --steady (dry and real runs on an
+  8 MiB file), a cap shorter than a round or the ramp, every bad value of each with --steady;
+- ``force folders``: ``run``, ``designs``, ``fio jobs``, ``fio run`` (with --force), ``sweep`` and ``report``
+  (which take none) with -o a folder of the user's files, and the same holding a file of the user's under the
+  name the command marks its folders with (``pipeline.json``, ``report.md``, ...): refused, every file kept;
+- ``signals``: Ctrl-C (SIGINT to the process group) and SIGTERM (to the process) once ``emulate``, ``run
+  --no-fio`` (at work, and as they write), ``train`` and, as root, ``capture -- sleep`` are at work: exit 130, one
+  line after the signal, no ``.partial``, no process of the session (or the captured program) and nothing of the
+  capture left.
+
+Real processes run in a session of their own, ``python -m swaptrace.cli`` importing the same swaptrace as the
+pass, under a timeout after which the session is killed (``hang``); ``no-control`` there also means the command
+ended before the signal was sent. ``--log FILE`` writes every case (surface, command, case, argv, outcome, detail,
+first line of stderr) as a JSON line, and ``--rerun FILE`` runs again the cases such a log scored other than good.
+
+Not covered, and why: ``capture`` beyond its signals (root, a kernel and the machine-wide capture lock:
+tests/test_capture_*), ``train --spec`` of damaged files (the reader of generate --spec),
 ``runtime-profile --spec``, ``run --preset FILE``/``--device FILE``/``--time-costs`` and ``sweep --trace``/
 ``--device FILE`` (the same readers as generate --spec, ssd --device, time --costs and emulate, which are
-covered), ``fio run`` for real (fio on a file; only its --dry-run checks here) and block devices.
+covered), ``fio run`` for real beyond the steady cases (fio on a file; only its --dry-run checks here) and block
+devices.
 
-Run from the repository root:  PYTHONPATH=$PWD python tools/hostile_pass.py [--quick] [--only WORD]
-Prints one line per case that is not good, then the counts by outcome and by cause.
+Run from the repository root:  PYTHONPATH=$PWD python tools/hostile_pass.py [--quick] [--only WORD]... [--case WORD]...
+[--log FILE] [--rerun FILE]. Prints one line per case that is not good, then the counts by outcome, then by surface.
 """
 
 from __future__ import annotations
@@ -69,11 +102,13 @@ def invoke(args, timeout=60):
     signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(timeout)
     try:
-        return CliRunner().invoke(cli, [str(a) for a in args])
+        r = CliRunner().invoke(cli, [str(a) for a in args])
     except Hang:
         return None
     finally:
         signal.alarm(0)
+    # click's runner catches what the command raises, the alarm's Hang among them: that is a hang, not a traceback
+    return None if isinstance(r.exception, Hang) else r
 
 
 def digest(folder: Path) -> dict[str, str]:
@@ -565,8 +600,10 @@ def run_case(args, out: Path, watch: list[Path], base: Path, fill, cwd: Path | N
     for p, old in before.items():
         now = digest(p) if p.is_dir() else (p.read_bytes() if p.exists() else None)
         if p.is_dir() and isinstance(old, dict):
-            if any(now.get(k) != v for k, v in old.items()):
-                return "data-loss", str(p), first
+            lost = [k for k, v in old.items() if now.get(k) != v]
+            if lost:
+                return "data-loss", f"{p}: " + ", ".join(f"{k} {'changed' if k in now else 'removed'}"
+                                                        for k in lost[:4]), first
         elif now != old:
             return "data-loss", str(p), first
     tb = "Traceback" in r.output or (r.exception is not None and not isinstance(r.exception, SystemExit))
@@ -714,12 +751,15 @@ def _changed(watch: dict[Path, object]) -> str | None:
     for p, old in watch.items():
         now = _snapshot(p)
         if isinstance(old, dict):
-            if not isinstance(now, dict) or any(now.get(k) != v for k, v in old.items()):
-                return str(p)
+            if not isinstance(now, dict):
+                return f"{p} (no longer a folder)"
+            lost = [k for k, v in old.items() if now.get(k) != v]
+            if lost:
+                return f"{p}: " + ", ".join(f"{k} {'changed' if k in now else 'removed'}" for k in lost[:4])
         elif now != old:
             if isinstance(old, bytes) and isinstance(now, bytes) and now.startswith(old):
-                return f"{p} (appended {now[len(old):][:60]!r})"
-            return str(p)
+                return f"{p} changed (appended {now[len(old):][:60]!r})"
+            return f"{p} changed"
     return None
 
 
@@ -804,7 +844,7 @@ def run_process(c: ProcCase, base: Path) -> tuple[str, str, str]:
         return "hang", f"no answer within {c.timeout:g} s" + (f"; stderr: {first}" if first else ""), first
     lost = _changed(watch)
     if lost:
-        return "data-loss", f"{lost} changed" + (f"; stderr: {first}" if first else ""), first
+        return "data-loss", lost + (f"; stderr: {first}" if first else ""), first
     if c.sig is not None and sent_at is None:
         return "no-control", "ended before the signal: " + (first or f"exit {p.returncode}"), first
     rc = p.returncode if p.returncode >= 0 else 128 - p.returncode
@@ -826,7 +866,8 @@ def run_process(c: ProcCase, base: Path) -> tuple[str, str, str]:
     if rc == 0 and c.sig is None:
         return "accepted", (out.strip().splitlines() or [""])[0][:100], first
     if c.sig is not None:
-        left = [f"process {q} {_comm(q)}" for q in alive] + [f"partial {x}" for x in _partials(base)] + capture_left
+        left = [f"process {q} {_comm(q)}" for q in alive] + [f"partial {x}" for x in _partials(base)
+                                                               if x not in base_before] + capture_left
         after = [ln for ln in err.encode()[sent_at:].decode(errors="replace").splitlines() if ln.strip()]
     else:
         left = [f"process {q} {_comm(q)}" for q in alive] + new
