@@ -818,25 +818,29 @@ def run_process(c: ProcCase, base: Path) -> tuple[str, str, str]:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
     finally:
+        # what outlived it: its session, and a captured program (found by a word of its command line); looked
+        # for before its output is read to the end, since a process left behind may hold the pipes open
+        deadline = time.monotonic() + (20 if c.sig is not None else 3)
+        while True:
+            alive = sorted(set(_session(p.pid)) | (set(_with_word(c.token)) if c.token else set()))
+            if not alive or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        for pid in alive:  # the case's own processes: ended by their ids
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
         for t in readers:
             t.join(timeout=10)
-    err = b"".join(err_chunks).decode(errors="replace")
+        if not any(t.is_alive() for t in readers):  # closing a pipe a thread still reads would wait for it
+            p.stdout.close()
+            p.stderr.close()
+    raw_err = b"".join(err_chunks)
+    err = raw_err.decode(errors="replace")
     out = b"".join(out_chunks).decode(errors="replace")
     lines = [ln for ln in err.splitlines() if ln.strip()]
     first = lines[0][:160] if lines else ""
-    # what outlived it: its session, and a captured program (found by a word of its command line)
-    deadline = time.monotonic() + (20 if c.sig is not None else 3)
-    alive = []
-    while True:
-        alive = sorted(set(_session(p.pid)) | (set(_with_word(c.token)) if c.token else set()))
-        if not alive or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
-    for pid in alive:  # the case's own processes: ended by their ids
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
     capture_left = _capture_leftovers(p.pid) if c.surface == "signals" and "capture" in c.cmd else []
     if c.one_liner:
         first = (_exception_lines(err) or lines or [""])[-1][:160]
@@ -868,7 +872,7 @@ def run_process(c: ProcCase, base: Path) -> tuple[str, str, str]:
     if c.sig is not None:
         left = [f"process {q} {_comm(q)}" for q in alive] + [f"partial {x}" for x in _partials(base)
                                                                if x not in base_before] + capture_left
-        after = [ln for ln in err.encode()[sent_at:].decode(errors="replace").splitlines() if ln.strip()]
+        after = [ln for ln in raw_err[sent_at:].decode(errors="replace").splitlines() if ln.strip()]
     else:
         left = [f"process {q} {_comm(q)}" for q in alive] + new
         after = lines
