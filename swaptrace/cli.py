@@ -135,8 +135,13 @@ class SwaptraceGroup(click.Group):
             raise _help_or_one_line(exc) from None
 
     def invoke(self, ctx: click.Context):
+        from swaptrace.core.signals import sigterm_as_interrupt
+
         try:
-            return super().invoke(ctx)
+            # SIGTERM (a service manager's stop, `kill`) ends a command as Ctrl-C does: one line, exit 130, its
+            # partial outputs removed, rather than the process killed with its temporaries left behind
+            with sigterm_as_interrupt():
+                return super().invoke(ctx)
         except click.UsageError as exc:
             raise _help_or_one_line(exc) from None
         except SwaptraceError as exc:

@@ -77,6 +77,7 @@ def command(*, trace, out, memory, memory_fraction, device, packed_trace, segmen
       swaptrace designs traces/demo.access.parquet --memory-fraction 0.1 \\
           --packed traces/demo-packed.access.parquet -o traces/demo/designs-10
     """
+    from swaptrace.core.outputs import json_marker
     from swaptrace.core.traceio import check_output_folder, open_trace
     from swaptrace.designs.log import LogConfig
     from swaptrace.designs.ondisk import check_file_target, replay_on_disk
@@ -88,7 +89,7 @@ def command(*, trace, out, memory, memory_fraction, device, packed_trace, segmen
 
     if not str(out).strip():
         raise ConfigError("-o: empty; give the folder to write")
-    outdir = check_output_folder(out, force, lambda p: (p / "designs.json").is_file(),
+    outdir = check_output_folder(out, force, json_marker("designs.json", ("rows", "devices")),
                                  "a designs folder (designs.json)")
     if fio_target is not None:
         if not str(fio_target).strip():

@@ -347,3 +347,42 @@ def _replace_entry(src: Path, dst: Path) -> None:
         shutil.rmtree(aside, ignore_errors=True)
     else:
         os.replace(src, dst)
+
+
+def json_marker(name: str, keys: tuple[str, ...], *, any_of: bool = False) -> Callable[[Path], bool]:
+    """The ``owned`` test of :func:`check_output_folder` for a folder whose marker is a JSON object swaptrace wrote.
+
+    A file of the user's that happens to carry the marker's name is not enough: the marker must be a regular file
+    holding a JSON object with every one of ``keys`` (with ``any_of``, at least one of them), as the command writes it.
+    """
+    def owned(folder: Path) -> bool:
+        import json
+
+        p = Path(folder) / name
+        try:
+            if not stat.S_ISREG(p.stat().st_mode) or p.stat().st_size > 64 << 20:
+                return False
+            value = json.loads(p.read_bytes().decode("utf-8"))
+        except (OSError, ValueError):
+            return False
+        if not isinstance(value, dict):
+            return False
+        found = [k in value for k in keys]
+        return any(found) if any_of else all(found)
+
+    return owned
+
+
+def text_marker(name: str, first_line: str) -> Callable[[Path], bool]:
+    """The ``owned`` test for a folder whose marker is a text file swaptrace wrote, known by its first line."""
+    def owned(folder: Path) -> bool:
+        p = Path(folder) / name
+        try:
+            if not stat.S_ISREG(p.stat().st_mode):
+                return False
+            with open(p, "rb") as fh:
+                return fh.read(len(first_line.encode())).decode("utf-8", "replace") == first_line
+        except OSError:
+            return False
+
+    return owned

@@ -477,13 +477,23 @@ def run_jobs(
             return _dry_run(ctx, steps)
         if not fio_bin.verified:
             echo(f"note: {fio_bin.text}; swaptrace's fio workarounds were verified on fio-3.33")
-        final = traceio.check_output_folder(ctx.results_folder(), force,
-                                            lambda p: (p / resmod.RESULTS_NAME).is_file(),
+        final = traceio.check_output_folder(ctx.results_folder(), force, _is_results_folder,
                                             "a fio results folder (results.parquet)")
         outcome = _run_into(ctx, steps, final, fd=fd)
     if out_dir is None:
         _point_latest(final)
     return outcome
+
+
+def _is_results_folder(folder: Path) -> bool:
+    """A folder of an earlier ``fio run``: its ``results.parquet`` is a ``fio-results`` file, not a user's file of
+    that name (which ``--force`` must never replace)."""
+    from swaptrace.errors import SwaptraceError
+
+    try:
+        return traceio.open_trace(folder / resmod.RESULTS_NAME, "fio-results") is not None
+    except (SwaptraceError, OSError):
+        return False
 
 
 def _select_steps(manifest: dict, only: list[str] | None, *, jobs_dir: Path, runtime_s: int, precondition: bool,

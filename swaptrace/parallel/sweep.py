@@ -38,6 +38,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from swaptrace.core.inputs import read_toml
+from swaptrace.core.outputs import json_marker
 from swaptrace.core.signals import sigterm_as_interrupt
 from swaptrace.core.traceio import AtomicPath, TraceWriter, check_output_folder, open_trace, register_kind
 from swaptrace.core.units import parse_bytes
@@ -346,7 +347,7 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, workers: int | None = 
     spec.check()
     out = Path(out)
     # a new or empty folder, or an earlier run of a sweep (its sidecar): a rerun resumes it
-    out = check_output_folder(out, True, lambda p: (p / SIDECAR).is_file(), f"sweep results ({SIDECAR})")
+    out = check_output_folder(out, True, json_marker(SIDECAR, ("spec", "points")), f"sweep results ({SIDECAR})")
     out.mkdir(parents=True, exist_ok=True)
     points = spec.points()
     _write_sidecar(out, spec, points)

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from swaptrace.core.inputs import read_json, read_text
+from swaptrace.core.outputs import text_marker
 from swaptrace.core.traceio import AtomicPath, check_output_folder, install_folder, make_partial_folder, open_trace
 from swaptrace.core.units import format_bytes
 from swaptrace.errors import OutputError, TraceFileError
@@ -146,7 +147,7 @@ def build_report(folder: str | os.PathLike, out: str | os.PathLike | None = None
     final = Path(out) if out is not None else d / S.REPORT
     if final.resolve() == d.resolve() or final.resolve() in d.resolve().parents:
         raise OutputError(f"{final}: would replace the folder the report reads; give another --output")
-    final = check_output_folder(final, force, lambda p: (p / "report.md").is_file(), "a report (report.md)")
+    final = check_output_folder(final, force, text_marker("report.md", "# swaptrace report"), "a report (report.md)")
     stale = _own_report_files(final)
     # drawn into a temporary sibling renamed into place at the end: a failure or an interrupt leaves the
     # earlier report (or nothing), never a half-written folder

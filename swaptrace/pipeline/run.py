@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from swaptrace.core.outputs import json_marker
 from swaptrace.core.traceio import AtomicPath, check_output_folder
 from swaptrace.core.version import __version__
 from swaptrace.errors import ConfigError
@@ -149,6 +150,11 @@ def _spec_identity(preset: str) -> dict[str, Any]:
     return {"preset": preset}
 
 
+#: the stages ``pipeline.json`` may name (:func:`plan`'s, in order)
+STAGE_NAMES = ("generate", "mrc", "emulate", "ssd", "ssd-thesis", "fio-jobs", "fio-run", "model-vs-fio", "time",
+               "designs", "report")
+
+
 def plan(opts: PipelineOptions, out_dir: Path) -> list[Stage]:
     """The stages for these options, in order (library calls, no work done yet)."""
     from swaptrace.ssd.swapdrive import BACKGROUND
@@ -258,7 +264,9 @@ def run_pipeline(
     out = Path(out_dir)
     check_options(opts)  # every option checked before anything is written
     # a new or empty folder, or one of our own runs (pipeline.json): never a folder of the user's files
-    out = check_output_folder(out, True, lambda p: (p / MANIFEST).is_file(), "a `swaptrace run` folder (pipeline.json)")
+    # pipeline.json is a JSON object keyed by stage: a file of that name without one is the user's
+    out = check_output_folder(out, True, json_marker(MANIFEST, STAGE_NAMES, any_of=True),
+                              "a `swaptrace run` folder (pipeline.json)")
     out.mkdir(parents=True, exist_ok=True)
     manifest_path = out / MANIFEST
     try:
