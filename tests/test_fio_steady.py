@@ -116,3 +116,14 @@ def test_purge_refused_on_a_device_without_allow_device(tmp_path, folder):
 def test_purge_needs_steady(tmp_path, folder):
     r = invoke("fio", "run", folder.path, "--target", tmp_path / "t.dat", "--size", "8MiB", "--purge")
     assert r.exit_code == 2 and "--steady" in r.output
+
+
+def test_a_ramp_that_leaves_no_round_before_the_cap_is_refused():
+    """fio collects steady-state samples only after ``ss_ramp``: a cap that ends the job before one round past
+    the ramp would give a verdict on nothing (the hostile pass's ``cap 60 <= ramp 120``)."""
+    from swaptrace.errors import ConfigError
+    from swaptrace.fio.steady import SteadyOptions
+
+    with pytest.raises(ConfigError, match="--ss-ramp 120 s leaves less than one round"):
+        SteadyOptions(round_s=10, cap_s=60, ramp_s=120)
+    SteadyOptions(round_s=10, cap_s=60, ramp_s=50)  # one round fits after the ramp

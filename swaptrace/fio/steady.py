@@ -95,6 +95,9 @@ class SteadyOptions:
                               f"{self.rounds} rounds, {self.rounds * self.round_s} s)")
         if self.ramp_s < 0 or not 0 < self.slope_pct < 100 or not 0 < self.range_pct < 100:
             raise ConfigError("steady state: ramp >= 0 and criteria in (0, 100) percent")
+        if self.ramp_s + self.round_s > self.cap_s:  # the cap ends the job before one round past the ramp is measured
+            raise ConfigError(f"--ss-ramp {self.ramp_s} s leaves less than one round (--round {self.round_s} s) before "
+                              f"--steady-cap {self.cap_s} s; give a longer cap or a shorter ramp")
 
     @property
     def window_s(self) -> int:

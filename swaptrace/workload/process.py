@@ -37,6 +37,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from swaptrace.core.toml_text import toml_comment as _comment
+from swaptrace.core.toml_text import toml_string
 from swaptrace.core.units import format_bytes
 from swaptrace.errors import ConfigError
 
@@ -202,28 +204,6 @@ def to_toml(profile: RuntimeProfile, comments: dict[str, str] | None = None) -> 
         lines.append(_comment(f"{field.what}{shown}" + (f"; {comments[key]}" if key in comments else "")))
         lines.append(f"{key} = {value}")
     return "\n".join(lines) + "\n"
-
-
-#: TOML's short escapes (toml.io, v1.0.0, "String"); any other control character is written \uXXXX
-_TOML_ESCAPES = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
-
-
-def toml_string(s: str) -> str:
-    """``s`` as a TOML basic string: quotes and backslashes escaped, and every control character (U+0000 to
-    U+001F and U+007F, which TOML does not allow as they are) escaped."""
-    out = []
-    for ch in s:
-        if ch in _TOML_ESCAPES:
-            out.append(_TOML_ESCAPES[ch])
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\u{ord(ch):04X}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
-
-
-def _comment(text: str) -> str:
-    return "# " + "".join(" " if (ord(ch) < 0x20 and ch != "\t") or ord(ch) == 0x7F else ch for ch in text)
 
 
 # ---- the trace ---------------------------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from swaptrace.core.toml_text import toml_comment, toml_string
 from swaptrace.errors import ConfigError
 from swaptrace.ssd.config import SSDConfig
 from swaptrace.ssd.fit.measurements import Measurements, measurements_from_rows
@@ -128,19 +129,19 @@ _FIELD_NOTES = {
 def render_toml(res: FitResult, run_dir: str | Path | None = None) -> str:
     """The fitted device as a TOML ``--device`` file, each parameter with where it came from."""
     cfg = res.config
-    lines = [f"# SSD-model device fitted by `swaptrace ssd fit` to {run_dir or 'a fio run'}",
+    lines = [toml_comment(f"SSD-model device fitted by `swaptrace ssd fit` to {run_dir or 'a fio run'}"),
              f"# user capacity = the bytes fio used ({cfg.user_bytes}); effective OP {cfg.effective_op:.2%} "
              f"(physical {cfg.physical_op:.2%})"]
     if res.measurements is not None and res.measurements.steady is False:
         lines.append("# WARNING: random writes were not in steady state: the spare below is an upper bound")
-    lines += [f"# {n}" for n in res.notes]
+    lines += [toml_comment(n) for n in res.notes]
     lines.append("")
     for f in dataclasses.fields(SSDConfig):
         value = getattr(cfg, f.name)
         if isinstance(value, bool):
             text = "true" if value else "false"
         elif isinstance(value, str):
-            text = f'"{value}"'
+            text = toml_string(value)  # a --name with a quote, a backslash or a newline stays one TOML string
         elif isinstance(value, float):
             text = repr(value)  # every digit: the device written is the device the fit simulated
         else:
