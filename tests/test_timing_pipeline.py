@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from swaptrace.cli import cli
 from swaptrace.core.traceio import open_trace
-from swaptrace.pipeline import stages as S
+from swaptrace.pipeline import filenames as S
 
 pytestmark = pytest.mark.slow
 
