@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import click
 from click.testing import CliRunner, Result
 
 from swaptrace.cli import cli
@@ -19,3 +20,12 @@ def the_error(r: Result) -> str:
     errors = [line for line in r.output.splitlines() if line.startswith("Error")]
     assert len(errors) == 1, r.output
     return errors[0]
+
+
+def every_command(group: click.Group = cli, path: tuple[str, ...] = ()):
+    """``(path, command)`` of every command under ``group`` (the CLI's own tree, each command loaded)."""
+    for name, cmd in group.commands.items():
+        if isinstance(cmd, click.Group):
+            yield from every_command(cmd, (*path, name))
+        else:
+            yield (*path, name), cmd

@@ -23,19 +23,12 @@ from pathlib import Path
 
 import click
 import pytest
+from cli_helpers import every_command
 from safety_helpers import invoke
 
-from swaptrace.cli import cli
 from swaptrace.commands.common import FileRoles
 
-
-def commands(group: click.Group = cli, path: tuple[str, ...] = ()):
-    """``(path, command)`` of every command under ``group`` (the CLI's own tree)."""
-    for name, cmd in group.commands.items():
-        if isinstance(cmd, click.Group):
-            yield from commands(cmd, (*path, name))
-        else:
-            yield (*path, name), cmd
+commands = every_command
 
 
 #: words in a parameter's name that say it may name a file or folder

@@ -15,18 +15,12 @@ from pathlib import Path
 
 import click
 import pytest
+from cli_helpers import every_command
 from safety_helpers import invoke, make_inputs, snapshot
 
-from swaptrace.cli import cli
 from swaptrace.commands.common import ModeRule
 
-
-def commands(group: click.Group = cli, path: tuple[str, ...] = ()):
-    for name, cmd in group.commands.items():
-        if isinstance(cmd, click.Group):
-            yield from commands(cmd, (*path, name))
-        else:
-            yield (*path, name), cmd
+commands = every_command
 
 
 ALL = {" ".join(p): c for p, c in commands()}
