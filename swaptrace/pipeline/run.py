@@ -157,7 +157,7 @@ STAGE_NAMES = ("generate", "mrc", "emulate", "ssd", "ssd-thesis", "fio-jobs", "f
 
 def plan(opts: PipelineOptions, out_dir: Path) -> list[Stage]:
     """The stages for these options, in order (library calls, no work done yet)."""
-    from swaptrace.ssd.swapdrive import BACKGROUND
+    from swaptrace.ssd.choices import BACKGROUND
 
     gen_params = {**_spec_identity(opts.preset), "steps": opts.steps, "seed": opts.seed}
     mem = {"memory_bytes": opts.memory_bytes, "memory_fraction": opts.memory_fraction}
