@@ -30,7 +30,8 @@ import numba
 
 from swaptrace import generate_trace
 from swaptrace.parallel.generate import generate_dataset
-from swaptrace.parallel.sweep import SweepSpec, run_point, run_sweep
+from swaptrace.parallel.sweep import run_point, run_sweep
+from swaptrace.parallel.sweep_spec import SweepSpec
 
 
 def _load() -> float:

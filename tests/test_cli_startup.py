@@ -74,3 +74,47 @@ def test_the_command_table_is_every_command_and_says_what_each_says():
         for width in (30, 45, 60, 200):  # the summary is shortened as the command's own help would be
             assert click.Command(name, help=summary).get_short_help_str(width) == cmd.get_short_help_str(width)
     assert cli.get_command(ctx, "no-such-command") is None
+
+
+#: usage errors a command finds before its real work: a missing input, a bad value, a name that is not a preset
+USAGE_ERRORS = [
+    ("generate", "--preset", "nope", "-o", "OUT.parquet"),
+    ("generate", "--runtime", "nope", "-o", "OUT.parquet"),
+    ("generate", "--page-bytes", "abc", "-o", "OUT.parquet"),
+    ("train", "--spec", "nope"),
+    ("run", "--memory", "abc"),
+    ("emulate", "MISSING.parquet", "--memory", "1GiB", "-o", "OUT.parquet"),
+    ("emulate", "STREAM", "--memory", "abc", "-o", "OUT.parquet"),
+    ("mrc", "MISSING.parquet", "-o", "OUT.csv"),
+    ("ssd", "MISSING.parquet"),
+    ("ssd", "replay", "STREAM", "--capacity", "abc"),
+    ("inspect", "MISSING.parquet"),
+    ("compare", "MISSING.parquet", "MISSING2.parquet"),
+    ("export", "MISSING.parquet", "-o", "OUT.bin"),
+    ("runtime-profile", "MISSING.parquet", "-o", "OUT.toml"),
+    ("time", "MISSING.parquet", "--device", "tiny"),
+    ("time", "STREAM", "--device", "nope"),
+    ("designs", "STREAM", "--memory", "abc", "-o", "OUT"),
+    ("sweep", "--preset", "nope", "--memory", "1GiB", "-o", "OUT"),
+    ("sweep", "--preset", "tiny", "--memory", "abc", "-o", "OUT"),
+    ("capture", "--memory", "abc", "-o", "OUT.parquet", "--", "true"),
+    ("capture", "--memory", "1GiB", "--", "true"),
+]
+
+
+@pytest.mark.parametrize("args", USAGE_ERRORS, ids=" ".join)
+def test_a_usage_error_loads_nothing_heavy(args, tmp_path):
+    """A bad option value or a missing input is refused (exit 2, one line) before numpy, numba or Dask load.
+
+    ``STREAM`` is an existing file whose contents the command never reaches (the bad value comes first).
+    """
+    stream = tmp_path / "stream.parquet"
+    stream.write_bytes(b"not read")
+    argv = [str(stream) if a == "STREAM" else str(tmp_path / a) if a.isupper() or a.startswith("OUT") else a
+            for a in args]
+    probe = _PROBE.replace("except SystemExit:\n    pass", "except SystemExit as e:\n    print('EXIT', e.code, file=sys.stderr)")
+    r = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=120)
+    lines = r.stderr.strip().splitlines()
+    assert lines[-2] == "EXIT 2", r.stderr
+    assert json.loads(lines[-1]) == [], r.stderr
+    assert not any(p.name.startswith("OUT") for p in tmp_path.iterdir())

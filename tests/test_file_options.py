@@ -161,8 +161,8 @@ def _capture_of_spec(capture: Path, out: Path, spec: str) -> None:
 #: (absolute), {OUT} the output spelled one of four ways, {x} the file in/x; the target is relative to the
 #: test's folder. A target that is a folder is aimed at by a folder output (the folder above the input's files).
 #: Where a command would do real work were the check missing (capture, fio), it is kept from it: capture's
-#: --buffer-size 0 is refused after the check, fio run is a --dry-run.
-CAPTURE_GUARD = ["--memory", "1MiB", "--buffer-size", "0"]
+#: --buffer-size 512 (under 1 KiB a CPU) is refused after the check, fio run is a --dry-run.
+CAPTURE_GUARD = ["--memory", "1MiB", "--buffer-size", "512"]
 TIME = ["--compute", "none", "--fault-cpu-us", "1", "--reclaim-cpu-us", "1"]
 CASES = [
     ("generate", "spec_file", ["generate", "--spec", "{IN}", "--steps", "1", "-o", "{OUT}", "--force"], "in/spec.toml"),

@@ -59,8 +59,8 @@ BASE = {
     "generate": ["generate", "--preset", "tiny", "--steps", "1", "-o", "{out}/g.access.parquet"],
     "mrc": ["mrc", "{access}", "-o", "{out}/m.csv"],
     "export": ["export", "{access}", "-o", "{out}/e.bin"],
-    # capture is kept from a real capture should a rule be missing: --buffer-size 0 is refused after the rules
-    "capture": ["capture", "{access}", "-o", "{out}/k.parquet", "--memory", "1MiB", "--buffer-size", "0"],
+    # capture is kept from a real capture should a rule be missing: --buffer-size 512 (under 1 KiB a CPU) is refused after the rules
+    "capture": ["capture", "{access}", "-o", "{out}/k.parquet", "--memory", "1MiB", "--buffer-size", "512"],
     "ssd replay": ["ssd", "replay", "{stream}", "--capacity", "4GiB", "-o", "{out}/r.parquet"],
     "ssd synth": ["ssd", "synth", "--pattern", "randwrite", "--volume", "0.01x", "--capacity", "64MiB",
                   "--no-timing", "-o", "{out}/s.parquet"],
@@ -75,7 +75,7 @@ BASE = {
 #: a rule's command where BASE holds its mode or another rule's: (command, option, mode) -> argv
 BASE_FOR = {
     ("capture", "--window", "-- CMD"): None,  # BASE (a TRACE) is without -- CMD
-    ("capture", "TRACE"): ["capture", "-o", "{out}/k.parquet", "--memory", "1MiB", "--buffer-size", "0", "--",
+    ("capture", "TRACE"): ["capture", "-o", "{out}/k.parquet", "--memory", "1MiB", "--buffer-size", "512", "--",
                            "true"],
     ("time", "never"): ["time", "{stream}", "--device", "nvme-tlc", "--fault-cpu-us", "1", "--reclaim-cpu-us", "1",
                         "-o", "{out}/t.parquet"],

@@ -15,7 +15,8 @@ from cli_helpers import run_cli, the_error
 from swaptrace.emulate import emulate
 from swaptrace.errors import ConfigError
 from swaptrace.parallel.cluster import SCHEDULER_ENV
-from swaptrace.parallel.sweep import SweepSpec, finished_keys, load_sweep_spec, read_results, run_sweep
+from swaptrace.parallel.sweep import finished_keys, read_results, run_sweep
+from swaptrace.parallel.sweep_spec import SweepSpec, load_sweep_spec
 from swaptrace.ssd.config import load_device
 from swaptrace.timing import model as timing
 

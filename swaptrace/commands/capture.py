@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from swaptrace.commands.common import (
+    byte_size,
     echo_summary,
     force_option,
     json_option,
@@ -171,7 +172,7 @@ def _capture_command(argv, out, options, *, window_s: float, sample_ms: float, a
 @click.command("capture", cls=_CaptureCommand)
 @click.argument("trace", type=click.Path(dir_okay=False), required=False)
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="swapio file to write (source: kernel).")
-@click.option("--memory", "memory", help="TRACE: budget for the model's pages, e.g. 64MiB (on top of the child's "
+@click.option("--memory", "memory", type=byte_size(positive=True), help="TRACE: budget for the model's pages, e.g. 64MiB (on top of the child's "
               "baseline). -- CMD: the cgroup's whole limit (the program's whole process tree).")
 @click.option("--memory-fraction", type=number(0, 1, min_open=True),
               help="TRACE: budget as a fraction of the trace's footprint, e.g. 0.5. -- CMD: the limit as F x the "
@@ -186,10 +187,10 @@ def _capture_command(argv, out, options, *, window_s: float, sample_ms: float, a
               help="Also replay without a memory limit, for the slowdown ratio.")
 @click.option("--lock-baseline/--no-lock-baseline", default=True, show_default=True,
               help="TRACE: keep the child's own memory (interpreter, numba) resident, so the budget is the model's.")
-@click.option("--swap-size", help="Swap device size (default: footprint + 256MiB).")
+@click.option("--swap-size", type=byte_size(positive=True), help="Swap device size (default: footprint + 256MiB).")
 @click.option("--rotational", is_flag=True, help="Present the swap device as a disk (cluster readahead) not an SSD.")
 @click.option("--work-dir", type=click.Path(file_okay=False), help="Folder for the swap file (default /var/tmp; not tmpfs).")
-@click.option("--buffer-size", default="32MiB", show_default=True, help="tracefs ring buffer per CPU.")
+@click.option("--buffer-size", type=byte_size(positive=True), default="32MiB", show_default=True, help="tracefs ring buffer per CPU.")
 @click.option("--timeout", "timeout_s", type=number(0, 1e7, min_open=True), help="Give up if a replay takes longer (seconds).")
 @click.option("--raw-trace", type=click.Path(dir_okay=False), help="Also keep the raw ftrace text in this file.")
 @click.option("--trace-reclaim", is_flag=True,
@@ -233,10 +234,9 @@ def command(*, trace, out, memory, memory_fraction, window_s, sample_ms, compute
           -- python train.py --epochs 1
       swaptrace capture --cleanup        # after a capture was killed with -9
     """
-    from swaptrace.capture import CaptureOptions, capture, check_privileges, cleanup_leftovers
-    from swaptrace.core.traceio import open_trace
-
     if cleanup:
+        from swaptrace.capture import check_privileges, cleanup_leftovers
+
         check_privileges()
         removed = cleanup_leftovers(work_dir)
         echo_summary({"removed": removed}, as_json, lambda s: "\n".join(s["removed"]) or "nothing to remove")
@@ -251,6 +251,10 @@ def command(*, trace, out, memory, memory_fraction, window_s, sample_ms, compute
     if buffer_kb < 1:
         raise ConfigError(f"--buffer-size: at least 1 KiB per CPU, got {buffer_size!r}")
     memory_bytes = parse_bytes(memory, "--memory", positive=True) if memory is not None else None
+    # the capture machinery loads only once every option has been read
+    from swaptrace.capture import CaptureOptions, capture
+    from swaptrace.core.traceio import open_trace
+
     options = CaptureOptions(memory_bytes=memory_bytes, memory_fraction=memory_fraction, unlimited_run=unlimited_run,
                              swap_bytes=swap_bytes, rotational=rotational, work_base=work_dir, buffer_kb=buffer_kb,
                              timeout_s=timeout_s, raw_trace_out=raw_trace, force=force)

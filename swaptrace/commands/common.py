@@ -51,6 +51,29 @@ def bounded(name: str) -> click.ParamType:
     return number(b.lo, b.hi, min_open=b.min_open, max_open=b.max_open)
 
 
+class ByteSize(click.ParamType):
+    """A byte-size option (``4k``, ``128KiB``, ``2GiB``), read by :func:`swaptrace.core.units.parse_bytes` as the
+    option is parsed, so a bad value is refused before the command loads anything heavy."""
+
+    name = "size"
+
+    def __init__(self, positive: bool = False):
+        self.positive = positive
+
+    def convert(self, value, param, ctx):
+        from swaptrace.core.units import parse_bytes
+
+        if isinstance(value, int):
+            return value
+        label = max(param.opts, key=len) if param is not None else "size"
+        return parse_bytes(value, label, positive=self.positive)  # a ConfigError is the command's one line
+
+
+def byte_size(positive: bool = False) -> ByteSize:
+    """A byte size in bytes (``positive``: refuse 0 too)."""
+    return ByteSize(positive)
+
+
 def count(min: int = 0, max: int = MAX_COUNT) -> click.IntRange:
     """An integer in [min, max]."""
     return click.IntRange(min, max)
@@ -151,6 +174,25 @@ class FileRoles:
     neither: Mapping[str, str]
 
 
+def _check_inputs_exist(ctx: click.Context, kwargs: dict, names: tuple[str, ...]) -> None:
+    """Refuse a missing input file or folder before the command imports anything heavy.
+
+    Only parameters typed ``click.Path`` are held to it: a name-or-file option (``--preset``, ``--device``)
+    may name something that is not on disk. The message is the one the readers give
+    (:func:`swaptrace.core.inputs.check_file`), so a user sees the same line whichever check finds it first.
+    """
+    from swaptrace.errors import TraceFileError
+
+    for name in names:
+        param = next((p for p in ctx.command.params if p.name == name), None)
+        if param is None or not isinstance(param.type, click.Path):
+            continue
+        value = kwargs.get(name)
+        for v in value if isinstance(value, tuple | list) else (value,):
+            if v is not None and str(v).strip() and not os.path.lexists(v):
+                raise TraceFileError(f"{v}: no such file")
+
+
 def writes(outputs: tuple[str, ...], inputs: tuple[str, ...] = (),
            more_inputs: Callable[[dict], dict] | None = None, *, neither: Mapping[str, str] | None = None):
     """Declare a command's output and input parameters; the output rule (:mod:`swaptrace.core.outputs`) is
@@ -165,6 +207,7 @@ def writes(outputs: tuple[str, ...], inputs: tuple[str, ...] = (),
     def decorate(f):
         @functools.wraps(f)
         def checked(*args, **kwargs):
+            _check_inputs_exist(click.get_current_context(), kwargs, roles.inputs)
             if roles.outputs:
                 from swaptrace.core.outputs import check_distinct
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from swaptrace.commands.common import MAX_COUNT, MAX_RUNTIME_S, count, number, only_with, progressbar, writes
+from swaptrace.commands.common import MAX_COUNT, MAX_RUNTIME_S, byte_size, count, number, only_with, progressbar, writes
 from swaptrace.core.units import parse_bytes
 from swaptrace.designs.choices import SWAPIN_NAMES, VICTIM_NAMES
 from swaptrace.errors import ConfigError
@@ -20,13 +20,13 @@ if TYPE_CHECKING:  # names in annotations only: the modules load when the comman
 @click.command("designs")
 @click.argument("trace", type=click.Path())
 @click.option("-o", "--output", "out", required=True, type=click.Path(file_okay=False), help="Folder to write.")
-@click.option("--memory", default=None, help="DRAM budget, e.g. 2GiB (or use --memory-fraction).")
+@click.option("--memory", type=byte_size(), default=None, help="DRAM budget, e.g. 2GiB (or use --memory-fraction).")
 @click.option("--memory-fraction", type=number(0, 1, min_open=True), default=None, help="DRAM budget as a fraction of the footprint.")
 @click.option("--device", default="nvme-tlc", show_default=True,
               help="SSD preset the streams are replayed on (sized as `swaptrace run` does); 'none' skips the model.")
 @click.option("--packed", "packed_trace", default=None, type=click.Path(),
               help="The same model generated with --row-layout packed (adds the packed and packed+log designs).")
-@click.option("--segment-size", default="1MiB", show_default=True, help="Log segment (one sequential write each).")
+@click.option("--segment-size", type=byte_size(), default="1MiB", show_default=True, help="Log segment (one sequential write each).")
 @click.option("--victim", type=click.Choice(VICTIM_NAMES), default="greedy", show_default=True,
               help="Segment cleaning victim policy.")
 @click.option("--spare", type=number(0, 10), default=0.25, show_default=True,
@@ -36,13 +36,13 @@ if TYPE_CHECKING:  # names in annotations only: the modules load when the comman
               help="The log design's swap-in (log-prefetch always reads the segment).")
 @click.option("--prefetch-window", default="32KiB", show_default=True,
               help="log-prefetch: the aligned part of the segment read around a faulting page, or 'segment'.")
-@click.option("--zone-size", default="16MiB", show_default=True, help="Zoned design: zone size.")
-@click.option("--zone-capacity", default=None, help="Zoned design: writable bytes per zone [default: the zone size].")
+@click.option("--zone-size", type=byte_size(), default="16MiB", show_default=True, help="Zoned design: zone size.")
+@click.option("--zone-capacity", type=byte_size(positive=True), default=None, help="Zoned design: writable bytes per zone [default: the zone size].")
 @click.option("--max-open-zones", type=count(1, 1 << 16), default=14, show_default=True)
 @click.option("--fio-target", default=None, type=click.Path(dir_okay=False),
               help="Also replay each design's first steps with fio on this file (e.g. /tmp/swaptrace-fio.dat; "
                    "never a block device).")
-@click.option("--fio-size", default="1GiB", show_default=True, help="--fio-target: bytes of the fio target to use.")
+@click.option("--fio-size", type=byte_size(positive=True), default="1GiB", show_default=True, help="--fio-target: bytes of the fio target to use.")
 @click.option("--fio-runtime", type=count(1, MAX_RUNTIME_S), default=3, show_default=True,
               help="--fio-target: fio runtime cap in seconds (a replay may take 10x).")
 @click.option("--fio-requests", type=count(1, MAX_COUNT), default=100_000, show_default=True,

@@ -6,7 +6,16 @@ from typing import Any
 
 import click
 
-from swaptrace.commands.common import count, echo_summary, force_option, json_option, number, progressbar, writes
+from swaptrace.commands.common import (
+    byte_size,
+    count,
+    echo_summary,
+    force_option,
+    json_option,
+    number,
+    progressbar,
+    writes,
+)
 from swaptrace.core.units import format_bytes, parse_bytes
 from swaptrace.emulate import (
     DEFAULT_FILL_WRITE_CREDIT,
@@ -53,14 +62,14 @@ def _render(s: dict[str, Any]) -> str:
 @click.command("emulate")
 @click.argument("trace", type=click.Path())
 @click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False), help="Swap I/O stream to write (.swapio.parquet).")
-@click.option("--memory", "memory", default=None, help="DRAM budget, e.g. 2GiB (or use --memory-fraction).")
+@click.option("--memory", "memory", type=byte_size(), default=None, help="DRAM budget, e.g. 2GiB (or use --memory-fraction).")
 @click.option("--memory-fraction", type=number(0, 1, min_open=True), default=None, help="DRAM budget as a fraction of the trace's footprint.")
 @click.option("--policy", type=click.Choice(list(POLICIES)), default="linux", show_default=True, help="Residency policy.")
 @click.option("--readahead", type=click.Choice(list(READAHEAD_MODES)), default="vma", show_default=True, help="Swap readahead.")
 @click.option("--page-cluster", type=count(0, 10), default=3, show_default=True, help="vm.page-cluster: readahead of at most 2^N pages.")
 @click.option("--cluster-slots", type=count(1, 1 << 20), default=256, show_default=True, help="Slots per swap allocator cluster.")
-@click.option("--swap-bytes", default=None, help="Swap device size [default: the footprint plus the header page].")
-@click.option("--max-request", "max_request", default=None, show_default="512KiB, or one page if larger",
+@click.option("--swap-bytes", type=byte_size(), default=None, help="Swap device size [default: the footprint plus the header page].")
+@click.option("--max-request", "max_request", type=byte_size(), default=None, show_default="512KiB, or one page if larger",
               help="Largest merged block request.")
 @click.option("--step-us", type=number(0, 1e12, min_open=True), default=None, help=f"Duration of one step in the time model [default: {DEFAULT_STEP_US:g}].")
 @click.option("--initial-state", type=click.Choice(INITIAL_STATES), default="untouched", show_default=True,

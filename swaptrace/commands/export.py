@@ -6,7 +6,7 @@ import os
 
 import click
 
-from swaptrace.commands.common import echo_summary, force_option, json_option, only_with, progressbar, writes
+from swaptrace.commands.common import byte_size, echo_summary, force_option, json_option, only_with, progressbar, writes
 from swaptrace.workload.choices import FORMATS
 
 
@@ -16,7 +16,7 @@ from swaptrace.workload.choices import FORMATS
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="libcachesim", show_default=True,
               help="libcachesim: oracleGeneral 24-byte records; csv: time,obj_id,obj_size,op,next_access_vtime; "
                    "mqsim: a swap I/O stream as MQSim's ASCII trace (ns, device, sector, sectors, 0=write/1=read).")
-@click.option("--swap-offset", default="0", show_default=True,
+@click.option("--swap-offset", type=byte_size(), default="0", show_default=True,
               help="mqsim: where the swap partition starts on the simulated drive (e.g. 100GiB).")
 @force_option
 @json_option

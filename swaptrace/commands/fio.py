@@ -7,6 +7,7 @@ import click
 from swaptrace.commands.common import (
     MAX_IODEPTH,
     MAX_RUNTIME_S,
+    byte_size,
     count,
     echo_summary,
     folder_files,
@@ -44,7 +45,7 @@ def command() -> None:
 @command.command("jobs")
 @click.argument("stream", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", "out", required=True, type=click.Path(file_okay=False), help="Job folder to write.")
-@click.option("--size", "size", default=None, help="Target size the replay is mapped onto (default: stream extent, <= 1GiB).")
+@click.option("--size", "size", type=byte_size(), default=None, help="Target size the replay is mapped onto (default: stream extent, <= 1GiB).")
 @click.option("--max-requests", default=100_000, show_default=True, type=count(1, 1 << 31), help="Cap on requests in the replay log.")
 @click.option("--ioengine", default="psync", show_default=True, type=click.Choice(IOENGINES), help="fio ioengine of every job.")
 @click.option("--iodepth", default=1, show_default=True, type=count(1, MAX_IODEPTH), help="fio iodepth of every job.")
@@ -95,7 +96,7 @@ def jobs_cmd(*, stream, out, size, max_requests, ioengine, iodepth, buffered, sw
 @command.command("run")
 @click.argument("jobs_dir", type=click.Path(file_okay=False))
 @click.option("--target", required=True, type=click.Path(), help="File (created and filled) or block device.")
-@click.option("--size", default="1GiB", show_default=True, help="Bytes of the target to use.")
+@click.option("--size", type=byte_size(), default="1GiB", show_default=True, help="Bytes of the target to use.")
 @click.option("--runtime", default=3, show_default=True, type=count(1, MAX_RUNTIME_S),
               help="Seconds per time-based job (times each job's factor; replays at most 10x).")
 @click.option("--jobs", "only", default=None, help="Comma-separated job names to run (default: all).")
@@ -198,7 +199,7 @@ def results_cmd(results, as_json) -> None:
 @click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False), help="swapio Parquet to write.")
 @click.option("--file", "file_name", default=None, help="Keep requests to this file name (logs naming several files).")
 @click.option("--page-bytes", default=4096, show_default=True, type=count(512, 1 << 30), help="Page size recorded in the metadata.")
-@click.option("--device-size", default=None, help="Size of the recorded device (default: end of the furthest request).")
+@click.option("--device-size", type=byte_size(positive=True), default=None, help="Size of the recorded device (default: end of the furthest request).")
 @force_option
 @json_option
 @writes(("out",), ("iolog",), neither={"file_name": "a file name the iolog's lines are matched against, never opened"})

@@ -10,6 +10,7 @@ import click
 from swaptrace.commands.common import (
     MAX_SEED,
     MAX_WORKERS,
+    byte_size,
     count,
     echo_summary,
     force_option,
@@ -21,7 +22,7 @@ from swaptrace.commands.common import (
     scheduler_address,
     writes,
 )
-from swaptrace.core.units import format_bytes, parse_bytes
+from swaptrace.core.units import format_bytes
 from swaptrace.errors import ConfigError
 from swaptrace.workload.choices import ROW_LAYOUTS
 from swaptrace.workload.spec import MAX_ALPHA, MAX_STEPS, load_spec
@@ -36,7 +37,7 @@ from swaptrace.workload.spec import MAX_ALPHA, MAX_STEPS, load_spec
 @click.option("-o", "--output", default=None, metavar="FILE", help="Output Parquet file [default: traces/<preset>.access.parquet].")
 @click.option("--alpha", type=number(0, MAX_ALPHA, min_open=True), default=None, help="Zipf exponent (> 0) for every table, overriding the spec.")
 @click.option("--optimizer", default=None, metavar="NAME", help="Override the optimizer: sgd, rowwise-adagrad, adagrad, adam.")
-@click.option("--page-bytes", default="4096", show_default=True, help="Page size: 4096 or 2MiB.")
+@click.option("--page-bytes", type=byte_size(), default="4096", show_default=True, help="Page size: 4096 or 2MiB.")
 @click.option("--scatter/--no-scatter", default=None, show_default="scatter", help="Scatter hot ranks over row ids.")
 @click.option("--row-layout", type=click.Choice(list(ROW_LAYOUTS)), default=None, show_default="scattered",
               help="Where each table's rows lie: 'scattered' (hot ranks over row ids by a seeded bijection) or "
@@ -72,8 +73,6 @@ def command(*, preset, spec_file, steps, seed, first_step, output, alpha, optimi
     per step range, with the same rows as the single file; every command that
     reads a trace reads it as it reads a file.
     """
-    from swaptrace.core.traceio import open_trace
-    from swaptrace.workload.generate import generate_trace
     from swaptrace.workload.process import load_runtime_profile
 
     if preset is not None and spec_file is not None:
@@ -87,11 +86,15 @@ def command(*, preset, spec_file, steps, seed, first_step, output, alpha, optimi
     out = output if output is not None else Path("traces") / f"{spec.name}.access.parquet"
     n_steps = spec.default_steps if steps is None else steps
     started = time.perf_counter()
-    options = dict(steps=n_steps, seed=seed, first_step=first_step, page_bytes=parse_bytes(page_bytes, "page-bytes"),
+    options = dict(steps=n_steps, seed=seed, first_step=first_step, page_bytes=page_bytes,
                    alpha=alpha, optimizer=optimizer, scatter=scatter, reuse=reuse,
                    dedup=None if dedup == "none" else dedup, force=force)
     if runtime is not None:
         options["runtime"] = load_runtime_profile(runtime)
+    # the heavy modules load only now that every option has been read
+    from swaptrace.core.traceio import open_trace
+    from swaptrace.workload.generate import generate_trace
+
     with progressbar(max(n_steps, 0), "generating steps") as bar:
         if workers is not None or scheduler is not None:
             from swaptrace.parallel.generate import generate_dataset

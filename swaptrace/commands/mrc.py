@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from swaptrace.commands.common import (
+    byte_size,
     count,
     echo_summary,
     figure_format,
@@ -26,7 +27,7 @@ from swaptrace.errors import ConfigError
 @click.option("--sample-pages", type=count(1), default=None, help="SHARDS fixed-size sampling: track at most N pages.")
 @click.option("--points", type=count(0, 1 << 24), default=1000, show_default=True, help="CSV rows (evenly spaced sizes); 0 = every size.")
 @click.option("--plot", "plot", type=click.Path(dir_okay=False), default=None, help="Also draw the curve to this PNG/SVG/PDF.")
-@click.option("--budget", default=None, help="--plot: memory budget to mark on the plot, e.g. 2GiB.")
+@click.option("--budget", type=byte_size(positive=True), default=None, help="--plot: memory budget to mark on the plot, e.g. 2GiB.")
 @force_option
 @json_option
 @only_with("--budget", "--plot", why="the budget is marked on the plot")

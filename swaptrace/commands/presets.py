@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from swaptrace.commands.common import echo_summary, json_option, writes
+from swaptrace.commands.common import byte_size, echo_summary, json_option, writes
 from swaptrace.core.units import format_bytes, parse_bytes
 from swaptrace.workload.spec import ModelSpec, list_presets, load_spec
 
@@ -32,7 +32,7 @@ def preset_summary(spec: ModelSpec, page_bytes: int = 4096) -> dict:
 
 @click.command("presets")
 @click.argument("name", required=False)
-@click.option("--page-bytes", default="4096", show_default=True, help="Page size for the footprint: 4096 or 2MiB.")
+@click.option("--page-bytes", type=byte_size(), default="4096", show_default=True, help="Page size for the footprint: 4096 or 2MiB.")
 @click.option("--tables", "show_tables", is_flag=True, help="Also list every table.")
 @json_option
 @writes((), ("name",))

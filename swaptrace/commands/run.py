@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from swaptrace.commands.common import MAX_RUNTIME_S, MAX_SEED, count, never_with, number, progressbar, writes
+from swaptrace.commands.common import MAX_RUNTIME_S, MAX_SEED, byte_size, count, never_with, number, progressbar, writes
 from swaptrace.core.units import parse_bytes
 from swaptrace.workload.spec import MAX_STEPS
 
@@ -13,19 +13,19 @@ from swaptrace.workload.spec import MAX_STEPS
 @click.option("--preset", default="demo", show_default=True, help="Preset name or a model spec .toml file.")
 @click.option("--steps", type=count(1, MAX_STEPS), default=None, help="Training steps (default: the preset's default_steps).")
 @click.option("--seed", type=count(0, MAX_SEED), default=0, show_default=True)
-@click.option("--memory", default=None, help="DRAM budget in bytes, e.g. 256MiB (default: --memory-fraction).")
+@click.option("--memory", type=byte_size(), default=None, help="DRAM budget in bytes, e.g. 256MiB (default: --memory-fraction).")
 @click.option("--memory-fraction", type=number(0, 1, min_open=True), default=None, help="DRAM budget as a fraction of the footprint [default: 0.5].")
 @click.option("--policy", default="linux", show_default=True, help="Emulator residency policy: linux, lru, clock.")
 @click.option("--readahead", default="vma", show_default=True, help="Swap readahead: vma, cluster, none.")
 @click.option("--device", default="nvme-tlc", show_default=True, help="SSD model preset or .toml file.")
-@click.option("--ssd-capacity", default=None,
+@click.option("--ssd-capacity", type=byte_size(), default=None,
               help="User capacity of the modelled SSD [default: the swap device rounded up to a GiB].")
 @click.option("--no-fio", is_flag=True, help="Skip the fio stages.")
 @click.option("--fio-profile", is_flag=True,
               help="Also run fio's queue-depth profile jobs (~2 min) so the time model predicts on this disk.")
 @click.option("--no-thesis", is_flag=True, help="Skip the SSD model's request-size and sequential-write sweep.")
 @click.option("--fio-target", default=None, help="File for fio to use [default: /tmp/swaptrace-fio.dat].")
-@click.option("--fio-size", default="256MiB", show_default=True, help="Bytes of the fio target to use.")
+@click.option("--fio-size", type=byte_size(), default="256MiB", show_default=True, help="Bytes of the fio target to use.")
 @click.option("--fio-runtime", type=count(1, MAX_RUNTIME_S), default=None,
               help="Seconds per time-based fio job [default: 3; 1 with --first-look].")
 @click.option("--first-look", is_flag=True,

@@ -11,6 +11,7 @@ from swaptrace.commands.common import (
     MAX_IODEPTH,
     MAX_SEED,
     bounded,
+    byte_size,
     count,
     echo_summary,
     force_option,
@@ -47,7 +48,7 @@ def device_options(f):
     opts = [
         click.option("--device", default=None, show_default="mqsim-default",
                      help=f"Preset ({', '.join(ssd_config.DEVICES)}) or a TOML file of SSDConfig fields."),
-        click.option("--capacity", default=None, help="User capacity (e.g. 4GiB); sets blocks per plane."),
+        click.option("--capacity", type=byte_size(positive=True), default=None, help="User capacity (e.g. 4GiB); sets blocks per plane."),
         click.option("--op", type=bounded("op"), default=None,
                      help="Physical over-provisioning (T-U)/U, e.g. 0.07 or 0.28 (the GC reserve comes out of it)."),
         click.option("--spare-factor", type=bounded("spare_factor"), default=None,
@@ -57,7 +58,7 @@ def device_options(f):
         click.option("--planes", type=bounded("planes"), default=None),
         click.option("--blocks-per-plane", type=bounded("blocks_per_plane"), default=None),
         click.option("--pages-per-block", type=bounded("pages_per_block"), default=None),
-        click.option("--page-size", default=None, help="Flash page size (e.g. 16k)."),
+        click.option("--page-size", type=byte_size(positive=True), default=None, help="Flash page size (e.g. 16k)."),
         click.option("--read-us", type=bounded("read_us"), default=None, help="tR, µs."),
         click.option("--program-us", type=bounded("program_us"), default=None, help="tPROG, µs."),
         click.option("--erase-us", type=bounded("erase_us"), default=None, help="tBERS, µs."),
@@ -69,7 +70,7 @@ def device_options(f):
                      help="GC free-block reserve: fraction of a die's blocks foreground GC keeps erased. "
                           "It comes out of --op; the output states the effective spare."),
         click.option("--bg-gc-free", type=bounded("bg_gc_free_fraction"), default=None, help="Background GC threshold (0 = off)."),
-        click.option("--write-buffer", default=None, help="Device write-back buffer (e.g. 64MiB)."),
+        click.option("--write-buffer", type=byte_size(), default=None, help="Device write-back buffer (e.g. 64MiB)."),
         click.option("--separate-gc-stream/--mixed-gc-stream", default=None,
                      help="Write GC-relocated (cold) data to its own frontier."),
         click.option("--hot-cold-streams/--no-hot-cold-streams", default=None,
@@ -92,7 +93,7 @@ def background_options(f):
                      show_default=True,
                      help="steady: the swap partition's prior content (pool: used before, like the overwritten "
                           "data; trimmed: empty)."),
-        click.option("--swap-offset", default="0", show_default=True,
+        click.option("--swap-offset", type=byte_size(), default="0", show_default=True,
                      help="Where the swap partition starts on the drive (e.g. 100GiB)."),
         *(only_with(o, "--precondition steady", why="the background of the sampled steady state")
           for o in ("--fill", "--overwritten", "--swap-prior")),
@@ -234,7 +235,7 @@ def command() -> None:
 @click.option("--precondition", type=click.Choice(PRECONDITIONS), default="seq", show_default=True)
 @click.option("--fit", type=click.Choice(FITS), default="error", show_default=True,
               help="Stream device larger than the SSD: refuse, wrap (modulo) or scale offsets.")
-@click.option("--window", default=None, help="Timeline window of written bytes (default ~1/64 of the stream).")
+@click.option("--window", type=byte_size(positive=True), default=None, help="Timeline window of written bytes (default ~1/64 of the stream).")
 @background_options
 @click.option("--seed", type=count(0, MAX_SEED), default=0, show_default=True)
 @force_option
@@ -278,7 +279,7 @@ def _parse_volume(text: str, user_bytes: int) -> int:
 
 @command.command("synth")
 @click.option("--pattern", type=click.Choice(PATTERNS), required=True)
-@click.option("--bs", default="4k", show_default=True, help="Request size.")
+@click.option("--bs", type=byte_size(), default="4k", show_default=True, help="Request size.")
 @click.option("--volume", default="4x", show_default=True, help="Host bytes to move, or Nx the user capacity.")
 @device_options
 @click.option("--iodepth", type=count(1, MAX_IODEPTH), default=32, show_default=True)
@@ -287,9 +288,9 @@ def _parse_volume(text: str, user_bytes: int) -> int:
 @click.option("--hot-writes", type=number(0, 1, min_open=True, max_open=True), default=0.8, show_default=True, help="hotcold: fraction of writes to hot data.")
 @click.option("--hot-fraction", type=number(0, 1, min_open=True, max_open=True), default=0.2, show_default=True, help="hotcold: hot fraction of the space.")
 @click.option("--no-timing", is_flag=True, help="Pure FTL (WAF only, much faster).")
-@click.option("--window", default=None, help="Timeline window of written bytes.")
+@click.option("--window", type=byte_size(positive=True), default=None, help="Timeline window of written bytes.")
 @background_options
-@click.option("--swap-size", default=None,
+@click.option("--swap-size", type=byte_size(positive=True), default=None,
               help="The partition the pattern runs on (default: the whole drive); with --precondition steady the "
                    "rest holds the background.")
 @click.option("--seed", type=count(0, MAX_SEED), default=0, show_default=True)
@@ -337,7 +338,7 @@ def synth_cmd(*, pattern, bs, volume, iodepth, precondition, rwmix_read, hot_wri
               help="--real: fraction of the drive outside the swap partition holding data.")
 @click.option("--overwritten", type=number(0, 1), default=REAL_BACKGROUND["overwritten"], show_default=True,
               help="--real: fraction of that data overwritten at random (steady state).")
-@click.option("--swap-size", default="16GiB", show_default=True, help="--real: the swap partition.")
+@click.option("--swap-size", type=byte_size(positive=True), default="16GiB", show_default=True, help="--real: the swap partition.")
 @click.option("--seed", type=count(0, MAX_SEED), default=0, show_default=True)
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), default=None, help="Write the JSON here.")
 @force_option

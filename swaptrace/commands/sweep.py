@@ -61,9 +61,8 @@ def command(*, spec_file, out, traces, presets, steps, seed, memory, memory_frac
       swaptrace sweep sweeps/rm.toml -o /shared/sweep --scheduler tcp://head:8786
     """
     from swaptrace.parallel.cluster import require_dask
-    from swaptrace.parallel.sweep import load_sweep_spec, read_results, run_sweep, spec_from_values
+    from swaptrace.parallel.sweep_spec import load_sweep_spec, spec_from_values
 
-    require_dask()
     values = {"traces": traces, "presets": presets, "steps": steps, "seed": seed, "memory": memory,
               "memory_fractions": memory_fractions, "policies": policies, "devices": devices,
               "step_compute_us": step_compute_us}
@@ -74,6 +73,7 @@ def command(*, spec_file, out, traces, presets, steps, seed, memory, memory_frac
     try:
         spec = load_sweep_spec(spec_file, **values) if spec_file else spec_from_values(**values)
         _check_values(spec)
+        spec.check()  # presets, devices and budgets, before Dask loads (run_sweep checks a library caller's too)
     except IsADirectoryError:
         raise ConfigError(f"{spec_file}: is a folder, not a sweep TOML file") from None
     except (ValueError, TypeError) as exc:  # a value of the wrong type in the file, e.g. memory_fractions = ["half"]
@@ -84,6 +84,9 @@ def command(*, spec_file, out, traces, presets, steps, seed, memory, memory_frac
         raise
     if plot is not None and not str(plot).endswith((".png", ".svg", ".pdf")):
         raise ConfigError(f"{plot}: --plot takes a .png, .svg or .pdf name")
+    require_dask()
+    from swaptrace.parallel.sweep import read_results, run_sweep  # Dask and pyarrow, once the sweep is read
+
     bars: list = []
 
     def start(n: int) -> None:

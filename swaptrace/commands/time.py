@@ -101,8 +101,8 @@ def command(*, stream, device, compute, step_compute_us, compute_baseline, trace
       swaptrace time traces/demo/swapio.parquet --device nvme-tlc -o traces/demo/timing.parquet
       swaptrace time traces/demo/swapio.parquet --device disk.toml --step-compute-us 20000
     """
-    from swaptrace.core.traceio import check_output_path
-    from swaptrace.timing import model as timing
+    from swaptrace.core.outputs import check_output_path
+    from swaptrace.timing.device import load_device_timing
 
     if step_compute_us is not None and compute_baseline is not None:
         raise ConfigError("give --step-compute-us or --compute-baseline, not both")
@@ -112,7 +112,9 @@ def command(*, stream, device, compute, step_compute_us, compute_baseline, trace
         check_output_path(out, force)
     if save_costs is not None:
         check_output_path(save_costs, force)
-    dev = timing.load_device_timing(device)
+    dev = load_device_timing(device)
+    from swaptrace.timing import model as timing  # numpy, pyarrow and the kernel, once the options are read
+
     if measure_fault_overhead and (fault_cpu_us is not None or costs_file is not None):
         raise ConfigError("--measure-fault-overhead measures the costs: leave out --fault-cpu-us and --costs")
     cpu = _costs(costs_file, fault_cpu_us, reclaim_cpu_us, write_cpu_us)

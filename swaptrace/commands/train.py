@@ -58,12 +58,13 @@ def command(*, preset, spec_file, steps, seed, threads, quiet, as_json) -> None:
       swaptrace train --spec analysis/real_specs/kaggle-tenth-d16-sgd-zipf.toml --steps 30 --json
       sudo swaptrace capture --memory 1GiB -o run.swapio.parquet -- swaptrace train --spec my.toml --steps 50
     """
-    from swaptrace.workload.train import check_trainable, require_torch, train
-
     if preset is not None and spec_file is not None:
         raise ConfigError("give either --preset or --spec, not both")
+    spec = load_spec(spec_file if spec_file is not None else (preset or "tiny"))  # a bad name fails before torch loads
+    from swaptrace.workload.train import check_trainable, require_torch, train
+
     require_torch()
-    spec = check_trainable(load_spec(spec_file if spec_file is not None else (preset or "tiny")))
+    spec = check_trainable(spec)
     n_steps = spec.default_steps if steps is None else steps
     show = not quiet and progress_enabled()
     result = train(spec, steps=n_steps, seed=seed, threads=threads, progress=_Progress(n_steps) if show else None)
