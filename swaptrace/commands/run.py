@@ -29,8 +29,9 @@ from swaptrace.workload.spec import MAX_STEPS
 @click.option("--fio-runtime", type=count(1, MAX_RUNTIME_S), default=None,
               help="Seconds per time-based fio job [default: 3; 1 with --first-look].")
 @click.option("--first-look", is_flag=True,
-              help="A first look in a few minutes (make demo): fio jobs of 1 s, the thesis's experiments on the "
-                   "model's small drive only; the report names what it left out and the command that runs it.")
+              help="A first look in a few minutes (make demo): fio jobs of 1 s, run on the disk while the SSD "
+                   "model's stages run on the CPU, the thesis's experiments on the model's small drive only; the "
+                   "report names what it left out and the command that runs it.")
 @click.option("--designs", is_flag=True,
               help="Also compare the swap designs at this budget (swaptrace designs; into DIR/designs).")
 @click.option("--time-costs", default=None, type=click.Path(dir_okay=False),
@@ -79,6 +80,7 @@ def command(*, preset, steps, seed, memory, memory_fraction, policy, readahead, 
         fio_profile=fio_profile,
         thesis=not no_thesis,
         first_look=first_look,
+        overlap=first_look,
         designs=designs,
         time_costs=None if time_costs is None else load_costs(time_costs),
     )

@@ -248,6 +248,10 @@ def first_look_left_out(d: Path) -> list[str]:
     if isinstance(runtime, int) and runtime < 3:
         out.append(f"fio's time-based jobs at 3 s each (this run gave each {runtime} s, so the sweep and the "
                    f"experiments are noisier): `swaptrace run --preset {model} --fio-runtime 3 -o {d}`")
+    if params.get("fio-run", {}).get("overlapped"):
+        out.append("fio measured on its own: this run measured the disk while the SSD model's stages ran on the CPU "
+                   f"(a minute saved; fio's figures may shift a little): `swaptrace run --preset {model} -o {d}` "
+                   "without `--first-look`")
     if out:
         out.append("the full-size reproduction of the thesis, the fio queue-depth profile and every experiment at "
                    "its full size: `make reproduce` (docs/report.md)")

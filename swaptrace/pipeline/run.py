@@ -25,12 +25,14 @@ the report leaves them out: they may belong to another swap stream.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import hashlib
 import json
 import os
 import shutil
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -104,6 +106,9 @@ class PipelineOptions:
     #: a first look (``make demo``): the thesis's experiments on the model's small drive only (not the full
     #: 512 GiB drive in its steady state); the report names what was left out (:data:`FIRST_LOOK_LEFT_OUT`)
     first_look: bool = False
+    #: run fio on the disk (:data:`BESIDE`) while the SSD model's stages run on the CPU, rather than after them:
+    #: a first look's minute back, at the cost of fio sharing the CPU with them (the report says so)
+    overlap: bool = False
     #: the time stage's kernel costs (:class:`swaptrace.timing.model.CpuCosts`, e.g. from a host-costs file);
     #: default: the in-process micro-benchmarks, lower bounds (docs/timing.md)
     time_costs: Any = None
@@ -151,8 +156,10 @@ def _spec_identity(preset: str) -> dict[str, Any]:
 
 
 #: the stages ``pipeline.json`` may name (:func:`plan`'s, in order)
-STAGE_NAMES = ("generate", "mrc", "emulate", "ssd", "ssd-thesis", "fio-jobs", "fio-run", "model-vs-fio", "time",
+STAGE_NAMES = ("generate", "mrc", "emulate", "fio-jobs", "fio-run", "ssd", "ssd-thesis", "model-vs-fio", "time",
                "designs", "report")
+#: the stage that may run beside the others (``PipelineOptions.overlap``): fio waits on the disk, not the CPU
+BESIDE = "fio-run"
 
 
 def plan(opts: PipelineOptions, out_dir: Path) -> list[Stage]:
@@ -175,18 +182,18 @@ def plan(opts: PipelineOptions, out_dir: Path) -> list[Stage]:
         Stage("generate", (), (ACCESS,), gen_params, runs(S.run_generate)),
         Stage("mrc", (ACCESS,), (MRC_CSV, MRC_PNG), {"exact_max": S.EXACT_MRC_MAX_ACCESSES, **mem}, runs(S.run_mrc)),
         Stage("emulate", (ACCESS,), (SWAPIO,), emu_params, runs(S.run_emulate)),
+        Stage("fio-jobs", (SWAPIO,), (FIO_JOBS,), {"size": opts.fio_size_bytes}, runs(S.run_fio_jobs),
+              skip_reason="--no-fio" if not opts.fio else None),
+        Stage("fio-run", (FIO_JOBS,), (FIO_RUN,),
+              {"target": opts.fio_target, "size": opts.fio_size_bytes, "runtime_s": opts.fio_runtime_s,
+               "profile": opts.fio_profile, **({"overlapped": True} if opts.overlap else {})},
+              runs(S.run_fio), skip_reason=fio_skip),
         Stage("ssd", (SWAPIO,), (SSD,), {"device": opts.device, "capacity": opts.ssd_capacity_bytes,
                                          "background": BACKGROUND}, runs(S.run_ssd)),
         Stage("ssd-thesis", (), (THESIS,),
               {**({} if opts.ssd_capacity_bytes is None else {"device": opts.device, "capacity": opts.ssd_capacity_bytes}),
                **({"first_look": True} if opts.first_look else {})},
               runs(S.run_thesis), skip_reason=None if opts.thesis else "--no-thesis"),
-        Stage("fio-jobs", (SWAPIO,), (FIO_JOBS,), {"size": opts.fio_size_bytes}, runs(S.run_fio_jobs),
-              skip_reason="--no-fio" if not opts.fio else None),
-        Stage("fio-run", (FIO_JOBS,), (FIO_RUN,),
-              {"target": opts.fio_target, "size": opts.fio_size_bytes, "runtime_s": opts.fio_runtime_s,
-               "profile": opts.fio_profile},
-              runs(S.run_fio), skip_reason=fio_skip),
         Stage("model-vs-fio", (SWAPIO, FIO_RUN), (FITTED_DEVICE, MODEL_VS_FIO), {"quick": True},
               runs(S.run_model_vs_fio), skip_reason=fio_skip),
         Stage("time", (ACCESS, SWAPIO, FIO_RUN), (TIMING,),
@@ -275,31 +282,9 @@ def run_pipeline(
         manifest = {}
     result = PipelineResult(out)
     stage_list = plan(opts, out)
-    for i, stage in enumerate(stage_list, 1):
-        tag = f"[{i}/{len(stage_list)}] {stage.name}"
-        if stage.skip_reason:
-            result.skipped[stage.name] = stage.skip_reason
-            kept = [o for o in stage.outputs if (out / o).exists()]
-            if kept:  # an earlier run's, kept (a fio run is minutes of measurement) but no longer this run's
-                say(f"{tag}: skipped ({stage.skip_reason}); an earlier run's {', '.join(kept)} kept, "
-                    "left out of the report")
-                manifest[stage.name] = {"skipped": stage.skip_reason, "outputs": kept}
-            else:
-                say(f"{tag}: skipped ({stage.skip_reason})")
-                manifest.pop(stage.name, None)
-            _save_manifest(manifest_path, manifest)  # the report stage reads it
-            continue
-        fp = _fingerprint(stage, out)
-        done = manifest.get(stage.name, {})
-        if not force and done.get("fingerprint") == fp and all((out / o).exists() for o in stage.outputs):
-            say(f"{tag}: up to date")
-            result.skipped[stage.name] = "up to date"
-            result.summaries[stage.name] = done.get("summary")
-            continue
-        say(f"{tag} ...")
-        start = time.perf_counter()
-        summary = stage.run(out, say, progress or _no_bar)
-        seconds = time.perf_counter() - start
+    beside: _Beside | None = None  # the stage running in a thread beside the others, if any
+
+    def record(stage: Stage, fp: str, summary: dict[str, Any] | None, seconds: float, tag: str) -> None:
         result.ran.append(stage.name)
         result.seconds[stage.name] = seconds
         result.summaries[stage.name] = summary
@@ -313,7 +298,98 @@ def run_pipeline(
         }
         _save_manifest(manifest_path, manifest)
         say(f"{tag}: done in {seconds:.1f} s")
+
+    def join() -> None:
+        nonlocal beside
+        if beside is not None:
+            done, beside = beside, None
+            try:
+                summary, seconds = done.future.result()
+            finally:
+                done.pool.shutdown(wait=True)
+            record(done.stage, done.fingerprint, summary, seconds, done.tag)
+
+    try:
+        for i, stage in enumerate(stage_list, 1):
+            if beside is not None and set(stage.inputs) & set(beside.stage.outputs):
+                join()  # this stage reads what the one beside it writes
+            tag = f"[{i}/{len(stage_list)}] {stage.name}"
+            if stage.skip_reason:
+                result.skipped[stage.name] = stage.skip_reason
+                kept = [o for o in stage.outputs if (out / o).exists()]
+                if kept:  # an earlier run's, kept (a fio run is minutes of measurement) but no longer this run's
+                    say(f"{tag}: skipped ({stage.skip_reason}); an earlier run's {', '.join(kept)} kept, "
+                        "left out of the report")
+                    manifest[stage.name] = {"skipped": stage.skip_reason, "outputs": kept}
+                else:
+                    say(f"{tag}: skipped ({stage.skip_reason})")
+                    manifest.pop(stage.name, None)
+                _save_manifest(manifest_path, manifest)  # the report stage reads it
+                continue
+            fp = _fingerprint(stage, out)
+            done = manifest.get(stage.name, {})
+            if not force and done.get("fingerprint") == fp and all((out / o).exists() for o in stage.outputs):
+                say(f"{tag}: up to date")
+                result.skipped[stage.name] = "up to date"
+                result.summaries[stage.name] = done.get("summary")
+                continue
+            if opts.overlap and stage.name == BESIDE:
+                say(f"{tag} ... (beside the stages that follow)")
+                beside = _Beside.start(stage, fp, tag, out, say)
+                continue
+            say(f"{tag} ...")
+            start = time.perf_counter()
+            summary = stage.run(out, say, progress or _no_bar)
+            record(stage, fp, summary, time.perf_counter() - start, tag)
+        join()
+    finally:
+        if beside is not None:  # interrupted or failed: stop the stage beside, which removes its partial output
+            beside.stop()
     return result
+
+
+@dataclass
+class _Beside:
+    """A stage running in a thread beside the main one (its lines go to ``say``; it shows no progress bar)."""
+
+    stage: Stage
+    fingerprint: str
+    tag: str
+    pool: concurrent.futures.ThreadPoolExecutor
+    future: concurrent.futures.Future
+
+    @classmethod
+    def start(cls, stage: Stage, fp: str, tag: str, out: Path, say: Callable[[str], None]) -> _Beside:
+        def work() -> tuple[dict[str, Any] | None, float]:
+            t0 = time.perf_counter()
+            summary = stage.run(out, say, _no_bar)
+            return summary, time.perf_counter() - t0
+
+        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"swaptrace-{stage.name}")
+        return cls(stage, fp, tag, pool, pool.submit(work))
+
+    def stop(self) -> None:
+        """End the stage early and wait for it: its programs (fio) get SIGTERM until it returns.
+
+        Ctrl-C reaches fio by itself (it is in the terminal's process group), but SIGTERM, turned into an
+        interrupt of the main thread only (:mod:`swaptrace.core.signals`), does not; the stage then fails on
+        fio's exit and removes its partial results as on any failure.
+        """
+        while not self.future.done():
+            for pid in _children():
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGTERM)
+            concurrent.futures.wait([self.future], timeout=0.2)
+        self.pool.shutdown(wait=True)
+
+
+def _children() -> list[int]:
+    """This process's child processes (``/proc/self/task/*/children``, Linux 3.5+ with CONFIG_PROC_CHILDREN)."""
+    pids = []
+    for task in Path("/proc/self/task").iterdir():
+        with contextlib.suppress(OSError):
+            pids += [int(p) for p in (task / "children").read_text().split()]
+    return pids
 
 
 def _save_manifest(path: Path, manifest: dict) -> None:
