@@ -223,6 +223,8 @@ class AnonTracker:
         if sp.brk is None:  # the first break reported after exec: the heap's start (mm->start_brk)
             sp.brk_start = sp.brk = new
             return []
+        if new < sp.brk_start:  # the kernel never returns a break below the heap's start (mm/mmap.c brk)
+            return []
         old_hi, new_hi = _pages(sp.brk), _pages(new)
         heap_lo = _pages(sp.brk_start)
         sp.brk = new
@@ -275,15 +277,12 @@ class Steps:
     note: str | None = None
 
 
-def _longest_run(match: np.ndarray) -> tuple[int, int]:
-    """Start and length of the longest run of True in ``match``."""
-    if not match.any():
-        return 0, 0
+def _runs(match: np.ndarray) -> list[tuple[int, int]]:
+    """``(start, length)`` of every run of True in ``match``."""
     padded = np.concatenate([[False], match, [False]]).astype(np.int8)
     d = np.diff(padded)
     starts, ends = np.flatnonzero(d == 1), np.flatnonzero(d == -1)
-    i = int(np.argmax(ends - starts))
-    return int(starts[i]), int(ends[i] - starts[i])
+    return [(int(a), int(b - a)) for a, b in zip(starts, ends, strict=True)]
 
 
 def find_period(codes: np.ndarray, deltas: np.ndarray, min_repeats: int = 3) -> tuple[int, int, int] | None:
@@ -310,13 +309,12 @@ def find_period(codes: np.ndarray, deltas: np.ndarray, min_repeats: int = 3) -> 
     best = None
     for p in range(1, n // min_repeats + 1):
         match = (codes[:-p] == codes[p:]) & (deltas[:-p] == deltas[p:])
-        a, run = _longest_run(match)
-        repeats = (run + p) // p
-        if repeats < min_repeats or int(deltas[a:a + p].sum()) != 0 or not deltas[a:a + p].any():
-            continue
-        covered = repeats * p
-        if best is None or covered > best[0]:
-            best = (covered, a, p, run)
+        for a, run in _runs(match):
+            repeats = (run + p) // p
+            if repeats < min_repeats or int(deltas[a:a + p].sum()) != 0 or not deltas[a:a + p].any():
+                continue
+            if best is None or repeats * p > best[0]:
+                best = (repeats * p, a, p, run)
     if best is None:
         return None
     _, a, p, run = best
