@@ -63,8 +63,8 @@ READING_INTERVAL_S = 0.5
 #: after SIGTERM (--steps reached), the program gets this long before SIGKILL, seconds
 STOP_GRACE_S = 5.0
 PR_SET_THP_DISABLE = 41
-# waits for the recorder to put its pid into set_event_pid (fd 3 closes), then becomes the program
-_HOLD = 'read _ <&3; exec 3<&-; exec "$@"'
+# waits for the recorder to put its pid into set_event_pid (its stdin, a pipe, closes), then becomes the program
+_HOLD = 'read _; exec </dev/null; exec "$@"'
 
 
 def check_record_machine() -> Path:
@@ -301,8 +301,8 @@ class _Run:
         if not self.req.keep_thp:
             _thp_disable(1)  # inherited by the fork below, kept across exec; ours again right after
         try:
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out_w, stderr=err_w, env=env,
-                                         pass_fds=(hold_r,), start_new_session=True)
+            self.proc = subprocess.Popen(cmd, stdin=hold_r, stdout=out_w, stderr=err_w, env=env,
+                                         start_new_session=True)
         finally:
             if not self.req.keep_thp:
                 _thp_disable(0)
