@@ -43,7 +43,7 @@ def product(events):
 
 
 def test_codes_agree_with_the_file_kind():
-    assert {k: v for k, v in CODE.items()} == EV
+    assert CODE == EV
 
 
 # ---------------------------------------------------------------------------------------------------- hand-worked
@@ -180,7 +180,6 @@ def test_reduction_of_a_file_equals_the_twin_step_by_step(tmp_path):
     assert len(rec.steps) == 3 and rec.exit is not None and rec.page_bytes == 4096
     for sp in (*rec.steps, rec.exit):
         idx = [i for i, s in enumerate(step) if s == sp.step]
-        want = []
         tw = naive_page_events(events[: idx[-1] + 1] if idx else [])
         before = len(naive_page_events(events[: idx[0]])) if idx else len(tw)
         want = tw[before:]
@@ -287,7 +286,7 @@ def _cycle_events(n_steps, t0=0):
     for i in range(10):
         out.append(ev("mmap", address=(page + i * 300) * P, length=256 * P, flags=ANON, t=t))
         t += 10
-    for s in range(n_steps):
+    for _ in range(n_steps):
         out.append(ev("mmap", address=0x90000 * P, length=2048 * P, flags=ANON, t=t))
         out += [ev("fault", address=(0x90000 + k) * P, write=True, t=t + 1 + k) for k in range(0, 2048, 512)]
         out.append(ev("munmap", address=0x90000 * P, length=2048 * P, t=t + 5000))

@@ -448,6 +448,7 @@ def reduce_rows(cols: dict[str, np.ndarray], n_steps: int, exit_step: int | None
     per_step: dict[int, list[tuple]] = {}
     refs: dict[int, dict[str, list]] = {}
     ref_code = EV["referenced"]
+    cols = {k: np.asarray(v).tolist() for k, v in cols.items()}  # Python ints: numpy scalars are slow one by one
     for i in range(len(cols["event"])):
         code, step = int(cols["event"][i]), int(cols["step"][i])
         if code == ref_code:

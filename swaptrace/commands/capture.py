@@ -183,10 +183,11 @@ def _record(argv, out, *, step_line, steps, options, as_json: bool) -> None:
     from swaptrace.capture.recorder import RecordRequest, record_program
     from swaptrace.capture.recording import step_table
 
+    err = getattr(sys.stderr, "buffer", None) or sys.stderr
+    # with --json, stdout holds only the summary: the program's stdout goes to stderr
     req = RecordRequest(argv=list(argv), out=out, step_line=step_line, steps=steps, force=options.force,
                         buffer_kb=options.buffer_kb, work_base=options.work_base, timeout_s=options.timeout_s,
-                        stdout=getattr(sys.stdout, "buffer", None) or sys.stdout,
-                        stderr=getattr(sys.stderr, "buffer", None) or sys.stderr)
+                        stdout=err if as_json else getattr(sys.stdout, "buffer", None) or sys.stdout, stderr=err)
     result = record_program(req)
     table = step_table(result.path)
     if as_json:
