@@ -77,13 +77,17 @@ BASE_FOR = {
     ("capture", "--window", "-- CMD"): None,  # BASE (a TRACE) is without -- CMD
     ("capture", "TRACE"): ["capture", "-o", "{out}/k.parquet", "--memory", "1MiB", "--buffer-size", "512", "--",
                            "true"],
+    # without --memory (a rule of its own); no -- CMD (options follow the base), so the never-rules speak first
+    ("capture", "never"): ["capture", "-o", "{out}/k.parquet", "--buffer-size", "0"],
     ("time", "never"): ["time", "{stream}", "--device", "nvme-tlc", "--fault-cpu-us", "1", "--reclaim-cpu-us", "1",
                         "-o", "{out}/t.parquet"],
 }
 #: a value for options and modes without a usable default
 VALUE = {"--parts": "2", "--runtime": "pytorch-cpu", "--budget": "1MiB", "--trace": "{access}",
          "--fio-target": "{out}/f.dat", "--workers": "1", "--scheduler": "tcp://127.0.0.1:1",
-         "--step-compute-us": "1000", "--compute-baseline": "{stream}", "--fio-runtime": "3"}
+         "--step-compute-us": "1000", "--compute-baseline": "{stream}", "--fio-runtime": "3",
+         "--steps": "2", "--step-line": "Finished", "--memory-fraction": "0.5", "--swap-size": "1GiB",
+         "--raw-trace": "{out}/raw.txt"}
 
 
 @pytest.fixture(scope="module")
@@ -149,7 +153,9 @@ EXPECTED = {
     ("ssd synth", "--rwmix-read", "--pattern randrw"),
     *(("designs", o, "--fio-target") for o in ("--fio-size", "--fio-runtime", "--fio-requests", "--fio-repeats")),
     *(("capture", o, "TRACE") for o in ("--compute", "--trace-reclaim", "--lock-baseline")),
-    ("capture", "--window", "-- CMD"), ("capture", "--sample-ms", "-- CMD"),
+    ("capture", "--window", "-- CMD"), ("capture", "--sample-ms", "-- CMD"), ("capture", "--record", "-- CMD"),
+    ("capture", "--step-line", "--record"), ("capture", "--steps", "--record"),
+    *(("capture", o, "not --record") for o in ("--memory", "--memory-fraction", "--swap-size", "--window")),
     ("time", "--trace", "--compute mlp"), ("time", "--trace", "not --step-compute-us"),
     ("generate", "--parts", "--workers"), ("generate", "--runtime", "not --workers"),
     ("mrc", "--budget", "--plot"), ("export", "--swap-offset", "--format mqsim"),

@@ -6,9 +6,11 @@ import click
 
 from swaptrace.commands.common import (
     byte_size,
+    count,
     echo_summary,
     force_option,
     json_option,
+    never_with,
     number,
     only_with,
     progress_enabled,
@@ -154,6 +156,48 @@ def _which_target(trace, argv) -> None:
         raise ConfigError("nothing after --: give the program to run")
 
 
+def _record_lines(meta: dict, table: list[dict]) -> str:
+    from swaptrace.capture.command import command_name
+
+    times = ", ".join(f"{t / 1e6:.2f}" for t in meta["step_times_us"][:8]) + (" ..." if len(meta["step_times_us"]) > 8 else "")
+    exit_at = "not told apart" if meta["exit_start_us"] is None else f"from {meta['exit_start_us'] / 1e6:.2f} s"
+    fac = meta["facilities"]
+    lines = [f"command       {command_name(meta['command'])}",
+             f"steps         {meta['steps']} from {meta['step_source']} (start-up is step 0; boundaries at s: {times}); "
+             f"exit phase {exit_at}" + (f" ({meta['step_note']})" if meta.get("step_note") else ""),
+             f"run           {meta['duration_us'] / 1e6:.2f} s; smaps read {fac['smaps_readings']} times "
+             f"({fac['smaps_seconds']:.3f} s); {meta['faults_not_anonymous']} faults on file memory dropped",
+             f"{'step':>6} {'alloc':>9} {'freed':>9} {'touched':>9} {'written':>9} {'referenced':>10}  (4 KiB pages)"]
+    for row in table:
+        ref = "-" if row["referenced_pages"] is None else row["referenced_pages"]
+        lines.append(f"{row['step']!s:>6} {row['allocated_pages']:>9} {row['freed_pages']:>9} "
+                     f"{row['first_touched_pages']:>9} {row['first_written_pages']:>9} {ref!s:>10}")
+    if meta["lost_events"]:
+        lines.append(f"WARNING: the trace buffer lost {meta['lost_events']} events (raise --buffer-size)")
+    return "\n".join(lines)
+
+
+def _record(argv, out, *, step_line, steps, options, as_json: bool) -> None:
+    """The ``--record -- CMD`` form: run the program once without a limit and record its memory."""
+    import sys
+
+    from swaptrace.capture.recorder import RecordRequest, record_program
+    from swaptrace.capture.recording import step_table
+
+    err = getattr(sys.stderr, "buffer", None) or sys.stderr
+    # with --json, stdout holds only the summary: the program's stdout goes to stderr
+    req = RecordRequest(argv=list(argv), out=out, step_line=step_line, steps=steps, force=options.force,
+                        buffer_kb=options.buffer_kb, work_base=options.work_base, timeout_s=options.timeout_s,
+                        stdout=err if as_json else getattr(sys.stdout, "buffer", None) or sys.stdout, stderr=err)
+    result = record_program(req)
+    table = step_table(result.path)
+    if as_json:
+        echo_summary({"path": str(result.path), **result.meta, "per_step": table}, True)
+    else:
+        click.echo(f"wrote {result.path}")
+        click.echo(_record_lines(result.meta, table))
+
+
 def _capture_command(argv, out, options, *, window_s: float, sample_ms: float, as_json: bool) -> None:
     """The ``-- CMD`` form: run the program, print what it did."""
     from swaptrace.capture.command import capture_command
@@ -195,18 +239,36 @@ def _capture_command(argv, out, options, *, window_s: float, sample_ms: float, a
 @click.option("--raw-trace", type=click.Path(dir_okay=False), help="Also keep the raw ftrace text in this file.")
 @click.option("--trace-reclaim", is_flag=True,
               help="TRACE: also record the vmscan/memcg reclaim tracepoints; counters per step go to the metadata.")
+@click.option("--record", is_flag=True, help="-- CMD: record the program's memory once, without a limit (mappings, "
+              "frees, first touches, referenced pages per step) into a recording file; no swap, no cgroup.")
+@click.option("--step-line", help="--record: a regular expression; a line of the program's output that matches ends "
+              "a step (used when the program writes no step marks).")
+@click.option("--steps", "record_steps", type=count(1, 1 << 31),
+              help="--record: stop the program (SIGTERM) once this many steps after start-up are recorded.")
 @click.option("--cleanup", is_flag=True, help="Only remove what killed captures left behind, then exit.")
 @force_option
 @json_option
+@never_with("--memory", "--record", why="a recording runs without a limit")
+@never_with("--memory-fraction", "--record", why="a recording runs without a limit")
+@never_with("--swap-size", "--record", why="a recording uses no swap")
+@never_with("--rotational", "--record", why="a recording uses no swap")
+@never_with("--window", "--record", why="a recording finds its steps from marks, --step-line or its allocations")
+@never_with("--sample-ms", "--record", why="a recording reads memory at each step")
+@never_with("--raw-trace", "--record", why="a recording's file holds its events")
+@never_with("--no-baseline", "--record", why="a recording is one unlimited run")
 @only_with("--compute", "TRACE", why="a replay's option; a program (-- CMD) computes what it computes")
 @only_with("--trace-reclaim", "TRACE", why="a replay's option, not a program's (-- CMD)")
 @only_with("--lock-baseline", "TRACE", why="a replay's option, not a program's (-- CMD)")
 @only_with("--window", "-- CMD", why="a program's steps without markers; a TRACE has its steps")
 @only_with("--sample-ms", "-- CMD", why="a program's memory readings")
+@only_with("--step-line", "--record", why="a recording's steps")
+@only_with("--steps", "--record", why="a recording's steps")
+@only_with("--record", "-- CMD", why="it records a program")
 @writes(("out", "raw_trace"), ("trace",), neither={
     "work_dir": "a scratch folder: capture makes its own uniquely named folder in it and removes it"})
 def command(*, trace, out, memory, memory_fraction, window_s, sample_ms, compute, unlimited_run, lock_baseline, swap_size,
-            rotational, work_dir, buffer_size, timeout_s, raw_trace, trace_reclaim, cleanup, force, as_json):
+            rotational, work_dir, buffer_size, timeout_s, raw_trace, trace_reclaim, record, step_line, record_steps,
+            cleanup, force, as_json):
     """Record swap I/O under the real kernel: replay TRACE, or run -- CMD (root only).
 
     Makes a swap file on a loop device, runs a child inside a memory cgroup,
@@ -226,12 +288,20 @@ def command(*, trace, out, memory, memory_fraction, window_s, sample_ms, compute
     stored as step 0 and step N as N+1; one that does not gets --window
     time windows. A failing program ends the capture with its exit status.
 
+    --record -- CMD [ARGS]...: runs the program once without any limit and
+    records its memory (mappings, frees, first touches of anonymous pages,
+    pages referenced per step) into a recording file (no swap, no cgroup).
+    Steps come from its marks, else from output lines matching --step-line,
+    else from its repeating allocations (docs/capture.md).
+
     \b
     Examples:
       sudo swaptrace capture traces/tiny.access.parquet --memory 64MiB \\
           -o traces/tiny.kernel.swapio.parquet
       sudo swaptrace capture --memory 256MiB -o train.kernel.swapio.parquet \\
           -- python train.py --epochs 1
+      sudo swaptrace capture --record --step-line 'Finished training it' \\
+          -o dlrm.recording.parquet -- python dlrm_s_pytorch.py
       swaptrace capture --cleanup        # after a capture was killed with -9
     """
     if cleanup:
@@ -245,7 +315,7 @@ def command(*, trace, out, memory, memory_fraction, window_s, sample_ms, compute
     argv = ctx.meta.get("swaptrace.capture.argv")
     _which_target(trace, argv)
     if out is None:
-        raise ConfigError("give -o OUTPUT, the swapio file to write")
+        raise ConfigError(f"give -o OUTPUT, the {'recording' if record else 'swapio'} file to write")
     swap_bytes = parse_bytes(swap_size, "--swap-size", positive=True) if swap_size is not None else None
     buffer_kb = parse_bytes(buffer_size, "--buffer-size", positive=True) // 1024
     if buffer_kb < 1:
@@ -258,6 +328,9 @@ def command(*, trace, out, memory, memory_fraction, window_s, sample_ms, compute
     options = CaptureOptions(memory_bytes=memory_bytes, memory_fraction=memory_fraction, unlimited_run=unlimited_run,
                              swap_bytes=swap_bytes, rotational=rotational, work_base=work_dir, buffer_kb=buffer_kb,
                              timeout_s=timeout_s, raw_trace_out=raw_trace, force=force)
+    if record:
+        _record(argv, out, step_line=step_line, steps=record_steps, options=options, as_json=as_json)
+        return
     if argv is not None:
         _capture_command(argv, out, options, window_s=window_s, sample_ms=sample_ms, as_json=as_json)
         return

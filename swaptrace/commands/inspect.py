@@ -81,6 +81,11 @@ def describe(path: str, top: int = 10) -> dict[str, Any]:
         facts["parts"] = len(trace.parts)
     if trace.kind == "access":
         facts.update(_access_facts(trace, top))
+    elif trace.kind == "recording":
+        from swaptrace.capture.recording import step_table
+
+        facts["steps"] = trace.meta.get("steps")
+        facts["per_step"] = step_table(path)
     elif "steps" in trace.meta:
         facts["steps"] = trace.meta["steps"]
     facts["metadata"] = trace.meta
@@ -98,6 +103,13 @@ def _render(facts: dict[str, Any]) -> str:
         lines.append("top regions by accesses:")
         for r in facts["top_regions"]:
             lines.append(f"  {r['region']:<24} {r['kind']:<12} {r['accesses']:>14}  {r['share']:6.1%}")
+    if facts.get("per_step"):
+        lines.append("per step (4 KiB pages; first touches written in brackets; referenced: smaps at the step's end):")
+        lines.append(f"  {'step':>6} {'allocated':>10} {'freed':>10} {'touched':>16} {'referenced':>10}")
+        for r in facts["per_step"]:
+            ref = "-" if r["referenced_pages"] is None else r["referenced_pages"]
+            touched = f"{r['first_touched_pages']} ({r['first_written_pages']})"
+            lines.append(f"  {r['step']!s:>6} {r['allocated_pages']:>10} {r['freed_pages']:>10} {touched:>16} {ref!s:>10}")
     lines.append("metadata:")
     for key, value in facts["metadata"].items():
         lines.append(f"  {key}: {json.dumps(value, default=str)}")
@@ -112,6 +124,9 @@ def _render(facts: dict[str, Any]) -> str:
 def command(file: str, top: int, as_json: bool) -> None:
     """Show what a swaptrace Parquet file holds: kind, rows, steps, footprint,
     read/write split and busiest regions (access traces), and its metadata.
+
+    A recording (capture --record) shows pages allocated, freed,
+    first-touched and referenced per step.
 
     \b
     Example:

@@ -31,6 +31,10 @@ Kinds and their columns (see docs/formats.md):
     cause  dict string  ``fault``, ``readahead``, ``reclaim``, ``discard``
     ====== ============ ===================================================
 
+``recording`` -- one row per memory event of a recorded program (``capture --record``; every column in
+docs/formats.md): ``t_us``, ``step``, ``event`` (dict string, :data:`RECORD_EVENTS`), ``pid``, ``address``,
+``length``, ``write``, ``flags``, ``old_address``, ``old_length``, ``referenced``, ``anonymous``
+
 Other stages register their own kinds with :func:`register_kind`.
 
 A **dataset** is a folder of such files (``part-*.parquet``, each a range of
@@ -89,6 +93,9 @@ OP_READ, OP_WRITE, OP_DISCARD = 0, 1, 2
 CAUSES = ("fault", "readahead", "reclaim", "discard", "unknown")
 CAUSE_FAULT, CAUSE_READAHEAD, CAUSE_RECLAIM, CAUSE_DISCARD, CAUSE_UNKNOWN = 0, 1, 2, 3, 4
 
+#: the ``event`` dictionary of a ``recording`` (``capture --record``); codes are the positions
+RECORD_EVENTS = ("mmap", "munmap", "brk", "madvise", "mremap", "fault", "referenced", "fork", "exec", "exit")
+
 _DICT = pa.dictionary(pa.int8(), pa.string())
 
 ACCESS_SCHEMA = pa.schema(
@@ -104,14 +111,31 @@ SWAPIO_SCHEMA = pa.schema(
         ("cause", _DICT),
     ]
 )
+RECORDING_SCHEMA = pa.schema(
+    [
+        ("t_us", pa.float64()),
+        ("step", pa.uint32()),
+        ("event", _DICT),
+        ("pid", pa.int32()),
+        ("address", pa.uint64()),
+        ("length", pa.uint64()),
+        ("write", pa.bool_()),
+        ("flags", pa.uint64()),
+        ("old_address", pa.uint64()),
+        ("old_length", pa.uint64()),
+        ("referenced", pa.uint64()),
+        ("anonymous", pa.uint64()),
+    ]
+)
 
 #: where pyarrow keeps the Arrow schema in a Parquet file's key-value metadata
 ARROW_SCHEMA_KEY = "ARROW:schema"
 #: kind -> Arrow schema. Stages add theirs with :func:`register_kind`.
-KINDS: dict[str, pa.Schema] = {"access": ACCESS_SCHEMA, "swapio": SWAPIO_SCHEMA}
+KINDS: dict[str, pa.Schema] = {"access": ACCESS_SCHEMA, "swapio": SWAPIO_SCHEMA, "recording": RECORDING_SCHEMA}
 
 #: dictionary-encoded columns and their canonical value lists, per kind
-DICTIONARIES: dict[str, dict[str, tuple[str, ...]]] = {"swapio": {"op": OPS, "cause": CAUSES}}
+DICTIONARIES: dict[str, dict[str, tuple[str, ...]]] = {"swapio": {"op": OPS, "cause": CAUSES},
+                                                      "recording": {"event": RECORD_EVENTS}}
 
 DEFAULT_ROW_GROUP = 1 << 20
 

@@ -1,0 +1,365 @@
+"""``capture --record`` without root: trace parsing, the anonymous-memory model against its naive twin,
+hand-worked cases, step detection, the file and its reduction, and the command's bad inputs."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from naive_recording import CODE, naive_page_events
+
+from swaptrace.capture.record_parse import EV, PROT_SHIFT, parse_lines
+from swaptrace.capture.recorder import anon_mappings, resolve_steps
+from swaptrace.capture.recording import (
+    ALLOC,
+    FREE,
+    MOVE,
+    TOUCH,
+    AnonTracker,
+    Steps,
+    assign_steps,
+    detect_steps,
+    find_period,
+    page_events,
+    reduce_rows,
+)
+from swaptrace.cli import cli
+from swaptrace.core.traceio import TraceWriter
+
+P = 4096
+ANON = 0x22 | (3 << PROT_SHIFT)  # MAP_PRIVATE | MAP_ANONYMOUS, PROT_READ | PROT_WRITE
+FILE = 0x02  # MAP_PRIVATE, from a file
+
+
+def ev(code, pid=1, address=0, length=0, write=False, flags=0, old_address=0, old_length=0, t=0):
+    return (t, CODE[code], pid, address, length, write, flags, old_address, old_length)
+
+
+def product(events):
+    tr = AnonTracker()
+    return [pe for e in events for pe in tr.apply(e)]
+
+
+def test_codes_agree_with_the_file_kind():
+    assert CODE == EV
+
+
+# ---------------------------------------------------------------------------------------------------- hand-worked
+
+def test_hand_worked_mmap_fault_madvise_munmap():
+    base = 0x10000  # page 16
+    events = [
+        ev("mmap", address=base, length=4 * P - 1, flags=ANON),  # rounds up to 4 pages
+        ev("mmap", address=0x80000, length=P, flags=FILE),  # file memory: its fault is dropped
+        ev("fault", address=base + 5, write=True),
+        ev("fault", address=base + P + 9, write=False),
+        ev("fault", address=base + P + 9, write=True),  # zero page -> real page: no second first touch
+        ev("fault", address=0x80000, write=False),
+        ev("madvise", address=base, length=P, flags=4),  # DONTNEED: page 16 freed, still mapped
+        ev("madvise", address=base + P, length=P, flags=14),  # MADV_HUGEPAGE: frees nothing
+        ev("fault", address=base, write=False),  # touched again after the free
+        ev("munmap", address=base, length=2 * P),  # frees 16 and 17, unmaps them
+        ev("fault", address=base, write=True),  # no longer mapped
+        ev("exit"),
+    ]
+    want = [(ALLOC, 1, 16, 4, False, 0), (TOUCH, 1, 16, 1, True, 0), (TOUCH, 1, 17, 1, False, 0),
+            (FREE, 1, 16, 1, False, 0), (TOUCH, 1, 16, 1, False, 0), (FREE, 1, 16, 1, False, 0),
+            (FREE, 1, 17, 1, False, 0)]
+    assert product(events) == want
+    assert naive_page_events(events) == want
+
+
+def test_hand_worked_brk_mremap_fork_exec():
+    events = [
+        ev("brk", address=0x5000 + 10),  # the heap starts at 0x500a: PAGE_ALIGN -> page 6
+        ev("brk", address=0x8000),  # maps pages 6, 7
+        ev("fault", address=0x6000, write=True),
+        ev("fault", address=0x7fff, write=True),
+        ev("brk", address=0x7000),  # gives back page 7
+        ev("mmap", address=0x100000, length=3 * P, flags=ANON),  # pages 256..258
+        ev("fault", address=0x100000, write=True),
+        ev("fault", address=0x102000, write=True),
+        # grow and move to page 512: 256 -> 512 moves, 258 -> 514 moves, 3 more pages mapped
+        ev("mremap", address=0x200000, length=6 * P, old_address=0x100000, old_length=3 * P),
+        ev("fault", address=0x100000, write=True),  # the old place is gone
+        ev("fault", address=0x200000, write=True),  # moved: already touched
+        ev("fault", address=0x205000, write=False),  # new part
+        ev("fork", pid=2, old_address=1),
+        ev("fault", pid=2, address=0x203000, write=True),  # the child's own first touch
+        ev("fault", pid=2, address=0x202000, write=True),  # copied from the parent: touched already
+        ev("exec", pid=2),
+        ev("fault", pid=2, address=0x204000),  # nothing mapped after exec
+        ev("exit", pid=1),
+    ]
+    want = [(ALLOC, 1, 6, 2, False, 0), (TOUCH, 1, 6, 1, True, 0), (TOUCH, 1, 7, 1, True, 0),
+            (FREE, 1, 7, 1, False, 0), (ALLOC, 1, 256, 3, False, 0), (TOUCH, 1, 256, 1, True, 0),
+            (TOUCH, 1, 258, 1, True, 0), (MOVE, 1, 256, 3, False, 512), (ALLOC, 1, 515, 3, False, 0),
+            (TOUCH, 1, 517, 1, False, 0), (TOUCH, 2, 515, 1, True, 0),
+            (FREE, 1, 6, 1, False, 0), (FREE, 1, 512, 1, False, 0), (FREE, 1, 514, 1, False, 0),
+            (FREE, 1, 517, 1, False, 0)]
+    assert product(events) == want
+    assert naive_page_events(events) == want
+
+
+def test_mremap_shrink_in_place_frees_the_cut_off_part():
+    events = [ev("mmap", address=0x10000, length=4 * P, flags=ANON)]
+    events += [ev("fault", address=0x10000 + i * P, write=True) for i in range(4)]
+    events.append(ev("mremap", address=0x10000, length=P, old_address=0x10000, old_length=4 * P))
+    want_tail = [(FREE, 1, 17, 1, False, 0), (FREE, 1, 18, 1, False, 0), (FREE, 1, 19, 1, False, 0)]
+    assert product(events)[-3:] == want_tail == naive_page_events(events)[-3:]
+    assert product([*events, ev("fault", address=0x11000)]) == product(events)  # page 17 is unmapped
+
+
+# ---------------------------------------------------------------------------------------------------- the twin
+
+def _random_events(rng, n):
+    out = []
+    pids = [1]
+    for _ in range(n):
+        pid = int(rng.choice(pids))
+        r = rng.random()
+        page = int(rng.integers(0, 48))
+        npg = int(rng.integers(1, 9))
+        if r < 0.12:
+            flags = ANON if rng.random() < 0.8 else (FILE if rng.random() < 0.5 else 0x21)  # shared anon too
+            out.append(ev("mmap", pid, page * P, npg * P - int(rng.integers(0, P)), flags=flags))
+        elif r < 0.18:
+            out.append(ev("munmap", pid, page * P, npg * P))
+        elif r < 0.24:
+            out.append(ev("madvise", pid, page * P, npg * P, flags=int(rng.choice([4, 8, 9, 24, 14, 3]))))
+        elif r < 0.30:
+            out.append(ev("brk", pid, (64 + int(rng.integers(0, 12))) * P + int(rng.integers(0, P))))
+        elif r < 0.35:
+            out.append(ev("mremap", pid, int(rng.integers(0, 48)) * P, npg * P, old_address=page * P,
+                          old_length=int(rng.integers(0, 6)) * P))
+        elif r < 0.37 and len(pids) < 4:
+            child = max(pids) + 1
+            pids.append(child)
+            out.append(ev("fork", child, old_address=pid))
+        elif r < 0.38:
+            out.append(ev("exec", pid))
+        elif r < 0.39 and pid != 1:
+            pids.remove(pid)
+            out.append(ev("exit", pid))
+        else:
+            out.append(ev("fault", pid, int(rng.integers(0, 80)) * P + int(rng.integers(0, P)),
+                          write=bool(rng.random() < 0.5)))
+    return out
+
+
+def test_tracker_equals_its_naive_twin_on_many_small_cases():
+    rng = np.random.default_rng(7)
+    kinds = set()
+    for _ in range(400):
+        events = _random_events(rng, int(rng.integers(1, 120)))
+        got = product(events)
+        assert got == naive_page_events(events), events
+        kinds.update(k for k, *_ in got)
+    assert kinds == {TOUCH, ALLOC, FREE, MOVE}  # every kind was exercised
+
+
+def test_reduction_of_a_file_equals_the_twin_step_by_step(tmp_path):
+    rng = np.random.default_rng(3)
+    events = _random_events(rng, 400)
+    events = [(i * 10, *e[1:]) for i, e in enumerate(events)]
+    steps = Steps((1000, 2500), 3500, "marks")
+    step, exit_step = assign_steps(np.asarray([e[0] for e in events]), steps)
+    cols = list(zip(*events, strict=True))
+    columns = {"t_us": np.asarray(cols[0], float), "step": step, "event": np.asarray(cols[1], np.int8),
+               "pid": np.asarray(cols[2], np.int32), "address": np.asarray(cols[3], np.uint64),
+               "length": np.asarray(cols[4], np.uint64), "write": np.asarray(cols[5], bool),
+               "flags": np.asarray(cols[6], np.uint64), "old_address": np.asarray(cols[7], np.uint64),
+               "old_length": np.asarray(cols[8], np.uint64), "referenced": np.zeros(len(events), np.uint64),
+               "anonymous": np.zeros(len(events), np.uint64)}
+    path = tmp_path / "r.recording.parquet"
+    with TraceWriter(path, "recording", {"page_bytes": 4096, "steps": 3, "exit_step": exit_step}) as w:
+        w.write(**columns)
+    rec = page_events(path)
+    assert len(rec.steps) == 3 and rec.exit is not None and rec.page_bytes == 4096
+    for sp in (*rec.steps, rec.exit):
+        idx = [i for i, s in enumerate(step) if s == sp.step]
+        tw = naive_page_events(events[: idx[-1] + 1] if idx else [])
+        before = len(naive_page_events(events[: idx[0]])) if idx else len(tw)
+        want = tw[before:]
+        got = list(zip(sp.kind.tolist(), sp.pid.tolist(), sp.page.tolist(), sp.pages.tolist(), sp.write.tolist(),
+                       sp.to_page.tolist(), strict=True))
+        assert got == want
+        pages, writes = sp.first_touches
+        assert pages.tolist() == [w[2] for w in want if w[0] == TOUCH]
+        assert writes.tolist() == [w[4] for w in want if w[0] == TOUCH]
+        assert sp.frees.tolist() == [w[2] for w in want if w[0] == FREE]
+        assert sp.allocations[1].tolist() == [w[3] for w in want if w[0] == ALLOC]
+
+
+def test_referenced_rows_go_to_their_step():
+    cols = {"event": np.asarray([EV["referenced"], EV["referenced"]]), "step": np.asarray([0, 1]),
+            "pid": np.asarray([5, 5]), "address": np.asarray([0x10000, 0x10000], np.uint64),
+            "length": np.asarray([8 * P, 8 * P], np.uint64), "referenced": np.asarray([8 * P, 3 * P], np.uint64),
+            "t_us": np.zeros(2), "write": np.zeros(2, bool), "flags": np.zeros(2, np.uint64),
+            "old_address": np.zeros(2, np.uint64), "old_length": np.zeros(2, np.uint64)}
+    steps, ex = reduce_rows(cols, 2, None)
+    assert ex is None
+    assert steps[0].referenced["referenced_pages"].tolist() == [8]
+    assert steps[1].referenced["referenced_pages"].tolist() == [3]
+    assert steps[1].referenced["page"].tolist() == [16] and steps[1].referenced["pages"].tolist() == [8]
+
+
+# ---------------------------------------------------------------------------------------------------- parsing
+
+TRACE = """\
+# tracer: nop
+          python-100   (    100) [000] ..... 10.000001: tracing_mark_write: swaptrace start
+          python-100   (    100) [000] ..... 10.000010: sys_brk(brk: 0)
+          python-100   (    100) [000] ..... 10.000011: sys_brk -> 0x5000
+          python-100   (    100) [000] ..... 10.000020: sys_mmap(addr: 0, len: 3000, prot: 3, flags: 22, fd: ffffffffffffffff, off: 0)
+          python-100   (    100) [000] ..... 10.000021: sys_mmap -> 0x7f0000000000
+          python-100   (    100) [000] d.... 10.000030: page_fault_user: address=0x7f0000001010 ip=0x55d000001000 error_code=0x6
+          python-100   (    100) [001] ..... 10.000040: sys_mmap(addr: 0, len: 1000, prot: 3, flags: 22, fd: ffffffffffffffff, off: 0)
+          python-100   (    100) [001] ..... 10.000041: sys_mmap -> 0xfffffffffffffff4
+          python-100   (    100) [001] ..... 10.000050: sched_process_fork: comm=python pid=100 child_comm=python child_pid=101
+          python-101   (    100) [001] ..... 10.000051: sys_munmap(addr: 7f0000000000, len: 1000)
+          python-100   (    100) [001] ..... 10.000052: sched_process_fork: comm=python pid=100 child_comm=python child_pid=102
+          python-102   (    102) [000] ..... 10.000060: sys_madvise(start: 7f0000000000, len_in: 2000, behavior: 4)
+          python-102   (    102) [000] ..... 10.000061: sys_mremap(addr: 7f0000000000, old_len: 3000, new_len: 6000, flags: 1, new_addr: 0)
+          python-102   (    102) [000] ..... 10.000062: sys_mremap -> 0x7f0000100000
+          python-102   (    102) [000] ..... 10.000070: sched_process_exit: comm=python pid=102 prio=120 group_dead=true
+          python-101   (    100) [001] ..... 10.000071: sched_process_exit: comm=python pid=101 prio=120 group_dead=false
+CPU:1 [LOST 7 EVENTS]
+this line is not a trace line
+          python-100   (    100) [000] ..... 10.500000: tracing_mark_write: swaptrace step 0
+"""
+
+
+def test_parse_lines_reads_every_event_exactly():
+    p = parse_lines(TRACE.splitlines(True))
+    assert p.lost_events == 7 and p.malformed == 1 and p.failed_calls == 1
+    assert p.markers == [(10_000_001_000, "swaptrace start"), (10_500_000_000, "swaptrace step 0")]
+    names = [list(EV)[e[1]] for e in p.events]
+    # the thread (101, of process 100) is no fork; its munmap is process 100's; its exit is no group exit
+    assert names == ["brk", "mmap", "fault", "munmap", "fork", "madvise", "mremap", "exit"]
+    brk, mmap, fault, munmap, fork, madvise, mremap, exit_ = p.events
+    assert brk[3] == 0x5000 and brk[6] == 0
+    assert mmap[3] == 0x7F0000000000 and mmap[4] == 0x3000 and mmap[6] == 0x22 | 3 << PROT_SHIFT
+    assert fault[3] == 0x7F0000001010 and fault[5] is True and fault[6] == 6 and fault[0] == 10_000_030_000
+    assert munmap[2] == 100 and munmap[3] == 0x7F0000000000 and munmap[4] == 0x1000
+    assert fork[2] == 102 and fork[7] == 100
+    assert madvise[2] == 102 and madvise[6] == 4 and madvise[4] == 0x2000
+    assert mremap[3] == 0x7F0000100000 and mremap[4] == 0x6000 and mremap[7] == 0x7F0000000000 and mremap[8] == 0x3000
+    assert exit_[2] == 102
+
+
+def test_anon_mappings_of_smaps():
+    text = """\
+55d000000000-55d000021000 rw-p 00000000 00:00 0                          [heap]
+Rss:                 132 kB
+Referenced:          100 kB
+Anonymous:           132 kB
+7f0000000000-7f0000100000 r--p 00000000 08:01 1234                       /usr/lib/libc.so.6
+Referenced:          400 kB
+Anonymous:             0 kB
+7f1000000000-7f1000800000 rw-p 00000000 00:00 0
+Referenced:         2048 kB
+Anonymous:          4096 kB
+"""
+    assert anon_mappings(text) == [(0x55D000000000, 0x55D000021000, 100 * 1024, 132 * 1024),
+                                   (0x7F1000000000, 0x7F1000800000, 2048 * 1024, 4096 * 1024)]
+
+
+# ---------------------------------------------------------------------------------------------------- steps
+
+def test_find_period_hand_cases():
+    # start-up: five growing mmaps (all +1: not balanced), then (mmap +8, munmap -8, mmap +2, munmap -2) x 4
+    codes = [0] * 5 + [0, 1, 0, 1] * 4 + [1]
+    deltas = [1] * 5 + [8, -8, 2, -2] * 4 + [-5]
+    assert find_period(np.asarray(codes), np.asarray(deltas)) == (5, 4, 4)
+    # only growth: no pattern
+    assert find_period(np.zeros(20, int), np.ones(20, int)) is None
+    # rotation: the repetition starts at its lowest running allocation (before the +8)
+    assert find_period(np.asarray([1, 0, 1, 0, 1, 0, 1]), np.asarray([-8, 8, -8, 8, -8, 8, -8])) == (1, 2, 3)
+
+
+def _cycle_events(n_steps, t0=0):
+    """A synthetic program: start-up grows by ten mappings, then steps of (mmap 8 MiB, touch, munmap)."""
+    out, t, page = [], t0, 0x1000
+    for i in range(10):
+        out.append(ev("mmap", address=(page + i * 300) * P, length=256 * P, flags=ANON, t=t))
+        t += 10
+    for _ in range(n_steps):
+        out.append(ev("mmap", address=0x90000 * P, length=2048 * P, flags=ANON, t=t))
+        out += [ev("fault", address=(0x90000 + k) * P, write=True, t=t + 1 + k) for k in range(0, 2048, 512)]
+        out.append(ev("munmap", address=0x90000 * P, length=2048 * P, t=t + 5000))
+        t += 10_000
+    out.append(ev("munmap", address=page * P, length=256 * P, t=t + 1))  # exit frees start-up memory
+    return out, t
+
+
+def test_detect_steps_finds_the_repeating_allocations():
+    events, t_end = _cycle_events(5)
+    steps = detect_steps(events)
+    assert steps.how == "pattern" and steps.period == 2
+    assert steps.boundaries == tuple(100 + 10_000 * k for k in range(5))
+    assert steps.exit_ns == t_end + 1  # the first call after the last whole step
+    step, exit_step = assign_steps(np.asarray([e[0] for e in events]), steps)
+    assert exit_step == 6 and step[0] == 0 and step[-1] == 6 and set(step[10:-1].tolist()) == {1, 2, 3, 4, 5}
+
+
+def test_detect_steps_without_a_pattern_splits_at_the_peak():
+    events = [ev("mmap", address=i * 256 * P, length=256 * P, flags=ANON, t=i) for i in range(6)]
+    events.append(ev("munmap", address=0, length=256 * P, t=10))
+    s = detect_steps(events)
+    assert s.how == "growth" and s.boundaries == (5,) and s.exit_ns is None
+    assert detect_steps([ev("fault", address=0)]).how == "none"
+
+
+def test_resolve_steps_from_marks_lines_and_cap():
+    from swaptrace.capture.record_parse import ParsedRecording
+
+    marks = [(100, "swaptrace step 0"), (200, "swaptrace step 1"), (300, "swaptrace step 2")]
+    s = resolve_steps(ParsedRecording(markers=[*marks, (350, "swaptrace end")]), None, 1000)
+    assert s.boundaries == (100, 200, 300) and s.exit_ns == 350 and s.how == "marks"
+    s = resolve_steps(ParsedRecording(markers=marks), None, 1000)
+    assert s.exit_ns == 400 and s.note == "median step"  # one median step after the last mark
+    s = resolve_steps(ParsedRecording(markers=marks), None, 390)
+    assert s.exit_ns is None  # the program ended sooner: its exit is not told apart
+    lines = [(100, "swaptrace line 1"), (200, "swaptrace line 2"), (300, "swaptrace line 3")]
+    s = resolve_steps(ParsedRecording(markers=lines), None, 1000)
+    assert s.boundaries == (100, 200) and s.exit_ns == 300 and s.how == "lines"
+    s = resolve_steps(ParsedRecording(markers=marks), 1, 1000)
+    assert s.boundaries == (100,) and s.exit_ns == 200
+    # marks win over lines
+    assert resolve_steps(ParsedRecording(markers=[*lines, *marks]), None, 1000).how == "marks"
+
+
+# ---------------------------------------------------------------------------------------------------- the command
+
+def _run(args):
+    return CliRunner().invoke(cli, ["capture", *args], catch_exceptions=False)
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--record", "-o", "{out}", "--"], "nothing after --"),
+    (["--record", "-o", "{out}", "--step-line", "(", "--", "true"], "--step-line"),
+    (["--record", "-o", "{out}", "--", "no-such-program-xyz"], "command not found"),
+    (["--record", "-o", "{out}", "--memory", "1GiB", "--", "true"], "--memory"),
+    (["--record", "--", "true"], "-o OUTPUT"),
+    (["--step-line", "x", "-o", "{out}", "--memory", "1GiB", "--", "true"], "--record"),
+])
+def test_bad_record_inputs_are_one_line(tmp_path, args, needle):
+    out = tmp_path / "r.recording.parquet"
+    r = _run([a.replace("{out}", str(out)) for a in args])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], r.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_record_needs_root(tmp_path, monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    out = tmp_path / "r.recording.parquet"
+    r = _run(["--record", "-o", str(out), "--", "true"])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert r.stderr.strip().splitlines() == ["Error: capture --record needs root (it makes a tracefs instance and "
+                                             "reads the program's smaps)"]
+    assert list(tmp_path.iterdir()) == []
