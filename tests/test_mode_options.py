@@ -78,7 +78,7 @@ BASE_FOR = {
     ("capture", "TRACE"): ["capture", "-o", "{out}/k.parquet", "--memory", "1MiB", "--buffer-size", "512", "--",
                            "true"],
     # without --memory (a rule of its own); no -- CMD (options follow the base), so the never-rules speak first
-    ("capture", "never"): ["capture", "-o", "{out}/k.parquet", "--buffer-size", "0"],
+    ("capture", "never"): ["capture", "-o", "{out}/k.parquet", "--buffer-size", "512"],
     ("time", "never"): ["time", "{stream}", "--device", "nvme-tlc", "--fault-cpu-us", "1", "--reclaim-cpu-us", "1",
                         "-o", "{out}/t.parquet"],
 }
@@ -87,7 +87,7 @@ VALUE = {"--parts": "2", "--runtime": "pytorch-cpu", "--budget": "1MiB", "--trac
          "--fio-target": "{out}/f.dat", "--workers": "1", "--scheduler": "tcp://127.0.0.1:1",
          "--step-compute-us": "1000", "--compute-baseline": "{stream}", "--fio-runtime": "3",
          "--steps": "2", "--step-line": "Finished", "--memory-fraction": "0.5", "--swap-size": "1GiB",
-         "--raw-trace": "{out}/raw.txt"}
+         "--raw-trace": "{out}/raw.txt", "--memory": "1MiB"}
 
 
 @pytest.fixture(scope="module")

@@ -176,9 +176,10 @@ def test_a_failing_program_leaves_nothing(tmp_path):
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_during_recording_leaves_nothing(tmp_path, sig):
     out = tmp_path / "s.recording.parquet"
+    tag = f"swaptrace-test-{os.getpid()}-{sig}"  # this test's program, not another's running at the same time
     env = {**os.environ, "PYTHONPATH": REPO}
     child = subprocess.Popen([sys.executable, "-c", CLI, "capture", "--record", "-o", str(out), "--",
-                              sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"],
+                              sys.executable, "-c", f"import time; print('up', flush=True); time.sleep(60)  # {tag}"],
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert child.stdout.readline().strip() == "up"  # the program runs, so the instance is there
     from swaptrace.capture.tracing import list_instances
@@ -190,7 +191,7 @@ def test_a_signal_during_recording_leaves_nothing(tmp_path, sig):
     assert not out.exists() and list(tmp_path.iterdir()) == []
     assert list_instances(f"{PREFIX}{child.pid}") == []
     assert not list(Path("/var/tmp").glob(f"{PREFIX}{child.pid}*"))
-    ps = subprocess.run(["pgrep", "-f", "time.sleep\\(60\\)"], capture_output=True, text=True).stdout.split()
+    ps = subprocess.run(["pgrep", "-f", tag], capture_output=True, text=True).stdout.split()
     assert not [p for p in ps if int(p) != os.getpid()], "the program outlived the recording"
 
 
