@@ -423,6 +423,8 @@ def measure_compute(trace_path: str | os.PathLike, nsteps: int | None = None, *,
     from swaptrace.workload.spec import mlp_layers
 
     tf = open_trace(trace_path, "access")
+    if tf.has_column("event"):  # the replay of the accesses would touch freed pages as accesses
+        raise ConfigError(f"{tf.path}: measuring compute does not replay alloc and free events (column 'event') yet")
     meta = tf.meta
     page_bytes = tf.page_bytes
     touch = min(4096, page_bytes)
