@@ -737,11 +737,16 @@ class NaiveEmulator:
         return self.rows, self.c
 
 
-def naive_lru_misses(pages, capacity):
-    """Misses of an exact LRU cache of ``capacity`` pages (OrderedDict)."""
+def naive_lru_misses(pages, capacity, events=None):
+    """Misses of an exact LRU cache of ``capacity`` pages (OrderedDict); ``events``: an alloc or free row
+    drops the page from the cache, leaving its frame empty (nothing is read back into it)."""
     cache = OrderedDict()
     misses = 0
-    for p in np.asarray(pages).tolist():
+    events = [0] * len(pages) if events is None else np.asarray(events).tolist()
+    for p, ev in zip(np.asarray(pages).tolist(), events, strict=True):
+        if ev:
+            cache.pop(p, None)
+            continue
         if p in cache:
             cache.move_to_end(p)
         else:
@@ -754,11 +759,21 @@ def naive_lru_misses(pages, capacity):
     return misses
 
 
-def naive_stack_distances(pages):
-    """LRU stack distance of each access (1-based; 0 for a first access), by scanning a list."""
+def naive_stack_distances(pages, events=None):
+    """LRU stack distance of each access (1-based; 0 for a first access), by scanning a list.
+
+    ``events`` (0 access, 1 alloc, 2 free per row): an alloc or a free takes the page out of the stack
+    (its next access is a first access); its entry is -1.
+    """
     stack = []
     out = []
-    for p in np.asarray(pages).tolist():
+    events = [0] * len(pages) if events is None else np.asarray(events).tolist()
+    for p, ev in zip(np.asarray(pages).tolist(), events, strict=True):
+        if ev:
+            if p in stack:
+                stack.remove(p)
+            out.append(-1)
+            continue
         if p in stack:
             d = len(stack) - stack.index(p)
             stack.remove(p)
