@@ -254,3 +254,54 @@ def test_access_codes():
     assert access_codes({"write": write}) is write  # no event column: the flags as they are
     ev = np.array([0, 0, 1, 2, 2], np.uint8)
     assert access_codes({"write": write, "event": ev}).tolist() == [L, S, A, FR, FR]
+
+
+def test_inspect_counts_events(tmp_path):
+    from click.testing import CliRunner
+
+    from swaptrace.cli import cli
+    from swaptrace.commands.inspect import describe
+
+    trace = write_access_trace(tmp_path / "t.access.parquet", [0, 1, 0, 0, 1, 1], [1, 0, 0, 0, 1, 1],
+                               [0, 0, 0, 1, 1, 1], 4, events=[0, 0, 2, 1, 2, 0])
+    facts = describe(str(trace))
+    assert (facts["allocs"], facts["frees"], facts["freed_pages"]) == (1, 2, 2)
+    assert facts["writes"] == 2 and facts["reads"] == 1  # access rows only: stores to 0 and to 1, a load of 1
+    res = CliRunner().invoke(cli, ["inspect", str(trace)])
+    assert res.exit_code == 0 and "frees       2" in res.output and "freed_pages 2" in res.output
+    plain = write_access_trace(tmp_path / "p.access.parquet", [0, 1], [1, 0], [0, 0], 4)
+    assert "frees" not in describe(str(plain))
+
+
+def test_traceio_event_column(tmp_path):
+    from swaptrace.core.traceio import TraceWriter, access_columns, event_counts, open_trace
+    from swaptrace.errors import TraceFileError
+
+    old = open_trace(write_access_trace(tmp_path / "o.access.parquet", [0, 1], [1, 0], [0, 0], 4))
+    assert not old.has_column("event") and access_columns(old) == ["step", "page", "write"]
+    assert event_counts(old) is None and set(old.read_all()) == {"step", "page", "write", "region"}
+    new = open_trace(write_access_trace(tmp_path / "n.access.parquet", [0, 1, 1], [1, 0, 0], [0, 0, 0], 4,
+                                        events=[0, 2, 2]))
+    assert new.has_column("event") and access_columns(new)[-1] == "event"
+    assert event_counts(new) == {"allocs": 0, "frees": 2, "freed_pages": 1}
+    with pytest.raises(ValueError, match="no optional column"):
+        TraceWriter(tmp_path / "x.access.parquet", "access", {}, optional=("nope",))
+    # an event column of another type family (strings) is refused when the file is opened
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(tmp_path / "n.access.parquet")
+    t = t.set_column(t.schema.get_field_index("event"), "event", pa.array(["a", "b", "c"]))
+    pq.write_table(t, tmp_path / "s.access.parquet")
+    with pytest.raises(TraceFileError, match="column 'event'"):
+        open_trace(tmp_path / "s.access.parquet")
+    # a value above 2: refused as the file is opened (row-group statistics), naming the file and the column
+    bad = write_access_trace(tmp_path / "b.access.parquet", [0, 1], [1, 0], [0, 0], 4, events=[0, 7])
+    with pytest.raises(TraceFileError, match="b.access.parquet.*'event'"):
+        open_trace(bad)
+    # a file written without statistics: refused as the values are read
+    t = pq.read_table(bad)
+    pq.write_table(t, tmp_path / "c.access.parquet", write_statistics=False)
+    unchecked = open_trace(tmp_path / "c.access.parquet")
+    with pytest.raises(TraceFileError, match="'event' holds values that are not event codes"):
+        list(unchecked.iter_batches(["event"]))

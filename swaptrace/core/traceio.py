@@ -199,10 +199,11 @@ DEFAULT_ENCODING = Encoding()
 #: ``page`` as DELTA_BINARY_PACKED (neighbouring accesses touch neighbouring pages, so most deltas take a few
 #: bits: this makes the file smaller than zstd made it), no dictionaries (the ``page`` column has too many
 #: distinct values for one; ``step`` and ``region`` change rarely and compress to almost nothing without)
-#: and statistics on ``step`` only (a reader filtering on a step range still skips row groups).
+#: and statistics on ``step`` (a reader filtering on a step range still skips row groups) and on the optional
+#: ``event`` (a code out of range is refused as the file is opened, before any output is begun).
 ENCODINGS: dict[str, Encoding] = {
     "access": Encoding(codec="lz4", column_encoding={"page": "DELTA_BINARY_PACKED"}, dictionary=(),
-                       statistics=("step",), batch_rows=1 << 16),
+                       statistics=("step", "event"), batch_rows=1 << 16),
 }
 
 
