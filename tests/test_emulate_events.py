@@ -305,3 +305,15 @@ def test_traceio_event_column(tmp_path):
     unchecked = open_trace(tmp_path / "c.access.parquet")
     with pytest.raises(TraceFileError, match="'event' holds values that are not event codes"):
         list(unchecked.iter_batches(["event"]))
+
+
+def test_designs_refuse_events(tmp_path):
+    # the log designs replay the emulator's evictions by access index and know no free: refused in one line
+    from click.testing import CliRunner
+
+    from swaptrace.cli import cli
+
+    trace = write_access_trace(tmp_path / "t.access.parquet", [0, 1, 0], [1, 1, 0], [0, 0, 0], 8, events=[0, 0, 2])
+    res = CliRunner().invoke(cli, ["designs", str(trace), "--memory-fraction", "0.5", "-o", str(tmp_path / "d")])
+    assert res.exit_code == 2 and "alloc and free events" in res.output and "Traceback" not in res.output
+    assert not (tmp_path / "d").exists()
