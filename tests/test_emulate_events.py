@@ -224,6 +224,7 @@ def test_events_through_the_cli(tmp_path):
     res = CliRunner().invoke(cli, ["emulate", str(trace), "-o", str(out), "--memory", "8KiB", "--policy", "lru",
                                    "--readahead", "none"])
     assert res.exit_code == 0, res.output
+    assert "allocs / frees               1 / 1  (freed in memory 0, on swap 1)" in res.output
     s = open_trace(out, "swapio").meta["summary"]
     assert s["frees"] == 1 and s["allocs"] == 1 and s["freed_swapped"] == 1 and s["accesses"] == 4
     assert s["major_faults"] == 0 and s["pages_in"] == 0
