@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hst
 from naive_emulate import write_access_trace
 from test_pagecache_naive import LINUX_VARIANTS, assert_same, run_both
 
@@ -318,3 +320,43 @@ def test_designs_refuse_events(tmp_path):
     res = CliRunner().invoke(cli, ["designs", str(trace), "--memory-fraction", "0.5", "-o", str(tmp_path / "d")])
     assert res.exit_code == 2 and "alloc and free events" in res.output and "Traceback" not in res.output
     assert not (tmp_path / "d").exists()
+
+
+@settings(max_examples=25, deadline=None)
+@given(trace=hst.integers(2, 30).flatmap(lambda f: hst.tuples(hst.just(f), hst.lists(
+           hst.tuples(hst.integers(0, f - 1), hst.sampled_from([L, L, S, S, A, FR])), min_size=1, max_size=300))),
+       frac=hst.floats(0.05, 1.0), policy=hst.sampled_from(["lru", "clock", "linux"]),
+       readahead=hst.sampled_from(["none", "vma", "cluster"]), lag=hst.sampled_from([None, 0, 3, 40]))
+def test_invariants_with_events(trace, frac, policy, readahead, lag):
+    footprint, rows = trace
+    pages = [p for p, _ in rows]
+    codes = [c for _, c in rows]
+    budget = max(1, int(frac * footprint))
+    kw = {"writeback_lag": lag} if policy == "linux" else {}
+    emu, _ = _run(pages, codes, budget, footprint=footprint, steps=np.sort(np.arange(len(pages)) % 3),
+                  policy=policy, readahead=readahead, **kw)
+    s, st = emu.summary(), emu.state
+    assert s["hits"] + s["faults"] == s["accesses"] == sum(c <= S for c in codes)
+    assert s.get("allocs", 0) == codes.count(A) and s.get("frees", 0) == codes.count(FR)
+    fl, slot = st.flags.astype(np.int64), st.slot
+    resident = np.flatnonzero(fl & ks.RESIDENT)
+    assert resident.size == st.resident_pages <= budget
+    # the lists hold exactly the resident pages
+    F, on_lists = st.F, []
+    for h in (F, F + 1):
+        x = int(st.lnext[h])
+        while x != h:
+            on_lists.append(x)
+            x = int(st.lnext[x])
+    assert sorted(on_lists) == resident.tolist()
+    if policy == "linux":
+        assert int(st.m[ks.R_N_ACTIVE]) + int(st.m[ks.R_N_INACTIVE]) == resident.size
+    # slots: owned once, each owner's slot is it, only pages with contents own one, the count is right
+    owners = np.flatnonzero(slot >= 0)
+    assert (st.slot_page[slot[owners]] == owners).all() and int(st.m[ks.R_SLOTS_USED]) == owners.size
+    assert ((fl[owners] & (ks.TOUCHED | ks.RESIDENT)) != 0).all()
+    # a page freed under writeback is resident, under writeback, unmapped and clean
+    freed = np.flatnonzero(fl & ks.FREED)
+    assert ((fl[freed] & (ks.RESIDENT | ks.WRITEBACK)) == (ks.RESIDENT | ks.WRITEBACK)).all()
+    assert not (fl[freed] & (ks.MAPPED | ks.DIRTY)).any()
+    assert int(st.m[ks.R_WB_N]) == np.count_nonzero(fl & ks.WRITEBACK)
