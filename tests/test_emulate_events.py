@@ -360,3 +360,22 @@ def test_invariants_with_events(trace, frac, policy, readahead, lag):
     assert ((fl[freed] & (ks.RESIDENT | ks.WRITEBACK)) == (ks.RESIDENT | ks.WRITEBACK)).all()
     assert not (fl[freed] & (ks.MAPPED | ks.DIRTY)).any()
     assert int(st.m[ks.R_WB_N]) == np.count_nonzero(fl & ks.WRITEBACK)
+
+
+def test_ensemble_members_with_events_count_as_runs_from_the_start(tmp_path):
+    # the ensemble's shared prefix and its forks read the event column as one run does
+    from swaptrace.core.traceio import access_codes, access_columns, open_trace
+    from swaptrace.emulate import ensemble_configs, load_profile, run_members
+
+    pages, writes, steps, events = event_trace(5, 400, 6000, steps=6)
+    trace = write_access_trace(tmp_path / "e.access.parquet", pages, writes, steps, 400, events=events)
+    tf = open_trace(trace, kind="access")
+    cfg = EmulatorConfig.resolve(tf.meta, memory_fraction=0.4)
+    members = ensemble_configs(cfg, 400, load_profile().ensemble)
+    runs = run_members(tf, members, nsteps=6, first_step=0, chunk_rows=1000, workers=1)
+    assert runs.prefix_accesses > 0
+    for m, found in zip(members, runs.counters, strict=True):
+        alone = Emulator(m, 400, None, nsteps=6)
+        for batch in tf.iter_batches(columns=access_columns(tf), batch_rows=777):
+            alone.count(batch["page"], access_codes(batch), batch["step"])
+        assert alone.counters() == found and found.frees == int(np.count_nonzero(events == 2))
