@@ -379,3 +379,11 @@ def test_ensemble_members_with_events_count_as_runs_from_the_start(tmp_path):
         for batch in tf.iter_batches(columns=access_columns(tf), batch_rows=777):
             alone.count(batch["page"], access_codes(batch), batch["step"])
         assert alone.counters() == found and found.frees == int(np.count_nonzero(events == 2))
+
+
+def test_rank_frequency_counts_accesses_only(tmp_path):
+    from swaptrace.figures.generate import trace_page_counts
+
+    trace = write_access_trace(tmp_path / "t.access.parquet", [0, 0, 1, 1, 1], [0, 0, 0, 0, 0], [0] * 5, 4,
+                               events=[0, 2, 1, 0, 2])
+    assert sorted(trace_page_counts(trace).tolist()) == [1, 1]  # one load of page 0, one of page 1
