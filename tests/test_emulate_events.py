@@ -387,3 +387,16 @@ def test_rank_frequency_counts_accesses_only(tmp_path):
     trace = write_access_trace(tmp_path / "t.access.parquet", [0, 0, 1, 1, 1], [0, 0, 0, 0, 0], [0] * 5, 4,
                                events=[0, 2, 1, 0, 2])
     assert sorted(trace_page_counts(trace).tolist()) == [1, 1]  # one load of page 0, one of page 1
+
+
+def test_capture_and_compute_measure_refuse_events(tmp_path):
+    # both replay the accesses on real memory, with no munmap or madvise for the events yet
+    from swaptrace.capture.replay import ReplayChild
+    from swaptrace.errors import ConfigError
+    from swaptrace.timing.model import measure_compute
+
+    trace = write_access_trace(tmp_path / "t.access.parquet", [0, 1, 0], [1, 1, 0], [0, 0, 0], 8, events=[0, 0, 2])
+    with pytest.raises(ConfigError, match="alloc and free events"):
+        ReplayChild(trace, memory_fraction=0.5).check_inputs(None)
+    with pytest.raises(ConfigError, match="alloc and free events"):
+        measure_compute(trace)
