@@ -1,7 +1,10 @@
 """Linux's two-list anonymous page reclaim (classic LRU, no MGLRU), as in mm/vmscan.c.
 
 * New and swapped-in pages enter the inactive list head (since 5.9 anon pages
-  start inactive); a page-table access sets the PTE young bit only.
+  start inactive: b518154e59aa "mm/vmscan: protect the workingset on anonymous
+  LRU", ``folio_add_lru_vma`` in mm/memory.c ``do_anonymous_page``, whose PTE is
+  made young by ``pte_sw_mkyoung``), so is a first touch after an alloc or a free
+  (:mod:`swaptrace.kernels.emulate.release`); a page-table access sets the PTE young bit only.
 * Refault activation (mm/workingset.c, anon since 5.9): an evicted page
   leaves a shadow entry holding ``nonresident_age``, a counter bumped by
   every eviction and every activation (``workingset_eviction``,
