@@ -70,8 +70,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "presets": ("presets", "List the model presets, or show one (NAME or a .toml file) with its footprint."),
     "generate": ("generate", "Generate a page-level access trace of DLRM training steps (Parquet)."),
     "train": ("train", "Train a DLRM in PyTorch on exactly the lookups `generate` draws for the same spec and seed."),
-    "inspect": ("inspect", "Show what a swaptrace Parquet file holds: kind, rows, steps, footprint, read/write split "
-                           "and busiest regions (access traces), and its metadata."),
+    "inspect": ("inspect", "Show what a swaptrace Parquet file holds: kind, rows, steps, footprint, read/write split, "
+                           "alloc and free events and busiest regions (access traces), and its metadata."),
     "emulate": ("emulate", "Emulate Linux swapping of TRACE under a DRAM budget; write the swap I/O stream."),
     "mrc": ("mrc", "LRU miss-ratio curve of TRACE for every memory size, in one pass."),
     "export": ("export", "Export TRACE for libCacheSim (oracleGeneral binary) or as CSV, next-access times "

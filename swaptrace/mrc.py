@@ -5,6 +5,11 @@
   O(footprint pages); a trace of any length streams through in chunks. The
   curve at ``c`` pages equals the miss count of an exact LRU cache of ``c``
   pages (``swaptrace emulate --policy lru --readahead none``: its ``faults``).
+  A trace's alloc and free events (docs/formats.md) take the page out of the
+  stack: its next access is a first access (a miss at every size). With frees
+  of resident pages the curve is a lower bound on that LRU cache's misses
+  (the stack credits a cache of ``c`` pages with the page that moved up into
+  place ``c``, which the cache left on swap); without, it is exact.
 * :func:`shards_mrc` -- SHARDS sampling (Waldspurger et al., FAST 2015):
   fixed rate ``sample_rate`` with the SHARDS_adj correction, or, with
   ``sample_pages``, the fixed-size variant that lowers the rate as it goes.
@@ -100,10 +105,15 @@ def _tree_state(footprint: int, capacity: int | None = None):
 
 
 def _pages(tf, batch_rows, footprint, progress=None):
-    """Chunks of the page column as int64, checked against the footprint."""
-    for batch in prefetch(tf.iter_batches(columns=["page"], batch_rows=batch_rows)):
+    """Chunks of the page column as int64, checked against the footprint; an alloc or free event's row
+    is ``-(page + 1)`` (both free what the address holds, :mod:`swaptrace.kernels.mrc.stack`)."""
+    events = tf.has_column("event")
+    for batch in prefetch(tf.iter_batches(columns=["page", "event"] if events else ["page"], batch_rows=batch_rows)):
         pages = np.ascontiguousarray(batch["page"], dtype=np.int64)
         _check_pages(pages, footprint, tf.path)
+        if events:
+            released = batch["event"] != 0
+            pages[released] = -pages[released] - 1
         yield pages
         if progress is not None:
             progress(pages.size)
@@ -131,13 +141,13 @@ def exact_mrc(trace: str | os.PathLike, *, progress: Callable[[int], None] | Non
 
 
 def mrc_from_chunks(chunks, footprint_pages: int, page_bytes: int = 4096) -> MissRatioCurve:
-    """Exact LRU curve of page-number chunks (numpy int64 arrays, each page below ``footprint_pages``)."""
+    """Exact LRU curve of page-number chunks (numpy int64 arrays, each page below ``footprint_pages``; an entry
+    ``-(p + 1)`` frees page ``p``: it leaves the stack and is not an access)."""
     last, page_at, tree, reg = _tree_state(footprint_pages)
     hist = np.zeros(footprint_pages + 1, np.int64)
     n = 0
     for pages in chunks:
-        _stack_chunk(pages, last, page_at, tree, reg, hist)
-        n += pages.size
+        n += pages.size - _stack_chunk(pages, last, page_at, tree, reg, hist)
     return MissRatioCurve(
         sizes_pages=np.arange(footprint_pages + 1, dtype=np.int64),
         misses=_curve_from_hist(hist),
@@ -202,8 +212,7 @@ def shards_from_chunks(chunks, footprint_pages: int, page_bytes: int = 4096, *, 
         rate = threshold / MODULUS
         last, page_at, tree, reg = _tree_state(footprint)  # sampled pages <= footprint: compaction always frees room
         for pages in chunks:
-            _shards_fixed_rate_chunk(pages, threshold, last, page_at, tree, reg, hist, rate)
-            n += pages.size
+            n += pages.size - _shards_fixed_rate_chunk(pages, threshold, last, page_at, tree, reg, hist, rate)
         sampled = float(reg[2])
         final_rate = rate
     else:
@@ -214,8 +223,8 @@ def shards_from_chunks(chunks, footprint_pages: int, page_bytes: int = 4096, *, 
         heap_p = np.zeros(s_max + 1, np.int64)
         fstate = np.zeros(1, np.float64)
         for pages in chunks:
-            _shards_fixed_size_chunk(pages, s_max, last, page_at, tree, reg, hist, heap_h, heap_p, fstate)
-            n += pages.size
+            n += pages.size - _shards_fixed_size_chunk(pages, s_max, last, page_at, tree, reg, hist, heap_h, heap_p,
+                                                       fstate)
         sampled = float(fstate[0])
         final_rate = reg[3] / MODULUS
     expected = n * final_rate

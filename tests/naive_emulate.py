@@ -56,6 +56,10 @@ class NaiveLRU:
             emu.evict(page)
             done += 1
 
+    def remove(self, page):
+        """The program freed ``page``: it leaves the list."""
+        del self.order[page]
+
     def resident_order(self):
         return list(self.order)[::-1]  # most recent first
 
@@ -83,6 +87,10 @@ class NaiveClock:
                 del self.ref[page]
                 emu.evict(page)
                 done += 1
+
+    def remove(self, page):
+        self.queue.remove(page)
+        del self.ref[page]
 
     def resident_order(self):
         return self.queue[::-1]
@@ -174,6 +182,8 @@ class NaiveLinux:
                 emu.flush()  # waiting is sleeping: the plug is submitted first, so nothing merges across it
                 emu.complete_writes(None)
                 emu.c["writeback_waits"] += 1
+            if page not in emu.resident:  # the program freed it under writeback: gone as the write completed
+                continue
             if self.young[page]:
                 self.young[page] = False
                 if self.referenced[page]:
@@ -272,6 +282,15 @@ class NaiveLinux:
         self.refault_snap = self.stat_refaults()
         return done
 
+    def remove(self, page):
+        """Off whichever list holds it (a page isolated by reclaim is on neither), no shadow left."""
+        for lst in (self.active, self.inactive):
+            if page in lst:
+                lst.remove(page)
+        self.young.pop(page, None)
+        self.referenced.pop(page, None)
+        self.shadow.pop(page, None)
+
     def resident_order(self):
         return self.active[::-1] + self.inactive[::-1]
 
@@ -352,6 +371,8 @@ class NaiveEmulator:
         self.wb_mark = -1  # "next-level": the writeback clock as the last level ended
         self.writes_in_flight = deque()
         self.wb_pages = set()
+        self.freed_wb = set()  # pages the program freed while their write was in flight (still resident)
+        self.freed_wb_dropped = self.freed_wb_forgotten = 0  # how each left (for the tests' coverage checks)
         self.wb_clock = 0
         self.zero_mapped = set()
         # page state
@@ -384,7 +405,8 @@ class NaiveEmulator:
         self.error = False
         self.c = dict.fromkeys(
             "accesses hits faults zero_fill zero_page major_faults pages_in pages_out readahead_issued readahead_hit "
-            "swapcache_hit writeback_waits evictions clean_drops slot_frees reclaim_calls".split(),
+            "swapcache_hit writeback_waits evictions clean_drops slot_frees reclaim_calls allocs frees freed_resident "
+            "freed_swapped".split(),
             0,
         )
 
@@ -483,7 +505,11 @@ class NaiveEmulator:
         while q and (upto is None or q[0][1] <= upto):
             page, _ = q.popleft()
             self.wb_pages.discard(page)
-            if page not in self.dirty:
+            if page in self.freed_wb:  # freed by the program while written: now the frame and slot go
+                self.freed_wb.discard(page)
+                self.freed_wb_dropped += 1
+                self.drop(page)
+            elif page not in self.dirty:
                 self.policy.rotate_to_tail(page)
 
     def evict(self, page):
@@ -545,8 +571,60 @@ class NaiveEmulator:
         return list(range(start, end + 1))
 
     # ---- accesses --------------------------------------------------------
+    # ---- alloc and free events (mm/memory.c zap_pte_range, mm/swapfile.c free_swap_and_cache) ----------
+    def drop(self, page):
+        """Free a page that has a frame: off its list, its swap slot (if any) freed, nothing written."""
+        self.policy.remove(page)
+        if page in self.slot_of:
+            self.free_slot(page)
+        for s in (self.resident, self.mapped, self.dirty, self.touched, self.ra_pages):
+            s.discard(page)
+
+    def release(self, page, event):
+        """``event`` 1 (alloc) or 2 (free): whatever the address held is freed, with no I/O.
+
+        A frame goes at once -- unless its write is in flight: then it stays (charged, on its list) until
+        the write completes. A page on swap gives back its slot. Nothing of the page is remembered (no
+        shadow): its next touch is a first touch. An alloc over a live page frees it the same way (an
+        mmap over a mapping unmaps it first); an alloc or free of an address holding nothing only counts.
+        """
+        self.c["allocs" if event == 1 else "frees"] += 1
+        if page in self.freed_wb:
+            return
+        self.zero_mapped.discard(page)
+        if isinstance(self.policy, NaiveLinux):
+            self.policy.shadow.pop(page, None)
+        if page in self.resident:
+            self.c["freed_resident"] += 1
+            if page in self.wb_pages:
+                self.freed_wb.add(page)
+                for s in (self.mapped, self.dirty, self.ra_pages):
+                    s.discard(page)
+            else:
+                self.drop(page)
+        elif page in self.touched:
+            if page in self.slot_of:
+                self.free_slot(page)
+                self.c["freed_swapped"] += 1
+            self.touched.discard(page)
+
+    def forget_freed(self, page):
+        """A page freed under writeback is touched again first: the old frame goes now, its write forgotten."""
+        q = list(self.writes_in_flight)
+        j = next(i for i, (p, _) in enumerate(q) if p == page)
+        if j >= len(q) - self.plugged:
+            self.plugged -= 1
+        del q[j]
+        self.writes_in_flight = deque(q)
+        self.wb_pages.discard(page)
+        self.freed_wb.discard(page)
+        self.freed_wb_forgotten += 1
+        self.drop(page)
+
     def access(self, page, write):
         self.c["accesses"] += 1
+        if page in self.freed_wb:
+            self.forget_freed(page)
         if page in self.mapped or (page in self.zero_mapped and not write):
             self.c["hits"] += 1
             if page in self.mapped:
@@ -635,26 +713,40 @@ class NaiveEmulator:
                 return
             self.touched.add(int(p))
 
-    def run(self, pages, writes, steps):
+    def run(self, pages, writes, steps, events=None):
+        """Replay rows; ``events`` (the trace's optional column): 0 access, 1 alloc, 2 free per row.
+
+        Every row, events included, takes its place in its step's time.
+        """
         steps = np.asarray(steps, dtype=np.int64)
         counts = np.bincount(steps - self.first_step) if len(steps) else np.zeros(0, np.int64)
+        events = np.zeros(len(steps), np.int64) if events is None else np.asarray(events)
         seen = {}
-        for page, write, step in zip(np.asarray(pages).tolist(), np.asarray(writes).tolist(), steps.tolist(), strict=True):
+        for page, write, step, event in zip(np.asarray(pages).tolist(), np.asarray(writes).tolist(), steps.tolist(),
+                                            events.tolist(), strict=True):
             si = step - self.first_step
             j = seen.get(si, 0)
             seen[si] = j + 1
             self.now = (si * self.step_us + j * self.step_us / counts[si], step)
-            self.access(page, bool(write))
+            if event:
+                self.release(page, event)
+            else:
+                self.access(page, bool(write))
             if self.error:
                 break
         return self.rows, self.c
 
 
-def naive_lru_misses(pages, capacity):
-    """Misses of an exact LRU cache of ``capacity`` pages (OrderedDict)."""
+def naive_lru_misses(pages, capacity, events=None):
+    """Misses of an exact LRU cache of ``capacity`` pages (OrderedDict); ``events``: an alloc or free row
+    drops the page from the cache, leaving its frame empty (nothing is read back into it)."""
     cache = OrderedDict()
     misses = 0
-    for p in np.asarray(pages).tolist():
+    events = [0] * len(pages) if events is None else np.asarray(events).tolist()
+    for p, ev in zip(np.asarray(pages).tolist(), events, strict=True):
+        if ev:
+            cache.pop(p, None)
+            continue
         if p in cache:
             cache.move_to_end(p)
         else:
@@ -667,11 +759,21 @@ def naive_lru_misses(pages, capacity):
     return misses
 
 
-def naive_stack_distances(pages):
-    """LRU stack distance of each access (1-based; 0 for a first access), by scanning a list."""
+def naive_stack_distances(pages, events=None):
+    """LRU stack distance of each access (1-based; 0 for a first access), by scanning a list.
+
+    ``events`` (0 access, 1 alloc, 2 free per row): an alloc or a free takes the page out of the stack
+    (its next access is a first access); its entry is -1.
+    """
     stack = []
     out = []
-    for p in np.asarray(pages).tolist():
+    events = [0] * len(pages) if events is None else np.asarray(events).tolist()
+    for p, ev in zip(np.asarray(pages).tolist(), events, strict=True):
+        if ev:
+            if p in stack:
+                stack.remove(p)
+            out.append(-1)
+            continue
         if p in stack:
             d = len(stack) - stack.index(p)
             stack.remove(p)
@@ -682,8 +784,10 @@ def naive_stack_distances(pages):
     return np.array(out, dtype=np.int64)
 
 
-def write_access_trace(path, pages, writes, steps, footprint_pages, page_bytes=4096, regions=None, row_group_rows=None):
-    """Write a small ``kind: access`` file from arrays (for tests of every stage)."""
+def write_access_trace(path, pages, writes, steps, footprint_pages, page_bytes=4096, regions=None, row_group_rows=None,
+                       events=None):
+    """Write a small ``kind: access`` file from arrays (for tests of every stage); ``events``: the optional
+    ``event`` column (0 access, 1 alloc, 2 free)."""
     from swaptrace.core.traceio import TraceWriter
 
     pages = np.asarray(pages, dtype=np.uint64)
@@ -698,8 +802,10 @@ def write_access_trace(path, pages, writes, steps, footprint_pages, page_bytes=4
         "steps": n_steps,
     }
     kw = {"row_group_rows": row_group_rows} if row_group_rows else {}
-    with TraceWriter(path, "access", meta, force=True, **kw) as w:
-        w.write(step=steps, page=pages, write=np.asarray(writes, dtype=bool), region=np.zeros(pages.size, np.uint16))
+    extra = {} if events is None else {"event": np.asarray(events, dtype=np.uint8)}
+    with TraceWriter(path, "access", meta, force=True, optional=tuple(extra), **kw) as w:
+        w.write(step=steps, page=pages, write=np.asarray(writes, dtype=bool), region=np.zeros(pages.size, np.uint16),
+                **extra)
     return path
 
 

@@ -13,6 +13,10 @@ make ``s_max + 1``, the page with the largest hash leaves the sample and ``T`` b
 page, and any with an equal or larger hash, is no longer sampled); the histogram so far and the sampled-access
 count are multiplied by ``R_new / R_old``, and the new access is counted only if the new page is still below ``T``.
 
+Free events (an alloc or a free row of the trace, given here as ``-(page + 1)``): a sampled page leaves the
+stack, so its next access is a first access; SHARDS_max keeps it in its sample set (counted against
+``s_max``) until the threshold drops past its hash or it comes back. Frees are not accesses (not in ``N``).
+
 The hash is the one the product documents (a splitmix64 finaliser of the page number, its top 24 bits:
 ``P = 2**24``); it is restated here so the comparison with the kernel can be exact.
 """
@@ -62,12 +66,18 @@ def shards_fixed_rate(pages, footprint: int, rate_threshold: int, adjust: bool =
     hist = np.zeros(footprint + 1)
     stack: list[int] = []
     sampled = 0
-    for p in pages:
+    n = 0
+    for p in map(int, pages):
+        if p < 0:  # a free of page -p - 1
+            if -p - 1 in stack:
+                stack.remove(-p - 1)
+            continue
+        n += 1
         if hash24(p) >= rate_threshold:
             continue
         sampled += 1
-        hist[_bucket(_distance(stack, int(p)), rate, footprint)] += 1
-    return _curve(hist, rate, len(pages), footprint, sampled, adjust)
+        hist[_bucket(_distance(stack, p), rate, footprint)] += 1
+    return _curve(hist, rate, n, footprint, sampled, adjust)
 
 
 def shards_fixed_size(pages, footprint: int, s_max: int, adjust: bool = True) -> tuple[np.ndarray, float]:
@@ -75,22 +85,31 @@ def shards_fixed_size(pages, footprint: int, s_max: int, adjust: bool = True) ->
     threshold = P
     hist = np.zeros(footprint + 1)
     stack: list[int] = []
+    sample: set[int] = set()  # the pages in the sample: the stack's, and freed ones not yet dropped
     sampled = 0.0
+    n = 0
     for p in map(int, pages):
+        if p < 0:
+            if -p - 1 in stack:
+                stack.remove(-p - 1)
+            continue
+        n += 1
         if hash24(p) >= threshold:
             continue
-        if p not in stack and len(stack) + 1 > s_max:
-            evict = max(stack + [p], key=hash24)
+        if p not in sample and len(sample) + 1 > s_max:
+            evict = max([*sample, p], key=hash24)
             new_threshold = hash24(evict)
             scale = new_threshold / threshold
             hist *= scale
             sampled *= scale
             threshold = new_threshold
             stack = [q for q in stack if hash24(q) < threshold]
+            sample = {q for q in sample if hash24(q) < threshold}
             if hash24(p) >= threshold:
                 continue
+        sample.add(p)
         rate = threshold / P
         sampled += 1
         hist[_bucket(_distance(stack, p), rate, footprint)] += 1
     rate = threshold / P
-    return _curve(hist, rate, len(pages), footprint, sampled, adjust), rate
+    return _curve(hist, rate, n, footprint, sampled, adjust), rate

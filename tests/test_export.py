@@ -58,3 +58,23 @@ def test_libcachesim_lru_equals_ours(generated_trace, tmp_path):
     footprint = curve.sizes_pages.size - 1
     for size in (16, footprint // 8, footprint // 2, footprint):
         assert libcachesim_lru_misses(out, size) == curve.misses_at(size)
+
+
+def test_events_are_left_out(tmp_path):
+    # alloc and free rows are not in either format, and next-access times count access rows only
+    rng = np.random.default_rng(2)
+    pages = rng.integers(0, 30, 600)
+    events = rng.choice([0, 0, 0, 1, 2], 600)
+    steps = np.repeat(np.arange(3), 200)
+    trace = write_access_trace(tmp_path / "t.access.parquet", pages, pages % 3 == 0, steps, 30, row_group_rows=70,
+                               events=events)
+    keep = events == 0
+    raw = np.fromfile(export_trace(trace, tmp_path / "t.bin"), dtype=ORACLE_GENERAL_DTYPE)
+    assert raw.size == keep.sum()
+    np.testing.assert_array_equal(raw["obj_id"], pages[keep])
+    np.testing.assert_array_equal(raw["clock_time"], steps[keep])
+    np.testing.assert_array_equal(raw["next_access_vtime"], naive_next(pages[keep].tolist()))
+    rows = np.genfromtxt(export_trace(trace, tmp_path / "t.csv", fmt="csv"), delimiter=",", names=True, dtype=None,
+                         encoding="utf-8")
+    np.testing.assert_array_equal(rows["obj_id"], pages[keep])
+    np.testing.assert_array_equal(rows["next_access_vtime"], raw["next_access_vtime"])

@@ -124,6 +124,24 @@ MUTANTS: dict[str, tuple[list[str], list[tuple[str, str, str, str]]]] = {
         ("swaptrace/fio/runner.py", "            buf = rng.bytes(n)", "            buf = bytes(n)",
          "target filled with zeros"),
     ]),
+    "events": (["tests/test_emulate_events.py", "tests/test_mrc_events.py"], [
+        ("swaptrace/kernels/emulate/release.py", "    if m[m[O_SLOT] + page] >= 0:\n        _free_slot(m, page)\n    m[R_RESIDENT]",
+         "    m[R_RESIDENT]", "a freed resident page keeps its swap slot"),
+        ("swaptrace/kernels/emulate/release.py", "    m[m[O_SHADOW] + page] = -1\n", "",
+         "a freed page keeps its refault shadow"),
+        ("swaptrace/kernels/emulate/release.py", "        if fl & WRITEBACK:", "        if False:",
+         "a page under writeback freed at once"),
+        ("swaptrace/kernels/emulate/release.py", "            m[R_WB_PLUGGED] -= 1", "            pass",
+         "a forgotten write's plug count kept"),
+        ("swaptrace/kernels/emulate/linux_lists.py", "        if fl & FREED:\n            _drop(b, m, page)\n        elif",
+         "        if", "a page freed under writeback never dropped"),
+        ("swaptrace/kernels/emulate/loop.py", "    m[C_ACCESSES] += i - start - events", "    m[C_ACCESSES] += i - start",
+         "events counted as accesses"),
+        ("swaptrace/kernels/mrc/stack.py", "        reg[1] -= 1\n        last[p] = -2", "        last[p] = -2",
+         "a freed page still counted in the stack"),
+        ("swaptrace/workload/export.py", "            pages = np.ascontiguousarray(pages[kept])", "            pass",
+         "next-access times count event rows"),
+    ]),
 }
 
 

@@ -58,6 +58,8 @@ class ReplayChild:
         for key in ("footprint_pages", "page_bytes"):
             if key not in meta:
                 raise TraceFileError(f"{self.tf.path}: access trace metadata lacks {key!r}")
+        if self.tf.has_column("event"):  # the replaying child has no munmap/madvise to play them with
+            raise ConfigError(f"{self.tf.path}: capture does not replay alloc and free events (column 'event') yet")
         self.page_bytes = int(meta["page_bytes"])
         if self.page_bytes % 4096:
             raise ConfigError(f"page_bytes {self.page_bytes} is not a multiple of 4096")

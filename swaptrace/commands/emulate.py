@@ -46,6 +46,9 @@ def _render(s: dict[str, Any]) -> str:
         f"bytes read      {format_bytes(s['bytes_read']):>14}   written {format_bytes(s['bytes_written'])}",
         f"requests        {s['requests']['read']:>14,} reads, {s['requests']['write']:,} writes",
     ]
+    if "frees" in s:  # the trace had alloc and free events
+        lines.append(f"allocs / frees  {s['allocs']:>14,} / {s['frees']:,}  (freed in memory {s['freed_resident']:,}, "
+                     f"on swap {s['freed_swapped']:,})")
     if "ensemble" in s:
         e = s["ensemble"]
         lines.append(f"ensemble        {e['runs']:>14} runs: pages in {e['pages_in'][0]:,}..{e['pages_in'][1]:,}, "

@@ -58,15 +58,24 @@ def _access_facts(trace: TraceFile, top: int) -> dict[str, Any]:
         kind = regions[i].get("kind", "?") if i < len(regions) else "?"
         top_regions.append({"region": name, "kind": kind, "accesses": int(counts[i]), "share": float(counts[i] / total)})
     footprint = int(meta.get("footprint_bytes", 0))
+    from swaptrace.core.traceio import event_counts
+
+    events = event_counts(trace)  # None: no event column (every row an access)
+    accesses = trace.num_rows
+    if events is not None:  # stores among the access rows only (an event row's write flag means nothing)
+        writes = sum(int(np.count_nonzero(b["write"] & (b["event"] == 0)))
+                     for b in trace.iter_batches(["write", "event"]))
+        accesses -= events["allocs"] + events["frees"]
     return {
         "steps": meta.get("steps"),
         "first_step": meta.get("first_step"),
         "footprint_bytes": footprint,
         "footprint": f"{format_bytes(footprint)} ({meta.get('footprint_pages')} pages of {trace.page_bytes} B)",
-        "reads": trace.num_rows - writes,
+        "reads": accesses - writes,
         "writes": writes,
-        "write_share": writes / total,
+        "write_share": writes / max(accesses, 1),
         "top_regions": top_regions,
+        **({} if events is None else events),
     }
 
 
@@ -94,7 +103,8 @@ def describe(path: str, top: int = 10) -> dict[str, Any]:
 
 def _render(facts: dict[str, Any]) -> str:
     lines = []
-    for key in ("file", "kind", "rows", "row_groups", "parts", "steps", "first_step", "footprint", "reads", "writes"):
+    for key in ("file", "kind", "rows", "row_groups", "parts", "steps", "first_step", "footprint", "reads", "writes",
+                "allocs", "frees", "freed_pages"):
         if key in facts and facts[key] is not None:
             lines.append(f"{key:<11} {facts[key]}")
     if "write_share" in facts:
@@ -123,7 +133,7 @@ def _render(facts: dict[str, Any]) -> str:
 @writes((), ("file",))
 def command(file: str, top: int, as_json: bool) -> None:
     """Show what a swaptrace Parquet file holds: kind, rows, steps, footprint,
-    read/write split and busiest regions (access traces), and its metadata.
+    read/write split, alloc and free events and busiest regions (access traces), and its metadata.
 
     A recording (capture --record) shows pages allocated, freed,
     first-touched and referenced per step.

@@ -18,6 +18,7 @@ Kinds and their columns (see docs/formats.md):
     page   uint64 page number in the model's virtual address space
     write  bool   store (true) or load (false)
     region uint16 index into ``regions`` in the metadata
+    event  uint8  optional: 0 access, 1 alloc, 2 free (absent: every row an access)
     ====== ====== ==========================================================
 
 ``swapio`` -- one row per block request, in issue order
@@ -101,6 +102,16 @@ _DICT = pa.dictionary(pa.int8(), pa.string())
 ACCESS_SCHEMA = pa.schema(
     [("step", pa.uint32()), ("page", pa.uint64()), ("write", pa.bool_()), ("region", pa.uint16())]
 )
+#: the access trace's event codes (optional column ``event``; docs/formats.md): an access (load or store by
+#: ``write``), an alloc (the address becomes valid again: no charge, no I/O) and a free (munmap,
+#: MADV_DONTNEED: the page and its swap slot are released, no I/O)
+EVENTS = ("access", "alloc", "free")
+EVENT_ACCESS, EVENT_ALLOC, EVENT_FREE = 0, 1, 2
+#: the emulator's per-row access codes (swaptrace.kernels.emulate.state.ACC_*): load, store, alloc, free
+ACCESS_CODE_LOAD, ACCESS_CODE_STORE, ACCESS_CODE_ALLOC, ACCESS_CODE_FREE = 0, 1, 2, 3
+#: per kind, columns a file may have beyond its schema (readers that ignore them read it as before)
+OPTIONAL_COLUMNS: dict[str, tuple[pa.Field, ...]] = {"access": (pa.field("event", pa.uint8()),)}
+
 SWAPIO_SCHEMA = pa.schema(
     [
         ("t_us", pa.float64()),
@@ -162,6 +173,8 @@ VALUE_CHECKS: dict[str, dict[str, tuple[Any, str]]] = {
         "direction": (lambda a, m: all(v in ("read", "write", "trim") for v in a), "read, write or trim"),
     },
     "access": {
+        "event": (lambda a, m: a.dtype.kind in "iu" and (a.dtype.kind == "u" or int(a.min()) >= 0)
+                  and int(a.max()) <= EVENT_FREE, "event codes 0 (access), 1 (alloc) or 2 (free)"),
         # pages inside the footprint the metadata declares (the emulator sizes its tables by it)
         "page": (lambda a, m: (a.dtype.kind == "u" or int(a.min()) >= 0)
                  and ("footprint_pages" not in m or int(a.max()) < int(m["footprint_pages"])),
@@ -210,10 +223,11 @@ DEFAULT_ENCODING = Encoding()
 #: ``page`` as DELTA_BINARY_PACKED (neighbouring accesses touch neighbouring pages, so most deltas take a few
 #: bits: this makes the file smaller than zstd made it), no dictionaries (the ``page`` column has too many
 #: distinct values for one; ``step`` and ``region`` change rarely and compress to almost nothing without)
-#: and statistics on ``step`` only (a reader filtering on a step range still skips row groups).
+#: and statistics on ``step`` (a reader filtering on a step range still skips row groups) and on the optional
+#: ``event`` (a code out of range is refused as the file is opened, before any output is begun).
 ENCODINGS: dict[str, Encoding] = {
     "access": Encoding(codec="lz4", column_encoding={"page": "DELTA_BINARY_PACKED"}, dictionary=(),
-                       statistics=("step",), batch_rows=1 << 16),
+                       statistics=("step", "event"), batch_rows=1 << 16),
 }
 
 
@@ -317,11 +331,17 @@ class TraceWriter:
         *,
         force: bool = False,
         row_group_rows: int = DEFAULT_ROW_GROUP,
+        optional: tuple[str, ...] = (),
     ):
         if kind not in KINDS:
             raise ValueError(f"unknown kind {kind!r}")
         self.kind = kind
         self.schema = KINDS[kind]
+        for name in optional:  # optional columns (OPTIONAL_COLUMNS), after the kind's own
+            extra = {f.name: f for f in OPTIONAL_COLUMNS.get(kind, ())}
+            if name not in extra:
+                raise ValueError(f"a {kind} file has no optional column {name!r}")
+            self.schema = self.schema.append(extra[name])
         self.metadata: dict[str, Any] = {
             "kind": kind,
             "schema_version": SCHEMA_VERSION,
@@ -447,6 +467,19 @@ class TraceFile:
         """The Parquet files holding the rows, in order (the file itself, or a dataset's parts)."""
         return self.parts or (self.path,)
 
+    def has_column(self, name: str) -> bool:
+        """Whether every file of the trace has column ``name`` (an optional one, :data:`OPTIONAL_COLUMNS`).
+
+        Raises
+        ------
+        TraceFileError
+            Some parts of a dataset have it and others not.
+        """
+        have = [name in _parquet_file(part).schema_arrow.names for part in self.files]
+        if any(have) and not all(have):
+            raise TraceFileError(f"{self.path}: column {name!r} is in some parts and not in others")
+        return bool(have) and all(have)
+
     def iter_batches(self, columns: list[str] | None = None, batch_rows: int = DEFAULT_ROW_GROUP) -> Iterator[dict[str, np.ndarray]]:
         """Yield dicts of numpy arrays, ``batch_rows`` rows at a time (fewer at a row group's end; a batch never
         spans two parts of a dataset).
@@ -529,6 +562,41 @@ class TraceFile:
             schema = KINDS[self.kind]
             return {n: np.empty(0, dtype=_numpy_dtype(schema.field(n).type)) for n in names}
         return {n: np.concatenate([p[n] for p in parts]) for n in names}
+
+
+def access_columns(tf: TraceFile) -> list[str]:
+    """The columns a replay of access trace ``tf`` reads: ``step``, ``page``, ``write``, and ``event`` if it has one."""
+    return ["step", "page", "write", *(["event"] if tf.has_column("event") else [])]
+
+
+def access_codes(batch: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Per row of an access-trace batch, its access code (uint8 ``ACCESS_CODE_*``): the ``write`` flags as they
+    are (bool, codes 0 and 1) when the batch has no ``event`` column, else 0/1 for an access (load, store),
+    2 for an alloc, 3 for a free."""
+    write = batch["write"]
+    event = batch.get("event")
+    if event is None:
+        return write
+    codes = write.astype(np.uint8)
+    np.putmask(codes, event != EVENT_ACCESS, event.astype(np.uint8) + 1)
+    return codes
+
+
+def event_counts(tf: TraceFile) -> dict[str, int] | None:
+    """``{"allocs", "frees", "freed_pages"}`` of access trace ``tf`` (``freed_pages``: distinct pages freed at
+    least once), or None when it has no ``event`` column. One pass over ``page`` and ``event``."""
+    if not tf.has_column("event"):
+        return None
+    allocs = frees = 0
+    freed: list[np.ndarray] = []
+    for batch in tf.iter_batches(["page", "event"]):
+        ev = batch["event"]
+        allocs += int(np.count_nonzero(ev == EVENT_ALLOC))
+        is_free = ev == EVENT_FREE
+        frees += int(np.count_nonzero(is_free))
+        if is_free.any():
+            freed = [np.unique(np.concatenate([*freed, batch["page"][is_free]]))]
+    return {"allocs": allocs, "frees": frees, "freed_pages": int(freed[0].size) if freed else 0}
 
 
 def _numpy_dtype(t: pa.DataType) -> np.dtype:
@@ -649,7 +717,7 @@ def _check_columns(p: Path, kind: str, schema: pa.Schema) -> None:
     missing = [n for n in KINDS[kind].names if n not in schema.names]
     if missing:
         raise TraceFileError(f"{p}: {kind} file lacks column(s) {', '.join(missing)}")
-    for want in KINDS[kind]:
+    for want in (*KINDS[kind], *(f for f in OPTIONAL_COLUMNS.get(kind, ()) if f.name in schema.names)):
         have = schema.field(want.name).type
         if not _same_family(want.type, have):
             raise TraceFileError(f"{p}: column {want.name!r} is {have}; a {kind} file has {want.type}")

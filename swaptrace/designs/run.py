@@ -72,6 +72,8 @@ def run_designs(trace: str | os.PathLike, outputs: dict[str, str | os.PathLike],
     first_step = int(tf.meta.get("first_step", 0))
     if config.initial_state != "untouched":
         raise ConfigError("the log designs start from an empty swap area: use --initial-state untouched")
+    if tf.has_column("event"):  # the log kernel replays evictions by access index and knows no free
+        raise ConfigError(f"{tf.path}: the swap designs do not replay alloc and free events (column 'event') yet")
     footprint = int(tf.meta["footprint_pages"])
     with ExitStack() as stack:
         pool = stack.enter_context(ThreadPoolExecutor(2))  # the step counting pass, then the Parquet writes

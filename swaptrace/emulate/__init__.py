@@ -108,7 +108,10 @@ never-written pages) +
 read-ahead page) + ``swapcache_hit`` (minor faults on a page reclaim had
 unmapped but not yet freed)), ``pages_in``, ``pages_out``, ``readahead_issued``,
 ``evictions``, ``clean_drops``, ``slot_frees``, ``bytes_read``,
-``bytes_written``, ``requests`` and ``request_size_hist`` by op.
+``bytes_written``, ``requests`` and ``request_size_hist`` by op; with the
+trace's alloc and free events (docs/formats.md), ``allocs``, ``frees``,
+``freed_resident`` and ``freed_swapped``
+(:mod:`swaptrace.kernels.emulate.release`).
 """
 
 from swaptrace.core.lazy import lazy_names

@@ -78,7 +78,10 @@ class Emulator:
 
     def feed(self, pages: np.ndarray, writes: np.ndarray, steps: np.ndarray,
              progress: Callable[[int], None] | None = None) -> Iterator[dict[str, np.ndarray]]:
-        """Process one chunk of accesses; yield the swap I/O rows as column dicts as they fill up."""
+        """Process one chunk of accesses; yield the swap I/O rows as column dicts as they fill up.
+
+        ``writes``: a bool store flag per row, or uint8 access codes with alloc and free events
+        (:func:`swaptrace.core.traceio.access_codes`)."""
         if self.state.m[ks.P_OUT_CAP] == 0:
             raise ValueError("a counting run (fork(counting=True)) writes no rows: use count()")
         pages, writes, steps = kernel_columns(pages, writes, steps, self._scratch)
@@ -229,6 +232,8 @@ class Emulator:
                 "bytes_read bytes_written").split()
         return {
             **{k: getattr(c, k) for k in keys},
+            **({k: getattr(c, k) for k in ("allocs", "frees", "freed_resident", "freed_swapped")}
+               if c.allocs or c.frees else {}),
             "memory_pages": self.cfg.budget_pages,
             "requests": {"read": c.read_requests, "write": c.write_requests, "discard": 0},
             "request_size_hist": {
@@ -244,7 +249,9 @@ class Emulator:
 
 def kernel_columns(pages: np.ndarray, writes: np.ndarray, steps: np.ndarray,
                    scratch: dict[str, np.ndarray] | None = None):
-    """The kernel's dtypes: int64 pages (a writable copy of Arrow's read-only buffers), int64 steps, bool writes.
+    """The kernel's dtypes: int64 pages (a writable copy of Arrow's read-only buffers), int64 steps, and uint8
+    access codes: ``writes`` is a bool store flag per row (viewed as codes 0 and 1, no copy) or the codes
+    themselves (:func:`swaptrace.core.traceio.access_codes`: a trace with alloc and free events).
 
     With ``scratch`` (a dict kept by the caller across chunks) the copies go into buffers reused from chunk
     to chunk: fresh ones cost the kernel zeroing their pages, as much again as the copy.
@@ -256,7 +263,7 @@ def kernel_columns(pages: np.ndarray, writes: np.ndarray, steps: np.ndarray,
         pages = pages.view(np.int64) if pages.dtype == np.uint64 else pages.astype(np.int64, copy=False)
         if not pages.flags.writeable:
             pages = pages.copy()
-        return pages, np.ascontiguousarray(writes, dtype=np.bool_), np.ascontiguousarray(steps, dtype=np.int64)
+        return pages, _codes(writes), np.ascontiguousarray(steps, dtype=np.int64)
     n = len(pages)
     if scratch.get("page", ()).__len__() < n:
         scratch["page"] = np.empty(n, dtype=np.int64)
@@ -264,7 +271,14 @@ def kernel_columns(pages: np.ndarray, writes: np.ndarray, steps: np.ndarray,
     out_pages, out_steps = scratch["page"][:n], scratch["step"][:n]
     out_pages[:] = pages.view(np.int64) if pages.dtype == np.uint64 else pages
     out_steps[:] = steps
-    return out_pages, np.ascontiguousarray(writes, dtype=np.bool_), out_steps
+    return out_pages, _codes(writes), out_steps
+
+
+def _codes(writes: np.ndarray) -> np.ndarray:
+    """Access codes (uint8) from store flags (bool: a view) or codes."""
+    if writes.dtype == np.bool_:
+        return np.ascontiguousarray(writes).view(np.uint8)
+    return np.ascontiguousarray(writes, dtype=np.uint8)
 
 
 def _preload(st: ks.EmuState, regions: list[dict[str, Any]], cfg: EmulatorConfig) -> None:

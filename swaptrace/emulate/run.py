@@ -9,7 +9,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from swaptrace.core.traceio import TraceFile, TraceWriter, check_output_path, open_trace, trace_fingerprint
+from swaptrace.core.traceio import (
+    TraceFile,
+    TraceWriter,
+    access_codes,
+    access_columns,
+    check_output_path,
+    open_trace,
+    trace_fingerprint,
+)
 from swaptrace.emulate.config import EmulatorConfig
 from swaptrace.emulate.engine import Emulator, prefetch, step_counts
 from swaptrace.emulate.ensemble import describe_members, ensemble_configs, nearest_member, run_members
@@ -176,7 +184,7 @@ def _write_stream(tf: TraceFile, emu: Emulator, out, params: dict[str, Any], *, 
     meta = stream_metadata(tf, emu, params)
     with TraceWriter(out, "swapio", meta, force=force) as writer, ThreadPoolExecutor(1) as pool:
         pending = None
-        for batch in prefetch(tf.iter_batches(columns=["step", "page", "write"], batch_rows=chunk_rows)):
+        for batch in prefetch(tf.iter_batches(columns=access_columns(tf), batch_rows=chunk_rows)):
             n = len(batch["page"])
             if skip >= n:  # taken by the ensemble's shared prefix, which this run was forked from
                 skip -= n
@@ -188,7 +196,7 @@ def _write_stream(tf: TraceFile, emu: Emulator, out, params: dict[str, Any], *, 
                 if progress is not None:
                     progress(skip)
                 skip = 0
-            for rows in emu.feed(batch["page"], batch["write"], batch["step"], progress=progress):
+            for rows in emu.feed(batch["page"], access_codes(batch), batch["step"], progress=progress):
                 if pending is not None:
                     pending.result()
                 pending = pool.submit(writer.write, **rows)

@@ -20,7 +20,8 @@ def rank_frequency(ids: np.ndarray) -> np.ndarray:
 
 
 def trace_page_counts(path: str | os.PathLike, kinds: tuple[str, ...] = ("table",), writes: bool = False) -> np.ndarray:
-    """Accesses per page of an access trace, over regions of the given kinds (reads only by default).
+    """Accesses per page of an access trace, over regions of the given kinds (reads only by default; alloc and
+    free events are not accesses).
 
     Streams the file; memory is one counter per page of the footprint.
     """
@@ -28,8 +29,11 @@ def trace_page_counts(path: str | os.PathLike, kinds: tuple[str, ...] = ("table"
     regions = trace.meta.get("regions", [])
     keep = np.array([r["kind"] in kinds for r in regions] + [False], dtype=bool)
     counts = np.zeros(int(trace.meta["footprint_pages"]), dtype=np.int64)
-    for batch in trace.iter_batches(["page", "write", "region"]):
+    events = trace.has_column("event")  # alloc and free rows are not accesses
+    for batch in trace.iter_batches(["page", "write", "region", *(["event"] if events else [])]):
         mask = keep[np.minimum(batch["region"], len(regions))]
+        if events:
+            mask &= batch["event"] == 0
         if not writes:
             mask &= ~batch["write"]
         counts += np.bincount(batch["page"][mask].astype(np.int64), minlength=len(counts))

@@ -248,6 +248,8 @@ def measure_compute(trace_path: str | os.PathLike, nsteps: int | None = None, *,
     capture's child it runs with one BLAS thread (in a child process when this one's BLAS may use more:
     several BLAS threads on a busy machine made the MLP step 2-80x slower than the capture's).
     """
+    if open_trace(trace_path, "access").has_column("event"):  # its replay would touch freed pages as accesses
+        raise ConfigError(f"{trace_path}: measuring compute does not replay alloc and free events (column 'event') yet")
     if any(os.environ.get(v) != "1" for v in _ONE_THREAD):
         return _measure_in_child(trace_path, nsteps, first_step)
     from swaptrace.capture.child import MLP

@@ -29,6 +29,10 @@ swap byte offset plus ``--swap-offset``, / 512), size in sectors, type (``0``
 write, ``1`` read). MQSim's trace has no discard: discards are left out and
 counted. Give MQSim ``<Time_Unit>NANOSECOND</Time_Unit>`` in the workload.
 
+An access trace's alloc and free events (docs/formats.md) are left out of
+both formats (oracleGeneral has no delete): the files hold the access rows,
+and next-access times count access rows only, across frees.
+
 Next-access times need the future, so export makes two passes, both
 streaming: a backward pass over the Parquet row groups (keeping one int64
 per footprint page: the index of the page's next access) writes the binary
@@ -80,20 +84,40 @@ def next_access_vtimes(pages: np.ndarray) -> np.ndarray:
     return out
 
 
+def _kept(tf: TraceFile, g: int, events: bool) -> np.ndarray | None:
+    """The access rows of row group ``g`` (a bool mask), or None when the trace has no ``event`` column."""
+    if not events:
+        return None
+    return tf.read_row_group(g, columns=["event"]).column(0).to_numpy(zero_copy_only=False) == 0
+
+
+def _kept_rows(tf: TraceFile) -> np.ndarray:
+    """Access rows (events left out: oracleGeneral has no delete) of each row group."""
+    if not tf.has_column("event"):
+        return tf.row_group_rows()
+    return np.asarray([int(np.count_nonzero(_kept(tf, g, True))) for g in range(tf.num_row_groups)], np.int64)
+
+
 def _backward_chunks(tf: TraceFile, footprint: int, progress: Callable[[int], None] | None):
-    """Yield ``(start_row, group, next_vtimes)`` for the row groups (of a file or a dataset's parts), last first."""
-    sizes = tf.row_group_rows()
+    """Yield ``(start_row, group, next_vtimes, kept)`` for the row groups (of a file or a dataset's parts), last
+    first: rows and vtimes count access rows only; ``kept`` masks them (None: every row is one)."""
+    sizes = _kept_rows(tf)
+    events = tf.has_column("event")
     starts = np.concatenate([[0], np.cumsum(sizes)])
     next_seen = np.full(footprint, -1, np.int64)
     for g in range(sizes.size - 1, -1, -1):
         pages = np.ascontiguousarray(tf.read_row_group(g, columns=["page"]).column(0).to_numpy(), dtype=np.int64)
         if pages.size and (pages.min() < 0 or pages.max() >= footprint):
             raise ConfigError(f"{tf.path}: page {int(pages.max())} outside the footprint of {footprint} pages")
+        rows = pages.size
+        kept = _kept(tf, g, events)
+        if kept is not None:
+            pages = np.ascontiguousarray(pages[kept])
         out = np.empty(pages.size, np.int64)
         _next_access_backward(pages, int(starts[g]), next_seen, out)
         if progress is not None:
-            progress(pages.size)
-        yield int(starts[g]), g, out
+            progress(rows)
+        yield int(starts[g]), g, out, kept
 
 
 def export_trace(
@@ -138,9 +162,11 @@ def export_trace(
     with damaged_data(tf.path), AtomicPath(out, force) as ap:
         if fmt == "libcachesim":
             with open(ap.tmp, "r+b") as fh:
-                fh.truncate(tf.num_rows * ORACLE_GENERAL_DTYPE.itemsize)
-                for start, g, nxt in _backward_chunks(tf, footprint, progress):
+                fh.truncate(int(_kept_rows(tf).sum()) * ORACLE_GENERAL_DTYPE.itemsize)
+                for start, g, nxt, kept in _backward_chunks(tf, footprint, progress):
                     table = tf.read_row_group(g, columns=["step", "page"])
+                    if kept is not None:
+                        table = table.filter(pa.array(kept))
                     rec = np.empty(nxt.size, ORACLE_GENERAL_DTYPE)
                     rec["clock_time"] = table.column("step").to_numpy()
                     rec["obj_id"] = table.column("page").to_numpy()
@@ -160,9 +186,9 @@ def _write_csv(tf, footprint, page_bytes, ap: AtomicPath, progress) -> None:
     fd, scratch = tempfile.mkstemp(prefix=prefix, suffix=".next-access" + suffix, dir=Path(tmp_path).parent)
     os.close(fd)
     try:
-        n = tf.num_rows
+        n = int(_kept_rows(tf).sum())
         nxt_all = np.memmap(scratch, dtype=np.int64, mode="w+", shape=(max(n, 1),))
-        for start, _g, nxt in _backward_chunks(tf, footprint, progress):
+        for start, _g, nxt, _kept_mask in _backward_chunks(tf, footprint, progress):
             nxt_all[start : start + nxt.size] = nxt
         nxt_all.flush()
         schema = pa.schema(
@@ -174,8 +200,13 @@ def _write_csv(tf, footprint, page_bytes, ap: AtomicPath, progress) -> None:
         with open(tmp_path, "wb") as fh, pacsv.CSVWriter(fh, schema, write_options=options) as w:
             fh.write((",".join(schema.names) + "\n").encode())
             start = 0
+            events = tf.has_column("event")
             for g in range(tf.num_row_groups):
                 t = tf.read_row_group(g, columns=["step", "page", "write"])
+                rows = t.num_rows
+                kept = _kept(tf, g, events)
+                if kept is not None:
+                    t = t.filter(pa.array(kept))
                 k = t.num_rows
                 op = ops.take(pa.array(t.column("write").to_numpy(zero_copy_only=False).astype(np.int8)))
                 w.write_table(pa.table(
@@ -185,7 +216,7 @@ def _write_csv(tf, footprint, page_bytes, ap: AtomicPath, progress) -> None:
                 ))
                 start += k
                 if progress is not None:
-                    progress(k)
+                    progress(rows)
         del nxt_all
     finally:
         Path(scratch).unlink(missing_ok=True)

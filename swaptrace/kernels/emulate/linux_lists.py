@@ -1,7 +1,10 @@
 """Linux's two-list anonymous page reclaim (classic LRU, no MGLRU), as in mm/vmscan.c.
 
 * New and swapped-in pages enter the inactive list head (since 5.9 anon pages
-  start inactive); a page-table access sets the PTE young bit only.
+  start inactive: b518154e59aa "mm/vmscan: protect the workingset on anonymous
+  LRU", ``folio_add_lru_vma`` in mm/memory.c ``do_anonymous_page``, whose PTE is
+  made young by ``pte_sw_mkyoung``), so is a first touch after an alloc or a free
+  (:mod:`swaptrace.kernels.emulate.release`); a page-table access sets the PTE young bit only.
 * Refault activation (mm/workingset.c, anon since 5.9): an evicted page
   leaves a shadow entry holding ``nonresident_age``, a counter bumped by
   every eviction and every activation (``workingset_eviction``,
@@ -85,6 +88,7 @@ from __future__ import annotations
 from swaptrace.kernels.emulate.dlist import _push_head, _push_tail, _unlink
 from swaptrace.kernels.emulate.evict import _evict
 from swaptrace.kernels.emulate.plug import _flush, _submit
+from swaptrace.kernels.emulate.release import _drop
 from swaptrace.kernels.emulate.slots import _alloc_slot, _free_slot, _swap_full
 from swaptrace.kernels.emulate.state import (
     ACTIVE,
@@ -99,6 +103,7 @@ from swaptrace.kernels.emulate.state import (
     C_ZERO_FILL,
     CAUSE_RECLAIM,
     DIRTY,
+    FREED,
     MAPPED,
     O_NEXT,
     O_PREV,
@@ -137,6 +142,7 @@ from swaptrace.kernels.emulate.state import (
     R_WB_N,
     R_WB_PLUGGED,
     REFERENCED,
+    RESIDENT,
     SWAP_CLUSTER_MAX,
     WB_ALL,
     WB_BY_CALL,
@@ -277,7 +283,8 @@ def _wb_complete(b, m, upto):
     (``WB_BY_DEVICE``: the writes the device has done by clock ``upto``; ``WB_ALL``
     waits for all of them, plugged ones included, and the clock moves to the device's.)
     A completed page that is clean and inactive goes to the inactive tail
-    (``folio_rotate_reclaimable``), so the last one completed is scanned first.
+    (``folio_rotate_reclaimable``), so the last one completed is scanned first. A page the program
+    freed meanwhile (``FREED``) is dropped with its slot (:mod:`swaptrace.kernels.emulate.release`).
     """
     F = m[P_FOOTPRINT]
     q, t = m[O_WBQ], m[O_WBT]
@@ -294,7 +301,9 @@ def _wb_complete(b, m, upto):
         m[R_WB_N] -= 1
         fl = b[page] & ~WRITEBACK
         b[page] = fl
-        if not (fl & (DIRTY | ACTIVE)):
+        if fl & FREED:
+            _drop(b, m, page)
+        elif not (fl & (DIRTY | ACTIVE)):
             _unlink(m, nx, pv, page)
             _push_tail(m, nx, pv, F + 1, page)
 
@@ -351,6 +360,7 @@ def _shrink_batch(b, m, f, take, written):
     elif lag > 0:  # the writes that completed while the previous batch was processed
         _wb_complete(b, m, m[R_WB_CLOCK] + take - lag)
     m[R_WB_CLOCK] += take
+    take = min(take, m[R_N_INACTIVE])  # the completions above may have dropped pages the program freed
     page = m[pv + 2 * (F + 1)]
     for i in range(take):  # isolate, oldest first
         m[tmp + i] = page
@@ -361,6 +371,8 @@ def _shrink_batch(b, m, f, take, written):
             _flush(m, f)  # folio_wait_writeback sleeps, and schedule() flushes the plug: no merge across it
             _wb_complete(b, m, WB_ALL)  # (before the unlink: completion may move the page)
             m[C_WB_WAITS] += 1
+        if not (b[page] & RESIDENT):  # freed by the program: dropped as its write completed (in a wait above)
+            continue
         _unlink(m, nx, pv, page)
         m[R_N_INACTIVE] -= 1
         m[C_SCANNED] += 1

@@ -10,6 +10,8 @@ is a write or swap is more than half full (``should_try_to_free_swap``).
 With writes in flight (``linux``, :mod:`swaptrace.kernels.emulate.linux_lists`),
 the wait for the read completes them.
 A hit on a mapped page is handled inline in :func:`run_accesses` (no call).
+The trace's alloc and free events (access codes ``ACC_ALLOC``, ``ACC_FREE``) go to
+:func:`swaptrace.kernels.emulate.release._release`: no I/O, no fault.
 
 Caution for editors: numba's on-disk cache (``cache=True``) checks only the
 timestamp of the file defining a function, so after editing a helper module
@@ -34,10 +36,13 @@ from swaptrace.kernels.emulate.linux_lists import (
 from swaptrace.kernels.emulate.lru import _lru_hit, _lru_insert, _lru_reclaim
 from swaptrace.kernels.emulate.plug import _flush, _submit
 from swaptrace.kernels.emulate.readahead import _cluster_window, _vma_window
+from swaptrace.kernels.emulate.release import _release, _wb_forget
 from swaptrace.kernels.emulate.slots import _alloc_slot, _free_slot, _swap_full
 from swaptrace.kernels.emulate.state import (
     C_ACCESSES,
+    C_ALLOCS,
     C_FAULTS,
+    C_FREES,
     C_HITS,
     C_MAJOR,
     C_PAGES_IN,
@@ -54,6 +59,7 @@ from swaptrace.kernels.emulate.state import (
     ERR_BAD_PAGE,
     ERR_BAD_STEP,
     F_NOW,
+    FREED,
     MAPPED,
     O_NEXT,
     O_PREV,
@@ -203,6 +209,9 @@ def _swap_in(b, m, f, page, write):
 def _fault(b, m, f, page, write):
     """An access to a page that is not mapped."""
     fl = b[page]
+    if fl & FREED:  # the address was freed under writeback and is touched again: a new page
+        _wb_forget(b, m, page)
+        fl = b[page]
     if fl & ZERO_PAGE and not write:  # a load through the zero-page mapping: a hit
         m[C_HITS] += 1
         return
@@ -256,8 +265,10 @@ def _fault(b, m, f, page, write):
 def run_accesses(b, m, f, pages, writes, steps, start):
     """Process accesses from ``start`` until the chunk ends or the output columns are nearly full.
 
-    Returns the index of the first access not processed. A page outside the
-    footprint or a step outside the trace stops the run with ``R_ERROR`` set.
+    ``writes`` holds each row's access code (uint8: ``ACC_LOAD``, ``ACC_STORE``, ``ACC_ALLOC``,
+    ``ACC_FREE``; a bool store flag viewed as uint8 is the first two). Returns the index of the first
+    row not processed. A page outside the footprint or a step outside the trace stops the run with
+    ``R_ERROR`` set. Events are rows of their step (they take a place in its time) but not accesses.
     """
     n = pages.shape[0]
     # a counting run (P_OUT_CAP = 0) writes no rows and never stops for them
@@ -271,6 +282,8 @@ def run_accesses(b, m, f, pages, writes, steps, start):
     nx, pv = m[O_NEXT], m[O_PREV]
     ss = m[O_STEP_SEEN]
     hits = 0
+    events = 0
+    done_rows = m[C_ACCESSES] + m[C_ALLOCS] + m[C_FREES]  # rows before this call (the eviction log's index)
     cur, seen = -1, 0  # the step whose access count ``seen`` holds (kept out of ``m`` until the step changes)
     # only a fault issues rows, logs evictions or fails, so the stop test runs after faults
     stop = m[R_OUT_N] > limit or m[R_ERROR] != 0 or m[R_EV_N] > ev_limit
@@ -289,7 +302,11 @@ def run_accesses(b, m, f, pages, writes, steps, start):
                 m[ss + cur] = seen
             cur, seen = si, m[ss + si]
         fl = b[page]
-        if fl & MAPPED:  # the hot path: a hit, inline
+        code = writes[i]
+        if code > 1:  # an alloc or free event (ACC_ALLOC, ACC_FREE)
+            _release(b, m, page, code)
+            events += 1
+        elif fl & MAPPED:  # the hot path: a hit, inline
             hits += 1
             if policy == POLICY_LRU:
                 _move_head(m, nx, pv, footprint, page)
@@ -297,21 +314,21 @@ def run_accesses(b, m, f, pages, writes, steps, start):
                 fl |= REFERENCED
             elif policy == POLICY_LINUX:
                 fl |= YOUNG
-            if writes[i]:
+            if code:
                 fl |= DIRTY
             b[page] = fl
         else:
             f[F_NOW] = seen  # the caller turns (step, index in step) into t_us
             m[R_STEP] = si + first
-            m[R_EV_AT] = m[C_ACCESSES] + i - start
-            _fault(b, m, f, page, writes[i])
+            m[R_EV_AT] = done_rows + i - start
+            _fault(b, m, f, page, code != 0)
             stop = m[R_OUT_N] > limit or m[R_ERROR] != 0 or m[R_EV_N] > ev_limit
         seen += 1
         i += 1
     if cur >= 0:
         m[ss + cur] = seen
     m[C_HITS] += hits
-    m[C_ACCESSES] += i - start
+    m[C_ACCESSES] += i - start - events
     return i
 
 

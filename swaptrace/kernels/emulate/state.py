@@ -37,6 +37,12 @@ YOUNG = 64  #: PTE accessed bit (linux)
 ACTIVE = 128  #: on the active list (linux)
 WRITEBACK = 256  #: written by reclaim, the write not yet complete (PG_writeback; linux)
 ZERO_PAGE = 512  #: never written, read through the shared zero page: no frame, not on a list (linux)
+#: freed by the program while under writeback (linux): still resident and charged, dropped with its slot when
+#: its write completes (zap_pte_range -> free_swap_and_cache cannot take a folio under writeback)
+FREED = 1024
+
+#: access codes, one uint8 per trace row (``traceio.ACCESS_CODE_*``): a load, a store, an alloc and a free event
+ACC_LOAD, ACC_STORE, ACC_ALLOC, ACC_FREE = 0, 1, 2, 3
 
 POLICY_LRU, POLICY_CLOCK, POLICY_LINUX = 0, 1, 2
 RA_NONE, RA_VMA, RA_CLUSTER = 0, 1, 2
@@ -167,7 +173,13 @@ O_EV_PAGE = 107  # [P_EV_CAP] the evicted page
 # ---- parameters added later (m[108:109])
 P_WB_LATENCY = 108  # linux, WB_BY_DEVICE: pages reclaim isolates between a write's service and its completion
 
-HEADER = 109
+# ---- counters added later (m[109:113]): the trace's alloc and free events (access codes ACC_ALLOC, ACC_FREE)
+C_ALLOCS = 109  # alloc events
+C_FREES = 110  # free events
+C_FREED_RESIDENT = 111  # pages whose frame an event released (a free, or an alloc over a live page)
+C_FREED_SWAPPED = 112  # pages on swap (no frame) whose slot an event released
+
+HEADER = 113
 TMP_CANDIDATES = 64
 
 # ---- f -------------------------------------------------------------------
@@ -218,6 +230,10 @@ class Counters:
     bytes_written: int
     read_requests: int
     write_requests: int
+    allocs: int = 0
+    frees: int = 0
+    freed_resident: int = 0
+    freed_swapped: int = 0
 
 
 #: each Counters field's register
@@ -229,6 +245,7 @@ COUNTER_REGISTERS = {
     "reclaim_calls": C_RECLAIM_CALLS, "activations": C_ACTIVATIONS, "deactivations": C_DEACTIVATIONS,
     "scanned": C_SCANNED, "refault_activations": C_REFAULT_ACTIVATIONS, "bytes_read": C_BYTES_READ,
     "bytes_written": C_BYTES_WRITTEN, "read_requests": C_REQ_READ, "write_requests": C_REQ_WRITE,
+    "allocs": C_ALLOCS, "frees": C_FREES, "freed_resident": C_FREED_RESIDENT, "freed_swapped": C_FREED_SWAPPED,
 }
 
 

@@ -9,6 +9,10 @@ scaled by ``1/R``. The fixed-size variant (SHARDS_max) keeps at most
 hash (and any page sharing it) leaves, ``T`` drops to that hash, and the histogram built so far is
 rescaled by ``R_new / R_old``. The caller applies the SHARDS_adj correction
 (expected minus actual sampled count added to the first bucket).
+
+A negative page ``-(p + 1)`` frees ``p`` (:mod:`swaptrace.kernels.mrc.stack`): a
+sampled page leaves the stack; SHARDS_max keeps it in its sample (counted
+against ``s_max``) until the threshold drops past its hash or it is touched again.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from swaptrace.kernels.jit import jit, jit_inline
-from swaptrace.kernels.mrc.stack import _fenwick_add, _stack_distance_one
+from swaptrace.kernels.mrc.stack import _fenwick_add, _stack_distance_one, _stack_free
 
 HASH_BITS = 24
 MODULUS = 1 << HASH_BITS
@@ -47,12 +51,19 @@ def _hash24(p):
 def _shards_fixed_rate_chunk(pages, threshold, last, page_at, tree, reg, hist, rate):
     """Fixed rate: sample pages whose hash is below ``threshold``; hist in scaled page distances."""
     top = hist.shape[0] - 1
+    frees = 0
     for i in range(pages.shape[0]):
         p = pages[i]
+        if p < 0:
+            frees += 1
+            if _hash24(-p - 1) < threshold:
+                _stack_free(last, page_at, tree, reg, -p - 1)
+            continue
         if _hash24(p) >= threshold:
             continue
         reg[2] += 1  # sampled accesses
         _count_distance(hist, _stack_distance_one(last, page_at, tree, reg, p), rate, top)
+    return frees
 
 
 @jit
@@ -98,12 +109,18 @@ def _shards_fixed_size_chunk(pages, s_max, last, page_at, tree, reg, hist, heap_
     """SHARDS_max: at most ``s_max`` sampled pages. ``reg[3]`` is T, ``reg[4]`` the heap size;
     ``fstate[0]`` the (rescaled) sampled-access count."""
     top = hist.shape[0] - 1
+    frees = 0
     for i in range(pages.shape[0]):
         p = pages[i]
+        if p < 0:
+            frees += 1
+            if _hash24(-p - 1) < reg[3]:
+                _stack_free(last, page_at, tree, reg, -p - 1)  # still in the sample (the heap): last = -2
+            continue
         h = _hash24(p)
         if h >= reg[3]:
             continue
-        if last[p] < 0:  # a new sampled page: admit it, then shed the largest hash if over s_max
+        if last[p] == -1:  # a new sampled page: admit it, then shed the largest hash if over s_max
             reg[4] = _heap_push(heap_h, heap_p, reg[4], h, p)
             if reg[4] > s_max:
                 old_t = reg[3]
@@ -122,12 +139,14 @@ def _shards_fixed_size_chunk(pages, s_max, last, page_at, tree, reg, hist, heap_
                         dropped_new = True
                         continue
                     tq = last[q]
-                    _fenwick_add(tree, tq, -1)
-                    page_at[tq] = -1
+                    if tq >= 0:  # (a freed page, -2, is in the sample but not in the stack)
+                        _fenwick_add(tree, tq, -1)
+                        page_at[tq] = -1
+                        reg[1] -= 1
                     last[q] = -1
-                    reg[1] -= 1
                 if dropped_new:
                     continue
         rate = reg[3] / MODULUS
         fstate[0] += 1.0
         _count_distance(hist, _stack_distance_one(last, page_at, tree, reg, p), rate, top)
+    return frees

@@ -9,6 +9,12 @@ State (carried across chunks): ``last[page]`` (time of last access or -1),
 ``page_at[time]`` (page whose access is at that time, or -1), ``tree``
 (1-based Fenwick array), ``reg = [now, distinct]`` and ``hist`` where
 ``hist[0]`` counts first accesses and ``hist[d]`` reuses at distance ``d``.
+
+Free events (the access trace's ``event`` column, docs/formats.md) come in the
+page column as ``-(page + 1)``: the page leaves the stack (its 1 leaves the
+tree, the pages below it move up one place), and its next access is a first
+access (``last`` = -2: freed; the SHARDS_max kernel keeps such a page in its
+sample until the threshold drops past it).
 """
 
 from __future__ import annotations
@@ -85,14 +91,38 @@ def _stack_distance_one(last, page_at, tree, reg, p):
 
 
 @jit
+def _stack_free(last, page_at, tree, reg, p):
+    """Free ``p``: out of the stack (if in it); ``last[p]`` becomes -2 if it was in, else stays."""
+    t = last[p]
+    if t >= 0:
+        _fenwick_add(tree, t, -1)
+        page_at[t] = -1
+        reg[1] -= 1
+        last[p] = -2
+
+
+@jit
 def _stack_chunk(pages, last, page_at, tree, reg, hist):
-    """Histogram the stack distances of a chunk of page accesses."""
+    """Histogram the stack distances of a chunk of page accesses (a negative entry ``-(p + 1)`` frees ``p``);
+    returns the number of frees."""
+    frees = 0
     for i in range(pages.shape[0]):
-        hist[_stack_distance_one(last, page_at, tree, reg, pages[i])] += 1
+        p = pages[i]
+        if p < 0:
+            _stack_free(last, page_at, tree, reg, -p - 1)
+            frees += 1
+        else:
+            hist[_stack_distance_one(last, page_at, tree, reg, p)] += 1
+    return frees
 
 
 @jit
 def _stack_distances(pages, last, page_at, tree, reg, out):
-    """Stack distance of each access of a chunk, into ``out`` (for tests)."""
+    """Stack distance of each access of a chunk, into ``out`` (for tests; a free's entry is -1)."""
     for i in range(pages.shape[0]):
-        out[i] = _stack_distance_one(last, page_at, tree, reg, pages[i])
+        p = pages[i]
+        if p < 0:
+            _stack_free(last, page_at, tree, reg, -p - 1)
+            out[i] = -1
+        else:
+            out[i] = _stack_distance_one(last, page_at, tree, reg, p)
