@@ -131,12 +131,14 @@ torch-extra: | $(STAMP)
 # fbgemm-gpu-cpu). torchmetrics and tqdm, which torchrec's metadata also lists, are for its metrics and
 # datasets modules, which train does not load. Skipped when the pair is already there.
 TORCHREC_VERSION ?= 1.8.0
+#: the check that skips the install: torchrec at its version, and what the extra installs (its pins, setup.cfg)
+TORCHREC_THERE = import importlib.metadata as m; m.version('tensordict'); m.version('pyre-extensions'); \
+	assert m.version('torchrec') == '$(TORCHREC_VERSION)' and m.version('fbgemm-gpu-cpu') == '1.8.0'
 
 torchrec-extra: torch-extra
 	@if [ "$$(id -u)" != 0 ]; then \
 		echo "note: not root, so the torchrec extra is not installed; the TorchRec tests (tests/test_train_torchrec.py) skip"; \
-	elif $(PY) -c "import sys, importlib.metadata as m; sys.exit(m.version('torchrec') != '$(TORCHREC_VERSION)')" \
-		2>/dev/null; then :; \
+	elif $(PY) -c "$(TORCHREC_THERE)" 2>/dev/null; then :; \
 	else \
 		echo "installing the torchrec extra (torchrec $(TORCHREC_VERSION), fbgemm-gpu-cpu) for swaptrace train --framework torchrec"; \
 		$(PY) -m pip install -q -e '.[torch,torchrec]' $(PIP_QUIET) && \
@@ -155,7 +157,7 @@ validate-real: setup torch-extra
 # target fails if either does. The slowest tests of each pass are listed at its end.
 PYTEST_PARALLEL ?= -n auto --dist loadfile
 
-test: setup-test torch-extra
+test: setup-test torch-extra torchrec-extra
 	@status=0; \
 	echo "test 1/2: the parallel-safe tests on every core"; \
 	$(PY) -m pytest -q $(PYTEST_PARALLEL) -m "not serial" --durations=10 || status=$$?; \

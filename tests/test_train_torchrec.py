@@ -38,8 +38,8 @@ def _torchrec_missing() -> str | None:
 
 
 MISSING = _torchrec_missing()
-needs_torchrec = pytest.mark.skipif(MISSING is not None, reason=f"needs TorchRec and FBGEMM's CPU build: run "
-                                                                f"'make torchrec-extra' as root ({MISSING})")
+#: the reason names the fix: "... run 'make torchrec-extra' as root ..." (train_torchrec.INSTALL_HINT)
+needs_torchrec = pytest.mark.skipif(MISSING is not None, reason=str(MISSING))
 U = 2.0**-24  # float32's unit roundoff
 #: FBGEMM's default eps of its Adagrad updates (SplitTableBatchedEmbeddingBagsCodegen(eps=1.0e-8)); TorchRec
 #: passes only the learning rate, as a user writes it
@@ -65,12 +65,16 @@ def _one_step(spec, seed=0, step=None):
     Returns what the step saw and did: bags, the pooled embeddings (B, T, d) and their gradient, the table
     weights and fused optimizer state before and after, and the MLPs' parameters before and after.
     """
-    import torch
-
     from swaptrace.workload.indices import iter_bags
     from swaptrace.workload.train import step_inputs
-    from swaptrace.workload.train_torchrec import (build_model, build_optimizer, make_batch, optimizer_state,
-                                                   table_weights, train_step)
+    from swaptrace.workload.train_torchrec import (
+        build_model,
+        build_optimizer,
+        make_batch,
+        optimizer_state,
+        table_weights,
+        train_step,
+    )
 
     model = build_model(spec, seed)
     optimizer = build_optimizer(model, spec.optimizer)
@@ -97,7 +101,7 @@ def _one_step(spec, seed=0, step=None):
     handle.remove()
     after = snapshot()
     return {"bags": lookups.bags, "pooled": seen["pooled"].numpy(), "grad": seen.get("grad"),
-            "before": before, "after": after, "model": model, "torch": torch}
+            "before": before, "after": after}
 
 
 @needs_torchrec

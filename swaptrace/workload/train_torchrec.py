@@ -66,7 +66,8 @@ from swaptrace.workload.train import (
     step_inputs,
 )
 
-INSTALL_HINT = "run 'make torchrec-extra' as root (torchrec 1.8.0 with --no-deps, then fbgemm-gpu-cpu 1.8.0)"
+INSTALL_HINT = ("run 'make torchrec-extra' as root (the torchrec extra: fbgemm-gpu-cpu 1.8.0, tensordict, pyre-extensions; "
+                "then torchrec 1.8.0 with --no-deps)")
 #: spec optimizer -> (the tables' optimizer as TorchRec names it, fused into FBGEMM's backward; the MLPs')
 OPTIMIZERS = {"sgd": ("torch.optim.SGD", "SGD"), "adagrad": ("torch.optim.Adagrad", "Adagrad"),
               "rowwise-adagrad": ("torchrec.optim.RowWiseAdagrad", "Adagrad")}
