@@ -25,7 +25,7 @@ SWAPIO := $(OUT)/swapio.parquet
 SSDOUT := $(OUT)/ssd.parquet
 JOBS := fio_jobs/$(PRESET)
 
-.PHONY: setup setup-test fio torch-extra validate-real demo trace emulate mrc ssd fio-jobs fio-run report reproduce designs test test-fast bench lint clean
+.PHONY: setup setup-test fio torch-extra torchrec-extra validate-real demo trace emulate mrc ssd fio-jobs fio-run report reproduce designs test test-fast bench lint clean
 
 # `make setup` installs swaptrace and what it runs on (the demo needs no more); `make setup-test` adds the test
 # and dask extras (pytest, hypothesis, libCacheSim, pandas, Dask, ...), which `make test` and `make bench` need.
@@ -123,6 +123,28 @@ torch-extra: | $(STAMP)
 		$(PY) -m pip install -q -e '.[torch]' $(PIP_QUIET); \
 	else echo "note: not root, so the torch extra is not installed; the real-training tests (tests/test_train.py) skip"; fi
 
+# `swaptrace train --framework torchrec` (tests/test_train_torchrec.py) needs TorchRec and FBGEMM's CPU build, paired
+# with TORCH_VERSION: torchrec 1.8 and fbgemm-gpu-cpu 1.8 go with torch 2.13 (fbgemm-gpu-cpu 1.9's libraries do not
+# load on torch 2.13). torchrec's metadata requires `fbgemm-gpu`, the CUDA build, which shares the module
+# fbgemm_gpu and fails to load on a CPU-only torch, so torchrec goes in with --no-deps, last (pip then checks
+# nothing it could warn about), after what it imports: the `torchrec` extra (tensordict, pyre-extensions and
+# fbgemm-gpu-cpu). torchmetrics and tqdm, which torchrec's metadata also lists, are for its metrics and
+# datasets modules, which train does not load. Skipped when the pair is already there.
+TORCHREC_VERSION ?= 1.8.0
+#: the check that skips the install: torchrec at its version, and what the extra installs (its pins, setup.cfg)
+TORCHREC_THERE = import importlib.metadata as m; m.version('tensordict'); m.version('pyre-extensions'); \
+	assert m.version('torchrec') == '$(TORCHREC_VERSION)' and m.version('fbgemm-gpu-cpu') == '1.8.0'
+
+torchrec-extra: torch-extra
+	@if [ "$$(id -u)" != 0 ]; then \
+		echo "note: not root, so the torchrec extra is not installed; the TorchRec tests (tests/test_train_torchrec.py) skip"; \
+	elif $(PY) -c "$(TORCHREC_THERE)" 2>/dev/null; then :; \
+	else \
+		echo "installing the torchrec extra (torchrec $(TORCHREC_VERSION), fbgemm-gpu-cpu) for swaptrace train --framework torchrec"; \
+		$(PY) -m pip install -q -e '.[torch,torchrec]' $(PIP_QUIET) && \
+		$(PY) -m pip install -q --no-deps 'torchrec==$(TORCHREC_VERSION)' $(PIP_QUIET); \
+	fi
+
 # How close to real training (root): PyTorch DLRM runs captured under the kernel against generate --runtime +
 # emulate at the same whole-process limits (docs/process.md). Captures are cached in traces/real-validation.
 validate-real: setup torch-extra
@@ -135,7 +157,7 @@ validate-real: setup torch-extra
 # target fails if either does. The slowest tests of each pass are listed at its end.
 PYTEST_PARALLEL ?= -n auto --dist loadfile
 
-test: setup-test torch-extra
+test: setup-test torch-extra torchrec-extra
 	@status=0; \
 	echo "test 1/2: the parallel-safe tests on every core"; \
 	$(PY) -m pytest -q $(PYTEST_PARALLEL) -m "not serial" --durations=10 || status=$$?; \

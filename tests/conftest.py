@@ -41,6 +41,7 @@ SERIAL_FILES = {
     "test_datasets.py": "starts Dask clusters of one worker per core",
     "test_sweep_interrupt.py": "starts Dask clusters of one worker per core and signals their session",
     "test_train.py": "trains with every core (PyTorch's threads)",
+    "test_train_torchrec.py": "trains with every core (PyTorch's threads) in a process-wide process group",
 }
 #: file-name prefixes of the same
 SERIAL_PREFIXES = {

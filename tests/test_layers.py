@@ -37,8 +37,8 @@ LAYERS = (
     # lab jobs; a runtime profile is read off a capture with the workload's layout
     (35, "stage models", ("swaptrace.timing", "swaptrace.ssd.fit", "swaptrace.capture.runtime_profile")),
     (30, "stages", ("swaptrace.workload.generate", "swaptrace.workload.indices", "swaptrace.workload.export",
-                    "swaptrace.workload.train", "swaptrace.emulate", "swaptrace.mrc", "swaptrace.compare",
-                    "swaptrace.capture", "swaptrace.ssd", "swaptrace.fio", "swaptrace.designs")),
+                    "swaptrace.workload.train", "swaptrace.workload.train_torchrec", "swaptrace.emulate", "swaptrace.mrc",
+                    "swaptrace.compare", "swaptrace.capture", "swaptrace.ssd", "swaptrace.fio", "swaptrace.designs")),
     (10, "foundation", ("swaptrace.errors", "swaptrace.markers", "swaptrace.core", "swaptrace.workload",
                         "swaptrace.workload.spec", "swaptrace.workload.layout", "swaptrace.workload.zipf",
                         "swaptrace.workload.process", "swaptrace.pipeline.filenames")),

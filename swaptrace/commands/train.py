@@ -1,4 +1,5 @@
-"""``swaptrace train``: train a DLRM in PyTorch on the lookups ``generate`` draws (a real workload to capture)."""
+"""``swaptrace train``: train a DLRM in PyTorch or TorchRec on the lookups ``generate`` draws (a real workload to
+capture)."""
 
 from __future__ import annotations
 
@@ -39,31 +40,43 @@ class _Progress:
 @click.option("--steps", type=count_type(1, MAX_STEPS), default=None, help="Training steps (default: the spec's default_steps).")
 @click.option("--seed", type=count_type(0, MAX_SEED), default=0, show_default=True,
               help="Seed of the lookups (as generate's), dense features, labels and initial weights.")
+@click.option("--framework", type=click.Choice(["pytorch", "torchrec"]), default="pytorch", show_default=True,
+              help="pytorch: nn.EmbeddingBag and torch's optimizers; torchrec: TorchRec's DLRM on FBGEMM's CPU kernels "
+                   "with the tables' optimizer fused (make torchrec-extra).")
 @click.option("--threads", type=count_type(1, MAX_THREADS), default=None, help="Threads for torch (default: torch's).")
 @click.option("--quiet", is_flag=True, help="No progress line.")
 @json_option
 @writes((), ("preset", "spec_file"))
-def command(*, preset, spec_file, steps, seed, threads, quiet, as_json) -> None:
+def command(*, preset, spec_file, steps, seed, framework, threads, quiet, as_json) -> None:
     """Train a DLRM in PyTorch on exactly the lookups `generate` draws for the same spec and seed.
 
     EmbeddingBag tables (sum, sparse gradients), the spec's bottom and top
     MLPs, DLRM's dot interaction, BCE loss and the spec's optimizer; each
     step is marked for `swaptrace capture`. Needs the torch extra. A model
     that needs more memory than this process can get is refused before
-    anything is allocated.
+    anything is allocated. `--framework torchrec` trains the same spec with
+    TorchRec's DLRM: an EmbeddingBagCollection sharded onto FBGEMM's CPU
+    kernels, the tables' optimizer fused into the backward (sgd, adagrad,
+    rowwise-adagrad).
 
     \b
     Examples:
       swaptrace train --preset tiny --steps 20
       swaptrace train --spec analysis/real_specs/kaggle-tenth-d16-sgd-zipf.toml --steps 30 --json
+      swaptrace train --preset tiny --steps 20 --framework torchrec
       sudo swaptrace capture --memory 1GiB -o run.swapio.parquet -- swaptrace train --spec my.toml --steps 50
     """
     if preset is not None and spec_file is not None:
         raise ConfigError("give either --preset or --spec, not both")
     spec = load_spec(spec_file if spec_file is not None else (preset or "tiny"))  # a bad name fails before torch loads
-    from swaptrace.workload.train import check_trainable, require_torch, train
-
-    require_torch()
+    if framework == "torchrec":
+        from swaptrace.workload.train_torchrec import check_torchrec_trainable as check_trainable
+        from swaptrace.workload.train_torchrec import require_torchrec as require
+        from swaptrace.workload.train_torchrec import train
+    else:
+        from swaptrace.workload.train import check_trainable, train
+        from swaptrace.workload.train import require_torch as require
+    require()
     spec = check_trainable(spec)
     n_steps = spec.default_steps if steps is None else steps
     show = not quiet and progress_enabled()

@@ -116,7 +116,7 @@ def rows_fed(spec: ModelSpec) -> list[float]:
     return out
 
 
-def memory_need(spec: ModelSpec) -> dict[str, int]:
+def memory_need(spec: ModelSpec, framework: str = "pytorch") -> dict[str, int]:
     """What training the spec's DLRM holds at its peak, by term, in bytes, and their sum ``need``.
 
     B is ``batch_size``, T the tables, d the bottom MLP's output (every table's ``dim``), F = T + 1,
@@ -136,7 +136,11 @@ def memory_need(spec: ModelSpec) -> dict[str, int]:
       ``4 B (sum bottom_mlp[1:] + F d + iw + sum top_mlp)``, one float32 per sample for each bottom MLP layer's
       output, the interaction's F stacked d-vectors and its output, and each top MLP layer's output;
     * ``gradients``: what the optimizer step reads, held at once: the MLPs' ``4 P`` and each table's sparse
-      gradient, one row and one row index per row fed, ``n_t (4 d + 8)``.
+      gradient, one row and one row index per row fed, ``n_t (4 d + 8)``. With ``framework="torchrec"``
+      (:mod:`swaptrace.workload.train_torchrec`) no table gradient is materialised (FBGEMM's backward updates
+      the rows in place), but the gradient of the pooled outputs, ``4 B sum dim_t``, is (TorchRec's
+      ``DistributedDataParallel`` keeps the MLPs' gradients as views of its buckets, no second copy):
+      ``4 P + 4 B sum dim_t``.
 
     Activations and gradients are not held at the same time (backward frees the activations it has used;
     ``zero_grad`` drops the gradients before the next forward), so ``need = tables + optimizer_state + mlp +
@@ -147,6 +151,11 @@ def memory_need(spec: ModelSpec) -> dict[str, int]:
     b, d = spec.batch_size, spec.bottom_mlp[-1]
     f = len(spec.tables) + 1
     fed = rows_fed(spec)
+    if framework == "torchrec":
+        gradients = FLOAT_BYTES * (spec.mlp_params + b * sum(t.dim for t in spec.tables))
+    else:
+        gradients = FLOAT_BYTES * spec.mlp_params + sum(math.ceil(n * (FLOAT_BYTES * t.dim + INDEX_BYTES))
+                                                        for n, t in zip(fed, spec.tables, strict=True))
     terms = {
         "tables": sum(t.rows * t.dim * FLOAT_BYTES for t in spec.tables),
         "optimizer_state": sum(t.rows * spec.state_row_bytes(t) * spec.state_arrays for t in spec.tables)
@@ -156,19 +165,18 @@ def memory_need(spec: ModelSpec) -> dict[str, int]:
         + sum(math.ceil(INDEX_BYTES * n) + INDEX_BYTES * (b + 1) for n in fed),
         "activations": FLOAT_BYTES * b * (sum(spec.bottom_mlp[1:]) + f * d + spec.interaction_width
                                           + sum(spec.top_mlp)),
-        "gradients": FLOAT_BYTES * spec.mlp_params
-        + sum(math.ceil(n * (FLOAT_BYTES * t.dim + INDEX_BYTES)) for n, t in zip(fed, spec.tables, strict=True)),
+        "gradients": gradients,
     }
     fixed = terms["tables"] + terms["optimizer_state"] + terms["mlp"] + terms["batch"]
     return {**terms, "need": fixed + max(terms["activations"], terms["gradients"])}
 
 
-def check_memory(spec: ModelSpec, room=None) -> dict[str, int]:
-    """:func:`memory_need` of the spec, or a one-line :class:`ConfigError` when it is above what this process can
-    get (``room``: a :class:`~swaptrace.core.memory.MemoryRoom`, by default read now)."""
+def check_memory(spec: ModelSpec, room=None, framework: str = "pytorch") -> dict[str, int]:
+    """:func:`memory_need` of the spec (for ``framework``), or a one-line :class:`ConfigError` when it is above
+    what this process can get (``room``: a :class:`~swaptrace.core.memory.MemoryRoom`, by default read now)."""
     from swaptrace.core.memory import memory_room
 
-    need = memory_need(spec)
+    need = memory_need(spec, framework)
     room = memory_room() if room is None else room
     if need["need"] > room.bytes:
         terms = ", ".join(f"{k.replace('_', ' ')} {format_bytes(v)}" for k, v in need.items() if k != "need")
@@ -348,6 +356,8 @@ class TrainResult:
     table_bytes: int
     need_bytes: int
     peak_rss_bytes: int
+    #: ``pytorch`` (this module) or ``torchrec`` (:mod:`swaptrace.workload.train_torchrec`)
+    framework: str = "pytorch"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -358,7 +368,8 @@ def peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def _set_threads(torch, threads: int | None) -> int:
+def set_threads(torch, threads: int | None) -> int:
+    """Set torch's threads (and numba's, which draw the lookups) when ``threads`` is given; torch's count."""
     if threads is not None:
         import numba
 
@@ -399,7 +410,7 @@ def train(spec: ModelSpec | str, *, steps: int, seed: int = 0, threads: int | No
     with marker_errors():
         check_marker()
     need = check_memory(spec)["need"]
-    n_threads = _set_threads(torch, threads)
+    n_threads = set_threads(torch, threads)
     started = time.perf_counter()
     with marker_errors(), allocation_errors(spec, need):
         model = build_model(spec, seed)
