@@ -124,6 +124,17 @@ MUTANTS: dict[str, tuple[list[str], list[tuple[str, str, str, str]]]] = {
         ("swaptrace/fio/runner.py", "            buf = rng.bytes(n)", "            buf = bytes(n)",
          "target filled with zeros"),
     ]),
+    "devicefit": (["tests/test_fit_roundtrip.py"], [
+        ("swaptrace/ssd/fit/reads.py", "                w = 1.0 / lat[fit]  # relative errors: small and large reads count alike",
+         "                w = np.ones_like(lat[fit])", "absolute, not relative, read-latency errors"),
+        ("swaptrace/ssd/fit/reads.py", "                    best = (key, dict(page_bytes=pu_bytes, channels=channels, read_us=float(a - u_h),",
+         "                    best = (key, dict(page_bytes=pu_bytes, channels=channels, read_us=float(a),",
+         "the host link's time left in the flash read"),
+        ("swaptrace/ssd/fit/reads.py", "    return float(err.max()), float(np.sqrt(np.mean(np.square(err))))",
+         "    return float(np.sqrt(np.mean(np.square(err)))), float(err.max())", "the dies search lowers the RMS, not the worst job"),
+        ("swaptrace/ssd/fit/reads.py", "            phase = user_units % (pu * channels)", "            phase = 0",
+         "the stripe's phase at the user capacity ignored"),
+    ]),
     "fio steady": (["tests/test_fio_steady.py"], [
         ("swaptrace/fio/steady.py", "    seen = iops > 0\n", "    seen = iops >= 0\n",
          "a window's empty slots counted in its mean"),
