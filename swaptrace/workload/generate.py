@@ -40,13 +40,21 @@ import numba
 import numpy as np
 
 from swaptrace.core.bounds import check_allocation
-from swaptrace.core.traceio import DEFAULT_ROW_GROUP, TraceWriter, open_trace
+from swaptrace.core.traceio import (
+    DEFAULT_ROW_GROUP,
+    EVENT_ACCESS,
+    EVENT_ALLOC,
+    EVENT_FREE,
+    TraceWriter,
+    open_trace,
+)
 from swaptrace.errors import ConfigError
 from swaptrace.kernels.generate.draw import count_segments, emit_accesses, emit_segments, plan_segments, tally_pages
 from swaptrace.workload.choices import ROW_LAYOUTS  # noqa: F401  (re-exported)
 from swaptrace.workload.indices import DrawnSteps, IndexPlan, check_draw_options, draw_batches
 from swaptrace.workload.layout import Layout, build_layout
 from swaptrace.workload.process import RuntimeProfile, load_runtime_profile, process_layout, with_process
+from swaptrace.workload.recorded import is_recording, model_startup, reduce_recording, with_recording
 from swaptrace.workload.spec import ModelSpec, load_spec
 
 DEDUP_CHOICES = (None, "step")
@@ -466,23 +474,66 @@ def _write_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int | 
     seen = np.zeros(max(layout.footprint_pages, 2), dtype=np.uint8)
     chunks = _chunks(plan, steps, first_step, reuse, dedup == "step", chunk_rows=DEFAULT_ROW_GROUP, seen=seen,
                      progress=progress)
-    if runtime is not None:
+    recorded = runtime is not None and not isinstance(runtime, RuntimeProfile) and is_recording(str(runtime))
+    if recorded:
+        chunks, extra_pages = _as_recorded(meta, spec, chunks, runtime, first_step)
+    elif runtime is not None:
         chunks, extra_pages = _as_process(meta, spec, chunks, runtime, first_step)
     region_counts = np.zeros(len(meta["regions"]), dtype=np.int64)
-    writes = 0
-    with TraceWriter(out, "access", meta, force=force) as writer, _one_core_for_the_writer():
+    writes = events = 0
+    counts = {"allocs": 0, "frees": 0}
+    freed: set[int] = set()
+    with TraceWriter(out, "access", meta, force=force, optional=("event",) if recorded else ()) as writer, \
+            _one_core_for_the_writer():
         with _BackgroundWriter(writer) as background:
-            for st, pg, wr, rg in chunks:
-                background.write(step=st, page=pg, write=wr, region=rg)
+            for st, pg, wr, rg, *ev in chunks:
+                if ev:  # alloc and free rows are no accesses: tallied apart
+                    background.write(step=st, page=pg, write=wr, region=rg, event=ev[0])
+                    acc = ev[0] == EVENT_ACCESS
+                    events += int(acc.size - np.count_nonzero(acc))
+                    counts["allocs"] += int(np.count_nonzero(ev[0] == EVENT_ALLOC))
+                    counts["frees"] += int(np.count_nonzero(ev[0] == EVENT_FREE))
+                    freed.update(pg[ev[0] == EVENT_FREE].tolist())
+                    wr, rg = wr[acc], rg[acc]
+                else:
+                    background.write(step=st, page=pg, write=wr, region=rg)
                 writes += int(tally_pages(wr, rg, region_counts))
         writer.metadata["summary"] = {
-            "accesses": writer.rows,
-            "reads": writer.rows - writes,
+            "accesses": writer.rows - events,
+            "reads": writer.rows - events - writes,
             "writes": writes,
             "unique_pages": int(np.count_nonzero(seen)) + (extra_pages if runtime is not None else 0),
             "region_accesses": region_counts.tolist(),
+            **({**counts, "freed_pages": len(freed)} if recorded else {}),
         }
     return writer.path, seen[:layout.footprint_pages]
+
+
+def _as_recorded(meta: dict[str, Any], spec: ModelSpec, chunks, path: str | os.PathLike, first_step: int):
+    """Make ``meta`` and ``chunks`` the whole process's from a recording (:mod:`swaptrace.workload.recorded`).
+
+    Returns the process's chunks (with an ``event`` array) and the recording's page count.
+    """
+    if first_step != 0:
+        raise ConfigError("--runtime: a process trace starts with its start-up; give it from step 0 (no --first-step)")
+    if int(meta["page_bytes"]) != 4096:
+        raise ConfigError("--runtime: a recording is of 4 KiB pages; give --page-bytes 4096")
+    model_pages = int(meta["footprint_pages"])
+    rt, regions = reduce_recording(path, spec, meta["regions"], model_pages)
+    extra = rt.runtime_pages + rt.buffer_pages
+    footprint = model_pages + extra
+    steps = int(meta["steps"])
+    cycle = rt.info["cycle"] if steps > rt.training_steps else None
+    meta.update(regions=regions, footprint_pages=footprint, footprint_bytes=footprint * 4096, steps=steps + 1,
+                step_offset=1, startup_step=0,
+                process={"name": f"recording {Path(path).name}", "measured_on": str(rt.info["command"]),
+                         "runtime_bytes": rt.runtime_pages * 4096, "active_bytes": rt.runtime_pages * 4096,
+                         "step_bytes": rt.buffer_pages * 4096, "file_bytes": 0, "kernel_bytes": 0, "write_cost": 0,
+                         "source": str(path), "model_footprint_pages": model_pages,
+                         "recording": {**rt.info, "cycle": cycle}})
+    meta["params"]["runtime"] = str(path)
+    extra_startup = model_startup(regions, spec.optimizer, rt)
+    return with_recording(chunks, rt, extra_startup, regions, steps), extra
 
 
 def _as_process(meta: dict[str, Any], spec: ModelSpec, chunks, runtime: RuntimeProfile | str, first_step: int):
