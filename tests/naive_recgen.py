@@ -1,4 +1,4 @@
-"""Slow twin of ``generate --runtime RECORDING`` (swaptrace.workload.recorded), from docs/process.md alone.
+"""Slow twin of ``generate --runtime RECORDING`` (swaptrace.capture.process_trace), from docs/process.md alone.
 
 Input: a recording's raw rows as dicts (``step``, ``event`` one of ``mmap`` (anonymous private), ``munmap``,
 ``fault``, ``referenced``; ``pid``, ``address``, ``length``, ``write``, ``referenced`` in bytes), the model's

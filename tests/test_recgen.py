@@ -1,4 +1,4 @@
-"""``generate --runtime RECORDING``: a whole-process trace from a recording (swaptrace.workload.recorded).
+"""``generate --runtime RECORDING``: a whole-process trace from a recording (swaptrace.capture.process_trace).
 
 A hand-built recording (written with the recording writer, docs/formats.md ``recording``) of a program with
 a 33-page "table" mapping (a 128 KiB table + glibc's header), one long-lived 4-page mapping referenced 2
@@ -17,7 +17,7 @@ from swaptrace.core.traceio import RECORD_EVENTS, TraceWriter, open_trace
 from swaptrace.workload.generate import generate_arrays, generate_trace
 from swaptrace.workload.layout import build_layout
 from swaptrace.workload.process import startup_pages
-from swaptrace.workload.recorded import fits, model_arrays
+from swaptrace.capture.process_trace import Recording, fits, model_arrays
 from swaptrace.workload.spec import load_spec
 
 from naive_recgen import naive_recorded_rows
@@ -94,7 +94,7 @@ def test_fit_tolerance_by_hand():
 
 def test_hand_worked_trace(case, tmp_path):
     spec_path, rec = case
-    out = generate_trace(str(spec_path), tmp_path / "p.access.parquet", steps=3, runtime=str(rec))
+    out = generate_trace(str(spec_path), tmp_path / "p.access.parquet", steps=3, runtime=Recording(str(rec)))
     meta = open_trace(out, "access").meta
     names = [r["name"] for r in meta["regions"]]
     assert names == ["emb:T", "mlp", "scratch", "runtime", "step-buffers"]
@@ -127,7 +127,7 @@ def test_hand_worked_trace(case, tmp_path):
 @pytest.mark.parametrize("steps", [1, 3, 7])
 def test_trace_equals_twin(case, tmp_path, steps):
     spec_path, rec = case
-    out = generate_trace(str(spec_path), tmp_path / "p.access.parquet", steps=steps, runtime=str(rec))
+    out = generate_trace(str(spec_path), tmp_path / "p.access.parquet", steps=steps, runtime=Recording(str(rec)))
     spec = load_spec(str(spec_path))
     regions = build_layout(spec).region_dicts()
     arrays = [(a.name, a.region, a.offset, a.nbytes) for a in model_arrays(spec, regions)]
@@ -140,7 +140,7 @@ def test_trace_equals_twin(case, tmp_path, steps):
 
 def test_emulate_frees_without_io(case, tmp_path):
     spec_path, rec = case
-    out = generate_trace(str(spec_path), tmp_path / "p.access.parquet", steps=6, runtime=str(rec))
+    out = generate_trace(str(spec_path), tmp_path / "p.access.parquet", steps=6, runtime=Recording(str(rec)))
     stream = tmp_path / "p.swapio.parquet"
     # 24 pages: the model's 34 and the runtime's 4 do not fit, so the model's pages go to swap and come back
     r = CliRunner().invoke(cli, ["emulate", str(out), "--memory", str(24 * P), "-o", str(stream), "--json"])
@@ -194,3 +194,46 @@ def test_damaged_and_wrong_files_are_refused(case, tmp_path):
     _refused(tmp_path, spec_path, damaged, str(damaged))
     access = generate_trace(str(spec_path), tmp_path / "a.access.parquet", steps=1)
     _refused(tmp_path, spec_path, access, "recording")
+
+
+@pytest.mark.privileged
+def test_recorded_tiny_training_gives_a_process_trace(tmp_path, monkeypatch):
+    """Record ``swaptrace train --preset tiny --steps 3`` (seconds) and generate from it."""
+    import os
+    import sys
+    from pathlib import Path
+
+    if os.geteuid() != 0:
+        pytest.skip("capture --record needs root")
+    pytest.importorskip("torch")
+    from swaptrace.capture.recorder import check_record_machine
+    from swaptrace.capture.recording import FREE, page_events
+    from swaptrace.errors import SwaptraceError
+
+    try:
+        check_record_machine()
+    except SwaptraceError as exc:
+        pytest.skip(f"recording is not possible here: {exc}")
+    repo = str(Path(__file__).resolve().parent.parent)
+    monkeypatch.setenv("PYTHONPATH", repo + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    rec = tmp_path / "tiny.recording.parquet"
+    r = CliRunner().invoke(cli, ["capture", "--record", "-o", str(rec), "--timeout", "300", "--", sys.executable,
+                                 "-m", "swaptrace.cli", "train", "--preset", "tiny", "--steps", "3"],
+                           catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    out = generate_trace("tiny", tmp_path / "p.access.parquet", steps=5, runtime=Recording(str(rec)))
+    meta = open_trace(out, "access").meta
+    matched = meta["process"]["recording"]["matched"]
+    spec = load_spec("tiny")
+    # the tables of 2 MiB or more (C3, C12, C21, C16, C4) are found; smaller ones may sit in the heap
+    big = {f"emb:{t.name}" for t in spec.tables if t.weight_bytes >= 2 << 20}
+    assert big and big <= set(matched), (big, sorted(matched))
+    d = open_trace(out, "access").read_all(["step", "region", "event"])
+    runtime = [i for i, g in enumerate(meta["regions"]) if g["kind"] in ("runtime", "step-buffers")]
+    recorded = page_events(rec)
+    for t in range(1, 6):
+        m = d["step"] == t
+        assert np.isin(d["region"][m], runtime).any()  # the runtime is used in every training step
+        # its frees are the recording's (cycled): steps beyond 3 repeat recording steps 2..3
+        src = t if t <= 3 else 2 + (t - 4) % 2
+        assert int(np.count_nonzero(d["event"][m] == 2)) == int(np.count_nonzero(recorded.steps[src].kind == FREE))

@@ -92,10 +92,10 @@ def command(*, preset, spec_file, steps, seed, first_step, output, alpha, optimi
                    alpha=alpha, optimizer=optimizer, scatter=scatter, reuse=reuse,
                    dedup=None if dedup == "none" else dedup, force=force)
     if runtime is not None and is_recording(runtime):  # a recording: checked (kind, columns) before generating
-        from swaptrace.workload.recorded import check_recording
+        from swaptrace.capture.process_trace import Recording, check_recording
 
         check_recording(runtime)
-        options["runtime"] = runtime
+        options["runtime"] = Recording(runtime)
     elif runtime is not None:
         options["runtime"] = load_runtime_profile(runtime)
     # the heavy modules load only now that every option has been read

@@ -54,7 +54,6 @@ from swaptrace.workload.choices import ROW_LAYOUTS  # noqa: F401  (re-exported)
 from swaptrace.workload.indices import DrawnSteps, IndexPlan, check_draw_options, draw_batches
 from swaptrace.workload.layout import Layout, build_layout
 from swaptrace.workload.process import RuntimeProfile, load_runtime_profile, process_layout, with_process
-from swaptrace.workload.recorded import is_recording, model_startup, reduce_recording, with_recording
 from swaptrace.workload.spec import ModelSpec, load_spec
 
 DEDUP_CHOICES = (None, "step")
@@ -373,7 +372,7 @@ def generate_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int 
                    optimizer: str | None = None, scatter: bool = True, reuse: float = 0.0,
                    dedup: str | None = None, force: bool = False,
                    progress: Callable[[int], Any] | None = None,
-                   runtime: RuntimeProfile | str | None = None) -> Path:
+                   runtime: RuntimeProfile | str | Any = None) -> Path:
     """Generate an access trace of training steps and write it to Parquet.
 
     Parameters
@@ -404,10 +403,12 @@ def generate_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int 
         Overwrite an existing output.
     progress : callable, optional
         Called with the number of steps finished, as they finish.
-    runtime : RuntimeProfile or str, optional
+    runtime : RuntimeProfile, str or Recording, optional
         Trace the whole training process, not only the model (:mod:`swaptrace.workload.process`): the runtime's
         memory, the start-up as step 0 (every array written) and training step k as step k + 1.
-        A shipped profile's name (``pytorch-cpu``) or a TOML file.
+        A shipped profile's name (``pytorch-cpu``) or a TOML file; or a recording of the program,
+        ``swaptrace.capture.process_trace.Recording(path)`` (its memory, step by step, with alloc and free
+        events: docs/process.md "From a recording").
 
     Returns
     -------
@@ -460,7 +461,7 @@ def _write_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int | 
                  optimizer: str | None = None, scatter: bool = True, reuse: float = 0.0,
                  dedup: str | None = None, force: bool = False,
                  progress: Callable[[int], Any] | None = None,
-                 runtime: RuntimeProfile | str | None = None) -> tuple[Path, np.ndarray]:
+                 runtime: RuntimeProfile | str | Any = None) -> tuple[Path, np.ndarray]:
     """:func:`generate_trace`'s body; also returns the per-page touched flags (uint8, one per page)."""
     if not isinstance(spec, ModelSpec):
         spec = load_spec(spec)
@@ -474,9 +475,10 @@ def _write_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int | 
     seen = np.zeros(max(layout.footprint_pages, 2), dtype=np.uint8)
     chunks = _chunks(plan, steps, first_step, reuse, dedup == "step", chunk_rows=DEFAULT_ROW_GROUP, seen=seen,
                      progress=progress)
-    recorded = runtime is not None and not isinstance(runtime, RuntimeProfile) and is_recording(str(runtime))
+    # a process source of its own (swaptrace.capture.process_trace.Recording): it lays out the process itself
+    recorded = runtime is not None and hasattr(runtime, "as_process")
     if recorded:
-        chunks, extra_pages = _as_recorded(meta, spec, chunks, runtime, first_step)
+        chunks, extra_pages = runtime.as_process(meta, spec, chunks, first_step)
     elif runtime is not None:
         chunks, extra_pages = _as_process(meta, spec, chunks, runtime, first_step)
     region_counts = np.zeros(len(meta["regions"]), dtype=np.int64)
@@ -507,33 +509,6 @@ def _write_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int | 
             **({**counts, "freed_pages": len(freed)} if recorded else {}),
         }
     return writer.path, seen[:layout.footprint_pages]
-
-
-def _as_recorded(meta: dict[str, Any], spec: ModelSpec, chunks, path: str | os.PathLike, first_step: int):
-    """Make ``meta`` and ``chunks`` the whole process's from a recording (:mod:`swaptrace.workload.recorded`).
-
-    Returns the process's chunks (with an ``event`` array) and the recording's page count.
-    """
-    if first_step != 0:
-        raise ConfigError("--runtime: a process trace starts with its start-up; give it from step 0 (no --first-step)")
-    if int(meta["page_bytes"]) != 4096:
-        raise ConfigError("--runtime: a recording is of 4 KiB pages; give --page-bytes 4096")
-    model_pages = int(meta["footprint_pages"])
-    rt, regions = reduce_recording(path, spec, meta["regions"], model_pages)
-    extra = rt.runtime_pages + rt.buffer_pages
-    footprint = model_pages + extra
-    steps = int(meta["steps"])
-    cycle = rt.info["cycle"] if steps > rt.training_steps else None
-    meta.update(regions=regions, footprint_pages=footprint, footprint_bytes=footprint * 4096, steps=steps + 1,
-                step_offset=1, startup_step=0,
-                process={"name": f"recording {Path(path).name}", "measured_on": str(rt.info["command"]),
-                         "runtime_bytes": rt.runtime_pages * 4096, "active_bytes": rt.runtime_pages * 4096,
-                         "step_bytes": rt.buffer_pages * 4096, "file_bytes": 0, "kernel_bytes": 0, "write_cost": 0,
-                         "source": str(path), "model_footprint_pages": model_pages,
-                         "recording": {**rt.info, "cycle": cycle}})
-    meta["params"]["runtime"] = str(path)
-    extra_startup = model_startup(regions, spec.optimizer, rt)
-    return with_recording(chunks, rt, extra_startup, regions, steps), extra
 
 
 def _as_process(meta: dict[str, Any], spec: ModelSpec, chunks, runtime: RuntimeProfile | str, first_step: int):

@@ -167,7 +167,7 @@ def profile_from_dict(data: dict[str, Any], where: str) -> RuntimeProfile:
 
 def is_recording(text: str) -> bool:
     """Whether ``--runtime`` names a Parquet file (then it must be a recording, ``generate --runtime``
-    checks its ``kind``: swaptrace.workload.recorded)."""
+    checks its ``kind``: swaptrace.capture.process_trace)."""
     p = Path(text)
     if p.suffix == ".parquet":
         return True
@@ -348,7 +348,7 @@ def _joined(pieces: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
 
 
 #: what a process trace's ``process`` section holds besides the profile's own fields (generate.py; ``recording``:
-#: where a trace made from a recording came from, swaptrace.workload.recorded)
+#: where a trace made from a recording came from, swaptrace.capture.process_trace)
 TRACE_PROCESS_KEYS = ("source", "model_footprint_pages", "recording")
 
 

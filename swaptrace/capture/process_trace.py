@@ -1,5 +1,9 @@
 """A whole-process trace from one unlimited recording of the real program (``generate --runtime X.recording.parquet``).
 
+Here, in the capture package, because it reads recordings; ``swaptrace.workload.generate`` takes a
+:class:`Recording` as its ``runtime`` and calls :meth:`Recording.as_process` (the workload package does not
+import the capture package).
+
 A recording (``capture --record``, :mod:`swaptrace.capture.recording`) holds what the program's anonymous
 memory did, step by step, with no limit: first touches, frees, allocations and the referenced pages of each
 mapping. This module turns it, with the model's own trace from the spec, into an access trace of the whole
@@ -51,7 +55,7 @@ import numpy as np
 from swaptrace.capture.recording import ALLOC, FREE, MOVE, PAGE_BYTES, TOUCH, page_events
 from swaptrace.core.traceio import EVENT_ACCESS, EVENT_ALLOC, EVENT_FREE, open_trace
 from swaptrace.errors import ConfigError
-from swaptrace.workload.process import is_recording, startup_pages  # noqa: F401  (re-exported)
+from swaptrace.workload.process import startup_pages
 from swaptrace.workload.spec import ModelSpec
 
 #: glibc's default mmap threshold (malloc/malloc.c DEFAULT_MMAP_THRESHOLD_MIN): smaller arrays are in the heap
@@ -179,6 +183,8 @@ class RecordedRuntime:
     runtime_pages: int
     buffer_pages: int
     info: dict[str, Any]
+    #: runtime pages accessed in some training step (the profile field ``active_bytes`` / 4096)
+    active_pages: int = 0
 
     @property
     def training_steps(self) -> int:
@@ -289,7 +295,11 @@ def reduce_recording(path: str | os.PathLike, spec: ModelSpec, regions: list[dic
             "in_heap": in_heap, "runtime_pages": len(run_keys), "step_buffer_pages": len(buf_keys),
             "thp_disabled": rec.thp_disabled,
             "file_bytes": "0: a recording measures anonymous memory only (no page cache or kernel memory)"}
-    return RecordedRuntime(rows, len(run_keys), len(buf_keys), info), out_regions
+    run_first = footprint_pages
+    active = set()
+    for p, _, e, _ in rows[1:]:
+        active.update(p[(e == EVENT_ACCESS) & (p >= run_first) & (p < run_first + len(run_keys))].tolist())
+    return RecordedRuntime(rows, len(run_keys), len(buf_keys), info, len(active)), out_regions
 
 
 def _sha256(path: str | os.PathLike) -> str:
@@ -422,3 +432,38 @@ def model_startup(regions: list[dict[str, Any]], optimizer: str, recorded: Recor
     p, _, e, _ = recorded.rows[0]
     written = p[e == EVENT_ACCESS]
     return pages[~np.isin(pages, written)]
+
+
+@dataclass(frozen=True)
+class Recording:
+    """A recording as ``generate_trace``'s ``runtime``: ``generate_trace(spec, out, runtime=Recording(path))``."""
+
+    path: str
+
+    def as_process(self, meta: dict[str, Any], spec: ModelSpec, chunks, first_step: int):
+        """Make ``meta`` and ``chunks`` the whole process's (module docstring).
+
+        Returns the process's chunks ``(step, page, write, region, event)`` and the recording's page count.
+        """
+        if first_step != 0:
+            raise ConfigError("--runtime: a process trace starts with its start-up; give it from step 0 "
+                              "(no --first-step)")
+        if int(meta["page_bytes"]) != PAGE_BYTES:
+            raise ConfigError("--runtime: a recording is of 4 KiB pages; give --page-bytes 4096")
+        model_pages = int(meta["footprint_pages"])
+        rt, regions = reduce_recording(self.path, spec, meta["regions"], model_pages)
+        extra = rt.runtime_pages + rt.buffer_pages
+        footprint = model_pages + extra
+        steps = int(meta["steps"])
+        meta.update(regions=regions, footprint_pages=footprint, footprint_bytes=footprint * PAGE_BYTES,
+                    steps=steps + 1, step_offset=1, startup_step=0,
+                    process={"name": f"recording {Path(self.path).name}", "measured_on": str(rt.info["command"]),
+                             "runtime_bytes": rt.runtime_pages * PAGE_BYTES,
+                             "active_bytes": rt.active_pages * PAGE_BYTES,
+                             "step_bytes": rt.buffer_pages * PAGE_BYTES, "file_bytes": 0, "kernel_bytes": 0,
+                             "write_cost": 0, "source": str(self.path), "model_footprint_pages": model_pages,
+                             "recording": {**rt.info, "cycle": rt.info["cycle"] if steps > rt.training_steps
+                                           else None}})
+        meta["params"]["runtime"] = str(self.path)
+        extra_startup = model_startup(regions, spec.optimizer, rt)
+        return with_recording(chunks, rt, extra_startup, regions, steps), extra
