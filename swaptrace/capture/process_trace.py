@@ -457,7 +457,7 @@ class Recording:
         steps = int(meta["steps"])
         meta.update(regions=regions, footprint_pages=footprint, footprint_bytes=footprint * PAGE_BYTES,
                     steps=steps + 1, step_offset=1, startup_step=0,
-                    process={"name": f"recording {Path(self.path).name}", "measured_on": str(rt.info["command"]),
+                    process={"name": f"recording {Path(self.path).name}", "measured_on": _command_text(rt.info["command"]),
                              "runtime_bytes": rt.runtime_pages * PAGE_BYTES,
                              "active_bytes": rt.active_pages * PAGE_BYTES,
                              "step_bytes": rt.buffer_pages * PAGE_BYTES, "file_bytes": 0, "kernel_bytes": 0,
@@ -467,3 +467,8 @@ class Recording:
         meta["params"]["runtime"] = str(self.path)
         extra_startup = model_startup(regions, spec.optimizer, rt)
         return with_recording(chunks, rt, extra_startup, regions, steps), extra
+
+
+def _command_text(command: Any) -> str:
+    """The recorded command as one line (a list of arguments joined by spaces)."""
+    return " ".join(map(str, command)) if isinstance(command, list) else str(command or "")
