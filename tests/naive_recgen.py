@@ -115,8 +115,22 @@ def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, traini
     region_of = lambda page: max(i for i, r in enumerate(regions) if r["first_page"] <= page)  # noqa: E731
     out += [(0, p, True, 0, region_of(p)) for p in startup if p not in written0]
     half = math.ceil(training_steps / 2)
+    held = set()  # runtime pages holding memory, along the trace
+    first_runtime = sum(r["pages"] for r in regions)
+
+    def replay(t, rows, repeat):
+        kept = []
+        for p, w, e, g in rows:
+            if p >= first_runtime:
+                if e == 1 and repeat and p in held:
+                    continue  # a repeated step does not allocate again what it kept
+                (held.add if e == 0 else held.discard)(p)
+            kept.append((t, p, w, e, g))
+        return kept
+
+    out = replay(0, rec_rows[0], False) + out[len(rec_rows[0]):]
     for t in range(1, steps + 1):
         r = t if t <= training_steps else training_steps - half + 1 + (t - training_steps - 1) % half
-        out += [(t, *row) for row in rec_rows[r]]
+        out += replay(t, rec_rows[r], t > training_steps)
         out += [(t, p, w, 0, g) for st, p, w, g in model_rows if st + 1 == t]
     return out

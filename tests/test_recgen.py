@@ -47,7 +47,7 @@ def ev(step, event, address=0, length=0, write=False, referenced=0, pid=7):
             "referenced": referenced}
 
 
-def hand_recording(training_steps=3):
+def hand_recording(training_steps=3, grow=False):
     """Start-up maps and writes the table (33 pages) and the long-lived mapping (4); each step maps, writes and
     unmaps the buffer (8) and references 2 pages of the long-lived mapping (smaps reading at its end)."""
     raw = [ev(0, "mmap", TA, 33 * P)] + [ev(0, "fault", TA + i * P + 16, write=True) for i in range(32)]
@@ -57,14 +57,17 @@ def hand_recording(training_steps=3):
         raw += [ev(s, "mmap", BA, 8 * P)] + [ev(s, "fault", BA + i * P, write=True) for i in range(8)]
         raw += [ev(s, "munmap", BA, 8 * P), ev(s, "referenced", LA, 4 * P, referenced=2 * P),
                 ev(s, "referenced", TA, 33 * P, referenced=5 * P)]
+        if grow and s >= 2:  # steps 2 and 3 each map 2 pages, write them and keep them
+            ga = BA + (16 + 4 * s) * P
+            raw += [ev(s, "mmap", ga, 2 * P), ev(s, "fault", ga, write=True), ev(s, "fault", ga + P, write=True)]
     return raw
 
 
-def write_recording(path, raw, steps):
+def write_recording(path, raw, steps, exit_told=True):
     n = len(raw)
     col = lambda k, dt: np.asarray([r[k] for r in raw], dtype=dt)  # noqa: E731
     flags = np.asarray([ANON if r["event"] == "mmap" else (2 if r["write"] else 0) for r in raw], np.uint64)
-    with TraceWriter(path, "recording", {"page_bytes": P, "steps": steps, "exit_step": None,
+    with TraceWriter(path, "recording", {"page_bytes": P, "steps": steps, "exit_step": steps if exit_told else None,
                                          "command": ["hand-built"], "step_source": "marks"}) as w:
         w.write(t_us=np.arange(n, dtype=float), step=col("step", np.uint32),
                 event=np.asarray([RECORD_EVENTS.index(r["event"]) for r in raw], np.int8), pid=col("pid", np.int32),
@@ -138,6 +141,26 @@ def test_trace_equals_twin(case, tmp_path, steps):
     assert _rows(out) == want
 
 
+def test_repeated_steps_do_not_allocate_again_what_they_kept(tmp_path):
+    spec_path = tmp_path / "rt.toml"
+    spec_path.write_text(SPEC.format(rows=2048))
+    rec = write_recording(tmp_path / "g.recording.parquet", hand_recording(grow=True), steps=4)
+    out = generate_trace(str(spec_path), tmp_path / "p.access.parquet", steps=7, runtime=Recording(str(rec)))
+    spec = load_spec(str(spec_path))
+    regions = build_layout(spec).region_dicts()
+    arrays = [(a.name, a.region, a.offset, a.nbytes) for a in model_arrays(spec, regions)]
+    model = generate_arrays(spec, steps=7)
+    model_rows = list(zip(*(model[k].tolist() for k in ("step", "page", "write", "region")), strict=True))
+    rows = _rows(out)
+    assert rows == naive_recorded_rows(hand_recording(grow=True), regions, arrays, model_rows,
+                                       startup_pages(regions, spec.optimizer).tolist(), 7, 3)
+    # the 4 pages steps 2 and 3 keep are runtime pages besides the long-lived mapping's 34..37: each is
+    # allocated in its own step and never again when the step repeats (trace steps 4..7 repeat 2, 3, 2, 3)
+    kept = {p for p, kind in ((r[1], r[4]) for r in rows) if kind == 3} - set(range(34, 38))
+    allocs = {t: sum(1 for r in rows if r[0] == t and r[3] == 1 and r[1] in kept) for t in range(1, 8)}
+    assert len(kept) == 4 and allocs == {1: 0, 2: 2, 3: 2, 4: 0, 5: 0, 6: 0, 7: 0}
+
+
 def test_emulate_frees_without_io(case, tmp_path):
     spec_path, rec = case
     out = generate_trace(str(spec_path), tmp_path / "p.access.parquet", steps=6, runtime=Recording(str(rec)))
@@ -163,6 +186,15 @@ def test_emulate_frees_without_io(case, tmp_path):
     assert r.exit_code == 0, r.output
     s2 = open_trace(stream2, "swapio").meta["summary"]
     assert s2.get("frees", 0) == 0 and s["zero_fill"] - s2["zero_fill"] == 6 * 8 - 8
+
+
+def test_a_recording_without_its_exit_told_apart_loses_its_last_step(case, tmp_path):
+    spec_path, _ = case
+    rec = write_recording(tmp_path / "n.recording.parquet", hand_recording(), steps=4, exit_told=False)
+    out = generate_trace(str(spec_path), tmp_path / "p.access.parquet", steps=3, runtime=Recording(str(rec)))
+    info = open_trace(out, "access").meta["process"]["recording"]
+    assert info["training_steps"] == 2 and "not told apart" in info["exit"]
+    assert info["cycle"] == "trace steps above 2 repeat recording steps 2..2"
 
 
 def _refused(tmp_path, spec_path, rec, needle):

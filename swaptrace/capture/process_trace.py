@@ -27,7 +27,8 @@ match is of another model: refused in one line naming the array.
 freed) at the end of some step, else ``step-buffers`` (allocated and freed within steps). Each gets one
 trace page (in first-touch order), the same for every reuse of the address.
 
-**Per step** (recording step ``k`` is trace step ``k``; start-up 0; the exit phase is left out): the
+**Per step** (recording step ``k`` is trace step ``k``; start-up 0; the exit phase is left out, and so is
+the last step of a recording that does not tell its exit apart, since that step holds it): the
 recorded events in order (first touches as stores or loads, frees as ``free``, allocations as ``alloc``
 of the range's pages that have a trace page, an ``mremap`` move as frees of the old pages and stores to the
 new); then for each runtime mapping read at the step's end, ``referenced - touched`` loads, where
@@ -38,7 +39,8 @@ seldom used again); then the model's accesses of the step. Trace step 0 ends wit
 arrays a program writes at start-up (:func:`swaptrace.workload.process.startup_pages`) that no match wrote.
 Steps beyond the recording's training steps repeat its **last half** (``ceil(R / 2)`` of ``R`` training
 steps) cyclically: the first steps allocate what the program keeps (optimizer state, allocator pools),
-the last ones are the steady state.
+the last ones are the steady state. A repeated step's alloc rows over pages that hold memory (allocated and
+kept by the step's first pass) are dropped: an alloc there would free them, which the program never did.
 """
 
 from __future__ import annotations
@@ -255,10 +257,12 @@ def reduce_recording(path: str | os.PathLike, spec: ModelSpec, regions: list[dic
         ``step-buffers``).
     """
     rec = page_events(path)
-    n_steps = len(rec.steps)
+    # a recording whose exit is not told apart holds it in its last step (exit_mmap frees every page): left out
+    n_steps = len(rec.steps) - (1 if rec.exit is None and len(rec.steps) > 1 else 0)
     if n_steps < 2:
-        raise ConfigError(f"--runtime {path}: the recording has no training step (only its start-up): record "
-                          "a program that marks its steps, or give --step-line")
+        raise ConfigError(f"--runtime {path}: the recording has no training step (only its start-up"
+                          f"{'' if rec.exit is not None else ' and a last step holding the exit'}): record a "
+                          "program that marks its steps, or give --step-line")
     norm = _normalise(rec, n_steps)
     arrays = model_arrays(spec, regions)
     largest = max(spec.tables, key=lambda t: t.weight_bytes).name
@@ -266,13 +270,12 @@ def reduce_recording(path: str | os.PathLike, spec: ModelSpec, regions: list[dic
     taken, in_heap = match_arrays(arrays, allocs, f"emb:{largest}")
     # key of a matched page -> the model's page at the same offset (pages past the array's end: dropped, -1)
     matched: dict[int, tuple[int, int]] = {}
-    for a, pid, lo in taken.values():
+    for index, (a, pid, lo) in taken.items():
         r = regions[a.region]
-        first = r["first_page"] + a.offset // PAGE_BYTES
-        for i in range(-(-a.nbytes // PAGE_BYTES) + 1 + a.nbytes // PAGE_BYTES // 64):
+        first, need = r["first_page"] + a.offset // PAGE_BYTES, -(-a.nbytes // PAGE_BYTES)
+        for i in range(allocs[index][2]):
             page = first + i
-            matched[_key(pid, lo + i)] = (page if i < -(-a.nbytes // PAGE_BYTES) and page < r["first_page"] + r["pages"]
-                                          else -1, a.region)
+            matched[_key(pid, lo + i)] = (page if i < need and page < r["first_page"] + r["pages"] else -1, a.region)
     order, runtime = _classify(norm, matched)
     run_keys = sorted((k for k in order if k in runtime), key=order.__getitem__)
     buf_keys = sorted((k for k in order if k not in runtime), key=order.__getitem__)
@@ -289,7 +292,8 @@ def reduce_recording(path: str | os.PathLike, spec: ModelSpec, regions: list[dic
             "steps": n_steps, "training_steps": n_steps - 1, "step_source": rec.meta.get("step_source"),
             "cycle": f"trace steps above {n_steps - 1} repeat recording steps "
                      f"{n_steps - 1 - (-(-(n_steps - 1) // 2)) + 1}..{n_steps - 1}",
-            "exit": "the exit phase is left out of the trace",
+            "exit": "the exit phase is left out of the trace" if rec.exit is not None else
+                    f"the exit was not told apart: the recording's last step ({n_steps}), which holds it, is left out",
             "matched": {a.name: {"pid": pid, "address": lo * PAGE_BYTES, "pages": allocs[i][2], "bytes": a.nbytes}
                         for i, (a, pid, lo) in sorted(taken.items())},
             "in_heap": in_heap, "runtime_pages": len(run_keys), "step_buffer_pages": len(buf_keys),
@@ -397,10 +401,13 @@ def with_recording(chunks: Iterator[tuple[np.ndarray, ...]], recorded: RecordedR
     training steps (every one gets the recording's rows, even one the model's trace leaves empty).
     """
     firsts = np.array([r["first_page"] for r in regions], dtype=np.uint64)
+    base = min((r["first_page"] for r in regions if r["kind"] in ("runtime", "step-buffers")), default=0)
+    alive = bytearray(recorded.runtime_pages + recorded.buffer_pages)
 
     def recorded_part(step: int) -> tuple[np.ndarray, ...]:
         p, w, e, g = recorded.rows[recorded.recording_step(step)]
-        return (np.full(p.size, step, np.uint32), p, w, g, e)
+        keep = _live_allocs_dropped(p, e, alive, base, repeat=step > recorded.training_steps)
+        return (np.full(int(keep.sum()), step, np.uint32), p[keep], w[keep], g[keep], e[keep])
 
     def startup() -> tuple[np.ndarray, ...]:
         n = extra_startup.size
@@ -424,6 +431,27 @@ def with_recording(chunks: Iterator[tuple[np.ndarray, ...]], recorded: RecordedR
     while done < steps:
         done += 1
         yield recorded_part(done)
+
+
+def _live_allocs_dropped(page: np.ndarray, event: np.ndarray, alive: bytearray, base: int, *, repeat: bool) -> np.ndarray:
+    """Rows to keep of a recorded step, updating ``alive`` (one byte per runtime page from ``base``).
+
+    A repeated step (beyond the recording) may allocate pages the first pass of it allocated and kept: they
+    hold memory now, and an alloc over them would free them (docs/formats.md), which the program never did.
+    Such alloc rows are dropped; the step's stores to those pages stay (stores to resident pages).
+    """
+    keep = np.ones(page.size, dtype=bool)
+    for i in np.flatnonzero(page >= base).tolist():
+        j, ev = int(page[i]) - base, int(event[i])
+        if ev == EVENT_ALLOC:
+            if alive[j] and repeat:
+                keep[i] = False
+            alive[j] = 0
+        elif ev == EVENT_FREE:
+            alive[j] = 0
+        else:
+            alive[j] = 1
+    return keep
 
 
 def model_startup(regions: list[dict[str, Any]], optimizer: str, recorded: RecordedRuntime) -> np.ndarray:
