@@ -23,7 +23,7 @@ def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, traini
     the trace's training steps; ``training_steps``: the recording's (exit rows must not be in ``raw``)."""
     by_step = {s: [r for r in raw if r["step"] == s] for s in range(training_steps + 1)}
     # 1. mappings never unmapped: (pid, first page, pages), in the order they were made
-    maps, position = [], {}
+    maps = []
     for i, r in enumerate(raw):
         if r["event"] == "mmap":
             maps.append((r["pid"], r["address"] // P, math.ceil(r["length"] / P), i))
@@ -34,7 +34,7 @@ def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, traini
     # 2. arrays, largest first, to a kept mapping of ceil(b/P) .. ceil(b/P) + 1 + ceil(b/P)//64 pages
     model_page = {}
     used = set()
-    for name, region, offset, nbytes in sorted(arrays, key=lambda a: (-a[3], a[0])):
+    for _name, region, offset, nbytes in sorted(arrays, key=lambda a: (-a[3], a[0])):
         need = math.ceil(nbytes / P)
         if nbytes < 128 * 1024:
             continue

@@ -11,16 +11,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from naive_recgen import naive_recorded_rows
 
+from swaptrace.capture.process_trace import Recording, fits, model_arrays
 from swaptrace.cli import cli
 from swaptrace.core.traceio import RECORD_EVENTS, TraceWriter, open_trace
 from swaptrace.workload.generate import generate_arrays, generate_trace
 from swaptrace.workload.layout import build_layout
 from swaptrace.workload.process import startup_pages
-from swaptrace.capture.process_trace import Recording, fits, model_arrays
 from swaptrace.workload.spec import load_spec
-
-from naive_recgen import naive_recorded_rows
 
 P = 4096
 ANON = 0x22  # MAP_PRIVATE | MAP_ANONYMOUS

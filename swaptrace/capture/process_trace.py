@@ -321,24 +321,16 @@ def _step_rows(rec, norm, matched, page_of) -> list[tuple[np.ndarray, ...]]:
     seq = 0
     out = []
     for k, ops in enumerate(norm):
-        page, write, event, region = [], [], [], []
+        rows: list[tuple[int, bool, int, int]] = []  # page, write, event, region
         touched: set[int] = set()
-
-        def row(p, w, e, g):
-            page.append(p)
-            write.append(w)
-            event.append(e)
-            region.append(g)
-
         for code, key, arg in ops:
             if code == TOUCH:
                 if key in matched:
                     p, g = matched[key]
                     if p >= 0:
-                        row(p, arg, EVENT_ACCESS, g)
+                        rows.append((p, arg, EVENT_ACCESS, g))
                     continue
-                p, g = page_of[key]
-                row(p, arg, EVENT_ACCESS, g)
+                rows.append((*page_of[key][:1], arg, EVENT_ACCESS, page_of[key][1]))
                 seq += 1
                 alive[key] = seq
                 touched.add(key)
@@ -346,15 +338,15 @@ def _step_rows(rec, norm, matched, page_of) -> list[tuple[np.ndarray, ...]]:
                 alive.pop(key, None)
                 touched.discard(key)
                 if key in page_of:
-                    row(*page_of[key][:1], False, EVENT_FREE, page_of[key][1])
+                    rows.append((page_of[key][0], False, EVENT_FREE, page_of[key][1]))
             else:  # ALLOC: the range's pages that have a trace page
                 a, b = np.searchsorted(keys_sorted, [key, key + int(arg)])
-                for kk in keys_sorted[a:b].tolist():
-                    row(page_of[kk][0], False, EVENT_ALLOC, page_of[kk][1])
-        for kk in _referenced_loads(rec.steps[k].referenced, alive, touched, matched):
-            row(page_of[kk][0], False, EVENT_ACCESS, page_of[kk][1])
-        out.append((np.asarray(page, np.uint64), np.asarray(write, bool), np.asarray(event, np.uint8),
-                    np.asarray(region, np.uint16)))
+                rows += [(page_of[kk][0], False, EVENT_ALLOC, page_of[kk][1]) for kk in keys_sorted[a:b].tolist()]
+        rows += [(page_of[kk][0], False, EVENT_ACCESS, page_of[kk][1])
+                 for kk in _referenced_loads(rec.steps[k].referenced, alive, touched, matched)]
+        cols = list(zip(*rows, strict=True)) if rows else [(), (), (), ()]
+        out.append((np.asarray(cols[0], np.uint64), np.asarray(cols[1], bool), np.asarray(cols[2], np.uint8),
+                    np.asarray(cols[3], np.uint16)))
     return out
 
 
