@@ -11,6 +11,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from fio_helpers import make_stream
 from safety_helpers import invoke, snapshot, special_file
@@ -127,3 +128,23 @@ def test_a_ramp_that_leaves_no_round_before_the_cap_is_refused():
     with pytest.raises(ConfigError, match="--ss-ramp 120 s leaves less than one round"):
         SteadyOptions(round_s=10, cap_s=60, ramp_s=120)
     SteadyOptions(round_s=10, cap_s=60, ramp_s=50)  # one round fits after the ramp
+
+
+def test_the_excursion_is_the_fitted_line_across_the_window_by_hand():
+    """SNIA PTS: the excursion is the best-fit line's rise from the first round to the last, as a share of the
+    rounds' mean. Rounds 100, 102, 104, 106, 108 (two 1 s samples each): slope 2 a round over 4 rounds = 8,
+    mean 104, so 7.69 %; range (108 - 100) / 104 = 7.69 % too."""
+    iops = [100, 100, 102, 102, 104, 104, 106, 106, 108, 108]
+    job = {"jobname": "hand", "job_runtime": 10_000,
+           "steadystate": {"attained": 1, "ss": "iops_slope:2%", "criterion": "1.5%", "duration": 10,
+                           "data": {"iops": iops, "bw": [4096 * x for x in iops]}}}
+    v = ss.verdict(job, ss.SteadyOptions(round_s=2, rounds=5))
+    assert v["rounds_iops"] == pytest.approx([100, 102, 104, 106, 108])
+    assert v["excursion_pct"] == pytest.approx(100 * 8 / 104)
+    assert v["range_pct"] == pytest.approx(100 * 8 / 104)
+
+
+def test_a_bandwidth_sample_belongs_to_the_round_it_ends():
+    """fio logs a sample at the end of its interval: the sample at 2000 ms closes the first 2 s round."""
+    rounds = ss.rounds_from_bw_log(np.array([1000, 2000, 3000, 4000]), np.array([1.0, 2.0, 3.0, 4.0]), round_s=2)
+    assert rounds == pytest.approx([1.5, 3.5])

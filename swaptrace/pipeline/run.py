@@ -280,58 +280,20 @@ def run_pipeline(
         manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
     except ValueError:
         manifest = {}
-    result = PipelineResult(out)
+    book = _Book(PipelineResult(out), manifest, manifest_path, say)
     stage_list = plan(opts, out)
     beside: _Beside | None = None  # the stage running in a thread beside the others, if any
-
-    def record(stage: Stage, fp: str, summary: dict[str, Any] | None, seconds: float, tag: str) -> None:
-        result.ran.append(stage.name)
-        result.seconds[stage.name] = seconds
-        result.summaries[stage.name] = summary
-        # fingerprint after running: outputs of this stage are inputs of the next
-        manifest[stage.name] = {
-            "fingerprint": fp,
-            "params": stage.params,
-            "seconds": round(seconds, 3),
-            "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
-            "summary": summary,
-        }
-        _save_manifest(manifest_path, manifest)
-        say(f"{tag}: done in {seconds:.1f} s")
-
-    def join() -> None:
-        nonlocal beside
-        if beside is not None:
-            done, beside = beside, None
-            try:
-                summary, seconds = done.future.result()
-            finally:
-                done.pool.shutdown(wait=True)
-            record(done.stage, done.fingerprint, summary, seconds, done.tag)
-
     try:
         for i, stage in enumerate(stage_list, 1):
             if beside is not None and set(stage.inputs) & set(beside.stage.outputs):
-                join()  # this stage reads what the one beside it writes
+                beside, done = None, beside
+                book.record(done.stage, done.fingerprint, done.tag, *done.join())  # this stage reads its output
             tag = f"[{i}/{len(stage_list)}] {stage.name}"
             if stage.skip_reason:
-                result.skipped[stage.name] = stage.skip_reason
-                kept = [o for o in stage.outputs if (out / o).exists()]
-                if kept:  # an earlier run's, kept (a fio run is minutes of measurement) but no longer this run's
-                    say(f"{tag}: skipped ({stage.skip_reason}); an earlier run's {', '.join(kept)} kept, "
-                        "left out of the report")
-                    manifest[stage.name] = {"skipped": stage.skip_reason, "outputs": kept}
-                else:
-                    say(f"{tag}: skipped ({stage.skip_reason})")
-                    manifest.pop(stage.name, None)
-                _save_manifest(manifest_path, manifest)  # the report stage reads it
+                book.skip(stage, tag, out)
                 continue
             fp = _fingerprint(stage, out)
-            done = manifest.get(stage.name, {})
-            if not force and done.get("fingerprint") == fp and all((out / o).exists() for o in stage.outputs):
-                say(f"{tag}: up to date")
-                result.skipped[stage.name] = "up to date"
-                result.summaries[stage.name] = done.get("summary")
+            if not force and book.up_to_date(stage, fp, tag, out):
                 continue
             if opts.overlap and stage.name == BESIDE:
                 say(f"{tag} ... (beside the stages that follow)")
@@ -340,12 +302,55 @@ def run_pipeline(
             say(f"{tag} ...")
             start = time.perf_counter()
             summary = stage.run(out, say, progress or _no_bar)
-            record(stage, fp, summary, time.perf_counter() - start, tag)
-        join()
+            book.record(stage, fp, tag, summary, time.perf_counter() - start)
+        if beside is not None:
+            beside, done = None, beside
+            book.record(done.stage, done.fingerprint, done.tag, *done.join())
     finally:
         if beside is not None:  # interrupted or failed: stop the stage beside, which removes its partial output
             beside.stop()
-    return result
+    return book.result
+
+
+@dataclass
+class _Book:
+    """What a run did, kept in ``pipeline.json`` as each stage ends (the report stage reads it)."""
+
+    result: PipelineResult
+    manifest: dict[str, Any]
+    path: Path
+    say: Callable[[str], None]
+
+    def skip(self, stage: Stage, tag: str, out: Path) -> None:
+        self.result.skipped[stage.name] = stage.skip_reason
+        kept = [o for o in stage.outputs if (out / o).exists()]
+        if kept:  # an earlier run's, kept (a fio run is minutes of measurement) but no longer this run's
+            self.say(f"{tag}: skipped ({stage.skip_reason}); an earlier run's {', '.join(kept)} kept, "
+                     "left out of the report")
+            self.manifest[stage.name] = {"skipped": stage.skip_reason, "outputs": kept}
+        else:
+            self.say(f"{tag}: skipped ({stage.skip_reason})")
+            self.manifest.pop(stage.name, None)
+        _save_manifest(self.path, self.manifest)
+
+    def up_to_date(self, stage: Stage, fp: str, tag: str, out: Path) -> bool:
+        done = self.manifest.get(stage.name, {})
+        if done.get("fingerprint") != fp or not all((out / o).exists() for o in stage.outputs):
+            return False
+        self.say(f"{tag}: up to date")
+        self.result.skipped[stage.name] = "up to date"
+        self.result.summaries[stage.name] = done.get("summary")
+        return True
+
+    def record(self, stage: Stage, fp: str, tag: str, summary: dict[str, Any] | None, seconds: float) -> None:
+        self.result.ran.append(stage.name)
+        self.result.seconds[stage.name] = seconds
+        self.result.summaries[stage.name] = summary
+        # fingerprint after running: outputs of this stage are inputs of the next
+        self.manifest[stage.name] = {"fingerprint": fp, "params": stage.params, "seconds": round(seconds, 3),
+                                     "finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "summary": summary}
+        _save_manifest(self.path, self.manifest)
+        self.say(f"{tag}: done in {seconds:.1f} s")
 
 
 @dataclass
@@ -367,6 +372,13 @@ class _Beside:
 
         pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"swaptrace-{stage.name}")
         return cls(stage, fp, tag, pool, pool.submit(work))
+
+    def join(self) -> tuple[dict[str, Any] | None, float]:
+        """Wait for the stage; its summary and seconds (its error, if it failed)."""
+        try:
+            return self.future.result()
+        finally:
+            self.pool.shutdown(wait=True)
 
     def stop(self) -> None:
         """End the stage early and wait for it: its programs (fio) get SIGTERM until it returns.
