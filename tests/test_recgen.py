@@ -223,6 +223,12 @@ def test_damaged_and_wrong_files_are_refused(case, tmp_path):
     damaged = tmp_path / "d.recording.parquet"
     damaged.write_bytes(b"PAR1" + rec.read_bytes()[4:200])
     _refused(tmp_path, spec_path, damaged, str(damaged))
+    body = bytearray(rec.read_bytes())  # data pages damaged under a valid footer
+    footer = int.from_bytes(body[-8:-4], "little")
+    for i in range(8, len(body) - footer - 8):
+        body[i] ^= 0x5A
+    damaged.write_bytes(bytes(body))
+    _refused(tmp_path, spec_path, damaged, str(damaged))
     access = generate_trace(str(spec_path), tmp_path / "a.access.parquet", steps=1)
     _refused(tmp_path, spec_path, access, "recording")
 
