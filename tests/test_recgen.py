@@ -124,6 +124,7 @@ def test_hand_worked_trace(case, tmp_path):
     s = meta["summary"]
     assert (s["allocs"], s["frees"], s["freed_pages"]) == (4 + 24, 24, 8)
     assert s["accesses"] == len(rows) - 28 - 24
+    assert s["unique_pages"] == len({r[1] for r in rows if r[3] == 0})
 
 
 @pytest.mark.parametrize("steps", [1, 3, 7])

@@ -496,6 +496,7 @@ def _write_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int | 
                     counts["allocs"] += int(np.count_nonzero(ev[0] == EVENT_ALLOC))
                     counts["frees"] += int(np.count_nonzero(ev[0] == EVENT_FREE))
                     freed.update(pg[ev[0] == EVENT_FREE].tolist())
+                    seen[pg[acc & (pg < layout.footprint_pages)].astype(np.int64)] = 1  # start-up's stores too
                     wr, rg = wr[acc], rg[acc]
                 else:
                     background.write(step=st, page=pg, write=wr, region=rg)
