@@ -48,9 +48,10 @@ from swaptrace.workload.spec import MAX_ALPHA, MAX_STEPS, load_spec
               help="Generate on a local Dask cluster of N processes; writes a dataset folder (needs the dask extra).")
 @click.option("--scheduler", type=scheduler_address(), default=None, metavar="tcp://HOST:PORT",
               help="Generate on a running Dask scheduler (default with --workers: $DASK_SCHEDULER_ADDRESS if set).")
-@click.option("--runtime", default=None, metavar="NAME|FILE.toml",
-              help="Trace the whole training process: the runtime's memory and the start-up as step 0 "
-                   "(a runtime profile: pytorch-cpu, or a file from `swaptrace runtime-profile`).")
+@click.option("--runtime", default=None, metavar="FILE.recording.parquet|NAME|FILE.toml",
+              help="Trace the whole training process, the start-up as step 0: from a recording of the program "
+                   "(`swaptrace capture --record`; recommended) or a runtime profile (pytorch-cpu, or a file "
+                   "from `swaptrace runtime-profile`).")
 @click.option("--parts", type=count(1, 1 << 20), default=None, help="--workers, --scheduler: step ranges (part files) of a dataset [default: 4 per worker].")
 @force_option
 @json_option
@@ -67,13 +68,14 @@ def command(*, preset, spec_file, steps, seed, first_step, output, alpha, optimi
       swaptrace generate --spec my-model.toml --alpha 1.15 --page-bytes 2MiB -o traces/mine.access.parquet
       swaptrace generate --preset demo --row-layout packed -o traces/demo-packed.access.parquet
       swaptrace generate --preset rm2 --steps 2000 --workers 2 -o traces/rm2.access.parquet   # a dataset folder
+      swaptrace generate --preset tiny --runtime tiny.recording.parquet -o traces/tiny-process.access.parquet
       swaptrace generate --preset tiny --runtime pytorch-cpu -o traces/tiny-process.access.parquet
 
     With --workers or --scheduler the output is a folder of part files, one
     per step range, with the same rows as the single file; every command that
     reads a trace reads it as it reads a file.
     """
-    from swaptrace.workload.process import load_runtime_profile
+    from swaptrace.workload.process import is_recording, load_runtime_profile
 
     if preset is not None and spec_file is not None:
         raise ConfigError("give either --preset or --spec, not both")
@@ -89,7 +91,12 @@ def command(*, preset, spec_file, steps, seed, first_step, output, alpha, optimi
     options = dict(steps=n_steps, seed=seed, first_step=first_step, page_bytes=page_bytes,
                    alpha=alpha, optimizer=optimizer, scatter=scatter, reuse=reuse,
                    dedup=None if dedup == "none" else dedup, force=force)
-    if runtime is not None:
+    if runtime is not None and is_recording(runtime):  # a recording: checked (kind, columns) before generating
+        from swaptrace.capture.process_trace import Recording, check_recording
+
+        check_recording(runtime)
+        options["runtime"] = Recording(runtime)
+    elif runtime is not None:
         options["runtime"] = load_runtime_profile(runtime)
     # the heavy modules load only now that every option has been read
     from swaptrace.core.traceio import open_trace

@@ -40,7 +40,14 @@ import numba
 import numpy as np
 
 from swaptrace.core.bounds import check_allocation
-from swaptrace.core.traceio import DEFAULT_ROW_GROUP, TraceWriter, open_trace
+from swaptrace.core.traceio import (
+    DEFAULT_ROW_GROUP,
+    EVENT_ACCESS,
+    EVENT_ALLOC,
+    EVENT_FREE,
+    TraceWriter,
+    open_trace,
+)
 from swaptrace.errors import ConfigError
 from swaptrace.kernels.generate.draw import count_segments, emit_accesses, emit_segments, plan_segments, tally_pages
 from swaptrace.workload.choices import ROW_LAYOUTS  # noqa: F401  (re-exported)
@@ -365,7 +372,7 @@ def generate_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int 
                    optimizer: str | None = None, scatter: bool = True, reuse: float = 0.0,
                    dedup: str | None = None, force: bool = False,
                    progress: Callable[[int], Any] | None = None,
-                   runtime: RuntimeProfile | str | None = None) -> Path:
+                   runtime: RuntimeProfile | str | Any = None) -> Path:
     """Generate an access trace of training steps and write it to Parquet.
 
     Parameters
@@ -396,10 +403,12 @@ def generate_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int 
         Overwrite an existing output.
     progress : callable, optional
         Called with the number of steps finished, as they finish.
-    runtime : RuntimeProfile or str, optional
+    runtime : RuntimeProfile, str or Recording, optional
         Trace the whole training process, not only the model (:mod:`swaptrace.workload.process`): the runtime's
         memory, the start-up as step 0 (every array written) and training step k as step k + 1.
-        A shipped profile's name (``pytorch-cpu``) or a TOML file.
+        A shipped profile's name (``pytorch-cpu``) or a TOML file; or a recording of the program,
+        ``swaptrace.capture.process_trace.Recording(path)`` (its memory, step by step, with alloc and free
+        events: docs/process.md "From a recording").
 
     Returns
     -------
@@ -452,7 +461,7 @@ def _write_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int | 
                  optimizer: str | None = None, scatter: bool = True, reuse: float = 0.0,
                  dedup: str | None = None, force: bool = False,
                  progress: Callable[[int], Any] | None = None,
-                 runtime: RuntimeProfile | str | None = None) -> tuple[Path, np.ndarray]:
+                 runtime: RuntimeProfile | str | Any = None) -> tuple[Path, np.ndarray]:
     """:func:`generate_trace`'s body; also returns the per-page touched flags (uint8, one per page)."""
     if not isinstance(spec, ModelSpec):
         spec = load_spec(spec)
@@ -466,21 +475,39 @@ def _write_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int | 
     seen = np.zeros(max(layout.footprint_pages, 2), dtype=np.uint8)
     chunks = _chunks(plan, steps, first_step, reuse, dedup == "step", chunk_rows=DEFAULT_ROW_GROUP, seen=seen,
                      progress=progress)
-    if runtime is not None:
+    # a process source of its own (swaptrace.capture.process_trace.Recording): it lays out the process itself
+    recorded = runtime is not None and hasattr(runtime, "as_process")
+    if recorded:
+        chunks, extra_pages = runtime.as_process(meta, spec, chunks, first_step)
+    elif runtime is not None:
         chunks, extra_pages = _as_process(meta, spec, chunks, runtime, first_step)
     region_counts = np.zeros(len(meta["regions"]), dtype=np.int64)
-    writes = 0
-    with TraceWriter(out, "access", meta, force=force) as writer, _one_core_for_the_writer():
+    writes = events = 0
+    counts = {"allocs": 0, "frees": 0}
+    freed: set[int] = set()
+    with TraceWriter(out, "access", meta, force=force, optional=("event",) if recorded else ()) as writer, \
+            _one_core_for_the_writer():
         with _BackgroundWriter(writer) as background:
-            for st, pg, wr, rg in chunks:
-                background.write(step=st, page=pg, write=wr, region=rg)
+            for st, pg, wr, rg, *ev in chunks:
+                if ev:  # alloc and free rows are no accesses: tallied apart
+                    background.write(step=st, page=pg, write=wr, region=rg, event=ev[0])
+                    acc = ev[0] == EVENT_ACCESS
+                    events += int(acc.size - np.count_nonzero(acc))
+                    counts["allocs"] += int(np.count_nonzero(ev[0] == EVENT_ALLOC))
+                    counts["frees"] += int(np.count_nonzero(ev[0] == EVENT_FREE))
+                    freed.update(pg[ev[0] == EVENT_FREE].tolist())
+                    seen[pg[acc & (pg < layout.footprint_pages)].astype(np.int64)] = 1  # start-up's stores too
+                    wr, rg = wr[acc], rg[acc]
+                else:
+                    background.write(step=st, page=pg, write=wr, region=rg)
                 writes += int(tally_pages(wr, rg, region_counts))
         writer.metadata["summary"] = {
-            "accesses": writer.rows,
-            "reads": writer.rows - writes,
+            "accesses": writer.rows - events,
+            "reads": writer.rows - events - writes,
             "writes": writes,
             "unique_pages": int(np.count_nonzero(seen)) + (extra_pages if runtime is not None else 0),
             "region_accesses": region_counts.tolist(),
+            **({**counts, "freed_pages": len(freed)} if recorded else {}),
         }
     return writer.path, seen[:layout.footprint_pages]
 

@@ -165,6 +165,21 @@ def profile_from_dict(data: dict[str, Any], where: str) -> RuntimeProfile:
     return RuntimeProfile(source=where, **values)
 
 
+def is_recording(text: str) -> bool:
+    """Whether ``--runtime`` names a Parquet file (then it must be a recording, ``generate --runtime``
+    checks its ``kind``: swaptrace.capture.process_trace)."""
+    p = Path(text)
+    if p.suffix == ".parquet":
+        return True
+    try:  # a regular file only: a FIFO is never opened
+        if not p.is_file():
+            return False
+        with open(p, "rb") as f:
+            return f.read(4) == b"PAR1"
+    except OSError:
+        return False
+
+
 def load_runtime_profile(name_or_path: str | Path) -> RuntimeProfile:
     """A shipped profile by name (``pytorch-cpu``) or a TOML file."""
     text = str(name_or_path)
@@ -332,8 +347,9 @@ def _joined(pieces: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
             np.concatenate([p[2] for p in pieces]).astype(bool), np.concatenate([p[3] for p in pieces]).astype(np.uint16))
 
 
-#: what a process trace's ``process`` section holds besides the profile's own fields (generate.py)
-TRACE_PROCESS_KEYS = ("source", "model_footprint_pages")
+#: what a process trace's ``process`` section holds besides the profile's own fields (generate.py; ``recording``:
+#: where a trace made from a recording came from, swaptrace.capture.process_trace)
+TRACE_PROCESS_KEYS = ("source", "model_footprint_pages", "recording")
 
 
 def runtime_of(meta: dict[str, Any], where: str = "trace") -> RuntimeProfile | None:

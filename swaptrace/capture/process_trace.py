@@ -1,0 +1,494 @@
+"""A whole-process trace from one unlimited recording of the real program (``generate --runtime X.recording.parquet``).
+
+Here, in the capture package, because it reads recordings; ``swaptrace.workload.generate`` takes a
+:class:`Recording` as its ``runtime`` and calls :meth:`Recording.as_process` (the workload package does not
+import the capture package).
+
+A recording (``capture --record``, :mod:`swaptrace.capture.recording`) holds what the program's anonymous
+memory did, step by step, with no limit: first touches, frees, allocations and the referenced pages of each
+mapping. This module turns it, with the model's own trace from the spec, into an access trace of the whole
+process, with ``alloc`` and ``free`` events (docs/process.md "From a recording"):
+
+**Which recorded memory is the model's.** Each model array (:func:`model_arrays`: every table's weights,
+every optimizer-state array of a table, every MLP weight and bias) of at least :data:`MMAP_THRESHOLD` bytes
+is matched, largest first, to one anonymous allocation of the recording that is never freed before the
+exit, of ``need = ceil(bytes / 4096)`` pages up to ``need + 1 + need // 64`` (glibc maps a large ``malloc``
+as its size plus a 16-byte header, ``posix_memalign`` adds the alignment, rounded up to pages: at most one
+page more; the 1/64 allows an allocator that rounds sizes up); among fits the closest in size, then the
+earliest. Its first touches become the same stores (loads) to the model's region at the same page offset
+(the start-up writes the spec does not describe, in the order the program made them); its other events
+and referenced pages are dropped (the model's accesses come from the spec). Smaller arrays live in heap
+mappings, as do larger ones once glibc's mmap threshold has risen (malloc/malloc.c: to the largest freed
+mmapped chunk, at most :data:`MMAP_THRESHOLD_MAX`): they stay in the runtime and are listed
+``in_heap``. A recording whose largest table, or any array of :data:`MMAP_THRESHOLD_MAX` or more, has no
+match is of another model: refused in one line naming the array.
+
+**The rest** is each recorded page ``(pid, 4 KiB address)``: ``runtime`` if it is alive (touched, not
+freed) at the end of some step, else ``step-buffers`` (allocated and freed within steps). Each gets one
+trace page (in first-touch order), the same for every reuse of the address.
+
+**Per step** (recording step ``k`` is trace step ``k``; start-up 0; the exit phase is left out, and so is
+the last step of a recording that does not tell its exit apart, since that step holds it): the
+recorded events in order (first touches as stores or loads, frees as ``free``, allocations as ``alloc``
+of the range's pages that have a trace page, an ``mremap`` move as frees of the old pages and stores to the
+new); then for each runtime mapping read at the step's end, ``referenced - touched`` loads, where
+``touched`` is its pages first-touched in the step and still alive; the loads go to its alive pages not
+touched in the step, **most recently first-touched first** (``Referenced:`` counts pages, not which:
+allocators reuse the memory they handed out last, while start-up's oldest pages hold import-time objects
+seldom used again); then the model's accesses of the step. Trace step 0 ends with stores to the model
+arrays a program writes at start-up (:func:`swaptrace.workload.process.startup_pages`) that no match wrote.
+Steps beyond the recording's training steps repeat its **last half** (``ceil(R / 2)`` of ``R`` training
+steps) cyclically: the first steps allocate what the program keeps (optimizer state, allocator pools),
+the last ones are the steady state. A repeated step's alloc rows over pages that hold memory (allocated and
+kept by the step's first pass) are dropped: an alloc there would free them, which the program never did.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from swaptrace.capture.recording import ALLOC, FREE, MOVE, PAGE_BYTES, TOUCH, page_events
+from swaptrace.core.traceio import EVENT_ACCESS, EVENT_ALLOC, EVENT_FREE, open_trace
+from swaptrace.errors import ConfigError
+from swaptrace.workload.process import startup_pages
+from swaptrace.workload.spec import ModelSpec
+
+#: glibc's default mmap threshold (malloc/malloc.c DEFAULT_MMAP_THRESHOLD_MIN): smaller arrays are in the heap
+MMAP_THRESHOLD = 128 * 1024
+#: the most glibc's dynamic threshold rises to on 64-bit (DEFAULT_MMAP_THRESHOLD_MAX, 4 MiB * sizeof(long))
+MMAP_THRESHOLD_MAX = 32 << 20
+#: bits of a page key below the pid: ``pid << KEY_SHIFT | page`` (a 4 KiB page of a 48-bit address; pids
+#: below 2^27, above Linux's PID_MAX_LIMIT of 2^22)
+KEY_SHIFT = 36
+
+
+@dataclass(frozen=True)
+class ModelArray:
+    """One array of the model: its name, region index, byte offset in the region and size (bytes)."""
+
+    name: str
+    region: int
+    offset: int
+    nbytes: int
+
+
+def model_arrays(spec: ModelSpec, regions: list[dict[str, Any]]) -> list[ModelArray]:
+    """The arrays a PyTorch DLRM allocates (tables, table state arrays, MLP weights and biases, their state)."""
+    index = {r["name"]: i for i, r in enumerate(regions)}
+    out = []
+    for t in spec.tables:
+        out.append(ModelArray(f"emb:{t.name}", index[f"emb:{t.name}"], 0, t.weight_bytes))
+        state = t.rows * spec.state_row_bytes(t)
+        for j in range(spec.state_arrays if state else 0):
+            out.append(ModelArray(f"state:{t.name}" + (f"[{j}]" if spec.state_arrays > 1 else ""),
+                                  index[f"state:{t.name}"], j * state, state))
+    params, off = [], 0
+    for name, widths in (("bottom", list(spec.bottom_mlp)), ("top", [spec.interaction_width, *spec.top_mlp])):
+        for i, (a, b) in enumerate(zip(widths[:-1], widths[1:], strict=False)):
+            params += [(f"{name}.{i}.weight", off, 4 * a * b), (f"{name}.{i}.bias", off + 4 * a * b, 4 * b)]
+            off += 4 * (a * b + b)
+    out += [ModelArray(f"mlp:{n}", index["mlp"], o, b) for n, o, b in params]
+    if "mlp-state" in index:
+        per = spec.mlp_state_bytes // max(spec.mlp_bytes, 1)
+        out += [ModelArray(f"mlp-state:{n}" + (f"[{j}]" if per > 1 else ""), index["mlp-state"], j * off + o, b)
+                for j in range(per) for n, o, b in params]
+    return out
+
+
+def fits(nbytes: int, pages: int) -> bool:
+    """Whether a recorded allocation of ``pages`` 4 KiB pages can hold an array of ``nbytes`` (module docstring)."""
+    need = -(-nbytes // PAGE_BYTES)
+    return need <= pages <= need + 1 + need // 64
+
+
+def _key(pid: int, page: int) -> int:
+    return (int(pid) << KEY_SHIFT) | int(page)
+
+
+def match_arrays(arrays: list[ModelArray], allocs: list[tuple[int, int, int]],
+                 largest_table: str) -> tuple[dict[int, tuple[ModelArray, int, int]], list[str]]:
+    """Match model arrays to never-freed allocations ``(pid, first page, pages)`` in allocation order.
+
+    Returns ``{allocation index: (array, pid, first page)}`` and the names of arrays left in the heap;
+    refuses (:class:`ConfigError`) a recording missing the largest table or an array of
+    :data:`MMAP_THRESHOLD_MAX` or more.
+    """
+    taken: dict[int, tuple[ModelArray, int, int]] = {}
+    in_heap = []
+    for a in sorted(arrays, key=lambda a: (-a.nbytes, a.name)):
+        if a.nbytes < MMAP_THRESHOLD:
+            in_heap.append(a.name)
+            continue
+        need = -(-a.nbytes // PAGE_BYTES)
+        best = min((i for i, (_, _, n) in enumerate(allocs) if i not in taken and fits(a.nbytes, n)),
+                   key=lambda i: (allocs[i][2] - need, i), default=None)
+        if best is None:
+            if a.name == largest_table or a.nbytes >= MMAP_THRESHOLD_MAX:
+                raise ConfigError(f"--runtime: the recording has no mapping of {need} pages for {a.name} "
+                                  f"({a.nbytes} B): it is not a recording of this model")
+            in_heap.append(a.name)
+            continue
+        taken[best] = (a, allocs[best][0], allocs[best][1])
+    return taken, sorted(in_heap)
+
+
+@dataclass
+class _Ops:
+    """One recording step's operations on page keys, in order, and its referenced loads."""
+
+    ops: list[tuple[int, int, bool]]  # (code TOUCH/FREE, key, write) or (ALLOC, first key, pages)
+    loads: list[int]
+
+
+def _normalise(rec, n_steps: int) -> list[list[tuple]]:
+    """Per step, the page events as (code, key, write) touches/frees and (ALLOC, key, pages); moves expanded."""
+    alive: set[int] = set()
+    out = []
+    for k in range(n_steps):
+        sp = rec.steps[k]
+        ops: list[tuple] = []
+        for kind, pid, page, pages, write, to in zip(sp.kind.tolist(), sp.pid.tolist(), sp.page.tolist(),
+                                                     sp.pages.tolist(), sp.write.tolist(), sp.to_page.tolist(),
+                                                     strict=True):
+            if kind == TOUCH:
+                ops.append((TOUCH, _key(pid, page), bool(write)))
+                alive.add(_key(pid, page))
+            elif kind == FREE:
+                ops.append((FREE, _key(pid, page), False))
+                alive.discard(_key(pid, page))
+            elif kind == ALLOC:
+                ops.append((ALLOC, _key(pid, page), int(pages)))
+            elif kind == MOVE:  # the moved pages: freed at the old place, stored to at the new
+                moved = [p for p in range(page, page + pages) if _key(pid, p) in alive]
+                for p in moved:
+                    ops.append((FREE, _key(pid, p), False))
+                    alive.discard(_key(pid, p))
+                for p in moved:
+                    ops.append((TOUCH, _key(pid, to + p - page), True))
+                    alive.add(_key(pid, to + p - page))
+        out.append(ops)
+    return out
+
+
+@dataclass
+class RecordedRuntime:
+    """A recording reduced for one model: the trace rows of each recorded step and what the metadata says."""
+
+    rows: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]  # per recording step: page, write, event, region
+    runtime_pages: int
+    buffer_pages: int
+    info: dict[str, Any]
+    #: runtime pages accessed in some training step (the profile field ``active_bytes`` / 4096)
+    active_pages: int = 0
+
+    @property
+    def training_steps(self) -> int:
+        return len(self.rows) - 1
+
+    def recording_step(self, step: int) -> int:
+        """The recording step trace step ``step`` (>= 0) repeats (module docstring: the last half cycles)."""
+        r = self.training_steps
+        if step <= r:
+            return step
+        cycle = -(-r // 2)
+        return r - cycle + 1 + (step - r - 1) % cycle
+
+
+def _allocs_never_freed(norm: list[list[tuple]]) -> list[tuple[int, int, int]]:
+    """``(pid, first page, pages)`` of every allocation none of whose pages is freed later (before the exit)."""
+    allocs: list[tuple[int, int, int, int]] = []  # pid, lo, n, position
+    pos = 0
+    freed_after: dict[int, int] = {}  # key -> last position freed
+    for ops in norm:
+        for code, key, arg in ops:
+            pos += 1
+            if code == ALLOC:
+                allocs.append((key >> KEY_SHIFT, key & ((1 << KEY_SHIFT) - 1), int(arg), pos))
+            elif code == FREE:
+                freed_after[key] = pos
+    frees = np.array(sorted(freed_after), dtype=np.int64)
+    last = np.array([freed_after[k] for k in frees.tolist()], dtype=np.int64)
+    out = []
+    for pid, lo, n, p in allocs:
+        a, b = np.searchsorted(frees, [_key(pid, lo), _key(pid, lo + n)])
+        if b <= a or int(last[a:b].max()) < p:
+            out.append((pid, lo, n))
+    return out
+
+
+def _classify(norm: list[list[tuple]], matched: dict[int, tuple[int, int]]) -> tuple[dict[int, int], set[int]]:
+    """Each non-model key's first-touch order, and the keys alive at the end of some step (the runtime)."""
+    order: dict[int, int] = {}
+    alive: set[int] = set()
+    runtime: set[int] = set()
+    for ops in norm:
+        for code, key, _ in ops:
+            if code == TOUCH and key not in matched:
+                order.setdefault(key, len(order))
+                alive.add(key)
+            elif code == FREE:
+                alive.discard(key)
+        runtime |= alive
+    return order, runtime
+
+
+def reduce_recording(path: str | os.PathLike, spec: ModelSpec, regions: list[dict[str, Any]],
+                     footprint_pages: int) -> tuple[RecordedRuntime, list[dict[str, Any]]]:
+    """Read a recording and lay its memory beside the model's (module docstring).
+
+    Parameters
+    ----------
+    path : path
+        A ``recording`` file.
+    spec, regions, footprint_pages
+        The model, its regions (the access trace's ``regions``) and its footprint in 4 KiB pages.
+
+    Returns
+    -------
+    RecordedRuntime, list of dict
+        The rows of each recorded step and the process's regions (the model's, then ``runtime`` and
+        ``step-buffers``).
+    """
+    rec = page_events(path)
+    # a recording whose exit is not told apart holds it in its last step (exit_mmap frees every page): left out
+    n_steps = len(rec.steps) - (1 if rec.exit is None and len(rec.steps) > 1 else 0)
+    if n_steps < 2:
+        raise ConfigError(f"--runtime {path}: the recording has no training step (only its start-up"
+                          f"{'' if rec.exit is not None else ' and a last step holding the exit'}): record a "
+                          "program that marks its steps, or give --step-line")
+    norm = _normalise(rec, n_steps)
+    arrays = model_arrays(spec, regions)
+    largest = max(spec.tables, key=lambda t: t.weight_bytes).name
+    allocs = _allocs_never_freed(norm)
+    taken, in_heap = match_arrays(arrays, allocs, f"emb:{largest}")
+    # key of a matched page -> the model's page at the same offset (pages past the array's end: dropped, -1)
+    matched: dict[int, tuple[int, int]] = {}
+    for index, (a, pid, lo) in taken.items():
+        r = regions[a.region]
+        first, need = r["first_page"] + a.offset // PAGE_BYTES, -(-a.nbytes // PAGE_BYTES)
+        for i in range(allocs[index][2]):
+            page = first + i
+            matched[_key(pid, lo + i)] = (page if i < need and page < r["first_page"] + r["pages"] else -1, a.region)
+    order, runtime = _classify(norm, matched)
+    run_keys = sorted((k for k in order if k in runtime), key=order.__getitem__)
+    buf_keys = sorted((k for k in order if k not in runtime), key=order.__getitem__)
+    out_regions = list(regions)
+    page_of: dict[int, tuple[int, int]] = {}
+    next_page = footprint_pages
+    for name, keys in (("runtime", run_keys), ("step-buffers", buf_keys)):
+        if keys:
+            out_regions.append({"name": name, "kind": name, "first_page": next_page, "pages": len(keys)})
+            page_of.update((k, (next_page + i, len(out_regions) - 1)) for i, k in enumerate(keys))
+            next_page += len(keys)
+    rows = _step_rows(rec, norm, matched, page_of)
+    info = {"path": str(path), "sha256": _sha256(path), "command": rec.meta.get("command"),
+            "steps": n_steps, "training_steps": n_steps - 1, "step_source": rec.meta.get("step_source"),
+            "cycle": f"trace steps above {n_steps - 1} repeat recording steps "
+                     f"{n_steps - 1 - (-(-(n_steps - 1) // 2)) + 1}..{n_steps - 1}",
+            "exit": "the exit phase is left out of the trace" if rec.exit is not None else
+                    f"the exit was not told apart: the recording's last step ({n_steps}), which holds it, is left out",
+            "matched": {a.name: {"pid": pid, "address": lo * PAGE_BYTES, "pages": allocs[i][2], "bytes": a.nbytes}
+                        for i, (a, pid, lo) in sorted(taken.items())},
+            "in_heap": in_heap, "runtime_pages": len(run_keys), "step_buffer_pages": len(buf_keys),
+            "thp_disabled": rec.thp_disabled,
+            "file_bytes": "0: a recording measures anonymous memory only (no page cache or kernel memory)"}
+    run_first = footprint_pages
+    active = set()
+    for p, _, e, _ in rows[1:]:
+        active.update(p[(e == EVENT_ACCESS) & (p >= run_first) & (p < run_first + len(run_keys))].tolist())
+    return RecordedRuntime(rows, len(run_keys), len(buf_keys), info, len(active)), out_regions
+
+
+def _sha256(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _step_rows(rec, norm, matched, page_of) -> list[tuple[np.ndarray, ...]]:
+    """Per recording step, the trace rows ``(page, write, event, region)`` (module docstring)."""
+    keys_sorted = np.array(sorted(page_of), dtype=np.int64)
+    alive: dict[int, int] = {}  # key -> first-touch sequence number (runtime and buffer keys)
+    seq = 0
+    out = []
+    for k, ops in enumerate(norm):
+        rows: list[tuple[int, bool, int, int]] = []  # page, write, event, region
+        touched: set[int] = set()
+        for code, key, arg in ops:
+            if code == TOUCH:
+                if key in matched:
+                    p, g = matched[key]
+                    if p >= 0:
+                        rows.append((p, arg, EVENT_ACCESS, g))
+                    continue
+                rows.append((*page_of[key][:1], arg, EVENT_ACCESS, page_of[key][1]))
+                seq += 1
+                alive[key] = seq
+                touched.add(key)
+            elif code == FREE:
+                alive.pop(key, None)
+                touched.discard(key)
+                if key in page_of:
+                    rows.append((page_of[key][0], False, EVENT_FREE, page_of[key][1]))
+            else:  # ALLOC: the range's pages that have a trace page
+                a, b = np.searchsorted(keys_sorted, [key, key + int(arg)])
+                rows += [(page_of[kk][0], False, EVENT_ALLOC, page_of[kk][1]) for kk in keys_sorted[a:b].tolist()]
+        rows += [(page_of[kk][0], False, EVENT_ACCESS, page_of[kk][1])
+                 for kk in _referenced_loads(rec.steps[k].referenced, alive, touched, matched)]
+        cols = list(zip(*rows, strict=True)) if rows else [(), (), (), ()]
+        out.append((np.asarray(cols[0], np.uint64), np.asarray(cols[1], bool), np.asarray(cols[2], np.uint8),
+                    np.asarray(cols[3], np.uint16)))
+    return out
+
+
+def _referenced_loads(ref: dict[str, np.ndarray], alive: dict[int, int], touched: set[int],
+                      matched: dict) -> list[int]:
+    """Keys loaded for the step's referenced pages: per runtime mapping, ``referenced - touched`` of its alive
+    pages not touched in the step, most recently first-touched first."""
+    if not len(ref["pid"]) or not alive:
+        return []
+    keys = np.fromiter(alive.keys(), dtype=np.int64, count=len(alive))
+    seqs = np.fromiter(alive.values(), dtype=np.int64, count=len(alive))
+    o = np.argsort(keys)
+    keys, seqs = keys[o], seqs[o]
+    out: list[int] = []
+    for pid, lo, n, refd in zip(ref["pid"].tolist(), ref["page"].tolist(), ref["pages"].tolist(),
+                                ref["referenced_pages"].tolist(), strict=True):
+        if _key(pid, lo) in matched:
+            continue
+        a, b = np.searchsorted(keys, [_key(pid, lo), _key(pid, lo + n)])
+        in_map = keys[a:b].tolist()
+        fresh = [i for i, kk in enumerate(in_map) if kk in touched]
+        want = int(refd) - len(fresh)
+        if want <= 0:
+            continue
+        cand = np.array([i for i, kk in enumerate(in_map) if kk not in touched], dtype=np.int64)
+        if not cand.size:
+            continue
+        pick = cand[np.argsort(-seqs[a:b][cand], kind="stable")][:want]
+        out.extend(keys[a:b][pick].tolist())
+    return out
+
+
+def check_recording(path: str | os.PathLike) -> None:
+    """Open a recording as a reader does (kind, columns, metadata), one line on any fault."""
+    open_trace(path, kind="recording")
+
+
+def with_recording(chunks: Iterator[tuple[np.ndarray, ...]], recorded: RecordedRuntime, extra_startup: np.ndarray,
+                   regions: list[dict[str, Any]], steps: int) -> Iterator[tuple[np.ndarray, ...]]:
+    """The process's rows ``(step, page, write, region, event)``: recording rows then the model's, per step.
+
+    ``chunks`` is the model's trace ``(step, page, write, region)`` from step 0 (model step ``s`` is trace
+    step ``s + 1``); ``extra_startup`` the model pages stored to at the end of step 0; ``steps`` the model's
+    training steps (every one gets the recording's rows, even one the model's trace leaves empty).
+    """
+    firsts = np.array([r["first_page"] for r in regions], dtype=np.uint64)
+    base = min((r["first_page"] for r in regions if r["kind"] in ("runtime", "step-buffers")), default=0)
+    alive = bytearray(recorded.runtime_pages + recorded.buffer_pages)
+
+    def recorded_part(step: int) -> tuple[np.ndarray, ...]:
+        p, w, e, g = recorded.rows[recorded.recording_step(step)]
+        keep = _live_allocs_dropped(p, e, alive, base, repeat=step > recorded.training_steps)
+        return (np.full(int(keep.sum()), step, np.uint32), p[keep], w[keep], g[keep], e[keep])
+
+    def startup() -> tuple[np.ndarray, ...]:
+        n = extra_startup.size
+        rg = (np.searchsorted(firsts, extra_startup, side="right") - 1).astype(np.uint16)
+        return (np.zeros(n, np.uint32), extra_startup.astype(np.uint64), np.ones(n, bool), rg, np.zeros(n, np.uint8))
+
+    yield recorded_part(0)
+    yield startup()
+    done = 0  # trace steps whose recorded rows are out
+    for st, pg, wr, rg in chunks:
+        if st.size == 0:
+            continue
+        trace_step = st.astype(np.uint32) + np.uint32(1)
+        for s in np.unique(trace_step).tolist():
+            while done < s:
+                done += 1
+                yield recorded_part(done)
+            m = trace_step == s
+            yield (trace_step[m], pg[m].astype(np.uint64), wr[m].astype(bool), rg[m].astype(np.uint16),
+                   np.zeros(int(m.sum()), np.uint8))
+    while done < steps:
+        done += 1
+        yield recorded_part(done)
+
+
+def _live_allocs_dropped(page: np.ndarray, event: np.ndarray, alive: bytearray, base: int, *, repeat: bool) -> np.ndarray:
+    """Rows to keep of a recorded step, updating ``alive`` (one byte per runtime page from ``base``).
+
+    A repeated step (beyond the recording) may allocate pages the first pass of it allocated and kept: they
+    hold memory now, and an alloc over them would free them (docs/formats.md), which the program never did.
+    Such alloc rows are dropped; the step's stores to those pages stay (stores to resident pages).
+    """
+    keep = np.ones(page.size, dtype=bool)
+    for i in np.flatnonzero(page >= base).tolist():
+        j, ev = int(page[i]) - base, int(event[i])
+        if ev == EVENT_ALLOC:
+            if alive[j] and repeat:
+                keep[i] = False
+            alive[j] = 0
+        elif ev == EVENT_FREE:
+            alive[j] = 0
+        else:
+            alive[j] = 1
+    return keep
+
+
+def model_startup(regions: list[dict[str, Any]], optimizer: str, recorded: RecordedRuntime) -> np.ndarray:
+    """Model pages stored to at start-up that no matched mapping's first touch wrote (arrays in the heap)."""
+    pages = startup_pages([r for r in regions if r["kind"] not in ("runtime", "step-buffers")], optimizer)
+    p, _, e, _ = recorded.rows[0]
+    written = p[e == EVENT_ACCESS]
+    return pages[~np.isin(pages, written)]
+
+
+@dataclass(frozen=True)
+class Recording:
+    """A recording as ``generate_trace``'s ``runtime``: ``generate_trace(spec, out, runtime=Recording(path))``."""
+
+    path: str
+
+    def as_process(self, meta: dict[str, Any], spec: ModelSpec, chunks, first_step: int):
+        """Make ``meta`` and ``chunks`` the whole process's (module docstring).
+
+        Returns the process's chunks ``(step, page, write, region, event)`` and the recording's page count.
+        """
+        if first_step != 0:
+            raise ConfigError("--runtime: a process trace starts with its start-up; give it from step 0 "
+                              "(no --first-step)")
+        if int(meta["page_bytes"]) != PAGE_BYTES:
+            raise ConfigError("--runtime: a recording is of 4 KiB pages; give --page-bytes 4096")
+        model_pages = int(meta["footprint_pages"])
+        rt, regions = reduce_recording(self.path, spec, meta["regions"], model_pages)
+        extra = rt.runtime_pages + rt.buffer_pages
+        footprint = model_pages + extra
+        steps = int(meta["steps"])
+        meta.update(regions=regions, footprint_pages=footprint, footprint_bytes=footprint * PAGE_BYTES,
+                    steps=steps + 1, step_offset=1, startup_step=0,
+                    process={"name": f"recording {Path(self.path).name}", "measured_on": _command_text(rt.info["command"]),
+                             "runtime_bytes": rt.runtime_pages * PAGE_BYTES,
+                             "active_bytes": rt.active_pages * PAGE_BYTES,
+                             "step_bytes": rt.buffer_pages * PAGE_BYTES, "file_bytes": 0, "kernel_bytes": 0,
+                             "write_cost": 0, "source": str(self.path), "model_footprint_pages": model_pages,
+                             "recording": {**rt.info, "cycle": rt.info["cycle"] if steps > rt.training_steps
+                                           else None}})
+        meta["params"]["runtime"] = str(self.path)
+        extra_startup = model_startup(regions, spec.optimizer, rt)
+        return with_recording(chunks, rt, extra_startup, regions, steps), extra
+
+
+def _command_text(command: Any) -> str:
+    """The recorded command as one line (a list of arguments joined by spaces)."""
+    return " ".join(map(str, command)) if isinstance(command, list) else str(command or "")

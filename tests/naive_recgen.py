@@ -1,0 +1,136 @@
+"""Slow twin of ``generate --runtime RECORDING`` (swaptrace.capture.process_trace), from docs/process.md alone.
+
+Input: a recording's raw rows as dicts (``step``, ``event`` one of ``mmap`` (anonymous private), ``munmap``,
+``fault``, ``referenced``; ``pid``, ``address``, ``length``, ``write``, ``referenced`` in bytes), the model's
+regions and arrays ``(name, region index, byte offset, bytes)`` and the model's trace rows. Only the events
+these hold (no brk, mremap, fork): written as a plain dictionary of pages, no interval lists, no keys packed.
+Output: the rows ``(step, page, write, event, region)`` of every trace step, in order.
+"""
+
+from __future__ import annotations
+
+import math
+
+P = 4096
+
+
+def _pages_of(address, length):
+    return list(range(address // P, address // P + math.ceil(length / P)))
+
+
+def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, training_steps):
+    """See the module docstring; ``startup``: model pages a program writes at start-up, in order; ``steps``:
+    the trace's training steps; ``training_steps``: the recording's (exit rows must not be in ``raw``)."""
+    by_step = {s: [r for r in raw if r["step"] == s] for s in range(training_steps + 1)}
+    # 1. mappings never unmapped: (pid, first page, pages), in the order they were made
+    maps = []
+    for i, r in enumerate(raw):
+        if r["event"] == "mmap":
+            maps.append((r["pid"], r["address"] // P, math.ceil(r["length"] / P), i))
+    unmapped = [(r["pid"], set(_pages_of(r["address"], r["length"])), i) for i, r in enumerate(raw)
+                if r["event"] == "munmap"]
+    kept = [m for m in maps if not any(pid == m[0] and i > m[3] and set(range(m[1], m[1] + m[2])) & pages
+                                       for pid, pages, i in unmapped)]
+    # 2. arrays, largest first, to a kept mapping of ceil(b/P) .. ceil(b/P) + 1 + ceil(b/P)//64 pages
+    model_page = {}
+    used = set()
+    for _name, region, offset, nbytes in sorted(arrays, key=lambda a: (-a[3], a[0])):
+        need = math.ceil(nbytes / P)
+        if nbytes < 128 * 1024:
+            continue
+        fit = [m for m in kept if m not in used and need <= m[2] <= need + 1 + need // 64]
+        if not fit:
+            continue
+        m = min(fit, key=lambda m: (m[2] - need, kept.index(m)))
+        used.add(m)
+        first = regions[region]["first_page"] + offset // P
+        for i in range(m[2]):
+            model_page[(m[0], m[1] + i)] = (first + i, region) if i < need else None
+    # 3. runtime: alive at some step's end; else step-buffers; numbered in first-touch order
+    alive, first_touch, runtime = set(), [], set()
+    for s in range(training_steps + 1):
+        for r in by_step[s]:
+            if r["event"] == "fault":
+                key = (r["pid"], r["address"] // P)
+                if key in model_page or key in alive:
+                    continue
+                alive.add(key)
+                if key not in first_touch:
+                    first_touch.append(key)
+            elif r["event"] == "munmap":
+                for p in _pages_of(r["address"], r["length"]):
+                    alive.discard((r["pid"], p))
+        runtime |= alive
+    nxt = sum(r["pages"] for r in regions)
+    trace_page = {}
+    for region, keys in ((len(regions), [k for k in first_touch if k in runtime]),
+                         (len(regions) + 1, [k for k in first_touch if k not in runtime])):
+        if not keys:
+            region -= 1  # no runtime region: the buffers take its index
+        for k in keys:
+            trace_page[k] = (nxt, region)
+            nxt += 1
+    # 4. rows of each recording step
+    rec_rows, alive, stamp, clock = [], set(), {}, 0
+    for s in range(training_steps + 1):
+        rows, touched = [], set()
+        for r in by_step[s]:
+            if r["event"] == "fault":
+                key = (r["pid"], r["address"] // P)
+                if key in model_page:
+                    if model_page[key] is not None and key not in alive:
+                        alive.add(key)
+                        rows.append((model_page[key][0], r["write"], 0, model_page[key][1]))
+                    continue
+                if key in alive:
+                    continue  # no first touch
+                alive.add(key)
+                touched.add(key)
+                clock += 1
+                stamp[key] = clock
+                rows.append((trace_page[key][0], r["write"], 0, trace_page[key][1]))
+            elif r["event"] == "munmap":
+                for p in _pages_of(r["address"], r["length"]):
+                    key = (r["pid"], p)
+                    if key in alive:
+                        alive.discard(key)
+                        touched.discard(key)
+                        rows.append((trace_page[key][0], False, 2, trace_page[key][1]))
+            elif r["event"] == "mmap":
+                for p in _pages_of(r["address"], r["length"]):
+                    if (r["pid"], p) in trace_page:
+                        rows.append((trace_page[(r["pid"], p)][0], False, 1, trace_page[(r["pid"], p)][1]))
+        for r in by_step[s]:
+            if r["event"] != "referenced" or (r["pid"], r["address"] // P) in model_page:
+                continue
+            inside = [k for k in alive if k[0] == r["pid"] and k in trace_page
+                      and k[1] in _pages_of(r["address"], r["length"])]
+            want = r["referenced"] // P - len([k for k in inside if k in touched])
+            rest = sorted((k for k in inside if k not in touched), key=lambda k: -stamp[k])
+            rows += [(trace_page[k][0], False, 0, trace_page[k][1]) for k in rest[:max(want, 0)]]
+        rec_rows.append(rows)
+    # 5. the trace: step 0, start-up stores not written yet, then each training step's recorded and model rows
+    written0 = {p for p, _, e, _ in rec_rows[0] if e == 0}
+    out = [(0, *row) for row in rec_rows[0]]
+    region_of = lambda page: max(i for i, r in enumerate(regions) if r["first_page"] <= page)  # noqa: E731
+    out += [(0, p, True, 0, region_of(p)) for p in startup if p not in written0]
+    half = math.ceil(training_steps / 2)
+    held = set()  # runtime pages holding memory, along the trace
+    first_runtime = sum(r["pages"] for r in regions)
+
+    def replay(t, rows, repeat):
+        kept = []
+        for p, w, e, g in rows:
+            if p >= first_runtime:
+                if e == 1 and repeat and p in held:
+                    continue  # a repeated step does not allocate again what it kept
+                (held.add if e == 0 else held.discard)(p)
+            kept.append((t, p, w, e, g))
+        return kept
+
+    out = replay(0, rec_rows[0], False) + out[len(rec_rows[0]):]
+    for t in range(1, steps + 1):
+        r = t if t <= training_steps else training_steps - half + 1 + (t - training_steps - 1) % half
+        out += replay(t, rec_rows[r], t > training_steps)
+        out += [(t, p, w, 0, g) for st, p, w, g in model_rows if st + 1 == t]
+    return out

@@ -1,0 +1,277 @@
+"""``generate --runtime RECORDING``: a whole-process trace from a recording (swaptrace.capture.process_trace).
+
+A hand-built recording (written with the recording writer, docs/formats.md ``recording``) of a program with
+a 33-page "table" mapping (a 128 KiB table + glibc's header), one long-lived 4-page mapping referenced 2
+pages a step and one 8-page buffer mapped, written and unmapped every step; the trace is checked by hand
+and against the slow twin (tests/naive_recgen.py), emulated at a small limit, and bad inputs refused.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from naive_recgen import naive_recorded_rows
+
+from swaptrace.capture.process_trace import Recording, fits, model_arrays
+from swaptrace.cli import cli
+from swaptrace.core.traceio import RECORD_EVENTS, TraceWriter, open_trace
+from swaptrace.workload.generate import generate_arrays, generate_trace
+from swaptrace.workload.layout import build_layout
+from swaptrace.workload.process import startup_pages
+from swaptrace.workload.spec import load_spec
+
+P = 4096
+ANON = 0x22  # MAP_PRIVATE | MAP_ANONYMOUS
+TA, LA, BA = 0x7F0000000000, 0x7F1000000000, 0x7F2000000000  # table, long-lived, buffer mappings
+SPEC = """
+name = "rt"
+batch_size = 2
+optimizer = "sgd"
+bottom_mlp = [2, 16]
+top_mlp = [4, 1]
+alpha = 1.05
+default_steps = 3
+
+[[tables]]
+name = "T"
+rows = {rows}
+dim = 16
+lookups = 1
+"""
+
+
+def ev(step, event, address=0, length=0, write=False, referenced=0, pid=7):
+    return {"step": step, "event": event, "pid": pid, "address": address, "length": length, "write": write,
+            "referenced": referenced}
+
+
+def hand_recording(training_steps=3, grow=False):
+    """Start-up maps and writes the table (33 pages) and the long-lived mapping (4); each step maps, writes and
+    unmaps the buffer (8) and references 2 pages of the long-lived mapping (smaps reading at its end)."""
+    raw = [ev(0, "mmap", TA, 33 * P)] + [ev(0, "fault", TA + i * P + 16, write=True) for i in range(32)]
+    raw += [ev(0, "mmap", LA, 4 * P)] + [ev(0, "fault", LA + i * P, write=True) for i in range(4)]
+    raw += [ev(0, "referenced", LA, 4 * P, referenced=4 * P), ev(0, "referenced", TA, 33 * P, referenced=32 * P)]
+    for s in range(1, training_steps + 1):
+        raw += [ev(s, "mmap", BA, 8 * P)] + [ev(s, "fault", BA + i * P, write=True) for i in range(8)]
+        raw += [ev(s, "munmap", BA, 8 * P), ev(s, "referenced", LA, 4 * P, referenced=2 * P),
+                ev(s, "referenced", TA, 33 * P, referenced=5 * P)]
+        if grow and s >= 2:  # steps 2 and 3 each map 2 pages, write them and keep them
+            ga = BA + (16 + 4 * s) * P
+            raw += [ev(s, "mmap", ga, 2 * P), ev(s, "fault", ga, write=True), ev(s, "fault", ga + P, write=True)]
+    return raw
+
+
+def write_recording(path, raw, steps, exit_told=True):
+    n = len(raw)
+    col = lambda k, dt: np.asarray([r[k] for r in raw], dtype=dt)  # noqa: E731
+    flags = np.asarray([ANON if r["event"] == "mmap" else (2 if r["write"] else 0) for r in raw], np.uint64)
+    with TraceWriter(path, "recording", {"page_bytes": P, "steps": steps, "exit_step": steps if exit_told else None,
+                                         "command": ["hand-built"], "step_source": "marks"}) as w:
+        w.write(t_us=np.arange(n, dtype=float), step=col("step", np.uint32),
+                event=np.asarray([RECORD_EVENTS.index(r["event"]) for r in raw], np.int8), pid=col("pid", np.int32),
+                address=col("address", np.uint64), length=col("length", np.uint64), write=col("write", bool),
+                flags=flags, old_address=np.zeros(n, np.uint64), old_length=np.zeros(n, np.uint64),
+                referenced=col("referenced", np.uint64), anonymous=np.zeros(n, np.uint64))
+    return path
+
+
+@pytest.fixture
+def case(tmp_path):
+    spec_path = tmp_path / "rt.toml"
+    spec_path.write_text(SPEC.format(rows=2048))  # 2048 x 16 x 4 B = 128 KiB = 32 pages
+    rec = write_recording(tmp_path / "x.recording.parquet", hand_recording(), steps=4)
+    return spec_path, rec
+
+
+def _rows(path):
+    d = open_trace(path, "access").read_all(["step", "page", "write", "event", "region"])
+    return list(zip(*(d[k].tolist() for k in ("step", "page", "write", "event", "region")), strict=True))
+
+
+def test_fit_tolerance_by_hand():
+    assert fits(131072, 32) and fits(131072, 33) and not fits(131072, 34) and not fits(131072, 31)
+    assert fits(64 * P * 10, 640 + 1 + 10) and not fits(64 * P * 10, 640 + 12)
+
+
+def test_hand_worked_trace(case, tmp_path):
+    spec_path, rec = case
+    out = generate_trace(str(spec_path), tmp_path / "p.access.parquet", steps=3, runtime=Recording(str(rec)))
+    meta = open_trace(out, "access").meta
+    names = [r["name"] for r in meta["regions"]]
+    assert names == ["emb:T", "mlp", "scratch", "runtime", "step-buffers"]
+    assert [r["first_page"] for r in meta["regions"][3:]] == [34, 38] and meta["footprint_pages"] == 46
+    rows = _rows(out)
+    step0 = [r for r in rows if r[0] == 0]
+    # the table's 32 first touches are stores to the model's table pages, in order; the long-lived mapping gets
+    # 4 allocs and 4 stores; the mlp page (in the heap) is stored to at the end of start-up
+    want0 = ([(0, p, True, 0, 0) for p in range(32)] + [(0, p, False, 1, 3) for p in range(34, 38)]
+             + [(0, p, True, 0, 3) for p in range(34, 38)] + [(0, 32, True, 0, 1)])
+    assert step0 == want0
+    model = generate_arrays(load_spec(str(spec_path)), steps=3)
+    for t in (1, 2, 3):
+        got = [r for r in rows if r[0] == t]
+        want = ([(t, p, False, 1, 4) for p in range(38, 46)] + [(t, p, True, 0, 4) for p in range(38, 46)]
+                + [(t, p, False, 2, 4) for p in range(38, 46)] + [(t, 37, False, 0, 3), (t, 36, False, 0, 3)])
+        assert got[:len(want)] == want
+        m = model["step"] == t - 1
+        assert got[len(want):] == [(t, p, w, 0, g) for p, w, g in zip(model["page"][m].tolist(),
+                                                                      model["write"][m].tolist(),
+                                                                      model["region"][m].tolist(), strict=True)]
+    rec_meta = meta["process"]["recording"]
+    assert rec_meta["matched"]["emb:T"]["pages"] == 33 and "mlp:bottom.0.weight" in rec_meta["in_heap"]
+    assert meta["process"]["runtime_bytes"] == 4 * P and meta["process"]["step_bytes"] == 8 * P
+    s = meta["summary"]
+    assert (s["allocs"], s["frees"], s["freed_pages"]) == (4 + 24, 24, 8)
+    assert s["accesses"] == len(rows) - 28 - 24
+    assert s["unique_pages"] == len({r[1] for r in rows if r[3] == 0})
+
+
+@pytest.mark.parametrize("steps", [1, 3, 7])
+def test_trace_equals_twin(case, tmp_path, steps):
+    spec_path, rec = case
+    out = generate_trace(str(spec_path), tmp_path / "p.access.parquet", steps=steps, runtime=Recording(str(rec)))
+    spec = load_spec(str(spec_path))
+    regions = build_layout(spec).region_dicts()
+    arrays = [(a.name, a.region, a.offset, a.nbytes) for a in model_arrays(spec, regions)]
+    model = generate_arrays(spec, steps=steps)
+    model_rows = list(zip(*(model[k].tolist() for k in ("step", "page", "write", "region")), strict=True))
+    want = naive_recorded_rows(hand_recording(), regions, arrays, model_rows,
+                               startup_pages(regions, spec.optimizer).tolist(), steps, 3)
+    assert _rows(out) == want
+
+
+def test_repeated_steps_do_not_allocate_again_what_they_kept(tmp_path):
+    spec_path = tmp_path / "rt.toml"
+    spec_path.write_text(SPEC.format(rows=2048))
+    rec = write_recording(tmp_path / "g.recording.parquet", hand_recording(grow=True), steps=4)
+    out = generate_trace(str(spec_path), tmp_path / "p.access.parquet", steps=7, runtime=Recording(str(rec)))
+    spec = load_spec(str(spec_path))
+    regions = build_layout(spec).region_dicts()
+    arrays = [(a.name, a.region, a.offset, a.nbytes) for a in model_arrays(spec, regions)]
+    model = generate_arrays(spec, steps=7)
+    model_rows = list(zip(*(model[k].tolist() for k in ("step", "page", "write", "region")), strict=True))
+    rows = _rows(out)
+    assert rows == naive_recorded_rows(hand_recording(grow=True), regions, arrays, model_rows,
+                                       startup_pages(regions, spec.optimizer).tolist(), 7, 3)
+    # the 4 pages steps 2 and 3 keep are runtime pages besides the long-lived mapping's 34..37: each is
+    # allocated in its own step and never again when the step repeats (trace steps 4..7 repeat 2, 3, 2, 3)
+    kept = {p for p, kind in ((r[1], r[4]) for r in rows) if kind == 3} - set(range(34, 38))
+    allocs = {t: sum(1 for r in rows if r[0] == t and r[3] == 1 and r[1] in kept) for t in range(1, 8)}
+    assert len(kept) == 4 and allocs == {1: 0, 2: 2, 3: 2, 4: 0, 5: 0, 6: 0, 7: 0}
+
+
+def test_emulate_frees_without_io(case, tmp_path):
+    spec_path, rec = case
+    out = generate_trace(str(spec_path), tmp_path / "p.access.parquet", steps=6, runtime=Recording(str(rec)))
+    stream = tmp_path / "p.swapio.parquet"
+    # 24 pages: the model's 34 and the runtime's 4 do not fit, so the model's pages go to swap and come back
+    r = CliRunner().invoke(cli, ["emulate", str(out), "--memory", str(24 * P), "-o", str(stream), "--json"])
+    assert r.exit_code == 0, r.output
+    s = open_trace(stream, "swapio").meta["summary"]
+    assert s["frees"] == 6 * 8 and s["allocs"] == 4 + 6 * 8
+    # a buffer page is freed right after its store; one reclaimed in between gives its slot back, unread
+    assert s["freed_resident"] + s["freed_swapped"] == 6 * 8
+    assert s["pages_out"] > 0
+    # a freed page's next store is a zero-fill, never a read: against the same trace without its alloc and free
+    # rows (each buffer page then zero-filled once, later hit or read back), exactly 6 x 8 - 8 more zero-fills;
+    # every other page is zero-filled once in both, whatever the limit does to it
+    d = open_trace(out, "access").read_all(["step", "page", "write", "region", "event"])
+    keep = d["event"] == 0
+    kept = tmp_path / "nofree.access.parquet"
+    with TraceWriter(kept, "access", dict(open_trace(out, "access").meta), optional=("event",)) as w:
+        w.write(**{k: v[keep] for k, v in d.items()})
+    stream2 = tmp_path / "nofree.swapio.parquet"
+    r = CliRunner().invoke(cli, ["emulate", str(kept), "--memory", str(24 * P), "-o", str(stream2), "--json"])
+    assert r.exit_code == 0, r.output
+    s2 = open_trace(stream2, "swapio").meta["summary"]
+    assert s2.get("frees", 0) == 0 and s["zero_fill"] - s2["zero_fill"] == 6 * 8 - 8
+
+
+def test_a_recording_without_its_exit_told_apart_loses_its_last_step(case, tmp_path):
+    spec_path, _ = case
+    rec = write_recording(tmp_path / "n.recording.parquet", hand_recording(), steps=4, exit_told=False)
+    out = generate_trace(str(spec_path), tmp_path / "p.access.parquet", steps=3, runtime=Recording(str(rec)))
+    info = open_trace(out, "access").meta["process"]["recording"]
+    assert info["training_steps"] == 2 and "not told apart" in info["exit"]
+    assert info["cycle"] == "trace steps above 2 repeat recording steps 2..2"
+
+
+def _refused(tmp_path, spec_path, rec, needle):
+    out = tmp_path / "bad.access.parquet"
+    r = CliRunner().invoke(cli, ["generate", "--spec", str(spec_path), "--steps", "2", "--runtime", str(rec),
+                                 "-o", str(out)])
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    assert len(r.output.strip().splitlines()) == 1 and needle in r.output, r.output
+    assert not out.exists() and not [p for p in tmp_path.iterdir() if "bad.access" in p.name]
+
+
+def test_recording_of_another_model_is_refused(case, tmp_path):
+    _, rec = case
+    other = tmp_path / "other.toml"
+    other.write_text(SPEC.format(rows=4096))  # a 256 KiB table: no 64-page mapping
+    _refused(tmp_path, other, rec, "emb:T")
+
+
+def test_recording_without_steps_is_refused(case, tmp_path):
+    spec_path, _ = case
+    rec = write_recording(tmp_path / "s.recording.parquet", [r for r in hand_recording() if r["step"] == 0], 1)
+    _refused(tmp_path, spec_path, rec, "no training step")
+
+
+def test_damaged_and_wrong_files_are_refused(case, tmp_path):
+    spec_path, rec = case
+    damaged = tmp_path / "d.recording.parquet"
+    damaged.write_bytes(b"PAR1" + rec.read_bytes()[4:200])
+    _refused(tmp_path, spec_path, damaged, str(damaged))
+    body = bytearray(rec.read_bytes())  # data pages damaged under a valid footer
+    footer = int.from_bytes(body[-8:-4], "little")
+    for i in range(8, len(body) - footer - 8):
+        body[i] ^= 0x5A
+    damaged.write_bytes(bytes(body))
+    _refused(tmp_path, spec_path, damaged, str(damaged))
+    access = generate_trace(str(spec_path), tmp_path / "a.access.parquet", steps=1)
+    _refused(tmp_path, spec_path, access, "recording")
+
+
+@pytest.mark.privileged
+def test_recorded_tiny_training_gives_a_process_trace(tmp_path, monkeypatch):
+    """Record ``swaptrace train --preset tiny --steps 3`` (seconds) and generate from it."""
+    import os
+    import sys
+    from pathlib import Path
+
+    if os.geteuid() != 0:
+        pytest.skip("capture --record needs root")
+    pytest.importorskip("torch")
+    from swaptrace.capture.recorder import check_record_machine
+    from swaptrace.capture.recording import FREE, page_events
+    from swaptrace.errors import SwaptraceError
+
+    try:
+        check_record_machine()
+    except SwaptraceError as exc:
+        pytest.skip(f"recording is not possible here: {exc}")
+    repo = str(Path(__file__).resolve().parent.parent)
+    monkeypatch.setenv("PYTHONPATH", repo + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    rec = tmp_path / "tiny.recording.parquet"
+    r = CliRunner().invoke(cli, ["capture", "--record", "-o", str(rec), "--timeout", "300", "--", sys.executable,
+                                 "-m", "swaptrace.cli", "train", "--preset", "tiny", "--steps", "3"],
+                           catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    out = generate_trace("tiny", tmp_path / "p.access.parquet", steps=5, runtime=Recording(str(rec)))
+    meta = open_trace(out, "access").meta
+    matched = meta["process"]["recording"]["matched"]
+    spec = load_spec("tiny")
+    # the tables of 2 MiB or more (C3, C12, C21, C16, C4) are found; smaller ones may sit in the heap
+    big = {f"emb:{t.name}" for t in spec.tables if t.weight_bytes >= 2 << 20}
+    assert big and big <= set(matched), (big, sorted(matched))
+    d = open_trace(out, "access").read_all(["step", "region", "event"])
+    runtime = [i for i, g in enumerate(meta["regions"]) if g["kind"] in ("runtime", "step-buffers")]
+    recorded = page_events(rec)
+    for t in range(1, 6):
+        m = d["step"] == t
+        assert np.isin(d["region"][m], runtime).any()  # the runtime is used in every training step
+        # its frees are the recording's (cycled): steps beyond 3 repeat recording steps 2..3
+        src = t if t <= 3 else 2 + (t - 4) % 2
+        assert int(np.count_nonzero(d["event"][m] == 2)) == int(np.count_nonzero(recorded.steps[src].kind == FREE))
