@@ -36,7 +36,7 @@ def _struct_bytes(size: int, values: dict) -> bytes:
 def _distinct_values() -> dict:
     """Every field a different value that fits its width (so a shifted offset reads a wrong one)."""
     out = {}
-    for i, (name, width, n, _) in enumerate(naive.MEMBERS):
+    for i, (name, width, _n, _) in enumerate(naive.MEMBERS):
         if name == "ac_pad":
             continue
         out[name] = "trainer" if name == "ac_comm" else (1000 * (i + 1) + 7) % (1 << (8 * width))
