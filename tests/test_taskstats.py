@@ -279,3 +279,23 @@ def test_psi_and_busy_cpu_readers(tmp_path):
     import os
     # busy = user + nice + system + irq + softirq + steal = 100 + 20 + 30 + 6 + 7 + 8 (idle 400, iowait 50 left out)
     assert st.busy_cpu_s(stat) == pytest.approx(171 / os.sysconf("SC_CLK_TCK"))
+
+
+def test_a_failing_read_is_reported_not_raised(monkeypatch):
+    import os
+
+    class Broken(_FakeSocket):
+        def get(self, tid):
+            raise struct.error("truncated reply")
+
+    monkeypatch.setattr(st, "TaskstatsSocket", Broken)
+    _FakeSocket.batches = []
+    rec = st.StallRecorder(load=lambda: 0.0)
+    rec.begin("limited", lambda: [os.getpid()])
+    rec.start()
+    rec.mark(0)  # from a trace reader's thread this must not raise
+    rec.end(1)
+    r = rec.report()
+    # no delays without every boundary, and the reason
+    assert r["delays"] == {"limited": {"errors": ["error('truncated reply')"] * 3}}
+    assert r["load"]["limited"]["wall_s"] >= 0

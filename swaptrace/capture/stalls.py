@@ -144,7 +144,7 @@ class _RunMeter:
                     if st is not None:
                         _add(acc, st)
                 row["delays"] = acc
-            except (OSError, KeyError) as exc:
+            except Exception as exc:  # noqa: BLE001 - a boundary's reading must not end the run; reported
                 if len(self.errors) < 3:
                     self.errors.append(repr(exc))
         self.rows.append(row)
@@ -275,7 +275,7 @@ def _summarize(meter: _RunMeter) -> dict[str, Any]:
         tree_cpu_s = (total["utime_us"] + total["stime_us"]) / 1e6
         d: dict[str, Any] = {"steps": steps, "step_wall_us": [round((b["t_ns"] - a["t_ns"]) / 1e3) for a, b in pairs],
                              "total": total, "tasks_seen": last["delays"]["tasks"],
-                             "lost_exit_messages": meter.listen.dropped if meter.listen is not None else 0}
+                             "exit_overflows": meter.listen.dropped if meter.listen is not None else 0}
         for k in keys:
             if k.endswith("_us") or k.endswith("_count"):
                 d[k] = [p[k] for p in per]
@@ -284,6 +284,8 @@ def _summarize(meter: _RunMeter) -> dict[str, Any]:
         out["delays"] = d
     else:
         tree_cpu_s = 0.0
+        if meter.errors:  # why a boundary has no delays
+            out["delays"] = {"errors": meter.errors}
     if all(r["psi"] is not None for r in rows):
         keys = list(first["psi"])
         per = [_diff(a["psi"], b["psi"], keys) for a, b in pairs]
