@@ -37,6 +37,7 @@ def _render(result) -> str:
         f"major faults  {s['major_faults']}",
         f"replay time   {k['total_us'] / 1e6:.2f} s",
     ]
+    lines += _stall_line(k)
     rc = k.get("reclaim")
     if rc:
         t = rc["totals"]
@@ -66,6 +67,19 @@ def _render(result) -> str:
     if result.removed_leftovers:
         lines.append("removed leftovers of an earlier capture: " + "; ".join(result.removed_leftovers))
     return "\n".join(lines)
+
+
+def _stall_line(k: dict) -> list[str]:
+    """The limited run's task delays and load in one line (docs/capture.md "Stalls"), if recorded."""
+    total = ((k.get("delays") or {}).get("limited") or {}).get("total")
+    load = (k.get("load") or {}).get("limited") or {}
+    if not total:
+        return []
+    share = load.get("other_cpu_share")
+    return [f"stalls        cpu wait {total['cpu_us'] / 1e3:.0f} ms, block I/O {total['blkio_us'] / 1e3:.0f} ms, "
+            f"swap-in {total['swapin_us'] / 1e3:.0f} ms, reclaim {total['freepages_us'] / 1e3:.0f} ms; load "
+            f"{load.get('load_before')} -> {load.get('load_after')}"
+            + ("" if share is None else f", other processes {share:.0%} of the CPUs")]
 
 
 def _mib(value) -> str:
@@ -112,6 +126,7 @@ def _render_command(result) -> str:
         lines.append(f"anon memory   {_mib(ref['anon_resident_startup_bytes'])} resident after start-up, "
                      f"{_mib(ref['anon_referenced_training_bytes'])} referenced during training"
                      + (f" ({ref['why_null']})" if ref.get("why_null") else ""))
+    lines += _stall_line(k)
     lines += [f"WARNING: {w}" for w in k["warnings"]]
     if result.lost_events:
         lines.append(f"WARNING: the trace buffer lost {result.lost_events} events; the stream is incomplete"
