@@ -7,6 +7,7 @@ Order (docs/capture.md, "What it does"), each set-up step registering its undo o
     leftovers of dead captures removed
     refused if any other swap area is active (it would share the swap traffic)
     trace -> codes file (page << 1 | write, int64) in the work folder
+    kernel.task_delayacct on (the old value noted)  -> task delays, PSI, load per run (.stalls)
     unlimited run   (own cgroup, no limit)          -> per-step wall times
     swap file -> loop -> mkswap -> swapon
     tracefs instance, filter dev == loop
