@@ -12,9 +12,14 @@ derived from the unlimited runs of the :data:`FIT` shapes only; the other shapes
 (``shipped``) and with a profile derived from their own unlimited run (``own``, what a user gets from
 ``swaptrace runtime-profile`` of a short capture).
 
+Captures run on a quiet machine (``capture --wait-quiet 0.5``: each run starts once the 1-min load average is
+at most 0.5, or after ``--quiet-timeout``); a point whose two runs' training step walls differ by more than
+:data:`NOISY` is marked ``noisy`` in the table (and its run that started at the higher load is captured once
+more with ``capture --repeat-noisy``); the table shows each run's load (kernel.load, docs/capture.md).
+
 Usage (root; captures are cached under ``traces/real-validation``)::
 
-    sudo .venv/bin/python analysis/validate_real.py capture [--runs 2] [--steps 15]
+    sudo .venv/bin/python analysis/validate_real.py capture [--runs 2] [--steps 15] [--repeat-noisy]
     .venv/bin/python analysis/validate_real.py profile     # derive the runtime profile from the FIT shapes
     .venv/bin/python analysis/validate_real.py predict -o research/results/real-training
 """
@@ -53,6 +58,10 @@ FIT = ("kaggle-tenth", "dlrm-random")
 LIMITS = (0.85, 0.65, 0.5, 0.4)
 RUNS = 2
 STEPS = 15
+#: captures wait (``capture --wait-quiet``) for a 1-min load average at most this before each run
+WAIT_QUIET = 0.5
+#: a point's two runs are noisy when their training step walls differ by more than this share
+NOISY = 0.10
 SEED = 0
 THREADS = 2
 
@@ -73,7 +82,7 @@ def train_argv(shape: str, steps: int) -> list[str]:
 
 def _capture_once(out: Path, limit: list[str], argv: list[str], baseline: bool) -> None:
     """One capture, waiting while another capture holds the machine-wide lock."""
-    cmd = [SWAPTRACE, "capture", *limit, "-o", str(out), "--json", "--force"]
+    cmd = [SWAPTRACE, "capture", *limit, "-o", str(out), "--json", "--force", "--wait-quiet", str(WAIT_QUIET)]
     if not baseline:
         cmd.append("--no-baseline")
     for _ in range(360):
@@ -93,24 +102,58 @@ def unlimited_peak(shape: str, run: int) -> int:
     return int(_meta(capture_path(shape, LIMITS[0], run))["kernel"]["unlimited"]["peak_bytes"])
 
 
+def _capture_point(shape: str, frac: float, run: int, argv: list[str]) -> None:
+    """One run of a point: the loosest limit with the unlimited run (``--memory-fraction``), the others as the
+    same fraction of that run's peak (``--memory``, no second unlimited run)."""
+    if frac == LIMITS[0]:
+        _capture_once(capture_path(shape, frac, run), ["--memory-fraction", str(frac)], argv, baseline=True)
+    else:
+        peak = unlimited_peak(shape, run)
+        _capture_once(capture_path(shape, frac, run), ["--memory", str(int(frac * peak))], argv, baseline=False)
+
+
 def do_capture(args) -> None:
-    """Per shape and run: the loosest limit with the unlimited run (``--memory-fraction``), then the others
-    as the same fractions of that run's peak (``--memory``, no second unlimited run)."""
+    """Every point's runs (:func:`_capture_point`); then, with ``--repeat-noisy``, a noisy point's run that
+    started at the higher load once more."""
     WORK.mkdir(parents=True, exist_ok=True)
     shapes = args.shapes or list(SHAPES)
     for run in range(args.runs):
         for shape in shapes:
             argv = train_argv(shape, args.steps)
-            first = capture_path(shape, LIMITS[0], run)
-            if not first.exists():
-                _capture_once(first, ["--memory-fraction", str(LIMITS[0])], argv, baseline=True)
-            if not first.exists():
+            for frac in LIMITS:
+                if not capture_path(shape, LIMITS[0], run).exists() and frac != LIMITS[0]:
+                    break
+                if not capture_path(shape, frac, run).exists():
+                    _capture_point(shape, frac, run, argv)
+    for shape in shapes:
+        for frac in LIMITS:
+            paths = [capture_path(shape, frac, run) for run in range(args.runs)]
+            spread = run_spread([_meta(p) for p in paths if p.exists()])
+            if spread is None or spread <= NOISY:
                 continue
-            peak = unlimited_peak(shape, run)
-            for frac in LIMITS[1:]:
-                out = capture_path(shape, frac, run)
-                if not out.exists():
-                    _capture_once(out, ["--memory", str(int(frac * peak))], argv, baseline=False)
+            loads = [run_load(_meta(p)).get("load_before") or 0.0 for p in paths]
+            worst = int(np.argmax(loads))
+            print(f"noisy: {shape} {frac:.2f}: runs differ by {spread:.0%}; loads {loads}", flush=True)
+            if args.repeat_noisy:
+                _capture_point(shape, frac, worst, train_argv(shape, args.steps))
+
+
+def training_wall_us(meta: dict) -> float:
+    """The limited run's training step walls summed (µs), the last step (the program's exit) left out."""
+    return float(np.sum(meta["kernel"]["limited"]["step_wall_us"][:-1]))
+
+
+def run_spread(metas: list[dict]) -> float | None:
+    """How far a point's runs' training walls differ: (largest - smallest) / smallest; None under two runs."""
+    walls = [training_wall_us(m) for m in metas]
+    if len(walls) < 2 or min(walls) <= 0:
+        return None
+    return (max(walls) - min(walls)) / min(walls)
+
+
+def run_load(meta: dict) -> dict:
+    """The limited run's load record (``kernel.load.limited``: load before/after, other processes' CPU)."""
+    return (meta["kernel"].get("load") or {}).get("limited") or {}
 
 
 def _meta(path: Path) -> dict:
@@ -205,9 +248,13 @@ def predict_point(shape: str, frac: float, profile: str) -> dict:
             continue
         k, e = phase_numbers(cap), phase_numbers(emu)
         rows.append({"run": run, "limit_bytes": int(meta["memory_bytes"]), "kernel": k, "emulator": e,
+                     "load": run_load(meta), "training_wall_us": training_wall_us(meta),
                      "ks_write": {p: _ks(k[p]["write_hist"], e[p]["write_hist"]) for p in k},
                      **slowdowns(shape, run, meta, emu)})
-    return {"shape": shape, "frac": frac, "profile": profile, "held_out": shape not in FIT, "runs": rows}
+    spread = run_spread([_meta(capture_path(shape, frac, run)) for run in range(RUNS)
+                         if capture_path(shape, frac, run).exists()])
+    return {"shape": shape, "frac": frac, "profile": profile, "held_out": shape not in FIT, "runs": rows,
+            "run_spread": spread, "noisy": spread is not None and spread > NOISY}
 
 
 def slowdowns(shape: str, run: int, meta: dict, emu: Path) -> dict:
@@ -268,10 +315,25 @@ def _ok(k: int, e: int, small: int = 2000) -> bool:
     return abs(e - k) <= small if max(k, e) <= small else abs(e - k) <= 0.15 * k
 
 
+def _load_text(load: dict) -> str:
+    """``before->after`` 1-min load of the limited run, and other processes' share of the CPUs."""
+    if "load_before" not in load:
+        return "-"
+    share = load.get("other_cpu_share")
+    return f"{load['load_before']:.2f}->{load['load_after']:.2f}" + ("" if share is None else f" ({share:.0%} other)")
+
+
+def _noisy_text(point: dict) -> str:
+    spread = point.get("run_spread")
+    if spread is None:
+        return "-"
+    return f"yes ({spread:.0%})" if point.get("noisy") else f"no ({spread:.0%})"
+
+
 def render(results: list[dict]) -> str:
     lines = ["| shape | held out | profile | limit (of peak) | run | pages in k / e | err | pages out k / e | err "
-             "| write KiB k / e | KS write | slowdown k / e | within |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| write KiB k / e | KS write | slowdown k / e | within | load | noisy |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         for x in r["runs"]:
             k, e = x["kernel"]["all"], x["emulator"]["all"]
@@ -283,7 +345,8 @@ def render(results: list[dict]) -> str:
                 f"{_err(k['pages_in'], e['pages_in'])} | {k['pages_out']} / {e['pages_out']} | "
                 f"{_err(k['pages_out'], e['pages_out'])} | "
                 f"{(k['write_kib'] or 0):.1f} / {(e['write_kib'] or 0):.1f} | {'-' if ks is None else f'{ks:.2f}'} | "
-                f"{x['slowdown_measured']:.2f} / {x['slowdown_predicted']:.2f} | {'yes' if ok else 'no'} |")
+                f"{x['slowdown_measured']:.2f} / {x['slowdown_predicted']:.2f} | {'yes' if ok else 'no'} | "
+                f"{_load_text(x.get('load') or {})} | {_noisy_text(r)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -294,6 +357,9 @@ def main(argv=None) -> int:
     c.add_argument("--runs", type=int, default=RUNS)
     c.add_argument("--steps", type=int, default=STEPS)
     c.add_argument("--shapes", nargs="*")
+    c.add_argument("--repeat-noisy", action="store_true",
+                   help=f"capture once more a point's run (the one that started at the higher load) when its runs' "
+                        f"training walls differ by more than {NOISY * 100:g} %%")
     sub.add_parser("profile")
     pr = sub.add_parser("predict")
     pr.add_argument("-o", "--output", default=str(ROOT / "research" / "results" / "real-training"))

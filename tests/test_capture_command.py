@@ -270,6 +270,19 @@ def test_dashes_take_a_command_with_its_own_options(calls, tmp_path):
     assert calls[1][0] == ["true"]
 
 
+def test_wait_quiet_reaches_the_capture(calls, tmp_path):
+    out = str(tmp_path / "o.swapio.parquet")
+    CliRunner().invoke(cli, ["capture", "--memory", "32MiB", "-o", out, "--", "true"])
+    assert calls[0][2]["options"].wait_quiet is None  # off by default
+    res = CliRunner().invoke(cli, ["capture", "--memory", "32MiB", "-o", out, "--wait-quiet", "0.5",
+                                   "--quiet-timeout", "30", "--", "true"])
+    assert res.exit_code == 2 and "stop here" in res.output
+    options = calls[1][2]["options"]
+    assert options.wait_quiet == 0.5 and options.quiet_timeout_s == 30
+    res = CliRunner().invoke(cli, ["capture", "--memory", "32MiB", "-o", out, "--quiet-timeout", "30", "--", "true"])
+    assert res.exit_code == 2 and "--quiet-timeout" in res.output and len(calls) == 2
+
+
 @pytest.mark.parametrize("args, message", [
     (["t.access.parquet", "--", "true"], "not both"),
     ([], "TRACE"),

@@ -107,6 +107,12 @@ def test_small_capture_matches_counters_and_cleans_up(tmp_path):
     assert k["baseline_squeezed"] is True
     assert 0 < k["model_resident_end_bytes"] <= k["limit_bytes"] - k["baseline_bytes"]
     assert -(2 << 20) <= k["room_gain_bytes"] <= 256 << 10
+    # stalls of both runs, step by step from GO: only the limited run can wait for swap-ins (no swap before it)
+    d = k["delays"]
+    assert d["limited"]["steps"] == list(range(20)) == d["free"]["steps"]
+    assert d["limited"]["total"]["swapin_us"] > 0 and d["free"]["total"]["swapin_us"] == 0
+    assert sum(d["limited"]["step_wall_us"]) <= k["total_us"] * 1.5 + 1e6
+    assert set(k["load"]["limited"]) >= {"load_before", "load_after", "other_cpu_s"} and "limited" in k["psi"]
 
 
 def test_capture_with_reclaim_tracepoints_counts_each_step(tmp_path):

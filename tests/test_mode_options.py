@@ -87,7 +87,8 @@ VALUE = {"--parts": "2", "--runtime": "pytorch-cpu", "--budget": "1MiB", "--trac
          "--fio-target": "{out}/f.dat", "--workers": "1", "--scheduler": "tcp://127.0.0.1:1",
          "--step-compute-us": "1000", "--compute-baseline": "{stream}", "--fio-runtime": "3",
          "--steps": "2", "--step-line": "Finished", "--memory-fraction": "0.5", "--swap-size": "1GiB",
-         "--raw-trace": "{out}/raw.txt", "--memory": "1MiB"}
+         "--raw-trace": "{out}/raw.txt", "--memory": "1MiB",
+         "--wait-quiet": "0.5"}
 
 
 @pytest.fixture(scope="module")
@@ -155,6 +156,7 @@ EXPECTED = {
     *(("capture", o, "TRACE") for o in ("--compute", "--trace-reclaim", "--lock-baseline")),
     ("capture", "--window", "-- CMD"), ("capture", "--sample-ms", "-- CMD"), ("capture", "--record", "-- CMD"),
     ("capture", "--step-line", "--record"), ("capture", "--steps", "--record"),
+    ("capture", "--wait-quiet", "not --record"), ("capture", "--quiet-timeout", "--wait-quiet"),
     *(("capture", o, "not --record") for o in ("--memory", "--memory-fraction", "--swap-size", "--window")),
     ("time", "--trace", "--compute mlp"), ("time", "--trace", "not --step-compute-us"),
     ("generate", "--parts", "--workers"), ("generate", "--runtime", "not --workers"),

@@ -250,9 +250,11 @@ class CommandChild:
                                 start_new_session=True)
         return proc, out, err
 
-    def _marker_handler(self, sampler: MemorySampler, referenced: ReferencedProbe | None, errors: list[str]):
-        """What the trace reader does at each marker as it is read: a memory reading, and the smaps probe."""
-        seen = {"step": False}
+    def _marker_handler(self, sampler: MemorySampler, referenced: ReferencedProbe | None, errors: list[str],
+                        stalls=None):
+        """What the trace reader does at each marker as it is read: a memory reading, the smaps probe, and
+        the stalls of the step the marker ends (mark ``N`` ends stream step ``N``: start-up is step 0)."""
+        seen: dict[str, Any] = {"step": False, "last": None}
 
         def on_marker(t_ns: int, text: str) -> None:  # times come from the trace file later
             try:
@@ -260,6 +262,9 @@ class CommandChild:
                 what = parts[1] if len(parts) > 1 else ""
                 if what == "step":
                     sampler.poke()
+                    if stalls is not None and len(parts) > 2 and parts[2].lstrip("-").isdigit():
+                        seen["last"] = int(parts[2])
+                        stalls.mark(seen["last"])
                     if referenced is not None:
                         referenced.at_mark() if seen["step"] else referenced.first_mark()
                     seen["step"] = True
@@ -271,18 +276,22 @@ class CommandChild:
                 if len(errors) < 3:
                     errors.append(f"at marker {text!r}: {exc!r}")
 
+        on_marker.seen = seen
         return on_marker
 
     def _run(self, ctx: ChildContext, g: cg.MemoryCgroup, tag: str, limit: int | None, *, rec: tracing.BlockTrace,
              start_tracing, referenced: ReferencedProbe | None = None) -> ProgramRun:
         """Start the program in ``g`` under ``limit``, wait for it, and end whatever of it is left."""
+        stalls = ctx.stalls
+        if stalls is not None:
+            stalls.begin(tag, g.pids)  # first: a quiet wait, if asked for, comes before the run's set-up
         g.create()
         g.set_limit(limit)
         guard = OomGuard(g, limit, give_up_s=OOM_GIVE_UP_S) if limit is not None else None
         oom_before = g.oom_kills() or 0
         sampler = MemorySampler(g, self.sample_interval_s)
         errors: list[str] = []
-        rec.on_marker = self._marker_handler(sampler, referenced, errors)
+        rec.on_marker = on_marker = self._marker_handler(sampler, referenced, errors, stalls)
         watchdog = _Watchdog(g.procs_file)
         proc = files = None
         mapped: set[str] = set()
@@ -290,16 +299,25 @@ class CommandChild:
             start_tracing()
             _write_marker(rec.marker_path(), "start")
             before = vmstat()
+            if stalls is not None:
+                stalls.start()
             t_spawn = time.monotonic_ns()
             proc, *files = self._spawn(ctx, g, tag, rec.marker_path())
+            if stalls is not None:
+                stalls.root(proc.pid)
             sampler.start()
             returncode = self._wait(ctx, proc, g, limit, mapped if limit is None else None)
             t_exit = time.monotonic_ns()
+            if stalls is not None:
+                last = on_marker.seen["last"]
+                stalls.end(last + 1 if last is not None else None)
             after = vmstat()
             _write_marker(rec.marker_path(), "end")
             oom_kills = (g.oom_kills() or 0) - oom_before
             peak, stat = g.peak_bytes(), g.stat()
         finally:
+            if stalls is not None:
+                stalls.close()
             samples = sampler.stop()
             oom = guard.stop() if guard is not None else {}
             ref = referenced.stop() if referenced is not None else None

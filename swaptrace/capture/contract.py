@@ -24,6 +24,7 @@ from swaptrace.capture import cgroup as cg
 from swaptrace.capture import tracing
 from swaptrace.capture.convert import ParsedTrace, StreamColumns
 from swaptrace.capture.options import CaptureOptions
+from swaptrace.capture.stalls import StallRecorder
 
 #: swap beyond what the workload itself needs, in bytes: the child's own heap may be swapped too
 SWAP_HEADROOM_BYTES = 256 << 20
@@ -52,6 +53,9 @@ class ChildContext:
     undo : callable
         ``undo(step)`` registers ``step()`` (no arguments) to run when the capture ends, however it
         ends, before the steps registered earlier; a failing step does not stop the others.
+    stalls : StallRecorder, optional
+        Each run calls its ``begin(tag, pids)``, ``root(pid)``, ``start()``, ``mark(step)`` at each
+        step's end and ``end(step)`` (:mod:`swaptrace.capture.stalls`); None: nothing is measured.
     """
 
     name: str
@@ -59,6 +63,7 @@ class ChildContext:
     raw_path: Path
     options: CaptureOptions
     undo: Callable[[Callable[[], object]], None]
+    stalls: StallRecorder | None = None
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """What killed captures leave behind, found by name and removed.
 
 Everything a capture creates -- cgroups, the tracefs instance, the swap file on its loop device,
-the work folder -- is named ``swaptrace-capture-<pid>...`` with the pid of the capturing process.
+the work folder, the note of the ``kernel.task_delayacct`` value it changed -- is named ``swaptrace-capture-<pid>...`` with the pid of the capturing process.
 A capture killed outright (SIGKILL) cannot undo its set-up; the next capture (or ``swaptrace
 capture --cleanup``) finds the names whose pid no longer runs a capture and removes them.
 """
@@ -15,6 +15,7 @@ from pathlib import Path
 from swaptrace.capture import cgroup as cg
 from swaptrace.capture import tracing
 from swaptrace.capture.swapdev import remove_swap_leftovers
+from swaptrace.capture.taskstats import delayacct_leftovers, restore_delayacct_leftovers
 from swaptrace.core import blockdev
 
 #: the start of the name of everything a capture creates; the capturing process's pid follows
@@ -58,6 +59,7 @@ def find_leftovers(work_base: Path | None = None) -> list[str]:
     for base in {DEFAULT_WORK_BASE, Path(work_base or DEFAULT_WORK_BASE)}:
         if base.is_dir():
             found += [f"folder {p}" for p in base.glob(PREFIX + "*") if not owner_alive(p.name)]
+    found += [f"task_delayacct note {p}" for p in delayacct_leftovers(owner_alive)]
     return found
 
 
@@ -79,4 +81,5 @@ def cleanup_leftovers(work_base: Path | None = None) -> list[str]:
                 if not owner_alive(p.name):
                     shutil.rmtree(p, ignore_errors=True)
                     removed.append(f"folder {p}")
+    removed += restore_delayacct_leftovers(owner_alive)  # kernel.task_delayacct as it was before
     return removed

@@ -42,6 +42,10 @@ class CaptureOptions:
         Overwrite existing output files.
     progress : callable, optional
         Called with 1 after each step of the traced run (a replayed step, a program's step marker).
+    wait_quiet : float, optional
+        Before each run wait until the machine's 1-min load average is at most this (None: do not wait).
+    quiet_timeout_s : float
+        The longest such wait, in seconds; the run then starts anyway (the wait and the load are recorded).
     """
 
     memory_bytes: int | None = None
@@ -55,6 +59,8 @@ class CaptureOptions:
     raw_trace_out: str | os.PathLike | None = None
     force: bool = False
     progress: Callable[[int], Any] | None = None
+    wait_quiet: float | None = None
+    quiet_timeout_s: float = 600.0
 
     @classmethod
     def of(cls, options: CaptureOptions | None = None, **changes: Any) -> CaptureOptions:

@@ -98,7 +98,8 @@ class ReplayChild:
 
     def run_unlimited(self, ctx: ChildContext, group: cg.MemoryCgroup) -> RunResult:
         """The replay without a limit: its step times are the slowdown's denominator."""
-        return run_replay(self.base_config, ctx.workdir, "free", group, None, timeout_s=ctx.options.timeout_s)
+        return run_replay(self.base_config, ctx.workdir, "free", group, None, timeout_s=ctx.options.timeout_s,
+                          stalls=ctx.stalls)
 
     def run_limited(self, ctx: ChildContext, group: cg.MemoryCgroup, trace: tracing.BlockTrace,
                     start_tracing: Callable[[], None], free: RunResult | None) -> LimitedReplay:
@@ -124,7 +125,7 @@ class ReplayChild:
         self.overhead = page_table_bytes(self.footprint_bytes)
         run = run_replay({**self.base_config, "marker": str(trace.marker_path())}, ctx.workdir, "limited", group,
                          self.memory_bytes, on_go=start_tracing, on_step=on_step, timeout_s=ctx.options.timeout_s,
-                         overhead_bytes=self.overhead)
+                         overhead_bytes=self.overhead, stalls=ctx.stalls)
         return LimitedReplay(run, step_lists)
 
     def stream(self, parsed: ParsedTrace, run: LimitedReplay) -> StreamColumns:

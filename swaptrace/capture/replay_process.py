@@ -132,8 +132,20 @@ class ReplayProcess:
         self._stderr.close()
 
 
+def _marking_steps(stalls, on_step):
+    """``on_step`` that first marks the end of step ``n`` in ``stalls`` at each ``STEP n`` line."""
+    def marking(line: str) -> None:
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == "STEP" and parts[1].lstrip("-").isdigit():
+            stalls.mark(int(parts[1]))
+        if on_step is not None:
+            on_step(line)
+    return marking
+
+
 def run_replay(config: dict[str, Any], workdir: Path, tag: str, group: cg.MemoryCgroup, memory_bytes: int | None, *,
-               on_go=None, on_step=None, timeout_s: float | None = None, overhead_bytes: int = 0) -> RunResult:
+               on_go=None, on_step=None, timeout_s: float | None = None, overhead_bytes: int = 0,
+               stalls=None) -> RunResult:
     """One run of the replay child in ``group``: start it, measure its baseline, set the limit, replay, measure.
 
     Parameters
@@ -157,10 +169,17 @@ def run_replay(config: dict[str, Any], workdir: Path, tag: str, group: cg.Memory
         Seconds the replay (``GO`` to ``DONE``) may take.
     overhead_bytes : int
         Memory the kernel charges beyond the model's pages (page tables), added to the limit.
+    stalls : StallRecorder, optional
+        Measures the run's stalls from ``GO`` (:mod:`swaptrace.capture.stalls`); ``STEP n`` ends step ``n``.
     """
+    if stalls is not None:
+        stalls.begin(tag, group.pids)  # a quiet wait, if asked for, before the child starts
     group.create()
     group.set_limit(None)
     child = ReplayProcess(config, workdir, tag, group)
+    if stalls is not None:
+        stalls.root(child.proc.pid)
+        on_step = _marking_steps(stalls, on_step)
     try:
         ready = child.expect("READY", READY_TIMEOUT_S)
         squeezed = group.squeeze() if memory_bytes is not None else False
@@ -177,11 +196,17 @@ def run_replay(config: dict[str, Any], workdir: Path, tag: str, group: cg.Memory
         if on_go is not None:
             on_go()
         before = vmstat()
+        if stalls is not None:
+            stalls.start()
         child.send("GO")
         try:
             done = child.expect("DONE", timeout_s, on_line=(lambda line: on_step(line)) if on_step else None)
+            if stalls is not None:
+                stalls.end()
         finally:
             oom = guard.stop() if guard is not None else {}
+            if stalls is not None:
+                stalls.close()
         after = vmstat()
         usage_end = group.usage_bytes()  # the child still lives, idle (it waits for us to end it): all still charged
         peak = group.peak_bytes()

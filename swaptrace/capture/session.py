@@ -7,6 +7,7 @@ Order (docs/capture.md, "What it does"), each set-up step registering its undo o
     leftovers of dead captures removed
     refused if any other swap area is active (it would share the swap traffic)
     trace -> codes file (page << 1 | write, int64) in the work folder
+    kernel.task_delayacct on (the old value noted)  -> task delays, PSI, load per run (.stalls)
     unlimited run   (own cgroup, no limit)          -> per-step wall times
     swap file -> loop -> mkswap -> swapon
     tracefs instance, filter dev == loop
@@ -31,6 +32,7 @@ import contextlib
 import functools
 import os
 import shutil
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,16 +40,21 @@ from typing import Any
 import numpy as np
 
 from swaptrace.capture import cgroup as cg
-from swaptrace.capture import host, leftovers, tracing
+from swaptrace.capture import host, leftovers, taskstats, tracing
 from swaptrace.capture.contract import CaptureChild, ChildContext, Recording
 from swaptrace.capture.convert import parse_lines
 from swaptrace.capture.options import CaptureOptions
 from swaptrace.capture.replay import ReplayChild
+from swaptrace.capture.stalls import StallRecorder
 from swaptrace.capture.swapdev import SwapDevice
 from swaptrace.compare import summarize_requests
 from swaptrace.core.signals import sigterm_as_interrupt
 from swaptrace.core.traceio import OP_DISCARD, AtomicPath, TraceWriter, check_output_path
 from swaptrace.errors import SwaptraceError, ToolError
+
+
+def _to_stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
 @dataclass(frozen=True)
@@ -126,6 +133,8 @@ class CaptureSession:
         self.name = f"{leftovers.PREFIX}{os.getpid()}"
         self.workdir = self.work_base / self.name
         self._cleanup_errors: list[str] = []
+        self.say = getattr(child, "say", None) or _to_stderr
+        self.stalls: StallRecorder | None = None
 
     # ------------------------------------------------------------------ undo
 
@@ -150,7 +159,18 @@ class CaptureSession:
         self.workdir.mkdir(parents=True, exist_ok=True)
         stack.callback(shutil.rmtree, self.workdir, ignore_errors=True)
         return ChildContext(name=self.name, workdir=self.workdir, raw_path=self.workdir / "trace.txt",
-                            options=self.options, undo=functools.partial(self._undo, stack))
+                            options=self.options, undo=functools.partial(self._undo, stack),
+                            stalls=self._stall_recorder(stack))
+
+    def _stall_recorder(self, stack: contextlib.ExitStack) -> StallRecorder:
+        """Task delay accounting on for the capture (restored by an undo step, or by the next capture's
+        leftovers pass if this one is killed), and the recorder of the runs' stalls."""
+        restore = taskstats.enable_delayacct()
+        self._undo(stack, restore)
+        opts = self.options
+        self.stalls = StallRecorder(wait_quiet=opts.wait_quiet, quiet_timeout_s=opts.quiet_timeout_s, say=self.say)
+        stack.callback(self.stalls.close)
+        return self.stalls
 
     def _run_unlimited(self, ctx: ChildContext):
         g = cg.MemoryCgroup(f"{self.name}-free")
@@ -242,6 +262,7 @@ class CaptureSession:
             "removed_leftovers": outset.removed,
             "loadavg_start": round(outset.load_start, 2),
             "loadavg_end": round(os.getloadavg()[0], 2),
+            **(self.stalls.report() if self.stalls is not None else {}),
         }
         params = {**d.params, "unlimited_run": opts.unlimited_run, "swap_bytes": rig.swap.facts["device_bytes"],
                   "rotational": opts.rotational, "buffer_kb": opts.buffer_kb}

@@ -37,6 +37,7 @@ def _render(result) -> str:
         f"major faults  {s['major_faults']}",
         f"replay time   {k['total_us'] / 1e6:.2f} s",
     ]
+    lines += _stall_line(k)
     rc = k.get("reclaim")
     if rc:
         t = rc["totals"]
@@ -66,6 +67,19 @@ def _render(result) -> str:
     if result.removed_leftovers:
         lines.append("removed leftovers of an earlier capture: " + "; ".join(result.removed_leftovers))
     return "\n".join(lines)
+
+
+def _stall_line(k: dict) -> list[str]:
+    """The limited run's task delays and load in one line (docs/capture.md "Stalls"), if recorded."""
+    total = ((k.get("delays") or {}).get("limited") or {}).get("total")
+    load = (k.get("load") or {}).get("limited") or {}
+    if not total:
+        return []
+    share = load.get("other_cpu_share")
+    return [f"stalls        cpu wait {total['cpu_us'] / 1e3:.0f} ms, block I/O {total['blkio_us'] / 1e3:.0f} ms, "
+            f"swap-in {total['swapin_us'] / 1e3:.0f} ms, reclaim {total['freepages_us'] / 1e3:.0f} ms; load "
+            f"{load.get('load_before')} -> {load.get('load_after')}"
+            + ("" if share is None else f", other processes {share:.0%} of the CPUs")]
 
 
 def _mib(value) -> str:
@@ -112,6 +126,7 @@ def _render_command(result) -> str:
         lines.append(f"anon memory   {_mib(ref['anon_resident_startup_bytes'])} resident after start-up, "
                      f"{_mib(ref['anon_referenced_training_bytes'])} referenced during training"
                      + (f" ({ref['why_null']})" if ref.get("why_null") else ""))
+    lines += _stall_line(k)
     lines += [f"WARNING: {w}" for w in k["warnings"]]
     if result.lost_events:
         lines.append(f"WARNING: the trace buffer lost {result.lost_events} events; the stream is incomplete"
@@ -245,6 +260,10 @@ def _capture_command(argv, out, options, *, window_s: float, sample_ms: float, a
               "a step (used when the program writes no step marks).")
 @click.option("--steps", "record_steps", type=count(1, 1 << 31),
               help="--record: stop the program (SIGTERM) once this many steps after start-up are recorded.")
+@click.option("--wait-quiet", "wait_quiet", type=number(0, 1e4), metavar="LOAD",
+              help="Before each run wait (at most --quiet-timeout) until the 1-min load average is <= LOAD, e.g. 0.5.")
+@click.option("--quiet-timeout", "quiet_timeout_s", type=number(0, 1e7), default=600.0, show_default=True,
+              help="--wait-quiet: the longest wait, in seconds; the run then starts anyway (recorded).")
 @click.option("--cleanup", is_flag=True, help="Only remove what killed captures left behind, then exit.")
 @force_option
 @json_option
@@ -256,6 +275,8 @@ def _capture_command(argv, out, options, *, window_s: float, sample_ms: float, a
 @never_with("--sample-ms", "--record", why="a recording reads memory at each step")
 @never_with("--raw-trace", "--record", why="a recording's file holds its events")
 @never_with("--no-baseline", "--record", why="a recording is one unlimited run")
+@never_with("--wait-quiet", "--record", why="a recording measures no stalls")
+@only_with("--quiet-timeout", "--wait-quiet", why="the longest quiet wait")
 @only_with("--compute", "TRACE", why="a replay's option; a program (-- CMD) computes what it computes")
 @only_with("--trace-reclaim", "TRACE", why="a replay's option, not a program's (-- CMD)")
 @only_with("--lock-baseline", "TRACE", why="a replay's option, not a program's (-- CMD)")
@@ -268,7 +289,7 @@ def _capture_command(argv, out, options, *, window_s: float, sample_ms: float, a
     "work_dir": "a scratch folder: capture makes its own uniquely named folder in it and removes it"})
 def command(*, trace, out, memory, memory_fraction, window_s, sample_ms, compute, unlimited_run, lock_baseline, swap_size,
             rotational, work_dir, buffer_size, timeout_s, raw_trace, trace_reclaim, record, step_line, record_steps,
-            cleanup, force, as_json):
+            wait_quiet, quiet_timeout_s, cleanup, force, as_json):
     """Record swap I/O under the real kernel: replay TRACE, or run -- CMD (root only).
 
     Makes a swap file on a loop device, runs a child inside a memory cgroup,
@@ -327,7 +348,8 @@ def command(*, trace, out, memory, memory_fraction, window_s, sample_ms, compute
 
     options = CaptureOptions(memory_bytes=memory_bytes, memory_fraction=memory_fraction, unlimited_run=unlimited_run,
                              swap_bytes=swap_bytes, rotational=rotational, work_base=work_dir, buffer_kb=buffer_kb,
-                             timeout_s=timeout_s, raw_trace_out=raw_trace, force=force)
+                             timeout_s=timeout_s, raw_trace_out=raw_trace, force=force, wait_quiet=wait_quiet,
+                             quiet_timeout_s=quiet_timeout_s)
     if record:
         _record(argv, out, step_line=step_line, steps=record_steps, options=options, as_json=as_json)
         return

@@ -97,8 +97,44 @@ def describe(path: str, top: int = 10) -> dict[str, Any]:
         facts["per_step"] = step_table(path)
     elif "steps" in trace.meta:
         facts["steps"] = trace.meta["steps"]
+    stalls = _stalls(trace.meta.get("kernel") or {})
+    if stalls:
+        facts["stalls"] = stalls
     facts["metadata"] = trace.meta
     return facts
+
+
+#: (label, key of kernel.delays.<run>.total) of the task delays a capture's summary shows, in ms
+_DELAY_SHOWN = (("cpu wait", "cpu_us"), ("block I/O", "blkio_us"), ("swap-in", "swapin_us"),
+                ("reclaim", "freepages_us"), ("thrashing", "thrashing_us"), ("compaction", "compact_us"))
+
+
+def _stalls(kernel: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A capture's stalls per run, briefly: the tree's delays and the machine's PSI in ms, the load."""
+    out: dict[str, dict[str, Any]] = {}
+    for run, load in (kernel.get("load") or {}).items():
+        row: dict[str, Any] = {"wall_s": load.get("wall_s"), "load_before": load.get("load_before"),
+                               "load_after": load.get("load_after"), "other_cpu_share": load.get("other_cpu_share")}
+        total = ((kernel.get("delays") or {}).get(run) or {}).get("total")
+        if total:
+            row.update({label: round(total[key] / 1e3, 1) for label, key in _DELAY_SHOWN})
+        psi = ((kernel.get("psi") or {}).get(run) or {}).get("total")
+        if psi:
+            row.update({f"psi {k[:-3].replace('_', ' ')}": round(v / 1e3, 1) for k, v in psi.items()})
+        out[run] = row
+    return out
+
+
+def _stall_lines(stalls: dict[str, dict[str, Any]]) -> list[str]:
+    lines = ["stalls (ms; the process tree's task delays, the machine's PSI; load: 1-min average):"]
+    for run, row in stalls.items():
+        delays = ", ".join(f"{label} {row[label]}" for label, _ in _DELAY_SHOWN if label in row) or "no task delays"
+        psi = ", ".join(f"{k[4:]} {v}" for k, v in row.items() if k.startswith("psi "))
+        share = row["other_cpu_share"]
+        lines.append(f"  {run:<8} wall {row['wall_s']} s: {delays}")
+        lines.append(f"  {'':<8} psi {psi or 'n/a'}; load {row['load_before']} -> {row['load_after']}, other "
+                     f"processes {'n/a' if share is None else f'{share:.0%}'} of the CPUs")
+    return lines
 
 
 def _render(facts: dict[str, Any]) -> str:
@@ -120,6 +156,8 @@ def _render(facts: dict[str, Any]) -> str:
             ref = "-" if r["referenced_pages"] is None else r["referenced_pages"]
             touched = f"{r['first_touched_pages']} ({r['first_written_pages']})"
             lines.append(f"  {r['step']!s:>6} {r['allocated_pages']:>10} {r['freed_pages']:>10} {touched:>16} {ref!s:>10}")
+    if facts.get("stalls"):
+        lines += _stall_lines(facts["stalls"])
     lines.append("metadata:")
     for key, value in facts["metadata"].items():
         lines.append(f"  {key}: {json.dumps(value, default=str)}")
