@@ -52,8 +52,14 @@ SHAPES = {
     "rm3-eighth": "rm3-eighth-d32-rowwise-zipf.toml",
     "mlperf-multihot": "mlperf-multihot-d128-adagrad-zipf.toml",
 }
+#: the second framework, held out: ``SHAPE@torchrec`` trains SHAPE's spec with ``--framework torchrec``
+#: (TorchRec's EmbeddingBagCollection on FBGEMM's CPU kernels; never used to choose anything)
+FRAMEWORKS = ("pytorch", "torchrec")
 #: the shapes whose unlimited runs the shipped runtime profile is derived from; the others are held out
 FIT = ("kaggle-tenth", "dlrm-random")
+#: the emulator's write cost for a process trace: chosen in 0.8 on the FIT shapes against their captures
+#: (the shipped profile's ``write_cost``), used unchanged for traces made from a recording
+WRITE_COST = 1
 #: whole-process limits as fractions of the shape's unlimited peak (``capture --memory-fraction``)
 LIMITS = (0.85, 0.65, 0.5, 0.4)
 RUNS = 2
@@ -75,9 +81,34 @@ def capture_path(shape: str, frac: float, run: int) -> Path:
     return WORK / f"{shape}-{frac:.2f}-r{run}.kernel.swapio.parquet"
 
 
+def spec_of(shape: str) -> Path:
+    """The spec file of ``shape`` (``SHAPE`` or ``SHAPE@FRAMEWORK``)."""
+    return SPECS / SHAPES[shape.split("@")[0]]
+
+
 def train_argv(shape: str, steps: int) -> list[str]:
-    return [SWAPTRACE, "train", "--spec", str(SPECS / SHAPES[shape]), "--steps", str(steps), "--seed", str(SEED),
-            "--threads", str(THREADS), "--quiet"]
+    framework = shape.split("@")[1] if "@" in shape else "pytorch"
+    if framework not in FRAMEWORKS:
+        raise SystemExit(f"{shape}: unknown framework {framework!r} (one of {', '.join(FRAMEWORKS)})")
+    return [SWAPTRACE, "train", "--spec", str(spec_of(shape)), "--steps", str(steps), "--seed", str(SEED),
+            "--threads", str(THREADS), "--quiet", "--framework", framework]
+
+
+def recording_path(shape: str) -> Path:
+    return WORK / f"{shape}.recording.parquet"
+
+
+def do_record(args) -> None:
+    """One unlimited recording per shape (``capture --record``): all a prediction from a recording needs."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    for shape in args.shapes or list(SHAPES):
+        out = recording_path(shape)
+        if out.exists():
+            continue
+        r = sh(SWAPTRACE, "capture", "--record", "-o", str(out), "--json", "--force", "--",
+               *train_argv(shape, args.steps), check=False)
+        if r.returncode != 0:
+            print(f"recording failed: {r.stderr.strip()}", flush=True)
 
 
 def _capture_once(out: Path, limit: list[str], argv: list[str], baseline: bool) -> None:
@@ -226,14 +257,16 @@ _GENERATED: set[Path] = set()
 
 
 def predict_point(shape: str, frac: float, profile: str) -> dict:
-    """Generate the shape as a process with ``profile`` (``model-only``: the model alone, today's answer) and
-    emulate it at each run's limit; numbers per phase."""
+    """Generate the shape as a process with ``profile`` (``model-only``: the model alone; a runtime profile; or
+    the shape's own recording, at the write cost of :data:`WRITE_COST`) and emulate it at each run's limit;
+    numbers per phase."""
     trace = WORK / f"{shape}-{Path(profile).stem}.access.parquet"
     if trace not in _GENERATED:  # made anew by every predict: a profile may have changed since
         _GENERATED.add(trace)
         runtime = [] if profile == "model-only" else ["--runtime", profile]
-        sh(SWAPTRACE, "generate", "--spec", str(SPECS / SHAPES[shape]), "--steps", str(STEPS), "--seed", str(SEED),
+        sh(SWAPTRACE, "generate", "--spec", str(spec_of(shape)), "--steps", str(STEPS), "--seed", str(SEED),
            *runtime, "-o", str(trace), "--force")
+    write_cost = ["--write-cost", str(WRITE_COST)] if profile.endswith(".recording.parquet") else []
     rows = []
     for run in range(RUNS):
         cap = capture_path(shape, frac, run)
@@ -241,8 +274,8 @@ def predict_point(shape: str, frac: float, profile: str) -> dict:
             continue
         meta = _meta(cap)
         emu = WORK / f"{shape}-{frac:.2f}-r{run}-{Path(profile).stem}.emu.swapio.parquet"
-        r = sh(SWAPTRACE, "emulate", str(trace), "--memory", str(int(meta["memory_bytes"])), "-o", str(emu),
-               "--force", check=False)
+        r = sh(SWAPTRACE, "emulate", str(trace), "--memory", str(int(meta["memory_bytes"])), *write_cost,
+               "-o", str(emu), "--force", check=False)
         if r.returncode != 0:  # the model alone fits in the limit: nothing is swapped
             print(r.stderr.strip(), flush=True)
             continue
@@ -285,11 +318,13 @@ def do_predict(args) -> None:
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     results = []
-    for shape in SHAPES:
+    for shape in args.shapes or list(SHAPES):
         if not capture_path(shape, LIMITS[0], 0).exists():
             continue
-        profiles = [str(PROFILE_OUT), "model-only"]
-        if shape not in FIT:
+        profiles = [str(recording_path(shape))] if recording_path(shape).exists() else []
+        if "@" not in shape:  # the six-number profiles describe PyTorch programs only
+            profiles.append(str(PROFILE_OUT))
+        if args.own and shape not in FIT and "@" not in shape:
             own = derive_own(shape, 0)
             from swaptrace.workload.process import to_toml
             own_path = WORK / f"{shape}-own.toml"
@@ -351,6 +386,7 @@ def render(results: list[dict]) -> str:
 
 
 def main(argv=None) -> int:
+    global LIMITS
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("capture")
@@ -360,11 +396,21 @@ def main(argv=None) -> int:
     c.add_argument("--repeat-noisy", action="store_true",
                    help=f"capture once more a point's run (the one that started at the higher load) when its runs' "
                         f"training walls differ by more than {NOISY * 100:g} %%")
+    rec = sub.add_parser("record")
+    rec.add_argument("--steps", type=int, default=STEPS)
+    rec.add_argument("--shapes", nargs="*")
     sub.add_parser("profile")
     pr = sub.add_parser("predict")
+    pr.add_argument("--shapes", nargs="*")
+    pr.add_argument("--own", action="store_true", help="also a six-number profile from each held-out shape's capture")
     pr.add_argument("-o", "--output", default=str(ROOT / "research" / "results" / "real-training"))
+    for sp in (c, pr):
+        sp.add_argument("--limits", type=float, nargs="+", help=f"fractions of the unlimited peak (default "
+                        f"{' '.join(map(str, LIMITS))}); the first is captured with the unlimited run")
     args = p.parse_args(argv)
-    {"capture": do_capture, "profile": do_profile, "predict": do_predict}[args.cmd](args)
+    if getattr(args, "limits", None):
+        LIMITS = tuple(args.limits)
+    {"capture": do_capture, "record": do_record, "profile": do_profile, "predict": do_predict}[args.cmd](args)
     return 0
 
 
