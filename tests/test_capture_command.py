@@ -292,6 +292,9 @@ def test_wait_quiet_reaches_the_capture(calls, tmp_path):
     (["--no-lock-baseline", "--", "true"], "--lock-baseline goes only with TRACE"),
 ])
 def test_trace_or_command_but_one_of_them(calls, tmp_path, args, message):
+    trace = tmp_path / "t.access.parquet"
+    trace.write_bytes(b"")  # there (a missing TRACE is refused first, as any missing input), never read
+    args = [str(trace) if a == trace.name else a for a in args]
     res = CliRunner().invoke(cli, ["capture", "--memory", "8MiB", "-o", str(tmp_path / "o.parquet"), *args])
     assert res.exit_code == 2 and message in res.output and "Traceback" not in res.output, res.output
     assert len(res.output.strip().splitlines()) == 1 and calls == []
