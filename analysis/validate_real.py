@@ -307,11 +307,38 @@ def slowdowns(shape: str, run: int, meta: dict, emu: Path) -> dict:
        "--fault-cpu-us", f"{host['overhead_us']:.2f}", "--write-cpu-us", f"{host['write_overhead_us']:.2f}",
        "-o", str(timing), "--force")
     import pyarrow.parquet as pq
-    t = pq.read_table(timing, columns=["step", "step_us"])
+    t = pq.read_table(timing, columns=["step", "step_us", "fault_wait_us", "queue_us", "fault_cpu_us",
+                                       "reclaim_cpu_us"])
     step, step_us = t["step"].to_numpy(), t["step_us"].to_numpy()
     training = (step > 0) & (step < step.max())
     predicted = float(step_us[training].sum() / (compute * training.sum()))
-    return {"slowdown_measured": measured, "slowdown_predicted": predicted}
+    return {"slowdown_measured": measured, "slowdown_predicted": predicted,
+            "terms": stall_terms(meta, {c: t[c].to_numpy()[training] for c in t.column_names})}
+
+
+def stall_terms(meta: dict, model: dict) -> dict:
+    """The time model's terms beside the program's own delays (task delay accounting), training steps only (s).
+
+    I/O wait: the model's fault wait + queueing against the threads' block I/O + swap-in delay
+    (``swap_read_folio`` counts only the submission as swap-in; the wait is block I/O). Reclaim: the model's
+    reclaim and fault CPU against direct reclaim (``freepages``) delay. CPU wait (runnable, not running) has
+    no model term: it is the machine's load. Delays are summed over the program's threads, the model's terms
+    over one; a step's threads that wait together count once per thread.
+    """
+    d = (meta["kernel"].get("delays") or {}).get("limited") or {}
+    if "blkio_us" not in d:
+        return {}
+    steps = np.asarray(d["steps"])
+    sel = (steps > 0) & (steps < steps.max())
+
+    def total(key: str) -> float:
+        return float(np.asarray(d[key])[sel].sum()) / 1e6
+
+    return {"io_wait_s": {"kernel": total("blkio_us") + total("swapin_us"),
+                          "model": float(model["fault_wait_us"].sum() + model["queue_us"].sum()) / 1e6},
+            "reclaim_s": {"kernel": total("freepages_us"),
+                          "model": float(model["reclaim_cpu_us"].sum() + model["fault_cpu_us"].sum()) / 1e6},
+            "thrashing_s": total("thrashing_us"), "cpu_wait_s": total("cpu_us")}
 
 
 def do_predict(args) -> None:
@@ -382,6 +409,18 @@ def render(results: list[dict]) -> str:
                 f"{(k['write_kib'] or 0):.1f} / {(e['write_kib'] or 0):.1f} | {'-' if ks is None else f'{ks:.2f}'} | "
                 f"{x['slowdown_measured']:.2f} / {x['slowdown_predicted']:.2f} | {'yes' if ok else 'no'} | "
                 f"{_load_text(x.get('load') or {})} | {_noisy_text(r)} |")
+    lines += ["", "Stalls, training steps (s; the program's delays summed over its threads, the model's terms one thread):",
+              "", "| shape | profile | limit | run | I/O wait k / model | reclaim k / model | thrashing k | CPU wait k |",
+              "|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        for x in r["runs"]:
+            t = x.get("terms") or {}
+            if not t:
+                continue
+            lines.append(f"| {r['shape']} | {Path(r['profile']).stem} | {r['frac']:.2f} | {x['run']} | "
+                         f"{t['io_wait_s']['kernel']:.2f} / {t['io_wait_s']['model']:.2f} | "
+                         f"{t['reclaim_s']['kernel']:.2f} / {t['reclaim_s']['model']:.2f} | "
+                         f"{t['thrashing_s']:.2f} | {t['cpu_wait_s']:.2f} |")
     return "\n".join(lines) + "\n"
 
 
