@@ -32,6 +32,8 @@ SKIP = {
     "run --preset demo": "the whole demo pipeline with fio on this disk (minutes)",
     "--workers 2": "a two-process Dask cluster for rm2's 2000 steps (minutes)",
     "swaptrace train": "trains a real PyTorch model for a minute (tests/test_train.py trains small ones)",
+    ".recording.parquet": "reads the recording a `sudo swaptrace capture --record` line makes "
+                          "(tests/test_recgen.py records one as root)",
     "my-runtime.toml": "reads the capture of a program the sudo line makes (tests/test_train_capture_privileged.py)",
     "mydrive.toml": "the device `ssd fit` makes from a fio run on a disk (tests/test_fit_roundtrip.py)",
 }
