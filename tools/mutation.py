@@ -124,7 +124,7 @@ MUTANTS: dict[str, tuple[list[str], list[tuple[str, str, str, str]]]] = {
         ("swaptrace/fio/runner.py", "            buf = rng.bytes(n)", "            buf = bytes(n)",
          "target filled with zeros"),
     ]),
-    "devicefit": (["tests/test_fit_roundtrip.py"], [
+    "devicefit": (["tests/test_fit_read_curve.py", "tests/test_fit_roundtrip.py"], [
         ("swaptrace/ssd/fit/reads.py", "                w = 1.0 / lat[fit]  # relative errors: small and large reads count alike",
          "                w = np.ones_like(lat[fit])", "absolute, not relative, read-latency errors"),
         ("swaptrace/ssd/fit/reads.py", "                    best = (key, dict(page_bytes=pu_bytes, channels=channels, read_us=float(a - u_h),",
