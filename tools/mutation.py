@@ -209,7 +209,8 @@ MUTANTS: dict[str, tuple[list[str], list[tuple[str, str, str, str]]]] = {
         ("swaptrace/workload/process.py", "    if budget <= 0 or math.isnan(budget):", "    if budget < 0 or math.isnan(budget):",
          "budget: a limit leaving no anonymous memory accepted"),
     ]),
-    "runtime profile": (["tests/test_runtime_profile.py"], [
+    "runtime profile": (["tests/test_runtime_profile.py", "tests/test_process.py::test_derive_from_capture_numbers",
+                        "tests/test_process.py::test_derive_active_part_and_lazy_state_by_hand"], [
         ("swaptrace/capture/runtime_profile.py", "    step = max(0, peak - end - mb[\"lazy\"])", "    step = max(0, peak - end)",
          "lazily written model arrays counted as step buffers"),
         ("swaptrace/capture/runtime_profile.py", "        raw = ref - touched - step", "        raw = ref - touched",
