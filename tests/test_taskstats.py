@@ -319,3 +319,10 @@ def test_a_failing_read_is_reported_not_raised(monkeypatch):
     # no delays without every boundary, and the reason
     assert r["delays"] == {"limited": {"errors": ["error('truncated reply')"] * 3}}
     assert r["load"]["limited"]["wall_s"] >= 0
+
+
+def test_attribute_type_flags_are_cleared():
+    """netlink.h: the top two bits of nla_type are NLA_F_NESTED (0x8000) and NLA_F_NET_BYTEORDER (0x4000), not
+    the type. By hand: a nested attribute 4 (AGGR_PID) with 4 payload bytes, then attribute 1 with 2 (padded)."""
+    data = struct.pack("=HH", 8, 0x8000 | 4) + b"abcd" + struct.pack("=HH", 6, 0x4000 | 1) + b"xy\0\0"
+    assert ts.decode_attrs(data) == [(4, b"abcd"), (1, b"xy")]
