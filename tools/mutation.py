@@ -276,7 +276,7 @@ MUTANTS: dict[str, tuple[list[str], list[tuple[str, str, str, str]]]] = {
         ("swaptrace/capture/stalls.py", "    other = max(0.0, last[\"busy_s\"] - first[\"busy_s\"] - tree_cpu_s)",
          "    other = max(0.0, last[\"busy_s\"] - first[\"busy_s\"])", "the tree's own CPU counted as other processes'"),
     ]),
-    "train": (["tests/test_train.py"], [
+    "train": (["tests/test_train.py", "tests/test_train_memory.py::test_memory_need_worked_by_hand"], [
         ("swaptrace/workload/train.py", "    for opt in optimizers:\n        opt.step()\n", "",
          "the optimizers never step"),
         ("swaptrace/workload/train.py", "s.index_add_(0, rows, values.pow(2).mean(dim=1))",
