@@ -70,7 +70,7 @@ def _model_rows(spec, steps, seed):
     return rows
 
 
-@pytest.mark.parametrize("optimizer", ["sgd", "adagrad"])
+@pytest.mark.parametrize("optimizer", ["sgd", "adagrad", "adam"])  # none, eager, lazy optimizer state
 def test_process_trace_equals_twin(tmp_path, optimizer):
     spec = load_spec("tiny").with_overrides(optimizer=optimizer)
     out = generate_trace(spec, tmp_path / "p.access.parquet", steps=3, seed=5, runtime=PROFILE)
