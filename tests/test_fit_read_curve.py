@@ -100,7 +100,7 @@ def test_exact_link_bound_curve_comes_back_exactly():
 
 
 def test_noisy_curve_is_a_relative_least_squares_line():
-    """One point 0.1 % high: the line is the least squares of *relative* errors, sum ((l - a - b k) / l)^2.
+    """One point 0.1 % high: the line is the least squares of *relative* errors, sum ((y - a - b k) / y)^2.
 
     The configuration (16 KiB units, 4 channels, phase 0) stays the best (RMS log error ~3e-4 rounds to 0,
     and it fits the most sizes); the fitted sizes are 4k..32k (at most 3 program units, k = 1, 2, 4, 4), and a, b solve the 2 x 2 weighted normal equations written out below.
@@ -110,12 +110,12 @@ def test_noisy_curve_is_a_relative_least_squares_line():
     got = R.fit_read_curve(lat, 16 * 1000)
     assert (got["page_bytes"], got["channels"]) == (16384, 4)
     pts = [(1.0, lat[4096]), (2.0, lat[8192]), (4.0, lat[16384]), (4.0, lat[32768])]
-    # minimise sum w (l - a - b k)^2 with w = 1 / l^2
-    sw = sum(1 / l**2 for _, l in pts)
-    sk = sum(k / l**2 for k, l in pts)
-    skk = sum(k * k / l**2 for k, l in pts)
-    sl = sum(l / l**2 for _, l in pts)
-    skl = sum(k * l / l**2 for k, l in pts)
+    # minimise sum w (y - a - b k)^2 with w = 1 / y^2 (y: a latency)
+    sw = sum(1 / y**2 for _, y in pts)
+    sk = sum(k / y**2 for k, y in pts)
+    skk = sum(k * k / y**2 for k, y in pts)
+    sl = sum(y / y**2 for _, y in pts)
+    skl = sum(k * y / y**2 for k, y in pts)
     det = sw * skk - sk * sk
     a = (skk * sl - sk * skl) / det
     b = (sw * skl - sk * sl) / det
