@@ -25,7 +25,8 @@ from swaptrace.workload.process import (
 from swaptrace.workload.spec import load_spec
 
 PAGE = 4096
-PROFILE = RuntimeProfile(name="t", runtime_bytes=40 * PAGE + 100, active_bytes=7 * PAGE, step_bytes=3 * PAGE,
+#: byte counts off whole pages where it matters: the runtime (41 pages) and its active part (8 pages) round up
+PROFILE = RuntimeProfile(name="t", runtime_bytes=40 * PAGE + 100, active_bytes=7 * PAGE + 1, step_bytes=3 * PAGE,
                          file_bytes=5 * PAGE, kernel_bytes=PAGE)
 
 
@@ -69,7 +70,7 @@ def _model_rows(spec, steps, seed):
     return rows
 
 
-@pytest.mark.parametrize("optimizer", ["sgd", "adagrad"])
+@pytest.mark.parametrize("optimizer", ["sgd", "adagrad", "adam"])  # none, eager, lazy optimizer state
 def test_process_trace_equals_twin(tmp_path, optimizer):
     spec = load_spec("tiny").with_overrides(optimizer=optimizer)
     out = generate_trace(spec, tmp_path / "p.access.parquet", steps=3, seed=5, runtime=PROFILE)
@@ -168,3 +169,31 @@ def test_generate_runtime_cli(tmp_path):
     r = CliRunner().invoke(cli, ["generate", "--preset", "tiny", "--steps", "2", "--runtime", "pytorch-cpu",
                                  "--first-step", "4", "-o", str(tmp_path / "q.access.parquet")])
     assert r.exit_code == 2 and "--runtime" in r.output and not (tmp_path / "q.access.parquet").exists()
+
+
+def test_derive_active_part_and_lazy_state_by_hand():
+    """Adam allocates its state at the first step (lazy): start-up holds tables and dense weights only, and the
+    state is part of the step's growth, not of the runtime. Referenced while training: the model's touched pages
+    + the step buffers + 5 runtime pages, so ``active_bytes`` is those 5 pages (within [0, runtime_bytes])."""
+    import numpy as np
+
+    spec = load_spec("tiny").with_overrides(optimizer="adam")
+    layout = build_layout(spec)
+    tables_mlp = sum(r.pages for r in layout.regions if r.kind in ("table", "mlp")) * PAGE
+    state = sum(r.pages for r in layout.regions if r.kind in ("table-state", "mlp-state")) * PAGE
+    assert state > 0
+    mb = model_bytes(spec)
+    assert mb["startup"] == tables_mlp and mb["lazy"] == layout.footprint_bytes - tables_mlp
+    seen = np.zeros(layout.footprint_pages, dtype=bool)
+    for c in iter_accesses(spec, steps=2, seed=0):
+        seen[c["page"]] = True
+    touched = int(seen.sum()) * PAGE
+    end = tables_mlp + (300 << 20)
+    peak = end + mb["lazy"] + (20 << 20)
+    kernel = {"unlimited": {"startup_end": {"anon": end, "file": 0, "usage": end},
+                            "peak": {"training": {"anon": peak, "file": 0, "usage": peak}},
+                            "referenced": {"anon_referenced_training_bytes": touched + (20 << 20) + 5 * PAGE}}}
+    prof, notes, clamped = derive(kernel, spec, steps=2, seed=0, name="x")
+    assert (prof.runtime_bytes, prof.step_bytes, prof.active_bytes) == (300 << 20, 20 << 20, 5 * PAGE)
+    assert prof.file_bytes == 0 and prof.kernel_bytes == 0 and clamped == []
+    assert "bounded" not in notes["active_bytes"]

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from naive_recgen import naive_recorded_rows
 
-from swaptrace.capture.process_trace import Recording, fits, model_arrays
+from swaptrace.capture.process_trace import ModelArray, Recording, fits, match_arrays, model_arrays
 from swaptrace.cli import cli
 from swaptrace.core.traceio import RECORD_EVENTS, TraceWriter, open_trace
 from swaptrace.workload.generate import generate_arrays, generate_trace
@@ -92,6 +92,54 @@ def _rows(path):
 def test_fit_tolerance_by_hand():
     assert fits(131072, 32) and fits(131072, 33) and not fits(131072, 34) and not fits(131072, 31)
     assert fits(64 * P * 10, 640 + 1 + 10) and not fits(64 * P * 10, 640 + 12)
+
+
+def test_arrays_matched_largest_first_to_the_closest_size():
+    """By hand. A mapping of 50 pages fits both a 50-page and a 49-page array (need..need + 1 + need // 64):
+    the larger array is matched first and takes the exact one (ties: the earliest), the smaller the other.
+    Among fits the closest in size wins, not the first: 50 pages goes to the 50-page mapping, not the 51."""
+    a, b = ModelArray("emb:A", 0, 0, 50 * P), ModelArray("emb:B", 1, 0, 49 * P)
+    taken, heap = match_arrays([b, a], [(7, 0, 50), (7, 100, 50)], "emb:A")
+    assert taken == {0: (a, 7, 0), 1: (b, 7, 100)} and heap == []
+    c = ModelArray("emb:C", 1, 0, 35 * P)
+    taken, heap = match_arrays([c, a], [(7, 0, 51), (7, 100, 50), (7, 200, 36), (7, 300, 35)], "emb:A")
+    assert taken == {1: (a, 7, 100), 3: (c, 7, 300)} and heap == []
+
+
+XA = 0x7F3000000000  # a 4-page mapping made in step 1, half written in step 1, half in step 2, unmapped in step 3
+
+
+def _partly_referenced():
+    raw = hand_recording()
+    raw += [ev(1, "mmap", XA, 4 * P), ev(1, "fault", XA, write=True), ev(1, "fault", XA + P, write=True)]
+    raw += [ev(2, "fault", XA + 2 * P, write=True), ev(2, "fault", XA + 3 * P, write=True),
+            ev(2, "referenced", XA, 4 * P, referenced=3 * P), ev(3, "munmap", XA, 4 * P)]
+    return sorted(raw, key=lambda r: r["step"])  # stable: each step's events in the order written
+
+
+def test_a_mapping_alive_at_a_steps_end_is_runtime_and_referenced_less_its_fresh_pages(tmp_path):
+    """By hand: XA is alive at the end of steps 1 and 2, so it is runtime (after the long-lived 34..37: 38..41)
+    though step 3 frees it. Step 2's reading says 3 of its pages were referenced; 2 were first touched in the
+    step (40, 41), so one more load, to the most recently first-touched other page (39, not 38). Then the twin."""
+    spec_path = tmp_path / "rt.toml"
+    spec_path.write_text(SPEC.format(rows=2048))
+    raw = _partly_referenced()
+    rec = write_recording(tmp_path / "x.recording.parquet", raw, steps=4)
+    out = generate_trace(str(spec_path), tmp_path / "p.access.parquet", steps=3, runtime=Recording(str(rec)))
+    meta = open_trace(out, "access").meta
+    assert [(r["name"], r["first_page"], r["pages"]) for r in meta["regions"][3:]] == [("runtime", 34, 8),
+                                                                                        ("step-buffers", 42, 8)]
+    rows = _rows(out)
+    assert [r for r in rows if r[0] == 2 and 38 <= r[1] <= 41] == [(2, 40, True, 0, 3), (2, 41, True, 0, 3),
+                                                                   (2, 39, False, 0, 3)]
+    assert [r for r in rows if r[0] == 3 and 38 <= r[1] <= 41] == [(3, p, False, 2, 3) for p in range(38, 42)]
+    spec = load_spec(str(spec_path))
+    regions = build_layout(spec).region_dicts()
+    arrays = [(a.name, a.region, a.offset, a.nbytes) for a in model_arrays(spec, regions)]
+    model = generate_arrays(spec, steps=3)
+    model_rows = list(zip(*(model[k].tolist() for k in ("step", "page", "write", "region")), strict=True))
+    assert rows == naive_recorded_rows(raw, regions, arrays, model_rows,
+                                       startup_pages(regions, spec.optimizer).tolist(), 3, 3)
 
 
 def test_hand_worked_trace(case, tmp_path):

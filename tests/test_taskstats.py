@@ -185,6 +185,26 @@ def test_live_tasks_are_read_and_not_counted_twice_after_exit(monkeypatch):
     _FakeSocket.live = {}
 
 
+def test_other_processes_cpu_is_the_busy_time_less_the_trees(monkeypatch):
+    """By hand: /proc/stat's busy time grows 10.0 -> 12.0 s over the run; the tree's one task used 1.2 s of
+    user time (its final record at the end): other processes used 2.0 - 1.2 = 0.8 s."""
+    monkeypatch.setattr(st, "TaskstatsSocket", _FakeSocket)
+    monkeypatch.setattr(st, "read_psi", lambda: None)
+    busy = iter([10.0, 10.5, 12.0])
+    monkeypatch.setattr(st, "busy_cpu_s", lambda: next(busy))
+    _FakeSocket.live = {}
+    _FakeSocket.batches = [[], [], [_rec(100, 100, 1, 0, utime_us=1_200_000)]]
+    rec = st.StallRecorder(load=lambda: 0.0)
+    rec.begin("limited", lambda: [])
+    rec.root(100)
+    rec.start()
+    rec.mark(0)
+    rec.end(1)
+    r = rec.report()
+    assert r["delays"]["limited"]["total"]["utime_us"] == 1_200_000
+    assert r["load"]["limited"]["other_cpu_s"] == pytest.approx(0.8, abs=1e-9)
+
+
 def test_no_taskstats_keeps_psi_and_load(monkeypatch):
     def refuse(listen=False):
         raise ts.TaskstatsError(2, "no TASKSTATS family")
@@ -299,3 +319,10 @@ def test_a_failing_read_is_reported_not_raised(monkeypatch):
     # no delays without every boundary, and the reason
     assert r["delays"] == {"limited": {"errors": ["error('truncated reply')"] * 3}}
     assert r["load"]["limited"]["wall_s"] >= 0
+
+
+def test_attribute_type_flags_are_cleared():
+    """netlink.h: the top two bits of nla_type are NLA_F_NESTED (0x8000) and NLA_F_NET_BYTEORDER (0x4000), not
+    the type. By hand: a nested attribute 4 (AGGR_PID) with 4 payload bytes, then attribute 1 with 2 (padded)."""
+    data = struct.pack("=HH", 8, 0x8000 | 4) + b"abcd" + struct.pack("=HH", 6, 0x4000 | 1) + b"xy\0\0"
+    assert ts.decode_attrs(data) == [(4, b"abcd"), (1, b"xy")]

@@ -94,6 +94,36 @@ def test_sparse_gradients_and_optimizer_state(optimizer):
 
 
 @needs_torch
+def test_model_layers_and_initialisation_by_hand():
+    """DLRM: the bottom MLP ends in a ReLU, the top MLP in a bare Linear (the logit); every table row uniform in
+    +- sqrt(1 / rows) (table a: 50 rows, bound 0.1414; its 400 values span most of it)."""
+    from swaptrace.workload.train import build_model
+
+    spec = small_spec()
+    model = build_model(spec, seed=3)
+    assert [type(m).__name__ for m in model["bottom"]] == ["Linear", "ReLU", "Linear", "ReLU"]
+    assert [type(m).__name__ for m in model["top"]] == ["Linear", "ReLU", "Linear"]
+    for table, t in zip(model["tables"], spec.tables, strict=True):
+        w = table.weight.detach().numpy()
+        bound = math.sqrt(1.0 / t.rows)
+        assert w.shape == (t.rows, t.dim) and np.abs(w).max() <= bound
+    assert np.abs(model["tables"][0].weight.detach().numpy()).max() > 0.9 * math.sqrt(1 / 50)
+
+
+def test_step_inputs_are_drawn_per_step_by_the_documented_rng():
+    """Dense features uniform [0, 1) (B x bottom_mlp[0], float32), then 0/1 labels, from default_rng([seed, step])."""
+    from swaptrace.workload.train import step_inputs
+
+    spec = small_spec()
+    for step in (0, 1):
+        rng = np.random.default_rng([4, step])
+        dense, labels = step_inputs(spec, 4, step)
+        np.testing.assert_array_equal(dense, rng.random((16, 5), dtype=np.float32))
+        np.testing.assert_array_equal(labels, rng.integers(0, 2, 16).astype(np.float32))
+    assert not np.array_equal(step_inputs(spec, 4, 0)[0], step_inputs(spec, 4, 1)[0])
+
+
+@needs_torch
 def test_rowwise_adagrad_update_by_hand():
     """One update of a single row: s = mean(g^2); w -= lr g / (sqrt(s) + eps), duplicate rows summed first."""
     from swaptrace.workload.train import RowWiseAdagrad
