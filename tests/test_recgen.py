@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from naive_recgen import naive_recorded_rows
 
-from swaptrace.capture.process_trace import ModelArray, Recording, fits, match_arrays, model_arrays
+from swaptrace.capture.process_trace import ModelArray, Recording, fits, match_arrays, model_arrays, split_packed
 from swaptrace.cli import cli
 from swaptrace.core.traceio import RECORD_EVENTS, TraceWriter, open_trace
 from swaptrace.workload.generate import generate_arrays, generate_trace
@@ -104,6 +104,22 @@ def test_arrays_matched_largest_first_to_the_closest_size():
     c = ModelArray("emb:C", 1, 0, 35 * P)
     taken, heap = match_arrays([c, a], [(7, 0, 51), (7, 100, 50), (7, 200, 36), (7, 300, 35)], "emb:A")
     assert taken == {1: (a, 7, 100), 3: (c, 7, 300)} and heap == []
+
+
+def test_tables_packed_in_one_block_are_split_in_the_specs_order():
+    """By hand (FBGEMM keeps every table back to back in one tensor). Tables of 12,288, 2,048 and 5,000 bytes
+    (19,336 bytes: 5 pages) in one 5-page block at page 1000, no mapping of the largest table's 3 pages alone:
+    A holds bytes 0-12,287 (pages 0-2), B 12,288-14,335 (page 3), C 14,336-19,335 (pages 3-4: B's last page
+    is C's first). All three are matched to their pieces though B and C are under glibc's mmap threshold."""
+    a, b, c = (ModelArray("emb:A", 0, 0, 12288), ModelArray("emb:B", 1, 0, 2048), ModelArray("emb:C", 2, 0, 5000))
+    allocs, packed = split_packed([a, b, c], [(9, 50, 1), (9, 1000, 5)])
+    assert allocs == [(9, 50, 1), (9, 1000, 3), (9, 1003, 1), (9, 1003, 2)]
+    assert packed == {"emb:A": 1, "emb:B": 2, "emb:C": 3}
+    taken, heap = match_arrays([a, b, c], allocs, "emb:A", packed)
+    assert taken == {1: (a, 9, 1000), 2: (b, 9, 1003), 3: (c, 9, 1003)} and heap == []
+    # a recording with one mapping per table (PyTorch's) is left as it is
+    own = [(9, 0, 3), (9, 10, 1), (9, 20, 2)]
+    assert split_packed([a, b, c], own) == (own, {})
 
 
 XA = 0x7F3000000000  # a 4-page mapping made in step 1, half written in step 1, half in step 2, unmapped in step 3

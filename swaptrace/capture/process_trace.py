@@ -112,8 +112,43 @@ def _key(pid: int, page: int) -> int:
     return (int(pid) << KEY_SHIFT) | int(page)
 
 
+def split_packed(arrays: list[ModelArray], allocs: list[tuple[int, int, int]]
+                 ) -> tuple[list[tuple[int, int, int]], dict[str, int]]:
+    """``allocs`` with a block holding every table back to back split into one allocation per table, and the
+    index of each array's piece (an array so split is matched to its piece whatever its size).
+
+    FBGEMM's CPU embedding (TorchRec's fused ``EmbeddingBagCollection``) keeps all tables in one flat float32
+    tensor (``weights_host``, table t at ``weights_offsets[t]``) and an optimizer's state likewise
+    (``momentum1_host``): one allocation of the tables' summed size rather than one each. When no
+    allocation fits the largest table alone but one fits the sum of a kind's arrays (the tables, or one state
+    array of each), that block stands for them in the spec's order: table t gets the block's pages from the
+    one holding its first byte to the one holding its last (neighbours share a page). PyTorch's own tables
+    (one allocation each) are left as they are.
+    """
+    out, packed = list(allocs), {}
+    for prefix in ("emb:", "state:"):
+        kind = [a for a in arrays if a.name.startswith(prefix)]
+        if not kind or any(fits(max(a.nbytes for a in kind), n) for _, _, n in out):
+            continue
+        total = sum(a.nbytes for a in kind)
+        block = next((i for i, (_, _, n) in enumerate(out) if fits(total, n)), None)
+        if block is None:
+            continue
+        pid, lo, _ = out.pop(block)
+        packed = {k: i if i < block else i + len(kind) - 1 for k, i in packed.items()}
+        offset = 0
+        for a in kind:
+            first, last = offset // PAGE_BYTES, (offset + a.nbytes - 1) // PAGE_BYTES
+            out.insert(block, (pid, lo + first, last - first + 1))
+            packed[a.name] = block
+            block += 1
+            offset += a.nbytes
+    return out, packed
+
+
 def match_arrays(arrays: list[ModelArray], allocs: list[tuple[int, int, int]],
-                 largest_table: str) -> tuple[dict[int, tuple[ModelArray, int, int]], list[str]]:
+                 largest_table: str, packed: dict[str, int] | None = None
+                 ) -> tuple[dict[int, tuple[ModelArray, int, int]], list[str]]:
     """Match model arrays to never-freed allocations ``(pid, first page, pages)`` in allocation order.
 
     Returns ``{allocation index: (array, pid, first page)}`` and the names of arrays left in the heap;
@@ -122,7 +157,11 @@ def match_arrays(arrays: list[ModelArray], allocs: list[tuple[int, int, int]],
     """
     taken: dict[int, tuple[ModelArray, int, int]] = {}
     in_heap = []
+    packed = packed or {}
     for a in sorted(arrays, key=lambda a: (-a.nbytes, a.name)):
+        if a.name in packed:  # its piece of a block of tables (split_packed)
+            taken[packed[a.name]] = (a, allocs[packed[a.name]][0], allocs[packed[a.name]][1])
+            continue
         if a.nbytes < MMAP_THRESHOLD:
             in_heap.append(a.name)
             continue
@@ -266,8 +305,8 @@ def reduce_recording(path: str | os.PathLike, spec: ModelSpec, regions: list[dic
     norm = _normalise(rec, n_steps)
     arrays = model_arrays(spec, regions)
     largest = max(spec.tables, key=lambda t: t.weight_bytes).name
-    allocs = _allocs_never_freed(norm)
-    taken, in_heap = match_arrays(arrays, allocs, f"emb:{largest}")
+    allocs, packed = split_packed(arrays, _allocs_never_freed(norm))
+    taken, in_heap = match_arrays(arrays, allocs, f"emb:{largest}", packed)
     # key of a matched page -> the model's page at the same offset (pages past the array's end: dropped, -1)
     matched: dict[int, tuple[int, int]] = {}
     for index, (a, pid, lo) in taken.items():
