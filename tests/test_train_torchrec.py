@@ -21,9 +21,9 @@ import numpy as np
 import pytest
 from cli_helpers import run_cli, the_error
 from marker_helpers import capture_marker
+from test_train import small_spec  # the same three small tables as the PyTorch tests
 
 from swaptrace.errors import SwaptraceError
-from swaptrace.workload.spec import spec_from_dict
 
 
 def _torchrec_missing() -> str | None:
@@ -48,15 +48,6 @@ FBGEMM_EPS = 1.0e-8
 
 def gamma(k):
     return k * U / (1 - k * U)
-
-
-def small_spec(optimizer="sgd", dim=8, **first_table):
-    """Three small tables (empty bags and repeated rows among them); the first with the given keys."""
-    tables = [{"name": "a", "rows": 50, "dim": dim, "lookups": 2, **first_table},
-              {"name": "b", "rows": 3000, "dim": dim, "lookups": {"values": [0, 1, 3], "probs": [0.2, 0.5, 0.3]}},
-              {"name": "c", "rows": 7, "dim": dim, "lookups": 1}]
-    return spec_from_dict({"name": "small", "batch_size": 16, "optimizer": optimizer, "bottom_mlp": [5, 12, dim],
-                           "top_mlp": [6, 1], "tables": tables})
 
 
 def _one_step(spec, seed=0, step=None):
