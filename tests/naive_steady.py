@@ -5,7 +5,7 @@ or swap), the block plan (erased blocks, static blocks, the spacing ``D`` of
 Desnoyers' FIFO fixed point solved by Newton's method instead of the product's
 bisection, the probabilities ``exp(-k D / R_d)``, the close order and close times)
 and the random conventions (splitmix64 from the documented seed state, numpy's
-``default_rng(seed)`` for the pool's order and the FIFO ring's phase) follow the
+``default_rng(seed)`` for the FIFO ring's phase, Floyd's sampling for the swap units' places) follow the
 docstrings of :func:`swaptrace.ssd.steady.layout`, :func:`~swaptrace.ssd.steady.plan`
 and :func:`~swaptrace.ssd.steady.install`. The unit-by-unit install is
 ``naive_ssd.naive_steady_install``.
@@ -104,7 +104,35 @@ def seed_state(seed: int) -> int:
     return (seed * 0x2545F4914F6CDD1D + 0x632BE59BD9B4E019) & _MASK
 
 
-def shuffled(pool: list[int], seed: int) -> list[int]:
-    a = np.array(pool, dtype=np.int32)
-    np.random.default_rng(seed).shuffle(a)
-    return a.tolist()
+def _splitmix(state: int):
+    """splitmix64 outputs from ``state`` (Steele, Lea and Flood, OOPSLA 2014)."""
+    while True:
+        state = (state + 0x9E3779B97F4A7C15) & _MASK
+        z = state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+        yield z ^ (z >> 31)
+
+
+def placed(pool: list[int], swap_units: int, seed: int) -> list[int]:
+    """The pool in the order its units take the drawn slots: the last ``swap_units`` (the swap partition's)
+    at places drawn by Floyd's sampling then shuffled (Fisher-Yates), the others in order in the rest.
+
+    From ``placed_pool``'s docstring: splitmix64 from ``seed * 0x2545F4914F6CDD1D + 0x9E3779B97F4A7C15``.
+    """
+    if not swap_units:
+        return list(pool)
+    draws = _splitmix((seed * 0x2545F4914F6CDD1D + 0x9E3779B97F4A7C15) & _MASK)
+    n = len(pool)
+    chosen: list[int] = []
+    for j in range(n - swap_units, n):
+        t = next(draws) % (j + 1)
+        chosen.append(j if t in chosen else t)
+    for i in range(swap_units - 1, 0, -1):
+        k = next(draws) % (i + 1)
+        chosen[i], chosen[k] = chosen[k], chosen[i]
+    out: list[int | None] = [None] * n
+    for k, place in enumerate(chosen):
+        out[place] = pool[n - swap_units + k]
+    background = iter(pool[:n - swap_units])
+    return [next(background) if u is None else u for u in out]

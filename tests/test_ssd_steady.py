@@ -54,7 +54,7 @@ def test_install_matches_naive_twin(policy, fill, overwritten, prior, offset):
     # multiple of 2^-53 with p: a difference this small flips it with probability ~1e-12 per unit
     assert S.plan(cfg, len(static), len(pool), seed).p_dyn == pytest.approx(pl.p_dyn, rel=1e-12, abs=0)
     l2p, p2l, valid, closed = naive_ssd.naive_steady_install(
-        cfg, pl.n_static, pl.p_dyn, static, naive_steady.shuffled(pool, seed), pl.closed_order,
+        cfg, pl.n_static, pl.p_dyn, static, naive_steady.placed(pool, swap if prior == "pool" else 0, seed), pl.closed_order,
         naive_steady.seed_state(seed))
     st = sim.state
     assert st.l2p.tolist() == l2p
@@ -226,3 +226,25 @@ def test_shipped_preset_at_real_size_matches_desnoyers_from_the_sampled_start(de
     assert res.summary["steady_waf"]["steady"]
     # 2 %: the model's stated accuracy (docs/ssd.md); femu-default over seeds 100-107: +0.32 % +- 0.10 %
     assert res.steady_waf == pytest.approx(A.predict_config(cfg), rel=0.02)
+
+
+def test_swap_units_take_uniformly_random_places_in_random_order():
+    # the property the pool's order needs (placed_pool's docstring), checked on the kernel's output, not its
+    # draws: over 20,000 seeds, the ordered pair of places the 2 swap units of a 5-unit pool take is uniform
+    # over the 20 ordered pairs (chi-square, 19 degrees of freedom: 60 is exceeded with probability < 1e-6
+    # by a uniform draw), and the 3 background units always keep their logical order
+    from swaptrace.kernels.ssd import ftl_steady as KS
+
+    pool = np.array([10, 11, 12, 20, 21], dtype=np.int32)
+    counts: dict[tuple[int, int], int] = {}
+    seeds = 20_000
+    for seed in range(seeds):
+        out = KS.pool_order(pool, np.int64(2), S._rng_state(seed, S.ORDER_OFFSET)).tolist()
+        assert sorted(out) == pool.tolist()
+        assert [u for u in out if u < 20] == [10, 11, 12]
+        key = (out.index(20), out.index(21))
+        counts[key] = counts.get(key, 0) + 1
+    assert len(counts) == 20
+    expected = seeds / 20
+    chi2 = sum((c - expected) ** 2 / expected for c in counts.values())
+    assert chi2 < 60, counts

@@ -103,6 +103,8 @@ class Layout:
     pool: np.ndarray
     swap_offset_units: int
     swap_units: int
+    #: how many of the pool's units, at its end, are the swap partition's (``swap_prior`` ``pool``)
+    pool_swap_units: int = 0
 
     def describe(self, map_bytes: int) -> dict[str, Any]:
         return {"swap_offset_bytes": self.swap_offset_units * map_bytes, "swap_bytes": self.swap_units * map_bytes,
@@ -132,20 +134,21 @@ def layout(config: SSDConfig, swap_offset_units: int, swap_units: int, backgroun
     n_static = int(round((1.0 - background.overwritten) * live))
 
     def first_outside(count: int, skip: int) -> np.ndarray:
-        # the logical units number skip .. skip+count-1 outside the swap partition, in order
-        lo, hi = skip, skip + count
-        before = np.arange(min(lo, swap_offset_units), min(hi, swap_offset_units), dtype=np.int32)
-        after = np.arange(max(lo, swap_offset_units) + swap_units, max(hi, swap_offset_units) + swap_units,
-                          dtype=np.int32)
-        return np.concatenate([before, after])
+        # the logical units number skip .. skip+count-1 outside the swap partition, in order (in place: on a
+        # 512 GiB drive these are 10^8 units, and a concatenation of two ranges would copy them again)
+        units = np.arange(skip, skip + count, dtype=np.int32)
+        units[max(0, min(count, swap_offset_units - skip)):] += swap_units  # those at or past the partition
+        return units
 
     static = first_outside(n_static, 0)
     pool_bg = first_outside(live - n_static, n_static)
-    if background.swap_prior == "pool" and swap_units:
+    in_pool = swap_units if background.swap_prior == "pool" else 0
+    if in_pool:
         pool = np.concatenate([pool_bg, np.arange(swap_offset_units, end, dtype=np.int32)])
     else:
         pool = pool_bg
-    return Layout(static=static, pool=pool, swap_offset_units=swap_offset_units, swap_units=swap_units)
+    return Layout(static=static, pool=pool, swap_offset_units=swap_offset_units, swap_units=swap_units,
+                  pool_swap_units=in_pool)
 
 
 def _spacing(m: np.ndarray, pool_d: float) -> float:
@@ -247,15 +250,28 @@ def plan(config: SSDConfig, static_units: int, pool_units: int, seed: int = 0) -
                      clock=clock, spacing=spacing)
 
 
-def _rng_state(seed: int) -> np.ndarray:
-    return np.array([(seed * 0x2545F4914F6CDD1D + 0x632BE59BD9B4E019) & ((1 << 64) - 1)], dtype=np.uint64)
+def _rng_state(seed: int, offset: int = 0x632BE59BD9B4E019) -> np.ndarray:
+    return np.array([(seed * 0x2545F4914F6CDD1D + offset) & ((1 << 64) - 1)], dtype=np.uint64)
 
 
-def shuffled_pool(lay: Layout, seed: int) -> np.ndarray:
-    """The pool's units in the order they are placed (uniform: which pool unit sits where is random)."""
-    pool = lay.pool.copy()
-    np.random.default_rng(seed).shuffle(pool)
-    return pool
+#: the splitmix64 state offset of the pool's order (:func:`placed_pool`), apart from the units' draws
+ORDER_OFFSET = 0x9E3779B97F4A7C15
+
+
+def placed_pool(lay: Layout, seed: int) -> np.ndarray:
+    """The pool's units in the order they take the drawn pool slots (slot order: die-major, block, unit).
+
+    Only the swap partition's units need random places: the stream writes, trims and reads them and nothing
+    else, so the background's pool units are exchangeable (GC moves units by slot, whatever their logical
+    number) and take their slots in logical order, as static data does. The swap units (the pool's last
+    ``lay.pool_swap_units``) take uniformly random slots in random order
+    (:func:`swaptrace.kernels.ssd.ftl_steady.pool_order`, splitmix64 from state
+    ``seed * 0x2545F4914F6CDD1D + ORDER_OFFSET`` mod 2^64). A full shuffle of the pool cost 2.7 s on a
+    512 GiB drive; this costs one pass.
+    """
+    if not lay.pool_swap_units:
+        return lay.pool
+    return KS.pool_order(lay.pool, np.int64(lay.pool_swap_units), _rng_state(seed, ORDER_OFFSET))
 
 
 def install(state: K.FTLState, config: SSDConfig, lay: Layout, seed: int = 0) -> dict[str, Any]:
@@ -266,7 +282,7 @@ def install(state: K.FTLState, config: SSDConfig, lay: Layout, seed: int = 0) ->
     correction to exactly ``R`` pool units use splitmix64 started at
     ``seed * 0x2545F4914F6CDD1D + 0x632BE59BD9B4E019`` (mod 2^64), in the order of
     :mod:`swaptrace.kernels.ssd.ftl_steady`; which pool unit sits in which drawn slot (block order)
-    is ``numpy.random.default_rng(seed).shuffle`` of ``lay.pool``; static units go in order.
+    is :func:`placed_pool`'s order; static units go in order.
     """
     t0 = time.perf_counter()
     if int(state.sc[K.C_HOST_W]) or int((state.l2p >= 0).any()):
@@ -279,7 +295,7 @@ def install(state: K.FTLState, config: SSDConfig, lay: Layout, seed: int = 0) ->
     if len(lay.pool) and not len(dyn_blocks):
         raise ConfigError("no block can hold the pool")
     KS.adjust_pool(state.p2l, state.valid, np_, dyn_blocks, np.int64(len(lay.pool) - drawn), rng)
-    pool = shuffled_pool(lay, seed)
+    pool = placed_pool(lay, seed)
     n_s, n_p = KS.assign_lbas(state.p2l, state.l2p, lay.static, pool)
     if n_s != len(lay.static) or n_p != len(lay.pool):
         raise RuntimeError("steady-state install: unit counts do not match the plan")

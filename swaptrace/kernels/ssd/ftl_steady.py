@@ -10,8 +10,10 @@ memory hungry in numpy for a 512 GiB drive (2^27 units):
   and pool units in ``p2l`` and counts valid units per block;
 * :func:`adjust_pool` adds or removes pool units at random until the device
   holds exactly the pool's size (the draw is binomial, the pool is not);
+* :func:`pool_order` orders the pool for :func:`assign_lbas`: the swap
+  partition's units at uniformly random places, the background's in order;
 * :func:`assign_lbas` gives the marked units their logical numbers, static
-  ones in order and pool ones from a shuffled list, and fills ``l2p``;
+  ones in order and pool ones in :func:`pool_order`'s order, and fills ``l2p``;
 * :func:`install_blocks` closes the data blocks in the order given (oldest
   first, with their close times) through the FTL's own ``_close``, so the GC
   structures (greedy buckets, FIFO ring, closed lists) are what the FTL
@@ -85,6 +87,43 @@ def adjust_pool(p2l, valid, np_, blocks, delta, rng):
             p2l[slot] = -1
             valid[b] -= 1
             delta += 1
+
+
+@jit
+def pool_order(pool, n_swap, rng):
+    """``pool`` (background units, then ``n_swap`` swap units last) reordered: swap units at random places.
+
+    The swap units take ``n_swap`` distinct places drawn uniformly from the ``len(pool)`` places (Floyd's
+    sampling: for ``j`` from ``len(pool) - n_swap`` up, ``t = r % (j + 1)``, and ``j`` itself if ``t`` is
+    taken), in uniformly random order (a Fisher-Yates shuffle of the drawn places: for ``i`` from
+    ``n_swap - 1`` down to 1, swap place ``i`` with place ``r % (i + 1)``); swap unit ``k`` (in logical
+    order) goes to the ``k``-th place. The background units fill the other places in order. ``r`` are
+    successive splitmix64 outputs; ``r % m`` is biased by less than ``m / 2**64``. Cost ``O(len(pool))``
+    with ``O(n_swap)`` random draws, against a full shuffle's ``len(pool)``.
+    """
+    n = pool.shape[0]
+    b = n - n_swap
+    taken = np.zeros(n, dtype=np.uint8)
+    places = np.empty(n_swap, dtype=np.int64)
+    for i in range(n_swap):
+        j = b + i
+        t = np.int64(_rand(rng) % np.uint64(j + 1))
+        if taken[t]:
+            t = j
+        taken[t] = 1
+        places[i] = t
+    for i in range(n_swap - 1, 0, -1):
+        k = np.int64(_rand(rng) % np.uint64(i + 1))
+        places[i], places[k] = places[k], places[i]
+    out = np.empty(n, dtype=pool.dtype)
+    for k in range(n_swap):
+        out[places[k]] = pool[b + k]
+    nxt = 0
+    for p in range(n):
+        if not taken[p]:
+            out[p] = pool[nxt]
+            nxt += 1
+    return out
 
 
 @jit
