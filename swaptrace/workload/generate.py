@@ -103,9 +103,16 @@ def _check_options(steps: int, seed: int, first_step: int, reuse: float, dedup: 
 
 
 class _Out:
-    """The reused output buffers of ``_chunks`` and how many rows they hold."""
+    """The output buffers of ``_chunks`` and how many rows they hold.
 
-    def __init__(self, rows: int):
+    Without ``spare`` one set of buffers is reused: a chunk's views are good until the next chunk is asked for.
+    With ``spare`` (a queue of buffer sets the consumer hands back, see :meth:`_BackgroundWriter.hand_over`)
+    each chunk is made in a set of its own, which the consumer keeps until it puts the set back, so no chunk
+    is copied; ``None`` in the queue stands for a set not yet allocated.
+    """
+
+    def __init__(self, rows: int, spare: queue.Queue | None = None):
+        self._spare = spare
         self.allocate(rows)
         self.filled = 0
 
@@ -121,9 +128,17 @@ class _Out:
         return self.step, self.page, self.write, self.region
 
     def take(self) -> tuple[np.ndarray, ...]:
-        """Views of the filled rows; the buffers are reused from the start afterwards."""
+        """Views of the filled rows; the buffers are reused from the start afterwards (or, with ``spare``,
+        the next free set is taken: this waits while the consumer holds every set)."""
         n, self.filled = self.filled, 0
-        return self.step[:n], self.page[:n], self.write[:n], self.region[:n]
+        views = self.step[:n], self.page[:n], self.write[:n], self.region[:n]
+        if self._spare is not None:
+            free = self._spare.get()
+            if free is None or len(free[0]) < self.cap:
+                self.allocate(self.cap)
+            else:
+                self.step, self.page, self.write, self.region = free
+        return views
 
 
 def _emit_serial(plan: _Plan, out: _Out, d: DrawnSteps, stamp, seen):
@@ -182,15 +197,16 @@ def _emit_parallel(plan: _Plan, out: _Out, d: DrawnSteps, seen):
 
 
 def _chunks(plan: _Plan, steps: int, first_step: int, reuse: float, dedup: bool, *, chunk_rows: int,
-            seen: np.ndarray, progress: Callable[[int], Any] | None) -> Iterator[tuple[np.ndarray, ...]]:
+            seen: np.ndarray, progress: Callable[[int], Any] | None,
+            spare: queue.Queue | None = None) -> Iterator[tuple[np.ndarray, ...]]:
     """Yield (step, page, write, region) views into reused buffers, in program order.
 
     Steps are drawn in batches (at most :data:`DRAW_BUDGET` lookups) by
     :func:`swaptrace.workload.indices.draw_batches`, then emitted. ``seen`` (one byte
     per page, or a 1-element dummy to skip the bookkeeping) gets a 1 at every
-    page touched.
+    page touched. ``spare``: buffer sets handed back by the consumer (:class:`_Out`).
     """
-    out = _Out(max(chunk_rows, plan.item_max))
+    out = _Out(max(chunk_rows, plan.item_max), spare)
     # last step (+1) each page was read / written in, for de-duplication
     stamp = np.zeros((2, plan.layout.footprint_pages if dedup else 1), dtype=np.uint32)
     for d in draw_batches(plan.index, steps, first_step, reuse, budget=DRAW_BUDGET):
@@ -278,33 +294,53 @@ class _BackgroundWriter:
     """Compress and write chunks on a second thread while the kernels make the next ones.
 
     The numba kernels release the GIL and so does pyarrow's Parquet encoder, so
-    the two overlap. Chunks are copied into a few buffer sets that the writing
-    thread hands back once pyarrow has encoded them (:meth:`write` waits for a
-    free one), so at most ``depth`` chunks wait, memory stays bounded, and no
-    chunk pays for fresh pages from the kernel (zeroing them cost as much as
-    the copy). An error on the writing thread is raised in the caller at the
-    next ``write`` or on exit.
+    the two overlap. Chunks are copied into a few buffer sets (:meth:`write`), or
+    made in them by the producer (:meth:`hand_over`), that the writing thread
+    hands back once pyarrow has encoded them, so at most ``depth`` chunks wait,
+    memory stays bounded, and no chunk pays for fresh pages from the kernel
+    (zeroing them cost as much as the copy). An error on the writing thread is
+    raised in the caller at the next ``write`` or on exit.
     """
 
-    def __init__(self, writer: TraceWriter, depth: int = 2):
+    def __init__(self, writer: TraceWriter, depth: int = 2, tally: Callable[[dict[str, np.ndarray]], Any] | None = None,
+                 spare: queue.Queue | None = None):
         self._writer = writer
+        self._tally = tally
         self._queue: queue.Queue = queue.Queue(maxsize=depth)
         # one set being filled, ``depth`` waiting, one being encoded
         self._free: queue.Queue = queue.Queue()
         for _ in range(depth + 2):
             self._free.put(None)  # allocated on first use, at the first chunk's size
+        # buffer sets of a producer that hands its chunks over (:meth:`hand_over`, :class:`_Out`) instead of
+        # having them copied: one being filled (the producer's own), ``depth`` waiting, one being encoded
+        self._spare = spare
+        for _ in range(depth + 1 if spare is not None else 0):
+            spare.put(None)
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._work, name="swaptrace-writer", daemon=True)
 
     def _work(self) -> None:
         while (item := self._queue.get()) is not None:
             buffers, n = item
+            columns = buffers if n is None else {k: v[:n] for k, v in buffers.items()}
             if self._error is None:
                 try:
-                    self._writer.write(**{k: v[:n] for k, v in buffers.items()})
+                    self._writer.write(**columns)
+                    if self._tally is not None:
+                        self._tally(columns)
                 except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread
                     self._error = exc
-            self._free.put(buffers)
+            if n is None:  # a handed-over chunk: its whole buffers go back to the producer
+                self._spare.put(tuple(v.base if v.base is not None else v for v in buffers.values()))
+            else:
+                self._free.put(buffers)
+
+    def hand_over(self, **columns: np.ndarray) -> None:
+        """Queue ``columns`` without a copy: views of a buffer set from ``spare``, whose whole arrays (in the
+        order given) go back to ``spare`` once written; the producer does not touch them until then."""
+        if self._error is not None:
+            raise self._error
+        self._queue.put((columns, None))
 
     def write(self, **columns: np.ndarray) -> None:
         """Queue a copy of ``columns`` (arrays of equal length) for writing."""
@@ -473,22 +509,34 @@ def _write_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int | 
     meta = _access_meta(spec, layout, steps=steps, seed=seed, first_step=first_step, page_bytes=page_bytes,
                         alpha=alpha, scatter=scatter, reuse=reuse, dedup=dedup)
     seen = np.zeros(max(layout.footprint_pages, 2), dtype=np.uint8)
+    tallied = {"writes": 0}
+
+    def tally(columns: dict[str, np.ndarray]) -> None:  # on the writing thread, for the model's own chunks
+        tallied["writes"] += int(tally_pages(columns["write"], columns["region"], region_counts))
+
+    # the model alone: chunks are handed to the writer in buffer sets it hands back, neither copied nor
+    # tallied on this thread (the kernels' thread is the pipeline's slower stage)
+    direct = runtime is None
+    spare: queue.Queue | None = queue.Queue() if direct else None
     chunks = _chunks(plan, steps, first_step, reuse, dedup == "step", chunk_rows=DEFAULT_ROW_GROUP, seen=seen,
-                     progress=progress)
+                     progress=progress, spare=spare)
     # a process source of its own (swaptrace.capture.process_trace.Recording): it lays out the process itself
     recorded = runtime is not None and hasattr(runtime, "as_process")
     if recorded:
         chunks, extra_pages = runtime.as_process(meta, spec, chunks, first_step)
     elif runtime is not None:
         chunks, extra_pages = _as_process(meta, spec, chunks, runtime, first_step)
-    region_counts = np.zeros(len(meta["regions"]), dtype=np.int64)
+    region_counts = np.zeros(len(meta["regions"]), dtype=np.int64)  # the process's regions, when it has some
     writes = events = 0
     counts = {"allocs": 0, "frees": 0}
     freed: set[int] = set()
     with TraceWriter(out, "access", meta, force=force, optional=("event",) if recorded else ()) as writer, \
             _one_core_for_the_writer():
-        with _BackgroundWriter(writer) as background:
+        with _BackgroundWriter(writer, tally=tally if direct else None, spare=spare) as background:
             for st, pg, wr, rg, *ev in chunks:
+                if direct:
+                    background.hand_over(step=st, page=pg, write=wr, region=rg)
+                    continue
                 if ev:  # alloc and free rows are no accesses: tallied apart
                     background.write(step=st, page=pg, write=wr, region=rg, event=ev[0])
                     acc = ev[0] == EVENT_ACCESS
@@ -501,6 +549,7 @@ def _write_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int | 
                 else:
                     background.write(step=st, page=pg, write=wr, region=rg)
                 writes += int(tally_pages(wr, rg, region_counts))
+        writes += tallied["writes"]
         writer.metadata["summary"] = {
             "accesses": writer.rows - events,
             "reads": writer.rows - events - writes,
