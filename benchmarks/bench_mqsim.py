@@ -255,7 +255,10 @@ def main() -> None:
                              "of the full drive takes many minutes)")
     parser.add_argument("--mqsim", default=os.environ.get("MQSIM") or shutil.which("MQSim"),
                         help="MQSim binary (default $MQSIM or MQSim on the PATH)")
+    parser.add_argument("--quick", action="store_true", help="a smoke run (run_all.py --quick): 10,000 requests")
     args = parser.parse_args()
+    if args.quick:
+        args.requests = min(args.requests, 10_000)
     cfg = drive(args.blocks_per_plane)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
