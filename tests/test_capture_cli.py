@@ -88,3 +88,19 @@ def test_page_table_bytes():
 def test_filesystem_type_of_work_dir():
     assert host._fs_type("/proc/self") == "proc"
     assert host._fs_type("/definitely/not/here") == host._fs_type("/")
+
+
+@pytest.mark.parametrize("args,named", [(["--memory", "64MiB"], "--memory"), (["{trace}"], "TRACE"),
+                                        (["-o", "out.parquet"], "--output"), (["--", "true"], "-- CMD"),
+                                        (["--swap-size", "1GiB"], "--swap-size")])
+def test_cleanup_refuses_what_it_would_ignore(tmp_path, args, named):
+    trace = tmp_path / "t.access.parquet"
+    trace.write_bytes(b"")  # exists: the row is refused for being beside --cleanup, not for a missing file
+    args = [a.format(trace=trace) for a in args]
+    # control: --cleanup alone is not refused for its options (it may still need root: a different line)
+    alone = CliRunner().invoke(cli, ["capture", "--cleanup"])
+    assert "takes no" not in alone.output
+    r = CliRunner().invoke(cli, ["capture", "--cleanup", *args])
+    assert r.exit_code == 2, r.output
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and "--cleanup" in lines[0] and named in lines[0], r.stderr

@@ -162,6 +162,21 @@ class _CaptureCommand(click.Command):
         return super().parse_args(ctx, args)
 
 
+def _cleanup_alone(ctx: click.Context, trace) -> None:
+    """``--cleanup`` does one thing: refuse anything else asked beside it rather than ignore it."""
+    from click.core import ParameterSource
+
+    asked = [p.opts[-1] for p in ctx.command.params
+             if p.name not in ("cleanup", "work_dir", "as_json", "trace")
+             and ctx.get_parameter_source(p.name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)]
+    if trace is not None:
+        asked.insert(0, "TRACE")
+    if ctx.meta.get("swaptrace.capture.argv"):
+        asked.append("-- CMD")
+    if asked:
+        raise ConfigError(f"--cleanup only removes what killed captures left behind: it takes no {', '.join(asked)}")
+
+
 def _which_target(trace, argv) -> None:
     if trace is not None and argv is not None:
         raise ConfigError("give TRACE or -- CMD [ARGS]..., not both")
@@ -328,6 +343,7 @@ def command(*, trace, out, memory, memory_fraction, window_s, sample_ms, compute
     if cleanup:
         from swaptrace.capture import check_privileges, cleanup_leftovers
 
+        _cleanup_alone(click.get_current_context(), trace)
         check_privileges()
         removed = cleanup_leftovers(work_dir)
         echo_summary({"removed": removed}, as_json, lambda s: "\n".join(s["removed"]) or "nothing to remove")
