@@ -107,7 +107,9 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args):
     assert len(result.output.strip().splitlines()) == 1
 
 
-@pytest.mark.fio
+# not marked `fio`, which would put it in make test's serial pass (tests/conftest.py) with a second pipeline run
+# of its own (a minute, most of it fio's): it reads the run `tiny_run` already made with fio for the tests above,
+# and checks the folder against itself, so fio's numbers need no quiet machine
 def test_model_vs_fio_stage_fits_the_fio_run_and_replays_the_stream_on_it(tiny_run):
     """The model-vs-fio stage (issue 31): a device fitted to the fio run, the stream replayed on it as fio did.
 

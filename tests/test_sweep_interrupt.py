@@ -22,9 +22,14 @@ pytest.importorskip("dask.distributed", reason="the sweep needs the dask extra")
 
 from swaptrace.parallel.sweep import finished_keys  # noqa: E402
 
-#: 3 budgets x 2 policies of the tiny preset: long enough to interrupt, short enough to rerun
-ARGS = ["sweep", "--preset", "tiny", "--steps", "30", "--memory-fraction", "0.2", "--memory-fraction", "0.4",
-        "--memory-fraction", "0.6", "--policy", "linux", "--policy", "lru", "--workers", "2"]
+#: the swap drive of every point: nvme-tlc's geometry at 128 GiB, where a point takes ~0.5 s (most of it the
+#: drive's replay; ~1.3 s on the 512 GiB default): long enough that the signal lands while points are under way
+DRIVE = 'base = "nvme-tlc"\ncapacity = "128GiB"\n'
+#: 4 budgets x 3 policies of the tiny preset. An interrupted sweep ends with the points found finished (1, or 2
+#: finishing together) and those its 2 workers were running (2): 3 or 4 a launch, so after two interrupts
+#: about half of the 12 are left for the last rerun to finish
+FRACTIONS, POLICIES = ("0.2", "0.4", "0.6", "0.8"), ("linux", "lru", "clock")
+POINTS = len(FRACTIONS) * len(POLICIES)
 #: seconds the cluster may take to start its first point on a loaded 2-core machine
 START_S = 180
 
@@ -42,7 +47,11 @@ def _session_alive(sid: int) -> list[int]:
 
 
 def _sweep(out: Path, **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "swaptrace.cli", *ARGS, "-o", str(out)], stdout=subprocess.PIPE,
+    drive = out.parent / "drive.toml"
+    drive.write_text(DRIVE)
+    args = ["sweep", "--preset", "tiny", "--steps", "30", "--device", str(drive), "--workers", "2",
+            *(a for f in FRACTIONS for a in ("--memory-fraction", f)), *(a for p in POLICIES for a in ("--policy", p))]
+    return subprocess.Popen([sys.executable, "-m", "swaptrace.cli", *args, "-o", str(out)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True, **kw)
 
 
@@ -87,12 +96,16 @@ def test_interrupted_sweep_stops_cleanly_and_resumes(tmp_path):
     """
     out = tmp_path / "sweep"
     _interrupt_once(out, "SIGINT")
-    assert len(finished_keys(out)) < 6, "the sweep finished before Ctrl-C reached it"
+    assert len(finished_keys(out)) < POINTS, "the sweep finished before Ctrl-C reached it"
     _interrupt_once(out, "SIGTERM")
+    left = POINTS - len(finished_keys(out))
+    assert left > 0, "the sweep finished before SIGTERM reached it: the rerun would have nothing to finish"
     again = _sweep(out)
     o, e = again.communicate(timeout=600)
     assert again.returncode == 0, e
-    assert len(finished_keys(out)) == 6
+    assert len(finished_keys(out)) == POINTS
+    summary = dict(line.split(None, 1) for line in o.splitlines() if line.strip())  # `key  value` lines
+    assert (int(summary["ran"]), int(summary["skipped"])) == (left, POINTS - left), o
 
 
 #: a cluster whose close logs what a scheduler logs about dropped tasks, interrupted, then one more log line

@@ -279,6 +279,8 @@ def build_jobs(
     iodepth: int = 1,
     direct: bool = True,
     sweep_sizes: tuple[str, ...] = SWEEP_SIZES,
+    profile_sizes: tuple[str, ...] = PROFILE_SIZES,
+    profile_depths: tuple[int, ...] = PROFILE_DEPTHS,
     force: bool = False,
 ) -> JobFolder:
     """Write the job folder for a swap I/O stream (atomically: a temporary folder renamed into place).
@@ -300,6 +302,8 @@ def build_jobs(
         fio engine settings of every job (default ``psync``, 1, O_DIRECT).
     sweep_sizes : tuple of str
         Fixed request sizes of the sweep.
+    profile_sizes, profile_depths : tuple
+        Request sizes and queue depths of the device-profile jobs (one job per direction, size and depth).
 
     Raises
     ------
@@ -311,7 +315,7 @@ def build_jobs(
         ``out_dir`` exists (without ``force``) or cannot be written.
     """
     stream = traceio.open_trace(stream_path, "swapio")
-    _check_job_options(ioengine, iodepth, max_requests, sweep_sizes)
+    _check_job_options(ioengine, iodepth, max_requests, sweep_sizes, profile_sizes, profile_depths)
     end, max_len, n = iolog.stream_extent(stream)
     if n == 0:
         raise TraceFileError(f"{stream_path}: the stream has no read or write requests")
@@ -323,7 +327,8 @@ def build_jobs(
     try:
         info = iolog.write_iolog_v2(stream, tmp / IOLOG_NAME, remap, timed=True, max_requests=max_requests)
         fit = fitmod.fit_stream(stream, remap)
-        jobs = plan_jobs(fit, ioengine=ioengine, iodepth=iodepth, direct=direct, sweep_sizes=sweep_sizes)
+        jobs = plan_jobs(fit, ioengine=ioengine, iodepth=iodepth, direct=direct, sweep_sizes=sweep_sizes,
+                         profile_sizes=profile_sizes, profile_depths=profile_depths)
         pre = precondition_job(ioengine=ioengine, iodepth=iodepth, direct=direct)
         reads = {}
         for job in [pre, *jobs]:
@@ -344,7 +349,8 @@ def build_jobs(
     return JobFolder(out, manifest, tuple(jobs))
 
 
-def _check_job_options(ioengine: str, iodepth: int, max_requests: int | None, sweep_sizes: tuple[str, ...]) -> None:
+def _check_job_options(ioengine: str, iodepth: int, max_requests: int | None, sweep_sizes: tuple[str, ...],
+                       profile_sizes: tuple[str, ...], profile_depths: tuple[int, ...]) -> None:
     if ioengine not in IOENGINES:
         raise ConfigError(f"ioengine: {ioengine!r} is not one of {', '.join(IOENGINES)}")
     if iodepth < 1:
@@ -353,10 +359,14 @@ def _check_job_options(ioengine: str, iodepth: int, max_requests: int | None, sw
         raise ConfigError(f"max-requests: must be at least 1, got {max_requests}")
     if not sweep_sizes:
         raise ConfigError("sweep: give at least one request size")
-    for label in sweep_sizes:
-        size = parse_bytes(label, "sweep size")
-        if size <= 0 or size % 512:
-            raise ConfigError(f"sweep size: {label!r} is not a positive multiple of 512 bytes")
+    for what, labels in (("sweep", sweep_sizes), ("profile", profile_sizes)):
+        for label in labels:
+            size = parse_bytes(label, f"{what} size")
+            if size <= 0 or size % 512:
+                raise ConfigError(f"{what} size: {label!r} is not a positive multiple of 512 bytes")
+    for depth in profile_depths:
+        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+            raise ConfigError(f"profile depth: must be a whole number of at least 1, got {depth!r}")
 
 
 def _is_job_folder(folder: Path) -> bool:
