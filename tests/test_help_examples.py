@@ -4,7 +4,8 @@ The examples are read from the commands' own help text (the ``Example:`` block o
 in pipeline order in one temporary folder, so a later example finds the files an earlier one wrote
 (``generate`` writes the trace ``emulate`` reads). Files no example writes (a user's model spec, an iolog,
 a measured disk profile, a kernel capture) are made first. Examples that need root, a block device, a fio run
-on a real disk, an external tool or a running Dask scheduler are skipped with that reason.
+on a real disk, an external tool or a running Dask scheduler are skipped with that reason. The examples of the
+commands in :data:`LONG` run in tests/test_help_examples_long.py.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from click.testing import CliRunner
 
 from swaptrace.cli import cli
 
-pytestmark = pytest.mark.slow  # the examples run the demo preset as written (about a minute in all)
+pytestmark = pytest.mark.slow  # the examples run the demo preset and the SSD study as written (about a minute)
 
 #: why an example cannot run here, by a word it contains
 SKIP = {
@@ -65,6 +66,15 @@ def examples() -> list[tuple[str, str]]:
 
 
 EXAMPLES = examples()
+#: commands whose examples run in tests/test_help_examples_long.py, not here: each runs the emulator and the SSD
+#: model for tens of seconds (the designs' replays, the whole pipeline, a sweep's Dask cluster), and `make test`
+#: gives a whole file to one worker (--dist loadfile), so two files let its two workers share the examples.
+#: Their examples read no file made here or by another command's example (designs' generate lines are its own).
+LONG = ("designs", "run", "sweep")
+
+
+def example_id(command: str, line: str) -> str:
+    return f"{command}: {line[:60]}"
 
 
 def _inputs(work: Path) -> None:
@@ -79,8 +89,10 @@ def _inputs(work: Path) -> None:
     r = CliRunner().invoke(cli, ["generate", "--preset", "tiny", "--steps", "3", "-o", str(work / "traces/tiny.access.parquet")])
     assert r.exit_code == 0, r.output
     # the demo pipeline folder the examples read (`run --preset demo` itself runs fio for minutes: skipped)
+    # (on a 4 GiB drive: the examples read its stream and its report, not the drive's size, and the full-size
+    # drive's sampled steady state takes seconds)
     r = CliRunner().invoke(cli, ["run", "--preset", "tiny", "--steps", "3", "--memory-fraction", "0.3", "--no-fio",
-                                 "--no-thesis", "-o", str(work / "traces/demo")])
+                                 "--no-thesis", "--ssd-capacity", "4GiB", "-o", str(work / "traces/demo")])
     assert r.exit_code == 0, r.output
     for name in ("tiny.swapio.parquet", "tiny.kernel.swapio.parquet"):  # a capture's stream stands in as B
         r = CliRunner().invoke(cli, ["emulate", str(work / "traces/tiny.access.parquet"), "--memory-fraction", "0.4",
@@ -95,8 +107,16 @@ def work(tmp_path_factory):
     return path
 
 
-@pytest.mark.parametrize("command,line", EXAMPLES, ids=[f"{c}: {e[:60]}" for c, e in EXAMPLES])
+HERE = [(c, e) for c, e in EXAMPLES if c not in LONG]
+
+
+@pytest.mark.parametrize("command,line", HERE, ids=[example_id(c, e) for c, e in HERE])
 def test_help_example_runs_as_written(work, monkeypatch, command, line):
+    run_example(work, monkeypatch, command, line)
+
+
+def run_example(work: Path, monkeypatch, command: str, line: str) -> None:
+    """Run ``line`` (an example of ``command``'s --help) in ``work`` as a user would type it there."""
     reasons = [why for word, why in SKIP.items() if word in line]
     if reasons:
         pytest.skip(reasons[0])

@@ -56,7 +56,7 @@ def command(*, preset, steps, seed, memory, memory_fraction, policy, readahead, 
     Example:
       swaptrace run --preset demo -o traces/demo/
       swaptrace run --preset demo --first-look -o traces/demo/
-      swaptrace run --preset tiny --memory 16MiB --no-fio -o traces/tiny/
+      swaptrace run --preset tiny --memory 16MiB --no-fio --first-look -o traces/tiny/
     """
     from swaptrace.pipeline.run import PipelineOptions, run_pipeline
     from swaptrace.timing.model import load_costs
