@@ -198,3 +198,11 @@ def test_offset_mapping_modes():
     first, n = map_units(off, length, 4096, 16, 64, "scale")
     np.testing.assert_array_equal(first, [0, 0, 0, 10])
     assert np.all(first + n <= 16)
+
+
+@pytest.mark.parametrize("size", ["1000", "512KiB"])
+def test_real_thesis_on_the_default_drive_checks_the_swap_size(size):
+    # no device option: the full nvme-tlc's 4 KiB map unit and the 1 MiB floor are checked (one line, exit 2)
+    r = CliRunner().invoke(cli, ["ssd", "thesis", "--real", "--swap-size", size])
+    assert r.exit_code == 2, r.output
+    assert r.stderr.count("\n") == 1 and "--swap-size must be a multiple of 4096 bytes" in r.stderr

@@ -361,6 +361,7 @@ def thesis_cmd(*, iodepth, write_iodepth, drive_writes, real, sensitivity, fill,
     """
     from swaptrace.core.traceio import AtomicPath
     from swaptrace.ssd import thesis as ssd_thesis
+    from swaptrace.ssd.config import load_device
     from swaptrace.ssd.steady import Background
 
     cfg = None if all(kw[k] is None for k in _DEVICE_KEYS) else _split_device(kw)
@@ -370,8 +371,9 @@ def thesis_cmd(*, iodepth, write_iodepth, drive_writes, real, sensitivity, fill,
     if real:
         bg = Background(fill=fill, overwritten=overwritten, swap_prior="pool")
         swap_bytes = parse_bytes(swap_size, "--swap-size", positive=True)
-        if swap_bytes % cfg.map_bytes or swap_bytes < 1 << 20:  # the experiments' requests are up to 128 KiB
-            raise ConfigError(f"--swap-size must be a multiple of {cfg.map_bytes} bytes and at least 1 MiB, got "
+        map_bytes = (cfg if cfg is not None else load_device(ssd_thesis.DEFAULT_DEVICE)).map_bytes  # (the full drive)
+        if swap_bytes % map_bytes or swap_bytes < 1 << 20:  # the experiments' requests are up to 128 KiB
+            raise ConfigError(f"--swap-size must be a multiple of {map_bytes} bytes and at least 1 MiB, got "
                               f"{swap_bytes}")
         result = ssd_thesis.thesis_real(cfg, background=bg, swap_bytes=swap_bytes, iodepth=iodepth,
                                         write_iodepth=write_iodepth, seed=seed, log=log)
