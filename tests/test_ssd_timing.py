@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from swaptrace.core import traceio
-from swaptrace.ssd.config import SSDConfig
+from swaptrace.ssd.config import SSDConfig, load_device
 from swaptrace.ssd.run import synth
 from swaptrace.ssd.simulate import Simulator
 
@@ -112,3 +112,44 @@ def test_timestamps_pace_requests():
 
 # Queue-depth issue times, reads, buffer flushes and GC timing: tests/test_ssd_timing_naive.py compares the
 # kernel with the discrete-event reference tests/naive_ssd_timing.py, which computes its own completions.
+
+
+def test_window_percentile_is_numpys_bit_for_bit():
+    # the timeline's per-window p99 replaced np.percentile for speed; numpy is the reference
+    from swaptrace.ssd.simulate import percentile_linear
+
+    rng = np.random.default_rng(7)
+    for i in range(3000):
+        n = int(rng.integers(1, 400))
+        a = rng.lognormal(5.0, 2.0, n) if i % 2 else rng.integers(0, 30, n).astype(float)  # ties too
+        for q in (0.0, 12.5, 50.0, 99.0, 100.0):
+            assert percentile_linear(a, q) == float(np.percentile(a, q))
+
+
+@pytest.mark.parametrize("mode,policy", [("seq", "greedy"), ("seq+rand", "random")])
+def test_a_reused_preconditioned_state_runs_exactly_as_a_fresh_one(mode, policy):
+    # Simulator.precondition keeps small preconditioned states for reuse in the process: a run from a kept
+    # state must equal, request by request, a run from a drive preconditioned by its own writes
+    from swaptrace.ssd import simulate as sim_mod
+    from swaptrace.ssd.simulate import Simulator
+
+    cfg = load_device("tiny", {"gc_policy": policy}, capacity_bytes=64 << 20)
+    rng = np.random.default_rng(3)
+    n = 4000
+    op = rng.choice(np.array([0, 1], dtype=np.int8), n)
+    lpn = rng.integers(0, cfg.user_units - 8, n)
+    npages = rng.integers(1, 8, n)
+
+    def one_run():
+        sim = Simulator(cfg, iodepth=8, seed=5)
+        sim.precondition(mode, seed=11)
+        out = sim.run(op, lpn, npages)
+        return sim.counters(), out
+
+    sim_mod._PRECONDITIONED.clear()
+    fresh_counters, fresh = one_run()
+    assert sim_mod._PRECONDITIONED, "the small drive's preconditioned state is kept"
+    kept_counters, kept = one_run()
+    assert kept_counters == fresh_counters
+    for k in fresh:
+        assert np.array_equal(kept[k], fresh[k]), k

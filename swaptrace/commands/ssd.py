@@ -355,7 +355,7 @@ def thesis_cmd(*, iodepth, write_iodepth, drive_writes, real, sensitivity, fill,
 
     Without device options it uses nvme-tlc scaled to 4 GiB with 1 MiB blocks (about a minute).
     With --real: the full drive in steady state, swap partition and background stated (about 20 s;
-    --sensitivity adds the OP x fill grid, a few minutes).
+    --sensitivity adds the OP x fill grid, about a minute).
 
     Example: swaptrace ssd thesis --json -o traces/model.json
     """

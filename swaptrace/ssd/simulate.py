@@ -246,6 +246,22 @@ class Simulator:
             return self.start_steady(layout, seed=seed)
         if mode == "none":
             return {"method": "none"}
+        key = (self.config, mode, seed, chunk_units, int(self.state.rng[0]))  # rng: random GC victims draw from it
+        done = _PRECONDITIONED.pop(key, None)
+        if done is not None and int(self.state.sc[K.C_HOST_W]) == 0:
+            self._restore(done)
+        else:
+            self._precondition_writes(mode, seed, chunk_units)
+            if self.config.physical_units <= _KEEP_MAX_UNITS:
+                done = self._snapshot()
+        if done is not None:  # the most recently used last; the oldest dropped beyond _KEEP
+            _PRECONDITIONED[key] = done
+            while len(_PRECONDITIONED) > _KEEP:
+                _PRECONDITIONED.pop(next(iter(_PRECONDITIONED)))
+        self.reset_clocks()
+        return {"method": mode}
+
+    def _precondition_writes(self, mode: str, seed: int, chunk_units: int) -> None:
         timing = self.state.ip[K.P_TIMING]
         self.state.ip[K.P_TIMING] = 0
         try:
@@ -261,8 +277,24 @@ class Simulator:
                     left -= n
         finally:
             self.state.ip[K.P_TIMING] = timing
-        self.reset_clocks()
-        return {"method": mode}
+
+    def _snapshot(self) -> dict[str, np.ndarray]:
+        """Copies of the state's arrays that preconditioning writes (not the options: ``ip``, ``fp``, ``qslots``)."""
+        return {f: np.copy(getattr(self.state, f)) for f in self.state._fields if f not in _OPTION_FIELDS}
+
+    def _restore(self, snap: dict[str, np.ndarray]) -> None:
+        for f, a in snap.items():
+            np.copyto(getattr(self.state, f), a)
+
+
+#: Preconditioned states kept for reuse within a process: writing a drive twice is deterministic (``seq``; with
+#: ``seq+rand`` given its seed), and a device fit replays thousands of short jobs on the same small drive, each
+#: preconditioned first. Only drives up to _KEEP_MAX_UNITS physical units (64 MiB of state at most) are kept.
+_PRECONDITIONED: dict[tuple, dict[str, np.ndarray]] = {}
+_KEEP = 4
+_KEEP_MAX_UNITS = 1 << 21
+#: state fields set from a Simulator's options rather than by writes
+_OPTION_FIELDS = ("ip", "fp", "qslots")
 
 
 def ftl_waf(config: SSDConfig, lpn_chunks, *, warmup_units: int, fill: bool = True, seed: int = 0,
@@ -398,12 +430,31 @@ class WindowCollector:
             "gc_erases": d_erase,
             "requests": len(lat),
             "mean_latency_us": float(lat.mean()) if len(lat) else float("nan"),
-            "p99_latency_us": float(np.percentile(lat, 99)) if len(lat) else float("nan"),
+            "p99_latency_us": percentile_linear(lat, 99.0) if len(lat) else float("nan"),
             "t_end_us": self._max_done,
         })
         self._prev_end_us = self._max_done
         self._prev_flash = flash
         self._prev_erases = erases
+
+
+def percentile_linear(a: np.ndarray, q: float) -> float:
+    """``np.percentile(a, q)`` (its default, linear method) of a non-empty array, bit for bit.
+
+    A window holds a few hundred requests and a fit replays tens of thousands of windows, where
+    ``np.percentile``'s fixed cost per call (~60 µs) was a sixth of the fit; two order statistics from
+    ``np.partition`` and numpy's own interpolation rule (``numpy.lib._function_base_impl._lerp``: from the
+    upper neighbour when the fraction is at least 1/2) give the same value.
+    """
+    n = len(a)
+    pos = q / 100.0 * (n - 1)
+    lo = int(np.floor(pos))
+    hi = min(lo + 1, n - 1)
+    part = np.partition(a, (lo, hi))
+    x, y = float(part[lo]), float(part[hi])
+    t = pos - lo
+    diff = y - x
+    return y - diff * (1.0 - t) if t >= 0.5 else x + diff * t
 
 
 class LatencyHistogram:
