@@ -154,8 +154,9 @@ validate-real: setup torch-extra torchrec-extra
 
 # Two passes: every test that shares nothing machine-wide on all cores (pytest-xdist, whole files per worker
 # so a module's fixtures are built once), then the `serial` ones (privileged, fio, capture, Dask, training:
-# tests/conftest.py) in one process, so they neither disturb nor are disturbed by the rest. Both run; the
-# target fails if either does. The slowest tests of each pass are listed at its end.
+# tests/conftest.py) in one process, collecting only the files that hold them (tests/serial_paths.py), so they
+# neither disturb nor are disturbed by the rest. Both run; the target fails if either does. The slowest tests
+# of each pass are listed at its end.
 PYTEST_PARALLEL ?= -n auto --dist loadfile
 
 test: setup-test torch-extra torchrec-extra
@@ -163,7 +164,7 @@ test: setup-test torch-extra torchrec-extra
 	echo "test 1/2: the parallel-safe tests on every core"; \
 	$(PY) -m pytest -q $(PYTEST_PARALLEL) -m "not serial" --durations=10 || status=$$?; \
 	echo "test 2/2: privileged, fio, capture, Dask and training tests, one at a time"; \
-	$(PY) -m pytest -q -m serial --durations=10 || status=$$?; \
+	$(PY) -m pytest -q -m serial --durations=10 $$($(PY) tests/serial_paths.py) || status=$$?; \
 	exit $$status
 
 test-fast: setup-test

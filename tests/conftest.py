@@ -16,6 +16,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # so tests can `import naive`
 
+import serial_paths  # noqa: E402  (found through the path just added)
+
 
 def require_root() -> None:
     if os.geteuid() != 0:
@@ -34,32 +36,22 @@ def fio_bin() -> str:
     return require_fio()
 
 
-#: test files that run in ``make test``'s serial pass (one process, after the parallel one), with why:
-#: they share something machine-wide that a second test at the same time would disturb
-SERIAL_FILES = {
-    "test_sweep.py": "starts Dask clusters of one worker per core",
-    "test_datasets.py": "starts Dask clusters of one worker per core",
-    "test_sweep_interrupt.py": "starts Dask clusters of one worker per core and signals their session",
-    "test_train.py": "trains with every core (PyTorch's threads)",
-    "test_train_torchrec.py": "trains with every core (PyTorch's threads) in a process-wide process group",
-}
-#: file-name prefixes of the same
-SERIAL_PREFIXES = {
-    "test_capture": "kernel captures take the machine-wide capture lock, swap and cgroups",
-    "test_fio": "fio measures the disk",
-}
-
-
 def is_serial(item: pytest.Item) -> bool:
-    """Whether ``item`` belongs to the serial pass: privileged, fio, or in a file listed above."""
-    name = item.path.name
+    """Whether ``item`` belongs to the serial pass: privileged, fio, or in a file ``serial_paths`` names."""
     return (item.get_closest_marker("privileged") is not None or item.get_closest_marker("fio") is not None
-            or name in SERIAL_FILES or any(name.startswith(p) for p in SERIAL_PREFIXES))
+            or serial_paths.by_name(item.path.name))
 
 
 def pytest_collection_modifyitems(config, items):  # pytest's hook signature
-    """Mark the serial pass's tests ``serial`` (``make test`` runs ``-m "not serial"`` on every core first)."""
+    """Mark the serial pass's tests ``serial`` (``make test`` runs ``-m "not serial"`` on every core first,
+    then ``-m serial`` on the files ``tests/serial_paths.py`` lists, which must hold every serial test)."""
+    listed = None
     for item in items:
         if is_serial(item):
             item.add_marker(pytest.mark.serial)
+            listed = set(serial_paths.serial_files()) if listed is None else listed
+            where = str(item.path.resolve().relative_to(serial_paths.ROOT))
+            if where not in listed:
+                raise pytest.UsageError(f"{item.nodeid} is a serial test in a file tests/serial_paths.py does not "
+                                        "list: name the privileged or fio marker in its file, or list the file")
 

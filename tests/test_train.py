@@ -6,6 +6,7 @@ the missing-torch message itself is tested without it.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import sys
@@ -19,12 +20,10 @@ from swaptrace.workload.generate import generate_arrays
 from swaptrace.workload.layout import build_layout
 from swaptrace.workload.spec import spec_from_dict
 
-try:
-    import torch
-except ImportError:  # the extra is optional
-    torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="needs PyTorch: pip install 'swaptrace[torch]'")
+# whether torch is installed, without importing it (seconds, paid by every collection of the suite); the tests
+# that use it import it themselves
+needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
+                                 reason="needs PyTorch: pip install 'swaptrace[torch]'")
 
 
 def small_spec(optimizer="sgd", dim=8, **first_table):
@@ -49,6 +48,8 @@ def test_three_steps_train(optimizer):
 
 
 def _one_step(spec, seed=0):
+    import torch
+
     from swaptrace.workload.indices import iter_bags
     from swaptrace.workload.train import build_model, build_optimizers, step_inputs, train_step
 
@@ -126,6 +127,8 @@ def test_step_inputs_are_drawn_per_step_by_the_documented_rng():
 @needs_torch
 def test_rowwise_adagrad_update_by_hand():
     """One update of a single row: s = mean(g^2); w -= lr g / (sqrt(s) + eps), duplicate rows summed first."""
+    import torch
+
     from swaptrace.workload.train import RowWiseAdagrad
 
     w = torch.nn.Parameter(torch.ones(4, 2))
@@ -182,6 +185,8 @@ def test_train_reads_the_rows_generate_traces():
 
 @needs_torch
 def test_dot_interaction_equals_a_numpy_reference():
+    import torch
+
     from swaptrace.workload.train import dot_interaction
 
     rng = np.random.default_rng(0)
@@ -234,7 +239,7 @@ def test_missing_torch_is_one_line(monkeypatch):
     ({}, [3, 2], "top_mlp"),
 ])
 def test_untrainable_specs_are_one_line(tmp_path, monkeypatch, table, top, words):
-    if torch is None:
+    if importlib.util.find_spec("torch") is None:
         monkeypatch.setitem(sys.modules, "torch", type(sys)("torch"))  # the spec check comes after the import
     spec = tmp_path / "s.toml"
     extra = "".join(f'{k} = {json.dumps(v)}\n' for k, v in {"dim": 8, **table}.items())

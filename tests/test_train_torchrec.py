@@ -37,9 +37,16 @@ def _torchrec_missing() -> str | None:
     return None
 
 
-MISSING = _torchrec_missing()
-#: the reason names the fix: "... run 'make torchrec-extra' as root ..." (train_torchrec.INSTALL_HINT)
-needs_torchrec = pytest.mark.skipif(MISSING is not None, reason=str(MISSING))
+@pytest.fixture(scope="module")
+def torchrec_here():
+    """Skip, with the reason, where TorchRec does not import. A fixture rather than a collection-time check:
+    importing TorchRec takes seconds, and every collection of the suite (both passes) would pay them."""
+    missing = _torchrec_missing()
+    if missing is not None:  # the reason names the fix: "... run 'make torchrec-extra' as root ..."
+        pytest.skip(missing)
+
+
+needs_torchrec = pytest.mark.usefixtures("torchrec_here")
 U = 2.0**-24  # float32's unit roundoff
 #: FBGEMM's default eps of its Adagrad updates (SplitTableBatchedEmbeddingBagsCodegen(eps=1.0e-8)); TorchRec
 #: passes only the learning rate, as a user writes it
