@@ -532,7 +532,7 @@ def _write_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int | 
     freed: set[int] = set()
     with TraceWriter(out, "access", meta, force=force, optional=("event",) if recorded else ()) as writer, \
             _one_core_for_the_writer():
-        with _BackgroundWriter(writer, tally=tally if direct else None, spare=spare) as background:
+        with _BackgroundWriter(writer, depth=4, tally=tally if direct else None, spare=spare) as background:
             for st, pg, wr, rg, *ev in chunks:
                 if direct:
                     background.hand_over(step=st, page=pg, write=wr, region=rg)
