@@ -25,7 +25,7 @@ SWAPIO := $(OUT)/swapio.parquet
 SSDOUT := $(OUT)/ssd.parquet
 JOBS := fio_jobs/$(PRESET)
 
-.PHONY: setup setup-test fio torch-extra torchrec-extra validate-real demo trace emulate mrc ssd fio-jobs fio-run report reproduce designs test test-fast bench lint clean
+.PHONY: setup setup-test fio torch-extra torchrec-extra validate-real demo trace emulate mrc ssd fio-jobs fio-run report reproduce designs kernels test test-fast bench lint clean
 
 # `make setup` installs swaptrace and what it runs on (the demo needs no more); `make setup-test` adds the test
 # and dask extras (pytest, hypothesis, libCacheSim, pandas, Dask, ...), which `make test` and `make bench` need.
@@ -159,7 +159,18 @@ validate-real: setup torch-extra torchrec-extra
 # of each pass are listed at its end.
 PYTEST_PARALLEL ?= -n auto --dist loadfile
 
-test: setup-test torch-extra torchrec-extra
+# numba compiles each kernel on its first call and caches it beside its source: compile every kernel once, in
+# two processes, before the tests (tools/warm_kernels.py), rather than in whichever test calls it first -- in
+# both xdist workers at once when both reach it together. Redone when a kernel's source changes.
+KERNELS_STAMP := $(VENV)/.swaptrace-kernels-warm
+$(KERNELS_STAMP): $(TEST_STAMP) $(wildcard swaptrace/kernels/*.py swaptrace/kernels/*/*.py)
+	@echo "setup: compiling the numba kernels into their cache (about 90 s on a fresh clone)"
+	@$(PY) tools/warm_kernels.py
+	@touch $(KERNELS_STAMP)
+
+kernels: $(KERNELS_STAMP)
+
+test: setup-test torch-extra torchrec-extra kernels
 	@status=0; \
 	echo "test 1/2: the parallel-safe tests on every core"; \
 	$(PY) -m pytest -q $(PYTEST_PARALLEL) -m "not serial" --durations=10 || status=$$?; \

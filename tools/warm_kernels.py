@@ -1,0 +1,79 @@
+"""Compile swaptrace's numba kernels into their on-disk cache before the tests run.
+
+numba compiles a kernel the first time a process calls it and keeps the machine code beside its source
+(``swaptrace/kernels/*/__pycache__``, ``cache=True``). On a fresh clone every kernel is compiled by the first
+test that calls it -- by both xdist workers at once when both reach it together -- which cost the parallel
+pass about 70 s of CPU. ``make test`` runs this once first: small runs of the commands through the paths the
+tests take (every residency policy and readahead mode, the ensemble, events, SHARDS, the SSD model's sampled
+steady state and sequential preconditioning, the thesis study, the designs, the time model), in two processes
+so both cores compile.
+
+Usage: ``python tools/warm_kernels.py`` (prints what it ran and how long it took).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+#: two groups of commands, one per process; each group's commands run in order in one interpreter
+GROUPS = {
+    "workload, emulator, MRC": [
+        ["generate", "--preset", "tiny", "--steps", "4", "-o", "{w}/t.access.parquet"],
+        ["generate", "--preset", "tiny", "--steps", "4", "--dedup", "step", "--reuse", "0.2",
+         "-o", "{w}/d.access.parquet"],
+        ["generate", "--preset", "tiny", "--steps", "3", "--runtime", "pytorch-cpu", "-o", "{w}/p.access.parquet"],
+        *[["emulate", "{w}/t.access.parquet", "--memory-fraction", "0.3", "--policy", policy, "-o",
+           f"{{w}}/{policy}.swapio.parquet"] for policy in ("linux", "lru", "clock")],
+        *[["emulate", "{w}/t.access.parquet", "--memory-fraction", "0.3", "--readahead", mode, "-o",
+           f"{{w}}/ra-{mode}.swapio.parquet"] for mode in ("none", "cluster")],
+        ["emulate", "{w}/p.access.parquet", "--memory-fraction", "0.5", "-o", "{w}/p.swapio.parquet"],
+        ["mrc", "{w}/t.access.parquet", "-o", "{w}/t.mrc.csv"],
+        ["mrc", "{w}/t.access.parquet", "--sample-rate", "0.1", "-o", "{w}/s.mrc.csv"],
+    ],
+    "SSD model, designs, time": [
+        ["run", "--preset", "tiny", "--steps", "3", "--memory-fraction", "0.3", "--no-fio", "--first-look",
+         "--designs", "--ssd-capacity", "4GiB", "-o", "{w}/run"],
+        ["ssd", "synth", "--pattern", "randwrite", "--bs", "4k", "--volume", "1x", "--device", "tiny",
+         "--capacity", "64MiB", "--precondition", "seq"],
+    ],
+}
+
+_RUN = """
+import sys, click
+from swaptrace.cli import cli
+for args in {commands!r}:
+    try:
+        cli.main(args=args, standalone_mode=False)
+    except (click.ClickException, SystemExit) as exc:
+        sys.exit(f"warm: swaptrace {{' '.join(args)}} failed: {{exc}}")
+"""
+
+
+def main() -> int:
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="swaptrace-warm-") as tmp:
+        procs = []
+        for i, (name, commands) in enumerate(GROUPS.items()):
+            work = Path(tmp) / str(i)
+            work.mkdir()
+            filled = [[a.format(w=work) for a in c] for c in commands]
+            procs.append((name, subprocess.Popen([sys.executable, "-c", _RUN.format(commands=filled)],
+                                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)))
+        failed = False
+        for name, p in procs:
+            _, err = p.communicate()
+            if p.returncode:
+                failed = True
+                print(f"warm: {name}: {err.strip().splitlines()[-1] if err.strip() else p.returncode}", file=sys.stderr)
+    if failed:
+        return 1
+    print(f"setup: numba kernels compiled into their cache in {time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
