@@ -74,8 +74,27 @@ def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, traini
     rec_rows, alive, stamp, clock = [], set(), {}, 0
     for s in range(training_steps + 1):
         rows, touched = [], set()
-        for r in by_step[s]:
-            if r["event"] == "fault":
+        for j, r in enumerate(by_step[s]):
+            if r["event"] == "referenced":
+                # a reading is a run of referenced rows; its loads go where it was taken, counted against the
+                # pages first touched since the step's previous reading
+                if j + 1 < len(by_step[s]) and by_step[s][j + 1]["event"] == "referenced":
+                    continue  # the run's last row loads for the whole run
+                run = []
+                for q in range(j, -1, -1):
+                    if by_step[s][q]["event"] != "referenced":
+                        break
+                    run.insert(0, by_step[s][q])
+                for rr in run:
+                    if (rr["pid"], rr["address"] // P) in model_page:
+                        continue
+                    inside = [k for k in alive if k[0] == rr["pid"] and k in trace_page
+                              and k[1] in _pages_of(rr["address"], rr["length"])]
+                    want = rr["referenced"] // P - len([k for k in inside if k in touched])
+                    rest = sorted((k for k in inside if k not in touched), key=lambda k: -stamp[k])
+                    rows += [(trace_page[k][0], False, 0, trace_page[k][1]) for k in rest[:max(want, 0)]]
+                touched = set()
+            elif r["event"] == "fault":
                 key = (r["pid"], r["address"] // P)
                 if key in model_page:
                     if model_page[key] is not None and key not in alive:
@@ -100,14 +119,6 @@ def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, traini
                 for p in _pages_of(r["address"], r["length"]):
                     if (r["pid"], p) in trace_page:
                         rows.append((trace_page[(r["pid"], p)][0], False, 1, trace_page[(r["pid"], p)][1]))
-        for r in by_step[s]:
-            if r["event"] != "referenced" or (r["pid"], r["address"] // P) in model_page:
-                continue
-            inside = [k for k in alive if k[0] == r["pid"] and k in trace_page
-                      and k[1] in _pages_of(r["address"], r["length"])]
-            want = r["referenced"] // P - len([k for k in inside if k in touched])
-            rest = sorted((k for k in inside if k not in touched), key=lambda k: -stamp[k])
-            rows += [(trace_page[k][0], False, 0, trace_page[k][1]) for k in rest[:max(want, 0)]]
         rec_rows.append(rows)
     # 5. the trace: step 0, start-up stores not written yet, then each training step's recorded and model rows
     written0 = {p for p, _, e, _ in rec_rows[0] if e == 0}

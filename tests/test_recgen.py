@@ -62,13 +62,24 @@ def hand_recording(training_steps=3, grow=False):
     return raw
 
 
+def _times(raw):
+    """A time per row, in order; the rows of one reading (a run of referenced rows) share theirs, as a
+    recorder's do."""
+    t, out = 0.0, []
+    for i, r in enumerate(raw):
+        if not (r["event"] == "referenced" and i and raw[i - 1]["event"] == "referenced"):
+            t += 1.0
+        out.append(t)
+    return np.asarray(out)
+
+
 def write_recording(path, raw, steps, exit_told=True):
     n = len(raw)
     col = lambda k, dt: np.asarray([r[k] for r in raw], dtype=dt)  # noqa: E731
     flags = np.asarray([ANON if r["event"] == "mmap" else (2 if r["write"] else 0) for r in raw], np.uint64)
     with TraceWriter(path, "recording", {"page_bytes": P, "steps": steps, "exit_step": steps if exit_told else None,
                                          "command": ["hand-built"], "step_source": "marks"}) as w:
-        w.write(t_us=np.arange(n, dtype=float), step=col("step", np.uint32),
+        w.write(t_us=_times(raw), step=col("step", np.uint32),
                 event=np.asarray([RECORD_EVENTS.index(r["event"]) for r in raw], np.int8), pid=col("pid", np.int32),
                 address=col("address", np.uint64), length=col("length", np.uint64), write=col("write", bool),
                 flags=flags, old_address=np.zeros(n, np.uint64), old_length=np.zeros(n, np.uint64),
@@ -339,3 +350,33 @@ def test_recorded_tiny_training_gives_a_process_trace(tmp_path, monkeypatch):
         # its frees are the recording's (cycled): steps beyond 3 repeat recording steps 2..3
         src = t if t <= 3 else 2 + (t - 4) % 2
         assert int(np.count_nonzero(d["event"][m] == 2)) == int(np.count_nonzero(recorded.steps[src].kind == FREE))
+
+
+def test_a_start_up_reading_loads_what_was_touched_before_its_window_where_it_was_taken(tmp_path):
+    """By hand: start-up writes half the table, makes and writes the long-lived mapping (runtime 34..37), is read
+    (LA: 4 referenced, all first touched in the window: no load), writes the table's other half and is read again
+    (LA: 3 referenced, none first touched in that window: 3 loads, 37, 36, 35, most recently first-touched
+    first), then writes nothing more. The loads sit between the second half's stores and the end of start-up;
+    summed over the step, as before readings had places, 7 referenced against 4 first touches gave none."""
+    spec_path = tmp_path / "rt.toml"
+    spec_path.write_text(SPEC.format(rows=2048))
+    raw0 = [ev(0, "mmap", TA, 33 * P)] + [ev(0, "fault", TA + i * P + 16, write=True) for i in range(16)]
+    raw0 += [ev(0, "mmap", LA, 4 * P)] + [ev(0, "fault", LA + i * P, write=True) for i in range(4)]
+    raw0 += [ev(0, "referenced", LA, 4 * P, referenced=4 * P), ev(0, "referenced", TA, 33 * P, referenced=16 * P)]
+    raw0 += [ev(0, "fault", TA + i * P + 16, write=True) for i in range(16, 32)]
+    raw0 += [ev(0, "referenced", LA, 4 * P, referenced=3 * P), ev(0, "referenced", TA, 33 * P, referenced=16 * P)]
+    raw = raw0 + [r for r in hand_recording() if r["step"] > 0]
+    rec = write_recording(tmp_path / "w.recording.parquet", raw, steps=4)
+    out = generate_trace(str(spec_path), tmp_path / "p.access.parquet", steps=3, runtime=Recording(str(rec)))
+    step0 = [r for r in _rows(out) if r[0] == 0]
+    want0 = ([(0, p, True, 0, 0) for p in range(16)] + [(0, p, False, 1, 3) for p in range(34, 38)]
+             + [(0, p, True, 0, 3) for p in range(34, 38)] + [(0, p, True, 0, 0) for p in range(16, 32)]
+             + [(0, p, False, 0, 3) for p in (37, 36, 35)] + [(0, 32, True, 0, 1)])
+    assert step0 == want0
+    spec = load_spec(str(spec_path))
+    regions = build_layout(spec).region_dicts()
+    arrays = [(a.name, a.region, a.offset, a.nbytes) for a in model_arrays(spec, regions)]
+    model = generate_arrays(spec, steps=3)
+    model_rows = list(zip(*(model[k].tolist() for k in ("step", "page", "write", "region")), strict=True))
+    assert _rows(out) == naive_recorded_rows(raw, regions, arrays, model_rows,
+                                             startup_pages(regions, spec.optimizer).tolist(), 3, 3)

@@ -244,6 +244,13 @@ MUTANTS: dict[str, tuple[list[str], list[tuple[str, str, str, str]]]] = {
          "pick = cand[np.argsort(seqs[a:b][cand], kind=\"stable\")][:want]", "referenced loads go to the oldest pages first"),
         ("swaptrace/capture/process_trace.py", "        want = int(refd) - len(fresh)", "        want = int(refd)",
          "pages touched in the step loaded again as referenced"),
+        ("swaptrace/capture/process_trace.py", "            while readings and readings[0][0] <= i:",
+         "            while False:", "every reading's loads at the step's end, not where it was taken"),
+        ("swaptrace/capture/process_trace.py",
+         "                rows += _loads_rows(readings.pop(0)[1], alive, touched, matched, page_of)\n"
+         "                touched = set()",
+         "                rows += _loads_rows(readings.pop(0)[1], alive, touched, matched, page_of)",
+         "a reading's window not restarted: pages first touched before it counted as fresh"),
         ("swaptrace/capture/process_trace.py", "            if alive[j] and repeat:", "            if repeat:",
          "a repeated step drops every alloc, not only those over live memory"),
         ("swaptrace/capture/process_trace.py", "    return pages[~np.isin(pages, written)]", "    return pages",

@@ -31,9 +31,10 @@ trace page (in first-touch order), the same for every reuse of the address.
 the last step of a recording that does not tell its exit apart, since that step holds it): the
 recorded events in order (first touches as stores or loads, frees as ``free``, allocations as ``alloc``
 of the range's pages that have a trace page, an ``mremap`` move as frees of the old pages and stores to the
-new); then for each runtime mapping read at the step's end, ``referenced - touched`` loads, where
-``touched`` is its pages first-touched in the step and still alive; the loads go to its alive pages not
-touched in the step, **most recently first-touched first** (``Referenced:`` counts pages, not which:
+new); at each reading of the step (one at its end; start-up without marks every 0.5 s), where it was taken
+among the events, for each runtime mapping ``referenced - touched`` loads, where ``touched`` is its pages
+first-touched since the previous reading and still alive; the loads go to its alive pages not touched since
+then, **most recently first-touched first** (``Referenced:`` counts pages, not which:
 allocators reuse the memory they handed out last, while start-up's oldest pages hold import-time objects
 seldom used again); then the model's accesses of the step. Trace step 0 ends with stores to the model
 arrays a program writes at start-up (:func:`swaptrace.workload.process.startup_pages`) that no match wrote.
@@ -186,16 +187,22 @@ class _Ops:
     loads: list[int]
 
 
-def _normalise(rec, n_steps: int) -> list[list[tuple]]:
-    """Per step, the page events as (code, key, write) touches/frees and (ALLOC, key, pages); moves expanded."""
+def _normalise(rec, n_steps: int, starts: list[list[int]] | None = None) -> list[list[tuple]]:
+    """Per step, the page events as (code, key, write) touches/frees and (ALLOC, key, pages); moves expanded.
+
+    ``starts`` (if given) gets, per step, the number of ops before each page event and, last, the step's total
+    (so a reading taken after ``at`` page events comes after ``starts[k][at]`` ops).
+    """
     alive: set[int] = set()
     out = []
     for k in range(n_steps):
         sp = rec.steps[k]
         ops: list[tuple] = []
+        before: list[int] = []
         for kind, pid, page, pages, write, to in zip(sp.kind.tolist(), sp.pid.tolist(), sp.page.tolist(),
                                                      sp.pages.tolist(), sp.write.tolist(), sp.to_page.tolist(),
                                                      strict=True):
+            before.append(len(ops))
             if kind == TOUCH:
                 ops.append((TOUCH, _key(pid, page), bool(write)))
                 alive.add(_key(pid, page))
@@ -213,6 +220,8 @@ def _normalise(rec, n_steps: int) -> list[list[tuple]]:
                     ops.append((TOUCH, _key(pid, to + p - page), True))
                     alive.add(_key(pid, to + p - page))
         out.append(ops)
+        if starts is not None:
+            starts.append(before + [len(ops)])
     return out
 
 
@@ -302,7 +311,8 @@ def reduce_recording(path: str | os.PathLike, spec: ModelSpec, regions: list[dic
         raise ConfigError(f"--runtime {path}: the recording has no training step (only its start-up"
                           f"{'' if rec.exit is not None else ' and a last step holding the exit'}): record a "
                           "program that marks its steps, or give --step-line")
-    norm = _normalise(rec, n_steps)
+    starts: list[list[int]] = []
+    norm = _normalise(rec, n_steps, starts)
     arrays = model_arrays(spec, regions)
     largest = max(spec.tables, key=lambda t: t.weight_bytes).name
     allocs, packed = split_packed(arrays, _allocs_never_freed(norm))
@@ -326,7 +336,7 @@ def reduce_recording(path: str | os.PathLike, spec: ModelSpec, regions: list[dic
             out_regions.append({"name": name, "kind": name, "first_page": next_page, "pages": len(keys)})
             page_of.update((k, (next_page + i, len(out_regions) - 1)) for i, k in enumerate(keys))
             next_page += len(keys)
-    rows = _step_rows(rec, norm, matched, page_of)
+    rows = _step_rows(rec, norm, starts, matched, page_of)
     info = {"path": str(path), "sha256": _sha256(path), "command": rec.meta.get("command"),
             "steps": n_steps, "training_steps": n_steps - 1, "step_source": rec.meta.get("step_source"),
             "cycle": f"trace steps above {n_steps - 1} repeat recording steps "
@@ -353,7 +363,17 @@ def _sha256(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
-def _step_rows(rec, norm, matched, page_of) -> list[tuple[np.ndarray, ...]]:
+def _readings(ref: dict[str, np.ndarray], starts: list[int]) -> list[tuple[int, dict[str, np.ndarray]]]:
+    """A step's referenced readings in order: ``(ops before it, its rows)``; a reading's rows share ``t_us``."""
+    if not len(ref["pid"]):
+        return []
+    t = ref["t_us"]
+    cuts = [0, *(np.flatnonzero(t[1:] != t[:-1]) + 1).tolist(), len(t)]
+    return [(starts[int(ref["at"][a])], {c: v[a:b] for c, v in ref.items()})
+            for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+
+
+def _step_rows(rec, norm, starts, matched, page_of) -> list[tuple[np.ndarray, ...]]:
     """Per recording step, the trace rows ``(page, write, event, region)`` (module docstring)."""
     keys_sorted = np.array(sorted(page_of), dtype=np.int64)
     alive: dict[int, int] = {}  # key -> first-touch sequence number (runtime and buffer keys)
@@ -361,8 +381,12 @@ def _step_rows(rec, norm, matched, page_of) -> list[tuple[np.ndarray, ...]]:
     out = []
     for k, ops in enumerate(norm):
         rows: list[tuple[int, bool, int, int]] = []  # page, write, event, region
-        touched: set[int] = set()
-        for code, key, arg in ops:
+        touched: set[int] = set()  # first touched since the step's previous reading
+        readings = _readings(rec.steps[k].referenced, starts[k])
+        for i, (code, key, arg) in enumerate(ops):
+            while readings and readings[0][0] <= i:  # a reading taken before this op: its window's loads here
+                rows += _loads_rows(readings.pop(0)[1], alive, touched, matched, page_of)
+                touched = set()
             if code == TOUCH:
                 if key in matched:
                     p, g = matched[key]
@@ -381,12 +405,18 @@ def _step_rows(rec, norm, matched, page_of) -> list[tuple[np.ndarray, ...]]:
             else:  # ALLOC: the range's pages that have a trace page
                 a, b = np.searchsorted(keys_sorted, [key, key + int(arg)])
                 rows += [(page_of[kk][0], False, EVENT_ALLOC, page_of[kk][1]) for kk in keys_sorted[a:b].tolist()]
-        rows += [(page_of[kk][0], False, EVENT_ACCESS, page_of[kk][1])
-                 for kk in _referenced_loads(rec.steps[k].referenced, alive, touched, matched)]
+        for _, reading in readings:  # those taken after the step's last op (a step's end)
+            rows += _loads_rows(reading, alive, touched, matched, page_of)
+            touched = set()
         cols = list(zip(*rows, strict=True)) if rows else [(), (), (), ()]
         out.append((np.asarray(cols[0], np.uint64), np.asarray(cols[1], bool), np.asarray(cols[2], np.uint8),
                     np.asarray(cols[3], np.uint16)))
     return out
+
+
+def _loads_rows(reading, alive, touched, matched, page_of) -> list[tuple[int, bool, int, int]]:
+    return [(page_of[kk][0], False, EVENT_ACCESS, page_of[kk][1])
+            for kk in _referenced_loads(reading, alive, touched, matched)]
 
 
 def _referenced_loads(ref: dict[str, np.ndarray], alive: dict[int, int], touched: set[int],

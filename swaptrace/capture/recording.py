@@ -386,9 +386,11 @@ class StepPages:
 
     ``kind`` (uint8, :data:`PAGE_EVENTS` codes), ``page`` (first page number = address / 4096),
     ``pages`` (1 for a touch or free; the range for an alloc or move), ``write`` (touches), ``pid``,
-    ``to_page`` (a move's new first page), ``t_us``. ``referenced``: per anonymous mapping read at the
-    step's end, arrays ``pid``, ``page`` (first page), ``pages`` (mapping size) and ``referenced_pages``
-    (its pages referenced during the step, from smaps ``Referenced:``); empty when no reading ended it.
+    ``to_page`` (a move's new first page), ``t_us``. ``referenced``: one row per anonymous mapping and
+    reading (one reading at the step's end; start-up without marks every 0.5 s), arrays ``pid``, ``page``
+    (first page), ``pages`` (mapping size), ``referenced_pages`` (its pages referenced since the previous
+    reading, from smaps ``Referenced:``), ``t_us`` (the reading's time: its rows share it) and ``at`` (how many
+    of the step's page events came before the reading); empty when no reading was taken in the step.
     """
 
     step: int
@@ -439,7 +441,13 @@ def _step_pages(step: int, rows: list[tuple], ref: dict[str, list]) -> StepPages
         write=np.asarray(cols[4], bool), to_page=np.asarray(cols[5], np.uint64), t_us=np.asarray(cols[6], np.float64),
         referenced={"pid": np.asarray(ref["pid"], np.int32), "page": np.asarray(ref["page"], np.uint64),
                     "pages": np.asarray(ref["pages"], np.uint64),
-                    "referenced_pages": np.asarray(ref["referenced_pages"], np.uint64)})
+                    "referenced_pages": np.asarray(ref["referenced_pages"], np.uint64),
+                    "t_us": np.asarray(ref["t_us"], np.float64), "at": np.asarray(ref["at"], np.int64)})
+
+
+#: a step's referenced readings: per row, a mapping's ``pid``, first ``page``, ``pages`` and ``referenced_pages``,
+#: the reading's time ``t_us`` and ``at``, how many of the step's page events came before it
+_REF_KEYS = ("pid", "page", "pages", "referenced_pages", "t_us", "at")
 
 
 def reduce_rows(cols: dict[str, np.ndarray], n_steps: int, exit_step: int | None) -> tuple[list, list]:
@@ -452,17 +460,19 @@ def reduce_rows(cols: dict[str, np.ndarray], n_steps: int, exit_step: int | None
     for i in range(len(cols["event"])):
         code, step = int(cols["event"][i]), int(cols["step"][i])
         if code == ref_code:
-            r = refs.setdefault(step, {"pid": [], "page": [], "pages": [], "referenced_pages": []})
+            r = refs.setdefault(step, {k: [] for k in _REF_KEYS})
             r["pid"].append(int(cols["pid"][i]))
             r["page"].append(int(cols["address"][i]) >> PAGE_SHIFT)
             r["pages"].append(_pages(int(cols["length"][i])))
             r["referenced_pages"].append(int(cols["referenced"][i]) >> PAGE_SHIFT)
+            r["t_us"].append(float(cols["t_us"][i]))
+            r["at"].append(len(per_step.get(step, ())))
             continue
         ev = (0, code, int(cols["pid"][i]), int(cols["address"][i]), int(cols["length"][i]), bool(cols["write"][i]),
               int(cols["flags"][i]), int(cols["old_address"][i]), int(cols["old_length"][i]))
         t = float(cols["t_us"][i])
         per_step.setdefault(step, []).extend(pe + (t,) for pe in tracker.apply(ev))
-    empty = {"pid": [], "page": [], "pages": [], "referenced_pages": []}
+    empty = {k: [] for k in _REF_KEYS}
     steps = [_step_pages(s, per_step.get(s, []), refs.get(s, empty)) for s in range(n_steps)]
     ex = None if exit_step is None else _step_pages(exit_step, per_step.get(exit_step, []), refs.get(exit_step, empty))
     return steps, ex
