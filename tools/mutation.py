@@ -51,7 +51,15 @@ MUTANTS: dict[str, tuple[list[str], list[tuple[str, str, str, str]]]] = {
     ]),
     "ssd": (["tests/test_ssd_timing_naive.py", "tests/test_ssd_naive.py",
              "tests/test_ssd_steady.py::test_install_matches_naive_twin",
-             "tests/test_ssd_steady.py::test_plan_conserves_the_pool_and_ages_blocks_evenly"], [
+             "tests/test_ssd_steady.py::test_plan_conserves_the_pool_and_ages_blocks_evenly",
+             "tests/test_ssd_steady.py::test_swap_units_take_uniformly_random_places_in_random_order",
+             "tests/test_ssd_timing.py"], [
+        ("swaptrace/kernels/ssd/ftl_steady.py", "        places[i], places[k] = places[k], places[i]",
+         "        pass", "steady state: the swap units' places not shuffled (Floyd's order kept)"),
+        ("swaptrace/ssd/simulate.py", "    return y - diff * (1.0 - t) if t >= 0.5 else x + diff * t",
+         "    return x + diff * t", "a window's p99 interpolated from below only (not numpy's rule)"),
+        ("swaptrace/ssd/simulate.py", '_OPTION_FIELDS = ("ip", "fp", "qslots")',
+         '_OPTION_FIELDS = ("ip", "fp", "qslots", "rng")', "a kept preconditioned state restored without its rng"),
         ("swaptrace/ssd/steady.py", "np.arange(len(dyn)) < rest % len(dyn)",
          "np.arange(len(dyn)) >= len(dyn) - rest % len(dyn)", "steady state: static remainder on the oldest blocks"),
         ("swaptrace/ssd/steady.py", "clock - np.round(age)", "clock - np.floor(age)",
