@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+from research_scripts import load
 
-_SPEC = importlib.util.spec_from_file_location("accessed_bit", Path(__file__).parents[1] / "accessed_bit.py")
-accessed_bit = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(accessed_bit)
+accessed_bit = load("accessed_bit")
 
 
 def _row(mode, hot, lost, active=0):

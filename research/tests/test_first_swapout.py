@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from research_scripts import load
 
-_DIR = Path(__file__).parents[1]  # research/
-if "first_swapout" not in sys.modules:
-    _spec = importlib.util.spec_from_file_location("first_swapout", _DIR / "first_swapout.py")
-    _mod = importlib.util.module_from_spec(_spec)
-    sys.modules["first_swapout"] = _mod  # a dataclass looks its module up while the class is made
-    _spec.loader.exec_module(_mod)
-fs = sys.modules["first_swapout"]
+fs = load("first_swapout")
 
 
 def _stream(path, rows):

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import numpy as np
+from research_scripts import load
 
 from swaptrace.compare import stream_profile
 from swaptrace.core.traceio import OP_READ, OP_WRITE, TraceWriter
 
 _DIR = Path(__file__).parents[1]  # research/
 sys.path[:0] = [str(_DIR), str(_DIR.parent / "analysis")]  # interleave imports analysis/calibrate.py
-_SPEC = importlib.util.spec_from_file_location("interleave", _DIR / "interleave.py")
-interleave = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(interleave)
+interleave = load("interleave")
 
 
 def _stream(path, rows, n_steps, kernel=None):

@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
+from research_scripts import load
 
 from swaptrace.core.traceio import TraceWriter
 
 _DIR = Path(__file__).parents[1]  # research/
 sys.path[:0] = [str(_DIR), str(_DIR.parent / "analysis")]  # kernel_floor imports variants.py and analysis/calibrate.py
-for _name in ("variants", "kernel_floor"):
-    if _name not in sys.modules:
-        _spec = importlib.util.spec_from_file_location(_name, _DIR / f"{_name}.py")
-        _mod = importlib.util.module_from_spec(_spec)
-        sys.modules[_name] = _mod  # a dataclass looks its module up while the class is made
-        _spec.loader.exec_module(_mod)
-variants = sys.modules["variants"]
-kernel_floor = sys.modules["kernel_floor"]
+variants = load("variants")
+kernel_floor = load("kernel_floor")
 
 SCALES = (0.98, 0.99, 1.0, 1.01, 1.02)
 MEMORY = 100 * 4096 * 10  # a whole number of pages at every scale

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
+
+from research_scripts import load
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "tests"))  # the raw-trace sample of the capture tests
 from test_capture_reclaim import BLOCK, trace_lines  # noqa: E402
 
-_PATH = Path(__file__).parents[1] / "reclaim_calls.py"
-_spec = importlib.util.spec_from_file_location("reclaim_calls", _PATH)
-reclaim_calls = importlib.util.module_from_spec(_spec)
-sys.modules["reclaim_calls"] = reclaim_calls
-_spec.loader.exec_module(reclaim_calls)
+reclaim_calls = load("reclaim_calls")
 
 
 def _lines():

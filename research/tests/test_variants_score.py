@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import statistics
 import sys
 from pathlib import Path
 
 import pytest
+from research_scripts import load
 
 _DIR = Path(__file__).parents[1]  # research/
 sys.path[:0] = [str(_DIR), str(_DIR.parent / "analysis")]  # variants imports analysis/calibrate.py
-_SPEC = importlib.util.spec_from_file_location("variants", _DIR / "variants.py")
-variants = importlib.util.module_from_spec(_SPEC)
-sys.modules["variants"] = variants  # its dataclass looks its module up while the class is made
-_SPEC.loader.exec_module(variants)
+variants = load("variants")
 
 SCALES = (0.98, 0.99, 1.0, 1.01, 1.02)
 

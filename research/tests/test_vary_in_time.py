@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import numpy as np
+from research_scripts import load
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
-_SPEC = importlib.util.spec_from_file_location("vary_in_time", Path(__file__).parents[1] / "vary_in_time.py")
-vary = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(vary)
+vary = load("vary_in_time")
 
 
 def test_pieces_follow_steps_or_a_period():

@@ -2,17 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from research_scripts import load
 
-_DIR = Path(__file__).parents[1]  # research/
-if "write_bursts" not in sys.modules:
-    _spec = importlib.util.spec_from_file_location("write_bursts", _DIR / "write_bursts.py")
-    _mod = importlib.util.module_from_spec(_spec)
-    sys.modules["write_bursts"] = _mod  # a dataclass looks its module up while the class is made
-    _spec.loader.exec_module(_mod)
-write_bursts = sys.modules["write_bursts"]
+write_bursts = load("write_bursts")
 
 P = "          python-9777    [001] .....   "
 
