@@ -153,3 +153,22 @@ def test_a_reused_preconditioned_state_runs_exactly_as_a_fresh_one(mode, policy)
     assert kept_counters == fresh_counters
     for k in fresh:
         assert np.array_equal(kept[k], fresh[k]), k
+
+
+def test_a_used_drive_neither_takes_nor_gives_a_kept_state():
+    # preconditioning a drive that was written before must write it for real and must not be kept: its state
+    # is not the new drive's that the key names
+    from swaptrace.ssd import simulate as sim_mod
+    from swaptrace.ssd.simulate import Simulator
+
+    cfg = load_device("tiny", capacity_bytes=64 << 20)
+    sim_mod._PRECONDITIONED.clear()
+    Simulator(cfg).precondition("seq")
+    kept = dict(sim_mod._PRECONDITIONED)
+    used = Simulator(cfg)
+    used.write_units(np.arange(100, dtype=np.int64))
+    used.precondition("seq")
+    assert used.counters().host_write_units == 100 + 2 * cfg.user_units  # written for real, on top of the 100
+    assert list(sim_mod._PRECONDITIONED) == list(kept)  # and not kept in place of the new drive's state
+    assert all(np.array_equal(a, kept_state[k]) for key, kept_state in kept.items()
+               for k, a in sim_mod._PRECONDITIONED[key].items())

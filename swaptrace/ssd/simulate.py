@@ -246,13 +246,15 @@ class Simulator:
             return self.start_steady(layout, seed=seed)
         if mode == "none":
             return {"method": "none"}
+        # only a drive nothing has touched yet (every counter 0) gives or takes a kept state
+        new_drive = not self.state.sc.any()
         key = (self.config, mode, seed, chunk_units, int(self.state.rng[0]))  # rng: random GC victims draw from it
-        done = _PRECONDITIONED.pop(key, None)
-        if done is not None and int(self.state.sc[K.C_HOST_W]) == 0:
+        done = _PRECONDITIONED.pop(key, None) if new_drive else None
+        if done is not None:
             self._restore(done)
         else:
             self._precondition_writes(mode, seed, chunk_units)
-            if self.config.physical_units <= _KEEP_MAX_UNITS:
+            if new_drive and self.config.physical_units <= _KEEP_MAX_UNITS:
                 done = self._snapshot()
         if done is not None:  # the most recently used last; the oldest dropped beyond _KEEP
             _PRECONDITIONED[key] = done
