@@ -64,11 +64,11 @@ class StepTimes:
     fault_cpu: float = 0.0
     reclaim_cpu: float = 0.0
     waits: int = 0
-    stall: float = field(default=0.0)
+    stalls: list = field(default_factory=lambda: [0.0])  # each thread's stall in the step
 
     @property
     def step(self) -> float:
-        return self.compute + self.stall
+        return self.compute + max(self.stalls)
 
 
 def _bursts(requests):
@@ -82,8 +82,13 @@ def _bursts(requests):
 
 
 def simulate(requests, nsteps, access_us, dense_us, sizes, depths, read_lat, write_lat, fault_cpu, reclaim_cpu,
-             write_cpu, page_bytes):
+             write_cpu, page_bytes, threads=1):
     """``requests``: dicts (step, frac, op 0 read / 1 write, nbytes, waits, burst) in issue order.
+
+    ``threads`` (docs/timing.md "Threads"): the ``b``-th burst of a step (from 0) belongs to thread
+    ``b mod threads``, which issues it at share ``f`` of the step's access time after its own stall so far;
+    a read burst of ``n`` requests is at depth ``n * threads``; the device takes the bursts in the order they
+    are issued (at one time, the lower thread's first).
 
     Returns per-step dicts (step, compute, wait, queue, fault_cpu, reclaim_cpu, waits).
     """
@@ -94,21 +99,28 @@ def simulate(requests, nsteps, access_us, dense_us, sizes, depths, read_lat, wri
     out = []
     start = 0.0
     for s in range(nsteps):
-        st = StepTimes(compute=access_us[s] + dense_us[s])
-        for burst in by_step.get(s, []):
-            issued = start + burst[0]["frac"] * access_us[s] + st.stall
-            depth = min(len(burst), depths[-1])
+        st = StepTimes(compute=access_us[s] + dense_us[s], stalls=[0.0] * threads)
+        queues: list[list[tuple[float, list[dict]]]] = [[] for _ in range(threads)]
+        for b, burst in enumerate(by_step.get(s, [])):
+            queues[b % threads].append((burst[0]["frac"], burst))
+        while any(queues):
+            # every thread's next burst, issued after that thread's stall so far; the earliest goes first
+            k, issued = min(((k, start + q[0][0] * access_us[s] + st.stalls[k]) for k, q in enumerate(queues) if q),
+                            key=lambda c: (c[1], c[0]))
+            burst = queues[k].pop(0)[1]
             pages = sum(r["nbytes"] for r in burst) / page_bytes
             if burst[0]["op"] == 1:
+                depth = min(len(burst), depths[-1])
                 for r in burst:
                     device.serve(issued, lat(sizes, depths, write_lat, r["nbytes"], depth), depth)
                 st.reclaim_cpu += write_cpu * pages
-                st.stall += write_cpu * pages
+                st.stalls[k] += write_cpu * pages
                 continue
+            depth = min(len(burst) * threads, depths[-1])
             served = [device.serve(issued, lat(sizes, depths, read_lat, r["nbytes"], depth), depth) for r in burst]
             needed = [times for r, times in zip(burst, served, strict=True) if r["waits"]]
             st.reclaim_cpu += reclaim_cpu * pages
-            st.stall += reclaim_cpu * pages
+            st.stalls[k] += reclaim_cpu * pages
             if needed:
                 first_begin = needed[0][0]
                 last_end = max(end for _, end in needed)
@@ -116,7 +128,7 @@ def simulate(requests, nsteps, access_us, dense_us, sizes, depths, read_lat, wri
                 st.wait += last_end - first_begin
                 st.fault_cpu += fault_cpu
                 st.waits += 1
-                st.stall += (last_end - issued) + fault_cpu
+                st.stalls[k] += (last_end - issued) + fault_cpu
         out.append(dict(step=st.step, compute=st.compute, wait=st.wait, queue=st.queue, fault_cpu=st.fault_cpu,
                         reclaim_cpu=st.reclaim_cpu, waits=st.waits))
         start += st.step

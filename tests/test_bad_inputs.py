@@ -297,7 +297,8 @@ def _rows():
                      ("--device", ["bogus", "{badtoml}"]),
                      ("--ssd-capacity", ["abc", "0", "-1", "nan", "1e30"]),
                      ("--fio-size", ["abc", "0", "-1", "nan"]),
-                     ("--fio-runtime", ["abc", "0", "-1", "99999999999999999999"])):
+                     ("--fio-runtime", ["abc", "0", "-1", "99999999999999999999"]),
+                     ("--runtime", ["bogus", "{base}/nope.toml", "{text}", "{plain}"])):
         # the fio options go without --no-fio (with it they are refused as unread)
         base = [a for a in prun if a != "--no-fio"] if opt.startswith("--fio-") else prun
         for v in bad:

@@ -389,8 +389,9 @@ def test_rank_frequency_counts_accesses_only(tmp_path):
     assert sorted(trace_page_counts(trace).tolist()) == [1, 1]  # one load of page 0, one of page 1
 
 
-def test_capture_and_compute_measure_refuse_events(tmp_path):
-    # both replay the accesses on real memory, with no munmap or madvise for the events yet
+def test_capture_refuses_events_and_compute_replays_them(tmp_path, monkeypatch):
+    # the capture's child replays accesses on real memory with no munmap or madvise for the events yet; the
+    # compute measure replays a free as MADV_DONTNEED after the step's accesses
     from swaptrace.capture.replay import ReplayChild
     from swaptrace.errors import ConfigError
     from swaptrace.timing.model import measure_compute
@@ -398,5 +399,26 @@ def test_capture_and_compute_measure_refuse_events(tmp_path):
     trace = write_access_trace(tmp_path / "t.access.parquet", [0, 1, 0], [1, 1, 0], [0, 0, 0], 8, events=[0, 0, 2])
     with pytest.raises(ConfigError, match="alloc and free events"):
         ReplayChild(trace, memory_fraction=0.5).check_inputs(None)
-    with pytest.raises(ConfigError, match="alloc and free events"):
-        measure_compute(trace)
+    for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.setenv(v, "1")  # in this process, so the drop below is the one measured
+    dropped = []
+    monkeypatch.setattr("swaptrace.timing.model._drop_pages",
+                        lambda region, pages, page_bytes: dropped.append(sorted(pages.tolist())))
+    comp = measure_compute(trace)
+    assert comp.access_us.shape == (1,) and comp.access_us[0] > 0
+    assert dropped == [[0]]  # the step's one free: page 0, after its two accesses
+
+
+def test_drop_pages_zeroes_exactly_the_freed_pages():
+    import mmap
+
+    from swaptrace.timing.model import _drop_pages
+
+    region = mmap.mmap(-1, 8 * 4096, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    try:
+        for p in range(8):
+            region[p * 4096] = p + 1
+        _drop_pages(region, np.array([5, 1, 2, 2, 7]), 4096)  # runs [1, 2], [5], [7]; a repeat is harmless
+        assert [region[p * 4096] for p in range(8)] == [1, 0, 0, 4, 5, 0, 7, 0]
+    finally:
+        region.close()

@@ -8,6 +8,8 @@ and against the slow twin (tests/naive_recgen.py), emulated at a small limit, an
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -73,12 +75,13 @@ def _times(raw):
     return np.asarray(out)
 
 
-def write_recording(path, raw, steps, exit_told=True):
+def write_recording(path, raw, steps, exit_told=True, cpu=None):
     n = len(raw)
     col = lambda k, dt: np.asarray([r[k] for r in raw], dtype=dt)  # noqa: E731
     flags = np.asarray([ANON if r["event"] == "mmap" else (2 if r["write"] else 0) for r in raw], np.uint64)
     with TraceWriter(path, "recording", {"page_bytes": P, "steps": steps, "exit_step": steps if exit_told else None,
-                                         "command": ["hand-built"], "step_source": "marks"}) as w:
+                                         "command": ["hand-built"], "step_source": "marks",
+                                         **({"cpu": cpu} if cpu is not None else {})}) as w:
         w.write(t_us=_times(raw), step=col("step", np.uint32),
                 event=np.asarray([RECORD_EVENTS.index(r["event"]) for r in raw], np.int8), pid=col("pid", np.int32),
                 address=col("address", np.uint64), length=col("length", np.uint64), write=col("write", bool),
@@ -261,6 +264,64 @@ def test_emulate_frees_without_io(case, tmp_path):
     assert r.exit_code == 0, r.output
     s2 = open_trace(stream2, "swapio").meta["summary"]
     assert s2.get("frees", 0) == 0 and s["zero_fill"] - s2["zero_fill"] == 6 * 8 - 8
+
+
+def test_the_recorded_threads_reach_the_time_model(case, tmp_path):
+    """A recording's measured threads go into the process trace, the emulated stream and the time model's
+    default; a recording without them (older files) leaves the stream at one thread; --threads overrides."""
+    spec_path, _ = case
+    rec = write_recording(tmp_path / "t.recording.parquet", hand_recording(), steps=4,
+                          cpu={"parallelism": 1.8, "threads": 2, "cpu_s": 0.9, "wall_s": 0.5, "readings": 4})
+    old = write_recording(tmp_path / "o.recording.parquet", hand_recording(), steps=4)
+    threads = {}
+    for name, path in (("new", rec), ("old", old)):
+        out = generate_trace(str(spec_path), tmp_path / f"{name}.access.parquet", steps=4, runtime=Recording(str(path)))
+        stream = tmp_path / f"{name}.swapio.parquet"
+        r = CliRunner().invoke(cli, ["emulate", str(out), "--memory", str(24 * P), "-o", str(stream)])
+        assert r.exit_code == 0, r.output
+        args = ["time", str(stream), "--device", "tiny", "--step-compute-us", "1000", "--fault-cpu-us", "1",
+                "--reclaim-cpu-us", "0", "--write-cpu-us", "0", "--json"]
+        r = CliRunner().invoke(cli, args)
+        assert r.exit_code == 0, r.output
+        threads[name] = json.loads(r.output)
+        if name == "new":
+            r = CliRunner().invoke(cli, [*args, "--threads", "3"])
+            assert r.exit_code == 0, r.output
+            given = json.loads(r.output)
+    assert open_trace(tmp_path / "new.access.parquet", "access").meta["process"]["threads"] == 2
+    assert threads["new"]["threads"] == 2 and "t.recording.parquet" in threads["new"]["threads_source"]
+    assert threads["old"]["threads"] == 1 and "threads" not in open_trace(tmp_path / "old.swapio.parquet").meta
+    assert given["threads"] == 3 and given["threads_source"] == "given"
+    # the option reached the model: the same waited faults, shared differently, give another step time
+    assert given["faults_waited"] == threads["new"]["faults_waited"] > 0
+    assert given["total_us"] != threads["new"]["total_us"]
+
+
+def test_run_with_a_recording_predicts_the_process_on_its_threads(case, tmp_path):
+    """``run --runtime RECORDING``: the pipeline traces the whole process (start-up as step 0), and its time
+    stage shares each step over the recording's threads; pipeline.json holds the recording's hash, so another
+    recording reruns generate."""
+    spec_path, _ = case
+    rec = write_recording(tmp_path / "t.recording.parquet", hand_recording(), steps=4,
+                          cpu={"parallelism": 2.1, "threads": 2, "cpu_s": 1.05, "wall_s": 0.5, "readings": 4})
+    out = tmp_path / "run"
+    args = ["run", "--preset", str(spec_path), "--runtime", str(rec), "--steps", "4", "--memory", str(24 * P),
+            "--no-fio", "--no-thesis", "--ssd-capacity", "4GiB", "-o", str(out)]
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    access = open_trace(out / "access.parquet", "access").meta
+    assert access["process"]["threads"] == 2 and access["steps"] == 5  # start-up and 4 steps
+    timing_meta = open_trace(out / "timing.parquet").meta
+    assert timing_meta["summary"]["threads"] == 2
+    manifest = json.loads((out / "pipeline.json").read_text())
+    assert manifest["generate"]["params"]["runtime"]["sha256"]
+    rec.unlink()  # another recording under the same name: generate runs again
+    write_recording(rec, hand_recording(grow=True), steps=4,
+                    cpu={"parallelism": 1.0, "threads": 1, "cpu_s": 0.5, "wall_s": 0.5, "readings": 4})
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    assert "generate: done" in r.output, r.output
+    assert open_trace(out / "timing.parquet").meta["summary"]["threads"] == 1
 
 
 def test_a_recording_without_its_exit_told_apart_loses_its_last_step(case, tmp_path):

@@ -4,6 +4,7 @@ hand-worked cases, step detection, the file and its reduction, and the command's
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ from click.testing import CliRunner
 from naive_recording import CODE, naive_page_events
 
 from swaptrace.capture.record_parse import EV, PROT_SHIFT, parse_lines
-from swaptrace.capture.recorder import anon_mappings, resolve_steps
+from swaptrace.capture.recorder import anon_mappings, cpu_seconds, parallelism, resolve_steps
 from swaptrace.capture.recording import (
     ALLOC,
     FREE,
@@ -363,3 +364,25 @@ def test_record_needs_root(tmp_path, monkeypatch):
     assert r.stderr.strip().splitlines() == ["Error: capture --record needs root (it makes a tracefs instance and "
                                              "reads the program's smaps)"]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_cpu_seconds_reads_utime_and_stime_past_a_command_name_with_spaces_and_parentheses():
+    # proc(5): pid (comm) state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime ...
+    line = "4242 (py (torch) x) R 1 4242 4242 0 -1 4194304 100 0 0 0 250 50 7 3 20 0 3 0\n"
+    assert cpu_seconds(line, 100) == pytest.approx(3.0)  # (250 + 50) ticks at 100 per second
+    own = Path(f"/proc/{os.getpid()}/stat").read_text()
+    assert 0 < cpu_seconds(own, os.sysconf("SC_CLK_TCK")) < 1e6
+
+
+def test_parallelism_is_cpu_over_wall_between_the_first_and_last_reading_in_the_window():
+    """Hand-worked: readings every second; the window [1 s, 4 s] holds the readings at 1, 2, 3 and 4 s, whose
+    CPU time went from 10 to 16.6 s: 6.6 CPU-s in 3 s is 2.2 threads, 2 when rounded."""
+    s = 1_000_000_000
+    readings = [{"t_ns": t * s, "cpu_s": c} for t, c in [(0, 9.0), (1, 10.0), (2, 12.0), (3, 14.5), (4, 16.6), (5, 20.0)]]
+    got = parallelism(readings, 1 * s, 4 * s)
+    assert got["parallelism"] == pytest.approx(2.2) and got["threads"] == 2
+    assert got["cpu_s"] == pytest.approx(6.6) and got["wall_s"] == pytest.approx(3.0) and got["readings"] == 4
+    assert parallelism(readings, 1 * s, 1 * s) is None  # one reading: no interval
+    half = [{"t_ns": 0, "cpu_s": 0.0}, {"t_ns": 2 * s, "cpu_s": 0.5}]
+    assert parallelism(half, 0, 2 * s)["threads"] == 1  # a mostly idle program is still one thread
+    assert parallelism([{"t_ns": 0, "cpu_s": 0.0}, {"t_ns": s, "cpu_s": 1.5}], 0, s)["threads"] == 2  # half up

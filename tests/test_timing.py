@@ -41,7 +41,7 @@ def _requests(rng, nsteps, n):
     return reqs
 
 
-def _run_kernel(reqs, nsteps, access, dense, dev=DEV, fault=3.0, reclaim=0.5, write=0.25):
+def _run_kernel(reqs, nsteps, access, dense, dev=DEV, fault=3.0, reclaim=0.5, write=0.25, threads=None):
     req = timing.StreamRequests(
         step=np.array([r["step"] for r in reqs], dtype=np.int64),
         frac=np.array([r["frac"] for r in reqs], dtype=np.float64),
@@ -52,7 +52,7 @@ def _run_kernel(reqs, nsteps, access, dense, dev=DEV, fault=3.0, reclaim=0.5, wr
         nsteps=nsteps, first_step=0, page_bytes=4096, source="test",
     )
     comp = timing.ComputeTime(np.asarray(access, float), np.asarray(dense, float), "test")
-    return timing.simulate(req, dev, comp, timing.CpuCosts(fault, reclaim, write))
+    return timing.simulate(req, dev, comp, timing.CpuCosts(fault, reclaim, write), threads)
 
 
 @pytest.mark.parametrize("seed", range(25))
@@ -74,6 +74,64 @@ def test_kernel_matches_naive_twin(seed):
     # the breakdown adds up to the step time
     parts = got.compute_us + got.fault_wait_us + got.queue_us + got.fault_cpu_us + got.reclaim_cpu_us
     np.testing.assert_allclose(parts, got.step_us, rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize("threads", [2, 3, 5])
+@pytest.mark.parametrize("seed", range(8))
+def test_kernel_matches_naive_twin_with_threads(seed, threads):
+    rng = np.random.default_rng(1000 + seed)
+    nsteps = int(rng.integers(1, 6))
+    reqs = _requests(rng, nsteps, int(rng.integers(0, 80)))
+    access = rng.uniform(0, 2000, nsteps)
+    dense = rng.uniform(0, 1000, nsteps)
+    got = _run_kernel(reqs, nsteps, access, dense, threads=threads)
+    want = naive.simulate(reqs, nsteps, access, dense, SIZES, DEPTHS, READ, WRITE, 3.0, 0.5, 0.25, 4096, threads)
+    assert got.threads == threads
+    for s in range(nsteps):
+        assert got.step_us[s] == pytest.approx(want[s]["step"], rel=1e-12, abs=1e-9)
+        assert got.queue_us[s] == pytest.approx(want[s]["queue"], rel=1e-12, abs=1e-9)
+        assert got.fault_wait_us[s] == pytest.approx(want[s]["wait"], rel=1e-12, abs=1e-9)
+        assert got.reclaim_cpu_us[s] == pytest.approx(want[s]["reclaim_cpu"], rel=1e-12, abs=1e-9)
+        assert got.faults_waited[s] == want[s]["waits"]
+    # summed over the threads, the terms are at least the longest thread's stall and at most threads times it
+    parts = got.fault_wait_us + got.queue_us + got.fault_cpu_us + got.reclaim_cpu_us
+    stall = got.step_us - got.compute_us
+    assert np.all(parts >= stall - 1e-6) and np.all(parts <= threads * stall + 1e-6)
+
+
+def test_two_threads_wait_for_their_faults_together():
+    """Hand-worked: 4 KiB faults in three bursts at 1/2, 1/2 and 3/4 of a 1000 us access time; each costs 3 us
+    fault CPU and 0.5 us reclaim CPU. One thread: 100 us each (depth 1) one after the other; the second waits
+    for the first (issued at 603.5, the device free at 600), the third is issued at 750 + 207: 1310.5 us.
+    Two threads: bursts 0 and 2 are thread 0's, burst 1 thread 1's. Reads meet the device at depth 2:
+    lat = 100 + (2 - 1) / (4 - 1) * (140 - 100) = 113.33 us, each holding it lat / 2. At 500 both threads
+    fault; thread 0's goes first (the tie), thread 1's begins 56.67 us later; thread 0's next fault is
+    issued at 750 + its 116.83 us stall and finds the device free. Stalls: thread 0 2 x 116.83, thread 1
+    56.67 + 116.83: the step is 1000 + 233.67 us."""
+    reqs = [dict(step=0, frac=0.5, op=0, nbytes=4096.0, waits=True, burst=0),
+            dict(step=0, frac=0.5, op=0, nbytes=4096.0, waits=True, burst=1),
+            dict(step=0, frac=0.75, op=0, nbytes=4096.0, waits=True, burst=2)]
+    one = _run_kernel(reqs, 1, [1000.0], [0.0], threads=1)
+    assert one.step_us[0] == pytest.approx(1310.5)
+    two = _run_kernel(reqs, 1, [1000.0], [0.0], threads=2)
+    lat2 = 100 + 40 / 3
+    assert two.step_us[0] == pytest.approx(1000 + 2 * (lat2 + 3.5))
+    assert two.queue_us[0] == pytest.approx(lat2 / 2)  # thread 1's fault behind thread 0's
+    assert two.fault_wait_us[0] == pytest.approx(3 * lat2)
+    assert two.fault_cpu_us[0] == pytest.approx(9.0) and two.faults_waited[0] == 3  # summed over the threads
+
+
+def test_threads_come_from_the_stream_unless_given(tmp_path):
+    """A stream's ``threads`` (from a recorded program's trace) is the default; --threads overrides it; a stream
+    without it is one thread."""
+    meta = {"threads": 2, "threads_source": "recording r.parquet"}
+    assert timing.stream_threads(meta) == (2, "recording r.parquet")
+    assert timing.stream_threads({}) == (1, "one thread (the stream does not say)")
+    assert timing.stream_threads({"threads": True})[0] == 1 and timing.stream_threads({"threads": 0})[0] == 1
+    reqs = [dict(step=0, frac=0.25, op=0, nbytes=4096.0, waits=True, burst=0),
+            dict(step=0, frac=0.75, op=0, nbytes=4096.0, waits=True, burst=1)]
+    base = _run_kernel(reqs, 1, [1000.0], [0.0])
+    assert base.threads == 1 and base.summary()["threads"] == 1
 
 
 @pytest.mark.parametrize(("nbytes", "depth"), [(4096, 1), (1000, 1), (8192, 1), (65536, 4), (1 << 20, 16), (16384, 2),

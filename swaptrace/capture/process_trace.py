@@ -346,7 +346,7 @@ def reduce_recording(path: str | os.PathLike, spec: ModelSpec, regions: list[dic
             "matched": {a.name: {"pid": pid, "address": lo * PAGE_BYTES, "pages": allocs[i][2], "bytes": a.nbytes}
                         for i, (a, pid, lo) in sorted(taken.items())},
             "in_heap": in_heap, "runtime_pages": len(run_keys), "step_buffer_pages": len(buf_keys),
-            "thp_disabled": rec.thp_disabled,
+            "thp_disabled": rec.thp_disabled, "cpu": rec.meta.get("cpu"),
             "file_bytes": "0: a recording measures anonymous memory only (no page cache or kernel memory)"}
     run_first = footprint_pages
     active = set()
@@ -551,11 +551,22 @@ class Recording:
                              "active_bytes": rt.active_pages * PAGE_BYTES,
                              "step_bytes": rt.buffer_pages * PAGE_BYTES, "file_bytes": 0, "kernel_bytes": 0,
                              "write_cost": 0, "source": str(self.path), "model_footprint_pages": model_pages,
+                             **_threads(rt.info.get("cpu"), self.path),
                              "recording": {**rt.info, "cycle": rt.info["cycle"] if steps > rt.training_steps
                                            else None}})
         meta["params"]["runtime"] = str(self.path)
         extra_startup = model_startup(regions, spec.optimizer, rt)
         return with_recording(chunks, rt, extra_startup, regions, steps), extra
+
+
+def _threads(cpu: Any, path: Any) -> dict[str, Any]:
+    """The threads the recorded program kept running in its steps (``cpu`` of the recording), for the time
+    model; nothing when the recording did not measure it (recordings before this field)."""
+    if not isinstance(cpu, dict) or not isinstance(cpu.get("threads"), int):
+        return {}
+    return {"threads": int(cpu["threads"]),
+            "threads_source": f"recording {Path(str(path)).name}: {cpu.get('parallelism')} CPU-s per second "
+                              "in its training steps"}
 
 
 def _command_text(command: Any) -> str:

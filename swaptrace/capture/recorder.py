@@ -18,7 +18,8 @@ program dies with the recorder, ``PR_SET_PDEATHSIG``, and the next capture remov
 3. at each step boundary the anonymous mappings of every process of the program are read from
    ``/proc/PID/smaps`` (``Referenced:``, ``Anonymous:``) and ``/proc/PID/status`` (``RssAnon:``), then
    ``/proc/PID/clear_refs`` gets ``1`` (fs/proc/task_mmu.c): the next reading counts the pages the next
-   step referenced.
+   step referenced; ``/proc/PID/stat`` gives the processes' CPU time, so the file can say how many threads
+   the program keeps running in its steps (:func:`parallelism`, the time model's ``threads``).
 
 Steps (:class:`~swaptrace.capture.recording.Steps`): the program's ``swaptrace step N`` marks; else the
 lines of its output matching ``--step-line`` (each ends a step; the recorder writes a ``swaptrace line
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import math
 import os
 import platform
 import re
@@ -123,8 +125,35 @@ def anon_mappings(smaps_text: str) -> list[tuple[int, int, int, int]]:
     return out
 
 
+def cpu_seconds(stat_text: str, ticks_per_s: int) -> float:
+    """User plus system CPU time (s) of a process from its ``/proc/PID/stat`` line (proc(5): fields 14 and 15,
+    in clock ticks, summed over the process's threads, the exited ones included)."""
+    rest = stat_text[stat_text.rindex(")") + 2:].split()  # the command name may hold spaces and parentheses
+    return (int(rest[11]) + int(rest[12])) / ticks_per_s
+
+
+def parallelism(readings: list[dict[str, Any]], t_from_ns: int, t_to_ns: int) -> dict[str, Any] | None:
+    """The program's CPU time over its wall time between the first and last reading in ``[t_from, t_to]``.
+
+    Averaged over the training steps this is how many threads the program keeps running, which the time
+    model takes as the threads a step's faults are shared over (``threads``, rounded, at least 1). ``None``
+    with fewer than two readings in the window or no CPU time read.
+    """
+    inside = [r for r in readings if t_from_ns <= r["t_ns"] <= t_to_ns and r.get("cpu_s") is not None]
+    if len(inside) < 2 or inside[-1]["t_ns"] <= inside[0]["t_ns"]:
+        return None
+    cpu = inside[-1]["cpu_s"] - inside[0]["cpu_s"]
+    wall = (inside[-1]["t_ns"] - inside[0]["t_ns"]) / 1e9
+    x = cpu / wall
+    return {"parallelism": round(x, 3), "threads": max(1, int(math.floor(x + 0.5))), "cpu_s": round(cpu, 3),
+            "wall_s": round(wall, 3), "readings": len(inside),
+            "source": "/proc/PID/stat utime + stime of the program's processes, summed, at the readings in its "
+                      "training steps (start of step 1 to the exit), over the wall time between them"}
+
+
 class ReferencedReader:
-    """Per-mapping referenced pages of the program's processes, read and cleared at each step boundary."""
+    """Per-mapping referenced pages of the program's processes, read and cleared at each step boundary, and
+    the processes' CPU time (for :func:`parallelism`)."""
 
     def __init__(self, root_pid: int):
         self.root_pid = root_pid
@@ -134,17 +163,19 @@ class ReferencedReader:
         self.errors: list[str] = []
         self._lock = threading.Lock()
         self._last = time.monotonic_ns()
+        self.ticks_per_s = os.sysconf("SC_CLK_TCK")
 
     def read(self) -> None:
         """Read every process's anonymous mappings, then clear their referenced bits (any thread)."""
         with self._lock:
             t0 = time.monotonic_ns()
-            rss, pids = 0, program_pids(self.root_pid)
+            rss, cpu, pids = 0, 0.0, program_pids(self.root_pid)
             for pid in pids:
                 try:
                     maps = anon_mappings(Path(f"/proc/{pid}/smaps").read_text(errors="replace"))
                     status = Path(f"/proc/{pid}/status").read_text()
                     Path(f"/proc/{pid}/clear_refs").write_text("1")
+                    cpu += cpu_seconds(Path(f"/proc/{pid}/stat").read_text(), self.ticks_per_s)
                 except OSError as exc:  # exited meanwhile, or a kernel thread
                     if len(self.errors) < 3 and Path(f"/proc/{pid}").exists():
                         self.errors.append(f"pid {pid}: {exc}")
@@ -155,7 +186,7 @@ class ReferencedReader:
             t1 = time.monotonic_ns()
             self.seconds += (t1 - t0) / 1e9
             self.readings.append({"t_ns": t0, "t_from_ns": self._last, "anon_rss_bytes": rss, "pids": len(pids),
-                                  "seconds": round((t1 - t0) / 1e9, 4)})
+                                  "cpu_s": cpu, "seconds": round((t1 - t0) / 1e9, 4)})
             self._last = t0
 
 
@@ -460,7 +491,7 @@ def _metadata(req: RecordRequest, run_facts: dict[str, Any], parsed: ParsedRecor
         "thp_disabled": not req.keep_thp, "loadavg_start": run_facts["load_start"],
         "loadavg_end": round(os.getloadavg()[0], 2), "facilities": extra["facilities"],
         "readings": extra["readings"], "lost_events": extra["lost"], "malformed_lines": parsed.malformed,
-        "failed_calls": parsed.failed_calls, "faults_not_anonymous": extra["dropped"],
+        "failed_calls": parsed.failed_calls, "faults_not_anonymous": extra["dropped"], "cpu": extra["cpu"],
     }
 
 
@@ -483,6 +514,13 @@ def _readings(reader: ReferencedReader | None, t0: int, steps: Steps) -> list[di
              "pids": r["pids"], "seconds": r["seconds"]} for r, s in zip(reader.readings, step, strict=True)]
 
 
+def _parallelism(reader: ReferencedReader | None, steps: Steps, t_exit_ns: int) -> dict[str, Any] | None:
+    """:func:`parallelism` over the training steps: from step 1's start to the exit's (else the program's end)."""
+    if reader is None or not steps.boundaries:
+        return None
+    return parallelism(reader.readings, steps.boundaries[0], steps.exit_ns if steps.exit_ns is not None else t_exit_ns)
+
+
 def _finish(req: RecordRequest, out_path: Path, run: _Run, facts: dict[str, Any]) -> RecordResult:
     """After the program ended: stop tracing, parse, find the steps, write the file."""
     buffer_stats = run.trace.stop()
@@ -495,7 +533,8 @@ def _finish(req: RecordRequest, out_path: Path, run: _Run, facts: dict[str, Any]
     lost = int(buffer_stats["overrun"] + buffer_stats["dropped"] + parsed.lost_events)
     meta = _metadata(req, facts, parsed, steps, {
         "exit_step": exit_step if steps.exit_ns is not None else None, "dropped": dropped, "lost": lost,
-        "facilities": _facilities(run, buffer_stats), "readings": _readings(run.reader, facts["t0_ns"], steps)})
+        "facilities": _facilities(run, buffer_stats), "readings": _readings(run.reader, facts["t0_ns"], steps),
+        "cpu": _parallelism(run.reader, steps, facts["t_exit_ns"])})
     with TraceWriter(out_path, "recording", meta, force=req.force) as w:
         w.write(**columns)
     return RecordResult(path=out_path, meta=meta)

@@ -450,6 +450,19 @@ force_option = click.option("--force", is_flag=True, help="Overwrite an existing
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (for machines).")
 
 
+def resolve_runtime(text: str):
+    """``--runtime``: a recording (``capture --record``; checked for its kind and columns) or a runtime profile
+    (a shipped name or a TOML file), read before any work is done (generate, run)."""
+    from swaptrace.workload.process import is_recording, load_runtime_profile
+
+    if is_recording(text):
+        from swaptrace.capture.process_trace import Recording, check_recording
+
+        check_recording(text)
+        return Recording(text)
+    return load_runtime_profile(text)
+
+
 def progress_enabled() -> bool:
     """Progress bars only on a terminal; quiet in pipes, CI and tests."""
     return sys.stderr.isatty()

@@ -19,6 +19,7 @@ from swaptrace.commands.common import (
     number,
     only_with,
     progressbar,
+    resolve_runtime,
     scheduler_address,
     writes,
 )
@@ -75,8 +76,6 @@ def command(*, preset, spec_file, steps, seed, first_step, output, alpha, optimi
     per step range, with the same rows as the single file; every command that
     reads a trace reads it as it reads a file.
     """
-    from swaptrace.workload.process import is_recording, load_runtime_profile
-
     if preset is not None and spec_file is not None:
         raise ConfigError("give either --preset or --spec, not both")
     spec = load_spec(spec_file if spec_file is not None else (preset or "demo"))
@@ -91,13 +90,8 @@ def command(*, preset, spec_file, steps, seed, first_step, output, alpha, optimi
     options = dict(steps=n_steps, seed=seed, first_step=first_step, page_bytes=page_bytes,
                    alpha=alpha, optimizer=optimizer, scatter=scatter, reuse=reuse,
                    dedup=None if dedup == "none" else dedup, force=force)
-    if runtime is not None and is_recording(runtime):  # a recording: checked (kind, columns) before generating
-        from swaptrace.capture.process_trace import Recording, check_recording
-
-        check_recording(runtime)
-        options["runtime"] = Recording(runtime)
-    elif runtime is not None:
-        options["runtime"] = load_runtime_profile(runtime)
+    if runtime is not None:  # a recording or a profile, checked before generating
+        options["runtime"] = resolve_runtime(runtime)
     # the heavy modules load only now that every option has been read
     from swaptrace.core.traceio import open_trace
     from swaptrace.workload.generate import generate_trace

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import click
 
-from swaptrace.commands.common import MAX_RUNTIME_S, MAX_SEED, byte_size, count, never_with, number, progressbar, writes
+from swaptrace.commands.common import (
+    MAX_RUNTIME_S,
+    MAX_SEED,
+    byte_size,
+    count,
+    never_with,
+    number,
+    progressbar,
+    resolve_runtime,
+    writes,
+)
 from swaptrace.core.units import parse_bytes
 from swaptrace.workload.spec import MAX_STEPS
 
@@ -15,6 +25,10 @@ from swaptrace.workload.spec import MAX_STEPS
 @click.option("--seed", type=count(0, MAX_SEED), default=0, show_default=True)
 @click.option("--memory", type=byte_size(), default=None, help="DRAM budget in bytes, e.g. 256MiB (default: --memory-fraction).")
 @click.option("--memory-fraction", type=number(0, 1, min_open=True), default=None, help="DRAM budget as a fraction of the footprint [default: 0.5].")
+@click.option("--runtime", default=None, metavar="FILE.recording.parquet|NAME|FILE.toml",
+              help="Model the whole training process, start-up included: a recording of the program (swaptrace "
+                   "capture --record; its threads share each step in the time stage) or a runtime profile "
+                   "(pytorch-cpu, or a runtime-profile TOML).")
 @click.option("--policy", default="linux", show_default=True, help="Emulator residency policy: linux, lru, clock.")
 @click.option("--readahead", default="vma", show_default=True, help="Swap readahead: vma, cluster, none.")
 @click.option("--device", default="nvme-tlc", show_default=True, help="SSD model preset or .toml file.")
@@ -44,8 +58,8 @@ from swaptrace.workload.spec import MAX_STEPS
 @never_with("--fio-target", "--no-fio")
 @never_with("--fio-size", "--no-fio")
 @never_with("--fio-runtime", "--no-fio")
-@writes(("out", "fio_target"), ("preset", "time_costs", "device"))
-def command(*, preset, steps, seed, memory, memory_fraction, policy, readahead, device, ssd_capacity, no_fio, fio_profile,
+@writes(("out", "fio_target"), ("preset", "time_costs", "device", "runtime"))
+def command(*, preset, steps, seed, memory, memory_fraction, runtime, policy, readahead, device, ssd_capacity, no_fio, fio_profile,
             no_thesis, fio_target, fio_size, fio_runtime, first_look, designs, time_costs, out, force):
     """Run generate → mrc → emulate → ssd → fio jobs → fio run → report.
 
@@ -57,6 +71,7 @@ def command(*, preset, steps, seed, memory, memory_fraction, policy, readahead, 
       swaptrace run --preset demo -o traces/demo/
       swaptrace run --preset demo --first-look -o traces/demo/
       swaptrace run --preset tiny --memory 16MiB --no-fio --first-look -o traces/tiny/
+      swaptrace run --preset my-model.toml --runtime my.recording.parquet --memory 600MiB -o traces/mine/
     """
     from swaptrace.pipeline.run import PipelineOptions, run_pipeline
     from swaptrace.timing.model import load_costs
@@ -65,6 +80,8 @@ def command(*, preset, steps, seed, memory, memory_fraction, policy, readahead, 
     name = load_spec(preset).name  # fails early, with one line, on an unknown preset
     opts = PipelineOptions(
         preset=preset,
+        runtime=runtime,
+        runtime_model=resolve_runtime(runtime) if runtime is not None else None,
         steps=steps,
         seed=seed,
         memory_bytes=parse_bytes(memory, "--memory") if memory is not None else None,

@@ -6,6 +6,7 @@ import click
 
 from swaptrace.commands.common import (
     bounded,
+    count,
     echo_summary,
     force_option,
     json_option,
@@ -18,6 +19,8 @@ from swaptrace.errors import ConfigError
 
 #: the largest CPU or compute time per step, fault or page taken (us): an hour, far above any real one
 MAX_US = 3.6e9
+#: the most threads a step can be shared over (a machine's cores, far above any here)
+MAX_THREADS = 4096
 
 
 def _render(summary: dict) -> str:
@@ -27,6 +30,7 @@ def _render(summary: dict) -> str:
         f"device        {summary['device']}",
         f"compute       {summary['compute']}",
         f"steps         {summary['steps']}",
+        f"threads       {summary['threads']} ({summary['threads_source']})",
         f"step time     {summary['mean_step_us'] / 1e3:.3f} ms (mean), {total / 1e6:.3f} s in all",
         "slowdown      " + (f"{summary['slowdown']:.2f}x" if summary["slowdown"] else "n/a (no compute time)"),
         f"faults waited {summary['faults_waited']}",
@@ -71,6 +75,8 @@ def _costs(costs_file, fault_cpu_us, reclaim_cpu_us, write_cpu_us):
               help="Take the compute time from the unlimited run of this capture.")
 @click.option("--trace", type=click.Path(), default=None,
               help="--compute mlp: the access trace (default: the one named in the stream's metadata).")
+@click.option("--threads", type=count(1, MAX_THREADS), default=None,
+              help="Threads sharing each step's faults (default: the stream's, measured by capture --record; else 1).")
 @click.option("--fault-cpu-us", type=bounded("fault_cpu_us"), default=None, help="Kernel CPU per fault (default: micro-benchmark).")
 @click.option("--reclaim-cpu-us", type=bounded("reclaim_cpu_us"), default=None, help="Reclaim CPU per page freed (default: micro-benchmark).")
 @click.option("--write-cpu-us", type=bounded("write_cpu_us"), default=None,
@@ -88,13 +94,15 @@ def _costs(costs_file, fault_cpu_us, reclaim_cpu_us, write_cpu_us):
 @only_with("--trace", "--compute mlp", why="the access trace is read to measure the steps' compute")
 @never_with("--trace", "--step-compute-us", "--compute-baseline", why="the compute time is given; no trace is read")
 @writes(("out", "save_costs"), ("stream", "trace", "compute_baseline", "device", "costs_file"), stream_trace_input)
-def command(*, stream, device, compute, step_compute_us, compute_baseline, trace, fault_cpu_us, reclaim_cpu_us,
-            write_cpu_us, measure_fault_overhead, costs_file, save_costs, out, force, as_json) -> None:
+def command(*, stream, device, compute, step_compute_us, compute_baseline, trace, threads, fault_cpu_us,
+            reclaim_cpu_us, write_cpu_us, measure_fault_overhead, costs_file, save_costs, out, force, as_json) -> None:
     """Predict the step time and training slowdown of STREAM on a device.
 
     Prints the mean step time, the slowdown against the same steps with no memory limit, and the
     breakdown into compute, fault wait (device latency of the reads a fault waits for), queueing
     (behind writes still in the device), fault CPU and reclaim CPU; writes one row per step with -o.
+    A program that runs a step on several threads stalls less than their summed waits: --threads, or
+    the count a recording measured (generate --runtime RECORDING), shares each step among them.
 
     \b
     Example:
@@ -123,7 +131,7 @@ def command(*, stream, device, compute, step_compute_us, compute_baseline, trace
 
         cpu = measure_host_costs(dev, cpu, measure_write=write_cpu_us is None)
     result = timing.predict(stream, dev, compute=compute, step_compute_us=step_compute_us,
-                            compute_baseline=compute_baseline, trace=trace, cpu=cpu)
+                            compute_baseline=compute_baseline, trace=trace, cpu=cpu, threads=threads)
     summary = result.summary()
     if save_costs is not None:  # after the prediction: bad input leaves no file
         summary["costs_file"] = str(timing.save_costs(cpu, save_costs, force=force))

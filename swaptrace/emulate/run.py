@@ -237,7 +237,17 @@ def stream_metadata(tf: TraceFile, emu: Emulator, params: dict[str, Any], *, sou
         "trace": str(tf.path),
         "trace_fingerprint": trace_fingerprint(tf.meta),  # so `time --trace` can tell another trace
         "params": params,
+        **_threads(tf.meta),
     }
+
+
+def _threads(trace_meta: dict[str, Any]) -> dict[str, Any]:
+    """The threads a recorded program shares its steps over, passed on for the time model (else nothing)."""
+    process = trace_meta.get("process")
+    n = process.get("threads") if isinstance(process, dict) else None
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        return {}
+    return {"threads": n, "threads_source": str(process.get("threads_source") or process.get("name") or "the trace")}
 
 
 def _share(progress: Callable[[int], None] | None, passes: int) -> Callable[[int], None] | None:

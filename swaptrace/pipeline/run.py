@@ -85,6 +85,10 @@ class PipelineOptions:
     """Parameters of :func:`run_pipeline` (see ``swaptrace run --help``)."""
 
     preset: str = "demo"
+    #: ``--runtime`` as given (a recording or a runtime profile), and what it names, read
+    #: (:func:`swaptrace.commands.common.resolve_runtime`); generate then traces the whole process
+    runtime: str | None = None
+    runtime_model: Any = None
     steps: int | None = None
     seed: int = 0
     memory_bytes: int | None = None
@@ -155,6 +159,14 @@ def _spec_identity(preset: str) -> dict[str, Any]:
     return {"preset": preset}
 
 
+def _runtime_identity(runtime: str) -> dict[str, Any]:
+    """A runtime profile's name, or a recording's or profile file's path and content hash."""
+    p = Path(runtime)
+    if p.is_file():
+        return {"file": str(p.resolve()), "sha256": hashlib.sha256(p.read_bytes()).hexdigest()}
+    return {"name": runtime}
+
+
 #: the stages ``pipeline.json`` may name (:func:`plan`'s, in order)
 STAGE_NAMES = ("generate", "mrc", "emulate", "fio-jobs", "fio-run", "ssd", "ssd-thesis", "model-vs-fio", "time",
                "designs", "report")
@@ -166,7 +178,8 @@ def plan(opts: PipelineOptions, out_dir: Path) -> list[Stage]:
     """The stages for these options, in order (library calls, no work done yet)."""
     from swaptrace.ssd.choices import BACKGROUND
 
-    gen_params = {**_spec_identity(opts.preset), "steps": opts.steps, "seed": opts.seed}
+    gen_params = {**_spec_identity(opts.preset), "steps": opts.steps, "seed": opts.seed,
+                  **({"runtime": _runtime_identity(opts.runtime)} if opts.runtime is not None else {})}
     mem = {"memory_bytes": opts.memory_bytes, "memory_fraction": opts.memory_fraction}
     emu_params = {**mem, "policy": opts.policy, "readahead": opts.readahead}
     fio_skip = None

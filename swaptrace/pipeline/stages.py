@@ -32,7 +32,8 @@ def run_generate(d: Path, opts, say, bar) -> dict[str, Any]:
     spec = load_spec(opts.preset)
     steps = opts.steps or spec.default_steps
     with bar(steps, "steps") as b:
-        path = generate_trace(spec, d / F.ACCESS, steps=steps, seed=opts.seed, force=True, progress=b.update)
+        path = generate_trace(spec, d / F.ACCESS, steps=steps, seed=opts.seed, force=True, progress=b.update,
+                              runtime=opts.runtime_model)
     meta = open_trace(path).meta
     return {"steps": steps, "accesses": meta["rows"], "footprint_bytes": meta["footprint_bytes"]}
 

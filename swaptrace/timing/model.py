@@ -28,7 +28,17 @@ Each step ``s`` takes its **compute** time ``C_s = A_s + D_s`` plus the time it 
   ``reclaim_cpu_us`` of reclaim work per page (mm/vmscan.c ``shrink_folio_list``: unmap, free); each page
   written costs ``write_cpu_us`` more (``add_to_swap``, bio submission).
 
-The step's time is ``C_s + waits + CPU``; the slowdown is ``sum(step) / sum(C)``.
+* **Threads**: a framework runs a step on several threads (PyTorch's intra-op pool: ``at::parallel_for``
+  cuts each embedding bag's batch into one chunk per thread), and while one waits for a fault the others
+  go on. With ``threads = P``, every thread goes through the step's accesses over the whole access time
+  and the step's bursts are dealt to them in turn (burst ``b`` to thread ``b mod P``); each stalls only on
+  its own; its read bursts meet the device at ``P`` times their depth (the other threads fault at the same
+  rate); the device takes bursts in the order they are issued, across the threads. ``P = 1`` is one
+  thread. A recording measures ``P`` (:mod:`swaptrace.capture.recorder`: the program's CPU time over its
+  wall time in the training steps).
+
+The step's time is ``C_s`` plus its longest thread's waits and CPU; the slowdown is ``sum(step) / sum(C)``.
+The breakdown's terms are summed over the threads (as task delay accounting sums a program's threads).
 
 Constants, and where each comes from (none is fitted to the slowdowns it is scored on):
 
@@ -71,7 +81,17 @@ import pyarrow as pa
 
 from swaptrace.core import bounds
 from swaptrace.core.inputs import read_toml
-from swaptrace.core.traceio import CAUSE_FAULT, CAUSE_UNKNOWN, OP_DISCARD, OP_READ, TraceWriter, check_agree, open_trace
+from swaptrace.core.traceio import (
+    CAUSE_FAULT,
+    CAUSE_UNKNOWN,
+    EVENT_ACCESS,
+    EVENT_FREE,
+    OP_DISCARD,
+    OP_READ,
+    TraceWriter,
+    check_agree,
+    open_trace,
+)
 from swaptrace.errors import ConfigError, TraceFileError
 from swaptrace.kernels.timing import steps as kt
 from swaptrace.timing.device import (  # noqa: F401 - the device half of the model, re-exported
@@ -247,9 +267,11 @@ def measure_compute(trace_path: str | os.PathLike, nsteps: int | None = None, *,
     each step -- what ``swaptrace capture --compute mlp`` does for its unlimited baseline run. Like the
     capture's child it runs with one BLAS thread (in a child process when this one's BLAS may use more:
     several BLAS threads on a busy machine made the MLP step 2-80x slower than the capture's).
+
+    A process trace's ``free`` events drop their pages from the mapping after the step's accesses
+    (``MADV_DONTNEED``, timed with the accesses), so a page the next step allocates again costs a zero-fill
+    fault as the program's does; ``alloc`` events touch nothing (the first access does).
     """
-    if open_trace(trace_path, "access").has_column("event"):  # its replay would touch freed pages as accesses
-        raise ConfigError(f"{trace_path}: measuring compute does not replay alloc and free events (column 'event') yet")
     if any(os.environ.get(v) != "1" for v in _ONE_THREAD):
         return _measure_in_child(trace_path, nsteps, first_step)
     from swaptrace.capture.child import MLP
@@ -273,12 +295,10 @@ def measure_compute(trace_path: str | os.PathLike, nsteps: int | None = None, *,
     dense = np.zeros(steps)
     try:
         mem = np.frombuffer(region, dtype=np.uint8)
-        pending: list[np.ndarray] = []
-        cur = first
-
-        def run(codes: np.ndarray, k: int, mem: np.ndarray) -> None:
+        def run(codes: np.ndarray, k: int, mem: np.ndarray, frees: np.ndarray) -> None:
             t0 = time.perf_counter_ns()
             replay_codes(mem, codes, page_bytes, touch)
+            _drop_pages(region, frees, page_bytes)
             t1 = time.perf_counter_ns()
             if mlp is not None:
                 mlp.step()
@@ -289,23 +309,50 @@ def measure_compute(trace_path: str | os.PathLike, nsteps: int | None = None, *,
             if progress is not None:
                 progress(1)
 
-        for batch_cols in tf.iter_batches(columns=["step", "page", "write"]):
-            st = batch_cols["step"].astype(np.int64)
-            codes = (batch_cols["page"].astype(np.int64) << 1) | batch_cols["write"].astype(np.int64)
-            bounds = np.flatnonzero(np.diff(st)) + 1
-            for seg_start, seg_end in zip(np.r_[0, bounds], np.r_[bounds, st.size], strict=True):
-                s = int(st[seg_start])
-                if s != cur:
-                    run(np.concatenate(pending) if pending else codes[:0], cur - first, mem)
-                    pending, cur = [], s
-                pending.append(codes[seg_start:seg_end])
-        if pending:
-            run(np.concatenate(pending), cur - first, mem)
+        for s, codes, freed in _replay_steps(tf, first):
+            run(codes, s - first, mem, freed)
         del mem
     finally:
         region.close()
     return ComputeTime(access, dense, "measured: the trace's steps replayed with no memory limit"
                        + (" and the model's MLP step" if mlp is not None else ""))
+
+
+def _replay_steps(tf, first: int):
+    """Each step of an access trace as ``(step, codes, freed)``, in order from ``first``: the replay kernel's
+    codes (``page << 1 | write``) of its accesses, and the pages its ``free`` events drop."""
+    events = tf.has_column("event")
+    none = np.zeros(0, np.int64)
+    pending: list[np.ndarray] = []
+    freed: list[np.ndarray] = []
+    cur = first
+    for cols in tf.iter_batches(columns=["step", "page", "write"] + (["event"] if events else [])):
+        st = cols["step"].astype(np.int64)
+        codes = (cols["page"].astype(np.int64) << 1) | cols["write"].astype(np.int64)
+        ev = cols["event"] if events else None
+        bounds = np.flatnonzero(np.diff(st)) + 1
+        for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, st.size], strict=True):
+            s = int(st[lo])
+            if s != cur:
+                yield cur, np.concatenate(pending) if pending else codes[:0], np.concatenate(freed) if freed else none
+                pending, freed, cur = [], [], s
+            if ev is None:
+                pending.append(codes[lo:hi])
+            else:
+                pending.append(codes[lo:hi][ev[lo:hi] == EVENT_ACCESS])
+                freed.append(codes[lo:hi][ev[lo:hi] == EVENT_FREE] >> 1)
+    if pending:
+        yield cur, np.concatenate(pending), np.concatenate(freed) if freed else none
+
+
+def _drop_pages(region: mmap.mmap, pages: np.ndarray, page_bytes: int) -> None:
+    """``MADV_DONTNEED`` the given pages of ``region``, one call per run of consecutive pages."""
+    if not pages.size:
+        return
+    pages = np.unique(pages)
+    breaks = np.flatnonzero(np.diff(pages) != 1) + 1
+    for lo, hi in zip(np.r_[0, breaks], np.r_[breaks, pages.size], strict=True):
+        region.madvise(mmap.MADV_DONTNEED, int(pages[lo]) * page_bytes, int(hi - lo) * page_bytes)
 
 
 _ONE_THREAD = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
@@ -348,6 +395,8 @@ class StreamRequests:
     first_step: int
     page_bytes: int
     source: str
+    threads: int = 1  # threads the program shares each step over (:func:`stream_threads`)
+    threads_source: str = "one thread"
 
 
 def read_stream(stream_path: str | os.PathLike) -> StreamRequests:
@@ -385,7 +434,7 @@ def read_stream(stream_path: str | os.PathLike) -> StreamRequests:
     burst = np.cumsum(new) - 1
     waits = (op == OP_READ) & ((cause == CAUSE_FAULT) | (cause == CAUSE_UNKNOWN))
     return StreamRequests(step, frac.astype(np.float64), op, cols["length"][keep].astype(np.float64), waits,
-                          burst.astype(np.int64), nsteps, first, tf.page_bytes, source)
+                          burst.astype(np.int64), nsteps, first, tf.page_bytes, source, *stream_threads(meta))
 
 
 # --------------------------------------------------------------------------- prediction
@@ -406,6 +455,8 @@ class TimingResult:
     device: str
     compute_source: str
     cpu: CpuCosts
+    threads: int = 1
+    threads_source: str = "one thread"
 
     @property
     def total_us(self) -> float:
@@ -425,6 +476,8 @@ class TimingResult:
             "compute": self.compute_source,
             "cpu_costs": {"fault_cpu_us": self.cpu.fault_cpu_us, "reclaim_cpu_us": self.cpu.reclaim_cpu_us,
                           "write_cpu_us": self.cpu.write_cpu_us, "source": self.cpu.source},
+            "threads": self.threads,
+            "threads_source": self.threads_source,
             "mean_step_us": self.total_us / n,
             "slowdown": self.slowdown,
             "total_us": self.total_us,
@@ -439,8 +492,16 @@ class TimingResult:
         }
 
 
-def simulate(req: StreamRequests, device: DeviceTiming, compute: ComputeTime, cpu: CpuCosts) -> TimingResult:
-    """Run the time model (module docstring) on prepared requests."""
+def simulate(req: StreamRequests, device: DeviceTiming, compute: ComputeTime, cpu: CpuCosts,
+             threads: int | None = None) -> TimingResult:
+    """Run the time model (module docstring) on prepared requests.
+
+    ``threads``: threads sharing each step (default: the stream's, :func:`stream_threads`).
+    """
+    threads_source = req.threads_source if threads is None else "given"
+    threads = req.threads if threads is None else int(threads)
+    if threads < 1:
+        raise ConfigError(f"threads: {threads}; give at least 1")
     if compute.access_us.shape[0] != req.nsteps:
         raise ConfigError(f"compute time has {compute.access_us.shape[0]} steps, the stream {req.nsteps}")
     sizes, depths, read, write = device.arrays()
@@ -448,14 +509,27 @@ def simulate(req: StreamRequests, device: DeviceTiming, compute: ComputeTime, cp
     kt._simulate(req.step, req.frac, req.op, req.nbytes, req.waits, req.burst,
                  np.ascontiguousarray(compute.access_us, np.float64), np.ascontiguousarray(compute.dense_us, np.float64),
                  sizes, depths, read, write, float(cpu.fault_cpu_us), float(cpu.reclaim_cpu_us),
-                 float(cpu.write_cpu_us), float(req.page_bytes), out)
+                 float(cpu.write_cpu_us), float(req.page_bytes), int(threads), out)
     return TimingResult(
         steps=np.arange(req.first_step, req.first_step + req.nsteps, dtype=np.int64),
         step_us=out[:, kt.OUT_STEP], compute_us=out[:, kt.OUT_COMPUTE], fault_wait_us=out[:, kt.OUT_WAIT],
         queue_us=out[:, kt.OUT_QUEUE], fault_cpu_us=out[:, kt.OUT_FAULT_CPU],
         reclaim_cpu_us=out[:, kt.OUT_RECLAIM_CPU], faults_waited=out[:, kt.OUT_WAITS].astype(np.int64),
-        device=device.name, compute_source=compute.source, cpu=cpu,
+        device=device.name, compute_source=compute.source, cpu=cpu, threads=int(threads),
+        threads_source=threads_source,
     )
+
+
+def stream_threads(meta: dict[str, Any]) -> tuple[int, str]:
+    """The threads a stream's program shares its steps over, and where that comes from.
+
+    A stream emulated from a recorded program's trace carries the recording's measure (``threads``, from
+    the program's CPU time over its wall time in its steps, rounded); any other stream is one thread.
+    """
+    n = meta.get("threads")
+    if isinstance(n, int) and not isinstance(n, bool) and n >= 1:
+        return n, str(meta.get("threads_source") or "the stream's metadata")
+    return 1, "one thread (the stream does not say)"
 
 
 def stream_trace_path(stream_path: str | os.PathLike, trace: str | os.PathLike | None = None) -> Path:
@@ -485,7 +559,7 @@ def stream_trace_path(stream_path: str | os.PathLike, trace: str | os.PathLike |
 
 def predict(stream_path: str | os.PathLike, device: str | DeviceTiming, *, compute: str = "mlp",
             step_compute_us: float | None = None, compute_baseline: str | os.PathLike | None = None,
-            trace: str | os.PathLike | None = None, cpu: CpuCosts | None = None,
+            trace: str | os.PathLike | None = None, cpu: CpuCosts | None = None, threads: int | None = None,
             progress: Callable[[int], None] | None = None) -> TimingResult:
     """Predict each step's time of a swap stream on a device.
 
@@ -506,6 +580,8 @@ def predict(stream_path: str | os.PathLike, device: str | DeviceTiming, *, compu
         The access trace (default: the one the stream's metadata names).
     cpu : CpuCosts, optional
         Kernel CPU costs; default :func:`measure_cpu_costs`.
+    threads : int, optional
+        Threads sharing each step (module docstring); default :func:`stream_threads` of the stream.
     """
     dev = device if isinstance(device, DeviceTiming) else load_device_timing(device)
     req = read_stream(stream_path)
@@ -519,7 +595,7 @@ def predict(stream_path: str | os.PathLike, device: str | DeviceTiming, *, compu
         comp = measure_compute(stream_trace_path(stream_path, trace), req.nsteps, progress=progress)
     else:
         raise ConfigError(f"compute: unknown mode {compute!r}; use mlp or none")
-    return simulate(req, dev, comp, cpu if cpu is not None else measure_cpu_costs())
+    return simulate(req, dev, comp, cpu if cpu is not None else measure_cpu_costs(), threads)
 
 
 def write_steps(result: TimingResult, out: str | os.PathLike, meta: dict[str, Any] | None = None,

@@ -348,8 +348,9 @@ def _joined(pieces: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
 
 
 #: what a process trace's ``process`` section holds besides the profile's own fields (generate.py; ``recording``:
-#: where a trace made from a recording came from, swaptrace.capture.process_trace)
-TRACE_PROCESS_KEYS = ("source", "model_footprint_pages", "recording")
+#: where a trace made from a recording came from, and ``threads``/``threads_source``: how many threads the
+#: recorded program kept running in its steps, swaptrace.capture.process_trace)
+TRACE_PROCESS_KEYS = ("source", "model_footprint_pages", "recording", "threads", "threads_source")
 
 
 def runtime_of(meta: dict[str, Any], where: str = "trace") -> RuntimeProfile | None:
