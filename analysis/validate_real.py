@@ -295,7 +295,8 @@ def slowdowns(shape: str, run: int, meta: dict, emu: Path) -> dict:
 
     Measured: the limited run's step walls over the unlimited run's (the shape's first capture of the run).
     Predicted: ``swaptrace time`` of the emulated stream on this disk's fio profile with this host's
-    measured fault and write costs, each step's compute the unlimited run's median step.
+    measured fault and write costs, each step's compute the unlimited run's median step, on the threads the
+    stream carries (a recording's measured ``threads``; one for a six-number profile).
     """
     free = _meta(capture_path(shape, LIMITS[0], run))["kernel"]["unlimited"]["step_wall_us"][:-1]
     limited = meta["kernel"]["limited"]["step_wall_us"][:-1]
@@ -312,7 +313,8 @@ def slowdowns(shape: str, run: int, meta: dict, emu: Path) -> dict:
     step, step_us = t["step"].to_numpy(), t["step_us"].to_numpy()
     training = (step > 0) & (step < step.max())
     predicted = float(step_us[training].sum() / (compute * training.sum()))
-    return {"slowdown_measured": measured, "slowdown_predicted": predicted,
+    summary = json.loads(pq.read_schema(timing).metadata[b"swaptrace"])["summary"]
+    return {"slowdown_measured": measured, "slowdown_predicted": predicted, "threads": summary.get("threads", 1),
             "terms": stall_terms(meta, {c: t[c].to_numpy()[training] for c in t.column_names})}
 
 
@@ -323,7 +325,7 @@ def stall_terms(meta: dict, model: dict) -> dict:
     (``swap_read_folio`` counts only the submission as swap-in; the wait is block I/O). Reclaim: the model's
     reclaim and fault CPU against direct reclaim (``freepages``) delay. CPU wait (runnable, not running) has
     no model term: it is the machine's load. Delays are summed over the program's threads, the model's terms
-    over one; a step's threads that wait together count once per thread.
+    over its threads (the stream's ``threads``); a step's threads that wait together count once per thread.
     """
     d = (meta["kernel"].get("delays") or {}).get("limited") or {}
     if "blkio_us" not in d:
@@ -409,16 +411,17 @@ def render(results: list[dict]) -> str:
                 f"{(k['write_kib'] or 0):.1f} / {(e['write_kib'] or 0):.1f} | {'-' if ks is None else f'{ks:.2f}'} | "
                 f"{x['slowdown_measured']:.2f} / {x['slowdown_predicted']:.2f} | {'yes' if ok else 'no'} | "
                 f"{_load_text(x.get('load') or {})} | {_noisy_text(r)} |")
-    lines += ["", "Stalls, training steps (s; the program's delays summed over its threads, the model's terms one thread):",
-              "", "| shape | profile | limit | run | I/O wait k / model | reclaim k / model | thrashing k | CPU wait k |",
-              "|---|---|---|---|---|---|---|---|"]
+    lines += ["", "Stalls, training steps (s; the program's delays summed over its threads, the model's terms over "
+              "its threads, the stream's count):", "",
+              "| shape | profile | limit | run | model threads | I/O wait k / model | reclaim k / model | thrashing k "
+              "| CPU wait k |", "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         for x in r["runs"]:
             t = x.get("terms") or {}
             if not t:
                 continue
             lines.append(f"| {r['shape']} | {Path(r['profile']).stem} | {r['frac']:.2f} | {x['run']} | "
-                         f"{t['io_wait_s']['kernel']:.2f} / {t['io_wait_s']['model']:.2f} | "
+                         f"{x.get('threads', 1)} | {t['io_wait_s']['kernel']:.2f} / {t['io_wait_s']['model']:.2f} | "
                          f"{t['reclaim_s']['kernel']:.2f} / {t['reclaim_s']['model']:.2f} | "
                          f"{t['thrashing_s']:.2f} | {t['cpu_wait_s']:.2f} |")
     return "\n".join(lines) + "\n"

@@ -374,15 +374,28 @@ def test_cpu_seconds_reads_utime_and_stime_past_a_command_name_with_spaces_and_p
     assert 0 < cpu_seconds(own, os.sysconf("SC_CLK_TCK")) < 1e6
 
 
-def test_parallelism_is_cpu_over_wall_between_the_first_and_last_reading_in_the_window():
-    """Hand-worked: readings every second; the window [1 s, 4 s] holds the readings at 1, 2, 3 and 4 s, whose
-    CPU time went from 10 to 16.6 s: 6.6 CPU-s in 3 s is 2.2 threads, 2 when rounded."""
+def test_threads_are_the_effective_number_of_busy_threads_in_the_window():
+    """Hand-worked: readings every second; the window [1 s, 4 s] holds those at 1, 2, 3 and 4 s. Between the
+    first and the last, thread 10 ran 3.0 s, thread 11 2.0 s, thread 12 (started in the window) 1.0 s and
+    thread 13 not at all: (3 + 2 + 1)^2 / (9 + 4 + 1) = 36 / 14 = 2.571 effective threads, 3 when rounded;
+    6 CPU-s in 3 s is a parallelism of 2."""
     s = 1_000_000_000
-    readings = [{"t_ns": t * s, "cpu_s": c} for t, c in [(0, 9.0), (1, 10.0), (2, 12.0), (3, 14.5), (4, 16.6), (5, 20.0)]]
+
+    def r(t, cpu):
+        return {"t_ns": t * s, "threads_cpu_s": cpu}
+
+    readings = [r(0, {10: 0.5}), r(1, {10: 1.0, 11: 1.0, 13: 0.2}), r(2, {10: 2.0, 11: 1.5, 13: 0.2}),
+                r(3, {10: 3.0, 11: 2.5, 12: 0.5, 13: 0.2}), r(4, {10: 4.0, 11: 3.0, 12: 1.0, 13: 0.2}),
+                r(5, {10: 9.0, 11: 9.0, 12: 9.0})]
     got = parallelism(readings, 1 * s, 4 * s)
-    assert got["parallelism"] == pytest.approx(2.2) and got["threads"] == 2
-    assert got["cpu_s"] == pytest.approx(6.6) and got["wall_s"] == pytest.approx(3.0) and got["readings"] == 4
+    assert got["effective_threads"] == pytest.approx(36 / 14, abs=1e-3) and got["threads"] == 3
+    assert got["parallelism"] == pytest.approx(2.0) and got["cpu_s"] == pytest.approx(6.0)
+    assert got["wall_s"] == pytest.approx(3.0) and got["readings"] == 4
+    assert got["busiest_threads_cpu_s"] == [3.0, 2.0, 1.0, 0.0]
     assert parallelism(readings, 1 * s, 1 * s) is None  # one reading: no interval
-    half = [{"t_ns": 0, "cpu_s": 0.0}, {"t_ns": 2 * s, "cpu_s": 0.5}]
-    assert parallelism(half, 0, 2 * s)["threads"] == 1  # a mostly idle program is still one thread
-    assert parallelism([{"t_ns": 0, "cpu_s": 0.0}, {"t_ns": s, "cpu_s": 1.5}], 0, s)["threads"] == 2  # half up
+    # one busy thread beside a nearly idle one is one thread; two equally busy are two
+    one = [r(0, {1: 0.0, 2: 0.0}), r(1, {1: 1.0, 2: 0.1})]
+    assert parallelism(one, 0, s)["threads"] == 1
+    two = [r(0, {1: 0.0, 2: 0.0}), r(1, {1: 0.8, 2: 0.8})]
+    assert parallelism(two, 0, s)["threads"] == 2
+    assert parallelism([r(0, {1: 0.0}), r(1, {1: 0.0})], 0, s) is None  # no CPU time: nothing measured

@@ -560,13 +560,13 @@ class Recording:
 
 
 def _threads(cpu: Any, path: Any) -> dict[str, Any]:
-    """The threads the recorded program kept running in its steps (``cpu`` of the recording), for the time
-    model; nothing when the recording did not measure it (recordings before this field)."""
-    if not isinstance(cpu, dict) or not isinstance(cpu.get("threads"), int):
+    """The threads the recorded program kept busy in its steps (``cpu`` of the recording), for the time
+    model; nothing when the recording did not measure them (recordings before this field)."""
+    if not isinstance(cpu, dict) or not isinstance(cpu.get("threads"), int) or isinstance(cpu["threads"], bool):
         return {}
     return {"threads": int(cpu["threads"]),
-            "threads_source": f"recording {Path(str(path)).name}: {cpu.get('parallelism')} CPU-s per second "
-                              "in its training steps"}
+            "threads_source": f"recording {Path(str(path)).name}: {cpu.get('effective_threads')} effective "
+                              "threads busy in its training steps"}
 
 
 def _command_text(command: Any) -> str:

@@ -18,8 +18,8 @@ program dies with the recorder, ``PR_SET_PDEATHSIG``, and the next capture remov
 3. at each step boundary the anonymous mappings of every process of the program are read from
    ``/proc/PID/smaps`` (``Referenced:``, ``Anonymous:``) and ``/proc/PID/status`` (``RssAnon:``), then
    ``/proc/PID/clear_refs`` gets ``1`` (fs/proc/task_mmu.c): the next reading counts the pages the next
-   step referenced; ``/proc/PID/stat`` gives the processes' CPU time, so the file can say how many threads
-   the program keeps running in its steps (:func:`parallelism`, the time model's ``threads``).
+   step referenced; ``/proc/PID/task/TID/stat`` gives each thread's CPU time, so the file can say how many
+   threads the program keeps busy in its steps (:func:`parallelism`, the time model's ``threads``).
 
 Steps (:class:`~swaptrace.capture.recording.Steps`): the program's ``swaptrace step N`` marks; else the
 lines of its output matching ``--step-line`` (each ends a step; the recorder writes a ``swaptrace line
@@ -126,29 +126,37 @@ def anon_mappings(smaps_text: str) -> list[tuple[int, int, int, int]]:
 
 
 def cpu_seconds(stat_text: str, ticks_per_s: int) -> float:
-    """User plus system CPU time (s) of a process from its ``/proc/PID/stat`` line (proc(5): fields 14 and 15,
-    in clock ticks, summed over the process's threads, the exited ones included)."""
+    """User plus system CPU time (s) from a ``/proc/PID/stat`` or ``/proc/PID/task/TID/stat`` line (proc(5):
+    fields 14 and 15, in clock ticks; a process's sums its threads, the exited ones included)."""
     rest = stat_text[stat_text.rindex(")") + 2:].split()  # the command name may hold spaces and parentheses
     return (int(rest[11]) + int(rest[12])) / ticks_per_s
 
 
 def parallelism(readings: list[dict[str, Any]], t_from_ns: int, t_to_ns: int) -> dict[str, Any] | None:
-    """The program's CPU time over its wall time between the first and last reading in ``[t_from, t_to]``.
+    """How many threads the program kept busy between the first and last reading in ``[t_from, t_to]``.
 
-    Averaged over the training steps this is how many threads the program keeps running, which the time
-    model takes as the threads a step's faults are shared over (``threads``, rounded, at least 1). ``None``
-    with fewer than two readings in the window or no CPU time read.
+    Each thread's CPU time in the window (``/proc/PID/task/TID/stat``; a thread started inside it counts from
+    zero) gives the **effective number of threads**, ``(sum c)^2 / sum c^2`` (the participation ratio: ``n``
+    threads equally busy give ``n``, one busy thread beside idle ones about 1). The time model takes it,
+    rounded (at least 1), as the threads a step's faults are shared over: PyTorch's intra-op pool runs an
+    embedding bag's lookups on all its threads, so they fault together. ``parallelism`` is the CPU time over
+    the wall time, for reference. ``None`` with fewer than two readings in the window or no CPU time read.
     """
-    inside = [r for r in readings if t_from_ns <= r["t_ns"] <= t_to_ns and r.get("cpu_s") is not None]
+    inside = [r for r in readings if t_from_ns <= r["t_ns"] <= t_to_ns and r.get("threads_cpu_s")]
     if len(inside) < 2 or inside[-1]["t_ns"] <= inside[0]["t_ns"]:
         return None
-    cpu = inside[-1]["cpu_s"] - inside[0]["cpu_s"]
+    first, last = inside[0]["threads_cpu_s"], inside[-1]["threads_cpu_s"]
+    busy = sorted((max(c - first.get(tid, 0.0), 0.0) for tid, c in last.items()), reverse=True)
+    cpu = sum(busy)
+    if cpu <= 0:
+        return None
+    effective = cpu * cpu / sum(c * c for c in busy)
     wall = (inside[-1]["t_ns"] - inside[0]["t_ns"]) / 1e9
-    x = cpu / wall
-    return {"parallelism": round(x, 3), "threads": max(1, int(math.floor(x + 0.5))), "cpu_s": round(cpu, 3),
-            "wall_s": round(wall, 3), "readings": len(inside),
-            "source": "/proc/PID/stat utime + stime of the program's processes, summed, at the readings in its "
-                      "training steps (start of step 1 to the exit), over the wall time between them"}
+    return {"threads": max(1, int(math.floor(effective + 0.5))), "effective_threads": round(effective, 3),
+            "parallelism": round(cpu / wall, 3), "cpu_s": round(cpu, 3), "wall_s": round(wall, 3),
+            "busiest_threads_cpu_s": [round(c, 3) for c in busy[:8]], "readings": len(inside),
+            "source": "/proc/PID/task/TID/stat utime + stime of each of the program's threads, at the readings in "
+                      "its training steps (start of step 1 to the exit): threads = (sum c)^2 / sum c^2, rounded"}
 
 
 class ReferencedReader:
@@ -169,13 +177,13 @@ class ReferencedReader:
         """Read every process's anonymous mappings, then clear their referenced bits (any thread)."""
         with self._lock:
             t0 = time.monotonic_ns()
-            rss, cpu, pids = 0, 0.0, program_pids(self.root_pid)
+            rss, threads, pids = 0, {}, program_pids(self.root_pid)
             for pid in pids:
                 try:
                     maps = anon_mappings(Path(f"/proc/{pid}/smaps").read_text(errors="replace"))
                     status = Path(f"/proc/{pid}/status").read_text()
                     Path(f"/proc/{pid}/clear_refs").write_text("1")
-                    cpu += cpu_seconds(Path(f"/proc/{pid}/stat").read_text(), self.ticks_per_s)
+                    threads.update(self._threads_cpu(pid))
                 except OSError as exc:  # exited meanwhile, or a kernel thread
                     if len(self.errors) < 3 and Path(f"/proc/{pid}").exists():
                         self.errors.append(f"pid {pid}: {exc}")
@@ -186,8 +194,16 @@ class ReferencedReader:
             t1 = time.monotonic_ns()
             self.seconds += (t1 - t0) / 1e9
             self.readings.append({"t_ns": t0, "t_from_ns": self._last, "anon_rss_bytes": rss, "pids": len(pids),
-                                  "cpu_s": cpu, "seconds": round((t1 - t0) / 1e9, 4)})
+                                  "threads_cpu_s": threads, "seconds": round((t1 - t0) / 1e9, 4)})
             self._last = t0
+
+    def _threads_cpu(self, pid: int) -> dict[int, float]:
+        """CPU time (s) of each thread of process ``pid`` (a thread that ended meanwhile is left out)."""
+        out = {}
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError, ValueError):
+                out[int(task.name)] = cpu_seconds((task / "stat").read_text(), self.ticks_per_s)
+        return out
 
 
 class _Tee(threading.Thread):

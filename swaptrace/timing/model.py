@@ -34,8 +34,8 @@ Each step ``s`` takes its **compute** time ``C_s = A_s + D_s`` plus the time it 
   and the step's bursts are dealt to them in turn (burst ``b`` to thread ``b mod P``); each stalls only on
   its own; its read bursts meet the device at ``P`` times their depth (the other threads fault at the same
   rate); the device takes bursts in the order they are issued, across the threads. ``P = 1`` is one
-  thread. A recording measures ``P`` (:mod:`swaptrace.capture.recorder`: the program's CPU time over its
-  wall time in the training steps).
+  thread. A recording measures ``P`` (:func:`swaptrace.capture.recorder.parallelism`: the effective number
+  of threads busy in the training steps, from each thread's CPU time).
 
 The step's time is ``C_s`` plus its longest thread's waits and CPU; the slowdown is ``sum(step) / sum(C)``.
 The breakdown's terms are summed over the threads (as task delay accounting sums a program's threads).
@@ -524,7 +524,7 @@ def stream_threads(meta: dict[str, Any]) -> tuple[int, str]:
     """The threads a stream's program shares its steps over, and where that comes from.
 
     A stream emulated from a recorded program's trace carries the recording's measure (``threads``, from
-    the program's CPU time over its wall time in its steps, rounded); any other stream is one thread.
+    the effective number of the program's threads busy in its steps, rounded); any other stream is one thread.
     """
     n = meta.get("threads")
     if isinstance(n, int) and not isinstance(n, bool) and n >= 1:
