@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: module -> (tests run, [(file, old, new, what the bug is)])
 MUTANTS: dict[str, tuple[list[str], list[tuple[str, str, str, str]]]] = {
     "timing": (["tests/test_timing.py", "tests/test_timing_inputs.py", "tests/test_timing_calibrate.py",
-                "-m", "not privileged"], [
+                "tests/test_emulate_events.py", "-m", "not privileged"], [
         ("swaptrace/timing/calibrate.py", "overhead = max(measured - modelled, 0.0) / max(faults, 1)",
          "overhead = max(measured - modelled, 0.0) / max(faults + 1, 1)", "fault overhead over one fault too many"),
         ("swaptrace/timing/calibrate.py", "        cpu = replace(cpu, write_cpu_us=wo.overhead_us)", "        pass",
@@ -37,8 +37,20 @@ MUTANTS: dict[str, tuple[list[str], list[tuple[str, str, str, str]]]] = {
         ("swaptrace/kernels/timing/steps.py", "dev = begin + lat / q", "dev = begin + lat",
          "reads hold the device for their whole latency (no Little's law)"),
         ("swaptrace/kernels/timing/steps.py", "q = k if k < dmax else dmax", "q = 1", "queue depth ignored"),
-        ("swaptrace/kernels/timing/steps.py", "stall += done - issue + fault_cpu_us", "stall += done - issue",
+        ("swaptrace/kernels/timing/steps.py", "stall[lane] += done - issue + fault_cpu_us", "stall[lane] += done - issue",
          "fault CPU not added to the step"),
+        ("swaptrace/kernels/timing/steps.py", "q = k * threads if k * threads < dmax else dmax",
+         "q = k if k < dmax else dmax", "threads: a read's depth without the other threads'"),
+        ("swaptrace/kernels/timing/steps.py", "nxt[lane] = b + threads", "nxt[lane] = b + 1",
+         "threads: every burst dealt to every thread"),
+        ("swaptrace/kernels/timing/steps.py", "out[s, OUT_STEP] = access_us[s] + dense_us[s] + stall.max()",
+         "out[s, OUT_STEP] = access_us[s] + dense_us[s] + stall.sum()", "threads: the step waits for all stalls in turn"),
+        ("swaptrace/kernels/timing/steps.py", "if lane < 0 or at < issue:", "if lane < 0:",
+         "threads: bursts handed over thread by thread, not in the order issued"),
+        ("swaptrace/timing/model.py", "        return n, str(meta.get(\"threads_source\")",
+         "        return 1, str(meta.get(\"threads_source\")", "a stream's threads ignored"),
+        ("swaptrace/timing/model.py", "            _drop_pages(region, frees, page_bytes)\n", "",
+         "compute measure: a free event drops nothing"),
         ("swaptrace/kernels/timing/steps.py", "col[i] = table[i, nd - 1] * d / depths[nd - 1]",
          "col[i] = table[i, nd - 1]", "no saturation beyond the deepest depth"),
         ("swaptrace/timing/model.py", "        gap = KERNEL_BURST_GAP_US", "        gap = 0.0",
@@ -172,6 +184,12 @@ MUTANTS: dict[str, tuple[list[str], list[tuple[str, str, str, str]]]] = {
          "    kjt = KeyedJaggedTensor(keys=list(reversed(keys)), values=", "bags given to the wrong tables"),
     ]),
     "recording": (["tests/test_recording.py"], [
+        ("swaptrace/capture/recorder.py", "    effective = cpu * cpu / sum(c * c for c in busy)",
+         "    effective = cpu / ((inside[-1][\"t_ns\"] - inside[0][\"t_ns\"]) / 1e9)",
+         "threads: CPU time over wall time taken for the busy threads"),
+        ("swaptrace/capture/recorder.py", "    busy = sorted((max(c - first.get(tid, 0.0), 0.0) for tid, c in last.items()), reverse=True)",
+         "    busy = sorted((max(c - first.get(tid, c), 0.0) for tid, c in last.items()), reverse=True)",
+         "threads: a thread started in the steps not counted"),
         ("swaptrace/capture/recording.py", "            out = self._free(pid, sp, lo, hi, unmap=True)  # MAP_FIXED over memory replaces it\n",
          "            out = []\n", "mmap over touched memory does not free it"),
         ("swaptrace/capture/recording.py", "            if sp is None or page in sp.touched or not sp.anon.contains(page):",
@@ -240,6 +258,9 @@ MUTANTS: dict[str, tuple[list[str], list[tuple[str, str, str, str]]]] = {
          "    runtime = max(0, end - mb[\"footprint\"])", "runtime less the whole model, lazy arrays too"),
     ]),
     "process trace": (["tests/test_recgen.py"], [
+        ("swaptrace/capture/process_trace.py", "                             **_threads(rt.info.get(\"cpu\"), self.path),\n", "",
+         "a recording's threads left out of the process trace"),
+        ("swaptrace/emulate/run.py", "        **_threads(tf.meta),\n", "", "the trace's threads not passed to the stream"),
         ("swaptrace/capture/process_trace.py", "    return need <= pages <= need + 1 + need // 64",
          "    return need <= pages <= need + 1", "no room for an allocator that rounds sizes up"),
         ("swaptrace/capture/process_trace.py", "key=lambda i: (allocs[i][2] - need, i), default=None)",
