@@ -237,6 +237,8 @@ CASES = [
                            "--fio-target", "{OUT}"], "in/costs.toml"),
     ("run", "device", ["run", "--preset", "tiny", "--steps", "1", "--no-thesis", "--device", "{IN}", "-o", "p",
                        "--fio-target", "{OUT}"], "in/device.toml"),
+    ("run", "runtime", ["run", "--preset", "tiny", "--steps", "1", "--no-thesis", "--runtime", "{IN}", "-o", "p",
+                        "--fio-target", "{OUT}"], "in/runtime.toml"),
     ("sweep", "spec_file", ["sweep", "{IN}", "--workers", "1", "-o", "sw", "--plot", "{OUT}"], "in/sweep.toml"),
     ("sweep", "traces", ["sweep", "--trace", "{IN}", "--memory-fraction", "0.5", "--workers", "1", "-o", "sw",
                          "--plot", "{OUT}"], "in/t.access.parquet"),
