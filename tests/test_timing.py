@@ -55,33 +55,11 @@ def _run_kernel(reqs, nsteps, access, dense, dev=DEV, fault=3.0, reclaim=0.5, wr
     return timing.simulate(req, dev, comp, timing.CpuCosts(fault, reclaim, write), threads)
 
 
-@pytest.mark.parametrize("seed", range(25))
-def test_kernel_matches_naive_twin(seed):
+def _twin_case(seed, threads):
+    """A random stream run by the kernel and by the twin on ``threads`` threads; both results."""
     rng = np.random.default_rng(seed)
     nsteps = int(rng.integers(1, 6))
-    n = int(rng.integers(0, 60))
-    reqs = _requests(rng, nsteps, n)
-    access = rng.uniform(0, 2000, nsteps)
-    dense = rng.uniform(0, 1000, nsteps)
-    got = _run_kernel(reqs, nsteps, access, dense)
-    want = naive.simulate(reqs, nsteps, access, dense, SIZES, DEPTHS, READ, WRITE, 3.0, 0.5, 0.25, 4096)
-    for s in range(nsteps):
-        assert got.step_us[s] == pytest.approx(want[s]["step"], rel=1e-12, abs=1e-9)
-        assert got.queue_us[s] == pytest.approx(want[s]["queue"], rel=1e-12, abs=1e-9)
-        assert got.fault_wait_us[s] == pytest.approx(want[s]["wait"], rel=1e-12, abs=1e-9)
-        assert got.reclaim_cpu_us[s] == pytest.approx(want[s]["reclaim_cpu"], rel=1e-12, abs=1e-9)
-        assert got.faults_waited[s] == want[s]["waits"]
-    # the breakdown adds up to the step time
-    parts = got.compute_us + got.fault_wait_us + got.queue_us + got.fault_cpu_us + got.reclaim_cpu_us
-    np.testing.assert_allclose(parts, got.step_us, rtol=1e-12, atol=1e-9)
-
-
-@pytest.mark.parametrize("threads", [2, 3, 5])
-@pytest.mark.parametrize("seed", range(8))
-def test_kernel_matches_naive_twin_with_threads(seed, threads):
-    rng = np.random.default_rng(1000 + seed)
-    nsteps = int(rng.integers(1, 6))
-    reqs = _requests(rng, nsteps, int(rng.integers(0, 80)))
+    reqs = _requests(rng, nsteps, int(rng.integers(0, 60 if threads == 1 else 80)))
     access = rng.uniform(0, 2000, nsteps)
     dense = rng.uniform(0, 1000, nsteps)
     got = _run_kernel(reqs, nsteps, access, dense, threads=threads)
@@ -93,6 +71,21 @@ def test_kernel_matches_naive_twin_with_threads(seed, threads):
         assert got.fault_wait_us[s] == pytest.approx(want[s]["wait"], rel=1e-12, abs=1e-9)
         assert got.reclaim_cpu_us[s] == pytest.approx(want[s]["reclaim_cpu"], rel=1e-12, abs=1e-9)
         assert got.faults_waited[s] == want[s]["waits"]
+    return got
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_kernel_matches_naive_twin(seed):
+    got = _twin_case(seed, 1)
+    # the breakdown adds up to the step time
+    parts = got.compute_us + got.fault_wait_us + got.queue_us + got.fault_cpu_us + got.reclaim_cpu_us
+    np.testing.assert_allclose(parts, got.step_us, rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize("threads", [2, 3, 5])
+@pytest.mark.parametrize("seed", range(8))
+def test_kernel_matches_naive_twin_with_threads(seed, threads):
+    got = _twin_case(1000 + seed, threads)
     # summed over the threads, the terms are at least the longest thread's stall and at most threads times it
     parts = got.fault_wait_us + got.queue_us + got.fault_cpu_us + got.reclaim_cpu_us
     stall = got.step_us - got.compute_us
