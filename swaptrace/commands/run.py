@@ -58,6 +58,7 @@ from swaptrace.workload.spec import MAX_STEPS
 @never_with("--fio-target", "--no-fio")
 @never_with("--fio-size", "--no-fio")
 @never_with("--fio-runtime", "--no-fio")
+@never_with("--designs", "--runtime", why="the swap designs do not replay a process trace's alloc and free events yet")
 @writes(("out", "fio_target"), ("preset", "time_costs", "device", "runtime"))
 def command(*, preset, steps, seed, memory, memory_fraction, runtime, policy, readahead, device, ssd_capacity, no_fio, fio_profile,
             no_thesis, fio_target, fio_size, fio_runtime, first_look, designs, time_costs, out, force):
