@@ -94,8 +94,13 @@ def train_argv(shape: str, steps: int) -> list[str]:
             "--threads", str(THREADS), "--quiet", "--framework", framework]
 
 
+#: which recording of each shape ``record`` makes and ``predict`` uses (``--take``): 0 the first, K the K-th
+#: more, so that two recordings' predictions of the same captures show what one recording's own run carries
+TAKE = 0
+
+
 def recording_path(shape: str) -> Path:
-    return WORK / f"{shape}.recording.parquet"
+    return WORK / (f"{shape}.recording.parquet" if TAKE == 0 else f"{shape}.take{TAKE}.recording.parquet")
 
 
 def do_record(args) -> None:
@@ -351,7 +356,7 @@ def do_predict(args) -> None:
         if not capture_path(shape, LIMITS[0], 0).exists():
             continue
         profiles = [str(recording_path(shape))] if recording_path(shape).exists() else []
-        if "@" not in shape:  # the six-number profiles describe PyTorch programs only
+        if "@" not in shape and TAKE == 0:  # the six-number profiles describe PyTorch programs only
             profiles.append(str(PROFILE_OUT))
         if args.own and shape not in FIT and "@" not in shape:
             own = derive_own(shape, 0)
@@ -428,7 +433,7 @@ def render(results: list[dict]) -> str:
 
 
 def main(argv=None) -> int:
-    global LIMITS
+    global LIMITS, TAKE
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("capture")
@@ -449,9 +454,13 @@ def main(argv=None) -> int:
     for sp in (c, pr):
         sp.add_argument("--limits", type=float, nargs="+", help=f"fractions of the unlimited peak (default "
                         f"{' '.join(map(str, LIMITS))}); the first is captured with the unlimited run")
+    for sp in (rec, pr):
+        sp.add_argument("--take", type=int, default=0, help="which recording of each shape: 0 the first, K the "
+                        "K-th more (another file; predict then leaves the six-number profile out)")
     args = p.parse_args(argv)
     if getattr(args, "limits", None):
         LIMITS = tuple(args.limits)
+    TAKE = getattr(args, "take", 0)
     {"capture": do_capture, "record": do_record, "profile": do_profile, "predict": do_predict}[args.cmd](args)
     return 0
 
