@@ -304,6 +304,7 @@ def _rows():
         for v in bad:
             add(f"run {opt} {v or 'empty'}", *base, opt, v)
     add("run both budgets", *prun, "--memory", "1MiB", "--memory-fraction", "0.5")
+    add("run --designs with --runtime", *prun, "--runtime", "pytorch-cpu", "--designs")
     add("run -o a file", *prun[:-2], "-o", "{iolog}")
 
     # -- report --------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from swaptrace.commands.common import (
     writes,
 )
 from swaptrace.core.units import parse_bytes
+from swaptrace.errors import ConfigError
 from swaptrace.workload.spec import MAX_STEPS
 
 
@@ -58,7 +59,6 @@ from swaptrace.workload.spec import MAX_STEPS
 @never_with("--fio-target", "--no-fio")
 @never_with("--fio-size", "--no-fio")
 @never_with("--fio-runtime", "--no-fio")
-@never_with("--designs", "--runtime", why="the swap designs do not replay a process trace's alloc and free events yet")
 @writes(("out", "fio_target"), ("preset", "time_costs", "device", "runtime"))
 def command(*, preset, steps, seed, memory, memory_fraction, runtime, policy, readahead, device, ssd_capacity, no_fio, fio_profile,
             no_thesis, fio_target, fio_size, fio_runtime, first_look, designs, time_costs, out, force):
@@ -78,6 +78,9 @@ def command(*, preset, steps, seed, memory, memory_fraction, runtime, policy, re
     from swaptrace.timing.model import load_costs
     from swaptrace.workload.spec import load_spec
 
+    if designs and runtime is not None:  # not an option left unread: a stage that cannot take the trace
+        raise ConfigError("--designs does not go with --runtime: the swap designs do not replay a process trace's "
+                          "alloc and free events yet; leave one of them out")
     name = load_spec(preset).name  # fails early, with one line, on an unknown preset
     opts = PipelineOptions(
         preset=preset,
