@@ -183,11 +183,11 @@ class ReferencedReader:
                     maps = anon_mappings(Path(f"/proc/{pid}/smaps").read_text(errors="replace"))
                     status = Path(f"/proc/{pid}/status").read_text()
                     Path(f"/proc/{pid}/clear_refs").write_text("1")
-                    threads.update(self._threads_cpu(pid))
                 except OSError as exc:  # exited meanwhile, or a kernel thread
                     if len(self.errors) < 3 and Path(f"/proc/{pid}").exists():
                         self.errors.append(f"pid {pid}: {exc}")
                     continue
+                threads.update(self._threads_cpu(pid))  # after the mappings: a process ending now keeps them
                 m = re.search(r"^RssAnon:\s+(\d+) kB", status, re.M)
                 rss += int(m.group(1)) * 1024 if m else 0
                 self.rows += [(t0, self._last, pid, *mp) for mp in maps]
@@ -198,11 +198,14 @@ class ReferencedReader:
             self._last = t0
 
     def _threads_cpu(self, pid: int) -> dict[int, float]:
-        """CPU time (s) of each thread of process ``pid`` (a thread that ended meanwhile is left out)."""
-        out = {}
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            with contextlib.suppress(OSError, ValueError):
-                out[int(task.name)] = cpu_seconds((task / "stat").read_text(), self.ticks_per_s)
+        """CPU time (s) of each thread of process ``pid``; a thread, or the process, that ended meanwhile is left
+        out (the reading's mappings are kept whatever happens here)."""
+        out: dict[int, float] = {}
+        with contextlib.suppress(OSError):
+            tasks = list(Path(f"/proc/{pid}/task").iterdir())
+            for task in tasks:
+                with contextlib.suppress(OSError, ValueError):
+                    out[int(task.name)] = cpu_seconds((task / "stat").read_text(), self.ticks_per_s)
         return out
 
 
