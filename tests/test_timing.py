@@ -121,6 +121,7 @@ def test_threads_come_from_the_stream_unless_given(tmp_path):
     assert timing.stream_threads(meta) == (2, "recording r.parquet")
     assert timing.stream_threads({}) == (1, "one thread (the stream does not say)")
     assert timing.stream_threads({"threads": True})[0] == 1 and timing.stream_threads({"threads": 0})[0] == 1
+    assert timing.stream_threads({"threads": 5000})[0] == 1 and timing.stream_threads({"threads": "2"})[0] == 1
     reqs = [dict(step=0, frac=0.25, op=0, nbytes=4096.0, waits=True, burst=0),
             dict(step=0, frac=0.75, op=0, nbytes=4096.0, waits=True, burst=1)]
     base = _run_kernel(reqs, 1, [1000.0], [0.0])

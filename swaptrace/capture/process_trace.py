@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 
 from swaptrace.capture.recording import ALLOC, FREE, MOVE, PAGE_BYTES, TOUCH, page_events
+from swaptrace.core import bounds
 from swaptrace.core.traceio import EVENT_ACCESS, EVENT_ALLOC, EVENT_FREE, open_trace
 from swaptrace.errors import ConfigError
 from swaptrace.workload.process import startup_pages
@@ -562,7 +563,7 @@ class Recording:
 def _threads(cpu: Any, path: Any) -> dict[str, Any]:
     """The threads the recorded program kept busy in its steps (``cpu`` of the recording), for the time
     model; nothing when the recording did not measure them (recordings before this field)."""
-    if not isinstance(cpu, dict) or not isinstance(cpu.get("threads"), int) or isinstance(cpu["threads"], bool):
+    if not isinstance(cpu, dict) or not bounds.within("threads", cpu.get("threads")):
         return {}
     return {"threads": int(cpu["threads"]),
             "threads_source": f"recording {Path(str(path)).name}: {cpu.get('effective_threads')} effective "

@@ -6,7 +6,6 @@ import click
 
 from swaptrace.commands.common import (
     bounded,
-    count,
     echo_summary,
     force_option,
     json_option,
@@ -19,8 +18,6 @@ from swaptrace.errors import ConfigError
 
 #: the largest CPU or compute time per step, fault or page taken (us): an hour, far above any real one
 MAX_US = 3.6e9
-#: the most threads a step can be shared over (a machine's cores, far above any here)
-MAX_THREADS = 4096
 
 
 def _render(summary: dict) -> str:
@@ -75,7 +72,7 @@ def _costs(costs_file, fault_cpu_us, reclaim_cpu_us, write_cpu_us):
               help="Take the compute time from the unlimited run of this capture.")
 @click.option("--trace", type=click.Path(), default=None,
               help="--compute mlp: the access trace (default: the one named in the stream's metadata).")
-@click.option("--threads", type=count(1, MAX_THREADS), default=None,
+@click.option("--threads", type=bounded("threads"), default=None,
               help="Threads sharing each step's faults (default: the stream's, measured by capture --record; else 1).")
 @click.option("--fault-cpu-us", type=bounded("fault_cpu_us"), default=None, help="Kernel CPU per fault (default: micro-benchmark).")
 @click.option("--reclaim-cpu-us", type=bounded("reclaim_cpu_us"), default=None, help="Reclaim CPU per page freed (default: micro-benchmark).")

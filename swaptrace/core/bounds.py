@@ -67,6 +67,8 @@ BOUNDS: dict[str, Bound] = {
     "latency_us": Bound(0, MAX_US, min_open=True),
     # a capture's memory readings (runtime-profile CAPTURE): bytes, at most the largest size any option takes
     "memory_reading_bytes": Bound(0, 1 << 60),
+    # threads a step's faults are shared over (time --threads; a recording's cpu.threads): far above any machine's
+    "threads": Bound(1, 4096, integer=True),
 }
 
 
@@ -92,6 +94,15 @@ def check(name: str, value: Any, where: str) -> float | int:
     if not bound.contains(float(value)):
         raise ConfigError(f"{where}: {value!r} is outside {bound.describe()}")
     return value
+
+
+def within(name: str, value: Any) -> bool:
+    """Whether ``value`` passes :func:`check` for ``name`` (for metadata whose bad value means "not measured")."""
+    try:
+        check(name, value, name)
+    except ConfigError:
+        return False
+    return True
 
 
 def physical_memory_bytes() -> int:

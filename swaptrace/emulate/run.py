@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from swaptrace.core import bounds
 from swaptrace.core.traceio import (
     TraceFile,
     TraceWriter,
@@ -245,9 +246,9 @@ def _threads(trace_meta: dict[str, Any]) -> dict[str, Any]:
     """The threads a recorded program shares its steps over, passed on for the time model (else nothing)."""
     process = trace_meta.get("process")
     n = process.get("threads") if isinstance(process, dict) else None
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+    if not bounds.within("threads", n):
         return {}
-    return {"threads": n, "threads_source": str(process.get("threads_source") or process.get("name") or "the trace")}
+    return {"threads": int(n), "threads_source": str(process.get("threads_source") or process.get("name") or "the trace")}
 
 
 def _share(progress: Callable[[int], None] | None, passes: int) -> Callable[[int], None] | None:

@@ -155,15 +155,19 @@ def _spec_identity(preset: str) -> dict[str, Any]:
     """A preset name, or a TOML file's path and content hash (so editing it reruns generate)."""
     p = Path(preset)
     if p.suffix == ".toml" and p.is_file():
-        return {"spec_file": str(p.resolve()), "sha256": hashlib.sha256(p.read_bytes()).hexdigest()}
+        return {"spec_file": str(p.resolve()), "sha256": _sha256(p)}
     return {"preset": preset}
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _runtime_identity(runtime: str) -> dict[str, Any]:
     """A runtime profile's name, or a recording's or profile file's path and content hash."""
     p = Path(runtime)
     if p.is_file():
-        return {"file": str(p.resolve()), "sha256": hashlib.sha256(p.read_bytes()).hexdigest()}
+        return {"file": str(p.resolve()), "sha256": _sha256(p)}
     return {"name": runtime}
 
 

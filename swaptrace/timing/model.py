@@ -295,6 +295,7 @@ def measure_compute(trace_path: str | os.PathLike, nsteps: int | None = None, *,
     dense = np.zeros(steps)
     try:
         mem = np.frombuffer(region, dtype=np.uint8)
+
         def run(codes: np.ndarray, k: int, mem: np.ndarray, frees: np.ndarray) -> None:
             t0 = time.perf_counter_ns()
             replay_codes(mem, codes, page_bytes, touch)
@@ -330,8 +331,8 @@ def _replay_steps(tf, first: int):
         st = cols["step"].astype(np.int64)
         codes = (cols["page"].astype(np.int64) << 1) | cols["write"].astype(np.int64)
         ev = cols["event"] if events else None
-        bounds = np.flatnonzero(np.diff(st)) + 1
-        for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, st.size], strict=True):
+        cuts = np.flatnonzero(np.diff(st)) + 1  # where the batch's step changes
+        for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, st.size], strict=True):
             s = int(st[lo])
             if s != cur:
                 yield cur, np.concatenate(pending) if pending else codes[:0], np.concatenate(freed) if freed else none
@@ -527,8 +528,8 @@ def stream_threads(meta: dict[str, Any]) -> tuple[int, str]:
     the effective number of the program's threads busy in its steps, rounded); any other stream is one thread.
     """
     n = meta.get("threads")
-    if isinstance(n, int) and not isinstance(n, bool) and n >= 1:
-        return n, str(meta.get("threads_source") or "the stream's metadata")
+    if bounds.within("threads", n):
+        return int(n), str(meta.get("threads_source") or "the stream's metadata")
     return 1, "one thread (the stream does not say)"
 
 
