@@ -55,3 +55,24 @@ def pytest_collection_modifyitems(config, items):  # pytest's hook signature
                 raise pytest.UsageError(f"{item.nodeid} is a serial test in a file tests/serial_paths.py does not "
                                         "list: name the privileged or fio marker in its file, or list the file")
 
+
+
+def pytest_addoption(parser):  # pytest's hook signature
+    parser.addoption("--serial-lanes", action="store_true",
+                     help="with -n 2: run the serial pass in its lanes (tests/serial_paths.py), the kernel's tests "
+                          "one at a time in one process and the other serial files beside them")
+
+
+def pytest_xdist_make_scheduler(config, log):  # xdist's hook signature
+    """The serial pass's scheduler under ``--serial-lanes``: xdist's scope scheduling with a lane as the scope
+    (every test of a lane runs in one process, in order). xdist's own ``--dist loadgroup`` cannot do this
+    here: it marks a group by rewriting ``item._nodeid``, which pytest 9 no longer reads."""
+    if not config.getoption("serial_lanes"):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class LaneScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return serial_paths.lane(nodeid.split("::", 1)[0])
+
+    return LaneScheduling(config, log)

@@ -33,10 +33,27 @@ ROOT = Path(__file__).resolve().parents[1]
 TEST_DIRS = ("tests", "research/tests")
 _MARKER = re.compile(r"\bprivileged\b|mark\.fio\b")
 
+#: the serial pass runs on two processes in lanes (``--serial-lanes``, tests/conftest.py). This lane holds every
+#: file that uses what only one test on the machine may hold at a time (swap, cgroups, the capture lock, loop
+#: devices, sysctls): its files run one after another in one process. Every other serial file is a lane of its
+#: own, run whole by the other process beside it: fio, Dask and training share only the CPU and the disk with
+#: the kernel lane and nothing machine-wide with each other.
+KERNEL_LANE = "kernel"
+_PRIVILEGED = re.compile(r"\bprivileged\b")
+
 
 def by_name(name: str) -> bool:
     """Whether a file's name alone puts its tests in the serial pass."""
     return name in SERIAL_FILES or name.startswith(tuple(SERIAL_PREFIXES))
+
+
+def lane(path: str) -> str:
+    """The serial pass's lane of the test file at ``path`` (from the repository's root): :data:`KERNEL_LANE` for
+    a capture file or one that names the ``privileged`` marker, else the path itself."""
+    name = Path(path).name
+    if name.startswith("test_capture") or _PRIVILEGED.search((ROOT / path).read_text()):
+        return KERNEL_LANE
+    return path
 
 
 def serial_files() -> list[str]:
