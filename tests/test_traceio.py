@@ -124,3 +124,49 @@ def test_iter_batches_cuts_batches_as_pyarrow_does(tmp_path, batch_rows):
     for a, b in zip(ours, theirs, strict=True):
         np.testing.assert_array_equal(a["offset"], b.column("offset").to_numpy())
         assert list(np.asarray(OPS)[a["op"]]) == b.column("op").to_pylist()
+
+
+# Columns go to and from Arrow through their buffers (traceio._plain_array, _plain_numpy), not pa.array and
+# to_numpy, which import pandas; pyarrow's own conversions are the twin, on slices that start inside a byte of
+# a boolean bitmap and inside a number buffer
+_TYPES = [(np.uint8, "uint8"), (np.uint16, "uint16"), (np.uint32, "uint32"), (np.uint64, "uint64"),
+          (np.int8, "int8"), (np.int64, "int64"), (np.float32, "float"), (np.float64, "double"), (np.bool_, "bool")]
+
+
+@pytest.mark.parametrize(("dtype", "arrow"), _TYPES, ids=[a for _, a in _TYPES])
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(0, 70), cut=st.tuples(st.integers(0, 70), st.integers(0, 70)), seed=st.integers(0, 2**32 - 1))
+def test_columns_cross_to_arrow_and_back_as_pyarrow_converts_them(dtype, arrow, n, cut, seed):
+    import pyarrow as pa
+
+    from swaptrace.core.traceio import _plain_array, _plain_numpy
+
+    rng = np.random.default_rng(seed)
+    values = (rng.random(n) < 0.5) if dtype is np.bool_ else rng.integers(0, 100, n).astype(dtype)
+    ours = _plain_array(values, pa.type_for_alias(arrow))
+    theirs = pa.array(values, type=pa.type_for_alias(arrow))
+    assert ours.equals(theirs)
+    start, length = min(cut[0], n), cut[1]
+    part = theirs.slice(start, length)
+    back = _plain_numpy(part)
+    assert back.dtype == part.to_numpy(zero_copy_only=False).dtype
+    assert np.array_equal(back, part.to_numpy(zero_copy_only=False))
+
+
+def test_a_written_and_read_trace_never_loads_pandas(tmp_path):
+    """pandas (installed with the test extras) costs a command 0.17 s to import: the chain never needs it."""
+    import subprocess
+    import sys
+
+    code = f"""
+import sys
+from swaptrace.cli import cli
+for args in (["generate", "--preset", "tiny", "--steps", "3", "-o", "{tmp_path}/t.access.parquet"],
+             ["emulate", "{tmp_path}/t.access.parquet", "--memory-fraction", "0.5", "-o", "{tmp_path}/t.swapio.parquet"],
+             ["mrc", "{tmp_path}/t.access.parquet", "-o", "{tmp_path}/t.mrc.csv"]):
+    cli.main(args=args, standalone_mode=False)
+print("pandas" in sys.modules)
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "False"
