@@ -169,7 +169,7 @@ PYTEST_SERIAL ?= -n 2 --serial-lanes
 # both xdist workers at once when both reach it together. Redone when a kernel's source changes.
 KERNELS_STAMP := $(VENV)/.swaptrace-kernels-warm
 $(KERNELS_STAMP): $(TEST_STAMP) $(wildcard swaptrace/kernels/*.py swaptrace/kernels/*/*.py)
-	@echo "setup: compiling the numba kernels into their cache (about 45 s on a fresh clone)"
+	@echo "setup: compiling the numba kernels into their cache (about 35 s on a fresh clone)"
 	@$(PY) tools/warm_kernels.py
 	@touch $(KERNELS_STAMP)
 

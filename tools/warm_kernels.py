@@ -22,7 +22,7 @@ from pathlib import Path
 #: two groups of commands, one per process; each group's commands run in order in one interpreter. The groups
 #: share no kernel until the SSD group's pipeline run, which by then finds the other group's kernels cached: two
 #: processes compiling one kernel at once both pay for it (the SSD group started with a pipeline run before,
-#: compiled the generator and emulator beside the other process, and the step took 90 s rather than 43 s on 2 cores)
+#: compiled the generator and emulator beside the other process, and the step took 90 s rather than 40 s on 2 cores)
 GROUPS = {
     "workload, emulator, MRC, time": [
         ["generate", "--preset", "tiny", "--steps", "4", "-o", "{w}/t.access.parquet"],
@@ -68,14 +68,16 @@ def main() -> int:
             procs.append((name, subprocess.Popen([sys.executable, "-c", _RUN.format(commands=filled)],
                                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)))
         failed = False
+        took = []
         for name, p in procs:
             _, err = p.communicate()
+            took.append(f"{name} {time.perf_counter() - t0:.0f} s")
             if p.returncode:
                 failed = True
                 print(f"warm: {name}: {err.strip().splitlines()[-1] if err.strip() else p.returncode}", file=sys.stderr)
     if failed:
         return 1
-    print(f"setup: numba kernels compiled into their cache in {time.perf_counter() - t0:.0f} s")
+    print(f"setup: numba kernels compiled into their cache in {time.perf_counter() - t0:.0f} s ({'; '.join(took)})")
     return 0
 
 

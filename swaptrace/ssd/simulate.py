@@ -159,7 +159,22 @@ class Simulator:
         lpns = np.ascontiguousarray(lpns, dtype=np.int64)
         if lpns.size and (lpns.min() < 0 or lpns.max() >= self.config.user_units):
             raise ConfigError(f"logical unit outside the device's {self.config.user_units} units")
-        self._check(K.ftl_write_units(self.state, lpns, self._streams(cold, len(lpns))))
+        self._write_untimed(lpns, self._streams(cold, len(lpns)))
+
+    def _write_untimed(self, lpns: np.ndarray, streams: np.ndarray) -> None:
+        """Single-unit writes of ``lpns`` (int64) through :func:`~swaptrace.kernels.ssd.ftl.run_requests` with the
+        clocks off: every write of the FTL goes through one kernel, so numba compiles its write path and GC
+        once. A second kernel for untimed writes cost a fresh install 12 s of CPU to compile and ran them 10 %
+        faster (0.87 s against 0.97 s for 6.3 M writes on a 16 GiB drive, the state after them the same)."""
+        n = len(lpns)
+        f0, i0 = np.zeros(0), np.zeros(0, dtype=np.int64)  # no per-request outputs
+        timing = self.state.ip[K.P_TIMING]
+        self.state.ip[K.P_TIMING] = 0
+        try:
+            self._check(K.run_requests(self.state, np.full(n, K.OP_WRITE, dtype=np.int8), lpns,
+                                       np.ones(n, dtype=np.int64), np.zeros(n), streams, f0, f0, i0, i0))
+        finally:
+            self.state.ip[K.P_TIMING] = timing
 
     def _streams(self, cold: np.ndarray | None, n: int) -> np.ndarray:
         if cold is None or not self.config.hot_cold_streams:
@@ -176,7 +191,7 @@ class Simulator:
         step = 1 << 22
         for start in range(first, first + count, step):
             lpns = np.arange(start, min(start + step, first + count), dtype=np.int64)
-            self._check(K.ftl_write_units(self.state, lpns, np.zeros(0, dtype=np.int8)))
+            self._write_untimed(lpns, np.zeros(0, dtype=np.int8))
 
     def run(self, op: np.ndarray, lpn: np.ndarray, npages: np.ndarray, t_us: np.ndarray | None = None,
             record: bool = True, cold: np.ndarray | None = None) -> dict[str, np.ndarray]:

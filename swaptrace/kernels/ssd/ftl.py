@@ -637,17 +637,3 @@ def _prefetch_ahead(st, lpns, i, n):
         old = st.l2p[lpns[i + 8]]
         if old >= 0:
             _prefetch(st.p2l, old)
-
-
-@jit
-def ftl_write_units(state, lpns, streams):
-    """Pure FTL: one-unit host writes to frontier ``streams[i]`` (empty: all 0), no timing."""
-    st = _raw_state(state)
-    n = lpns.shape[0]
-    tagged = streams.shape[0] > 0
-    for i in range(n):
-        _prefetch_ahead(st, lpns, i, n)
-        stream = np.int64(streams[i]) if tagged else np.int64(0)
-        if _host_write_unit(st, np.int64(lpns[i]), 0.0, stream) < 0:
-            return st.sc[S_ERR]
-    return ERR_NONE
