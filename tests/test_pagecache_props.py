@@ -219,3 +219,41 @@ def test_bad_parameters(tmp_path, kw, match):
     with pytest.raises(ConfigError, match=match):
         emulate(trace, out, **kw)
     assert not out.exists()
+
+
+@pytest.mark.parametrize("reuse", [True, False])
+def test_kernel_batches_are_the_trace_in_the_kernels_dtypes(tmp_path, reuse):
+    """Each batch holds the rows pyarrow reads, as int64 pages and steps and uint8 codes; with ``reuse`` two
+    buffers alternate (a batch is intact while the next one is made), without it every batch is its own."""
+    import time
+
+    import pyarrow.parquet as pq
+
+    from swaptrace.emulate.engine import kernel_batches
+
+    rng = np.random.default_rng(5)
+    n, footprint = 2000, 300
+    pages = rng.integers(0, footprint, n)
+    writes = rng.random(n) < 0.3
+    steps = np.repeat(np.arange(4), n // 4)
+    trace = write_access_trace(tmp_path / "t.access.parquet", pages, writes, steps, footprint, row_group_rows=300)
+    table = pq.read_table(trace)  # the reference: pyarrow's own reading of the file
+    held, prev, seen = [], None, 0
+    for cols in kernel_batches(open_trace(trace, kind="access"), 128, reuse=reuse):
+        p, c, s = cols
+        assert (p.dtype, c.dtype, s.dtype) == (np.int64, np.uint8, np.int64) and p.flags.writeable
+        k = len(p)
+        np.testing.assert_array_equal(p, table["page"].to_numpy()[seen:seen + k])
+        np.testing.assert_array_equal(c, table["write"].to_numpy()[seen:seen + k].astype(np.uint8))
+        np.testing.assert_array_equal(s, table["step"].to_numpy()[seen:seen + k])
+        if prev is not None:  # consecutive batches never share a buffer
+            assert not np.shares_memory(p, prev)
+        time.sleep(0.005)  # the next batch is made meanwhile: this one must still hold its rows
+        np.testing.assert_array_equal(p, table["page"].to_numpy()[seen:seen + k])
+        prev = p
+        held.append((seen, cols))
+        seen += k
+    assert seen == n and len(held) > 4
+    if not reuse:  # fresh arrays: every batch kept its rows after the iteration ended
+        for start, (p, _, _) in held:
+            np.testing.assert_array_equal(p, table["page"].to_numpy()[start:start + len(p)])

@@ -20,7 +20,7 @@ import numpy as np
 from swaptrace.core.traceio import TraceWriter, check_output_path, open_trace
 from swaptrace.designs.log import LogConfig, LogCounters, LogSwap
 from swaptrace.emulate import EmulatorConfig
-from swaptrace.emulate.engine import Emulator, kernel_columns, prefetch, step_counts
+from swaptrace.emulate.engine import Emulator, kernel_batches, step_counts
 from swaptrace.emulate.run import stream_metadata
 from swaptrace.errors import ConfigError
 
@@ -93,8 +93,8 @@ def run_designs(trace: str | os.PathLike, outputs: dict[str, str | os.PathLike],
         hists = {name: {"read": {}, "write": {}} for name in swaps}
         out = _Writes(pool)
         stack.callback(out.wait)  # on an error too: no write in flight while the writers close
-        for batch in prefetch(tf.iter_batches(columns=["step", "page", "write"], batch_rows=chunk_rows)):
-            pages, writes, steps = kernel_columns(batch["page"], batch["write"], batch["step"])
+        # fresh arrays per batch: a design may hold on to a batch's columns
+        for pages, writes, steps in kernel_batches(tf, chunk_rows, events=False, reuse=False):
             for rows in emu.feed(pages, writes, steps, progress=progress):
                 out.write(writers["linux"], rows)
             ev_at, ev_page = emu.take_evictions()

@@ -20,9 +20,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
-from swaptrace.core.traceio import TraceFile, access_codes, access_columns
+from swaptrace.core.traceio import TraceFile
 from swaptrace.emulate.config import EmulatorConfig
-from swaptrace.emulate.engine import Counters, Emulator, kernel_columns, prefetch
+from swaptrace.emulate.engine import Counters, Emulator, kernel_batches
 from swaptrace.emulate.kernel_profile import Ensemble
 
 
@@ -80,8 +80,7 @@ def run_members(tf: TraceFile, configs: Sequence[EmulatorConfig], *, nsteps: int
     taken = 0
     workers = workers or max(1, len(os.sched_getaffinity(0)))
     with ThreadPoolExecutor(min(workers, len(configs))) as pool:
-        for batch in prefetch(tf.iter_batches(columns=access_columns(tf), batch_rows=chunk_rows)):
-            columns = kernel_columns(batch["page"], access_codes(batch), batch["step"])  # converted once for all
+        for columns in kernel_batches(tf, chunk_rows):  # converted once for all members
             start = 0
             if not members:
                 start = prefix.count_prefix(*columns, budget_pages=smallest)

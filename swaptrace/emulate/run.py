@@ -13,14 +13,12 @@ from swaptrace.core import bounds
 from swaptrace.core.traceio import (
     TraceFile,
     TraceWriter,
-    access_codes,
-    access_columns,
     check_output_path,
     open_trace,
     trace_fingerprint,
 )
 from swaptrace.emulate.config import EmulatorConfig
-from swaptrace.emulate.engine import Emulator, prefetch, step_counts
+from swaptrace.emulate.engine import Emulator, kernel_batches, step_counts
 from swaptrace.emulate.ensemble import describe_members, ensemble_configs, nearest_member, run_members
 from swaptrace.emulate.kernel_profile import KernelProfile, load_profile
 from swaptrace.errors import ConfigError
@@ -185,19 +183,19 @@ def _write_stream(tf: TraceFile, emu: Emulator, out, params: dict[str, Any], *, 
     meta = stream_metadata(tf, emu, params)
     with TraceWriter(out, "swapio", meta, force=force) as writer, ThreadPoolExecutor(1) as pool:
         pending = None
-        for batch in prefetch(tf.iter_batches(columns=access_columns(tf), batch_rows=chunk_rows)):
-            n = len(batch["page"])
+        for columns in kernel_batches(tf, chunk_rows):
+            n = len(columns[0])
             if skip >= n:  # taken by the ensemble's shared prefix, which this run was forked from
                 skip -= n
                 if progress is not None:
                     progress(n)
                 continue
             if skip:
-                batch = {k: v[skip:] for k, v in batch.items()}
+                columns = tuple(v[skip:] for v in columns)
                 if progress is not None:
                     progress(skip)
                 skip = 0
-            for rows in emu.feed(batch["page"], access_codes(batch), batch["step"], progress=progress):
+            for rows in emu.feed(*columns, progress=progress):
                 if pending is not None:
                     pending.result()
                 pending = pool.submit(writer.write, **rows)
