@@ -221,12 +221,9 @@ def test_bad_parameters(tmp_path, kw, match):
     assert not out.exists()
 
 
-@pytest.mark.parametrize("reuse", [True, False])
-def test_kernel_batches_are_the_trace_in_the_kernels_dtypes(tmp_path, reuse):
-    """Each batch holds the rows pyarrow reads, as int64 pages and steps and uint8 codes; with ``reuse`` two
-    buffers alternate (a batch is intact while the next one is made), without it every batch is its own."""
-    import time
-
+def test_kernel_batches_are_the_trace_in_the_kernels_dtypes(tmp_path):
+    """Each batch holds the rows pyarrow reads, as the trace's own uint64 pages and uint32 steps and uint8
+    codes (one compiled kernel for every caller), and stays intact after the next batch is made."""
     import pyarrow.parquet as pq
 
     from swaptrace.emulate.engine import kernel_batches
@@ -238,22 +235,31 @@ def test_kernel_batches_are_the_trace_in_the_kernels_dtypes(tmp_path, reuse):
     steps = np.repeat(np.arange(4), n // 4)
     trace = write_access_trace(tmp_path / "t.access.parquet", pages, writes, steps, footprint, row_group_rows=300)
     table = pq.read_table(trace)  # the reference: pyarrow's own reading of the file
-    held, prev, seen = [], None, 0
-    for cols in kernel_batches(open_trace(trace, kind="access"), 128, reuse=reuse):
+    held, seen = [], 0
+    for cols in kernel_batches(open_trace(trace, kind="access"), 128):
         p, c, s = cols
-        assert (p.dtype, c.dtype, s.dtype) == (np.int64, np.uint8, np.int64) and p.flags.writeable
-        k = len(p)
-        np.testing.assert_array_equal(p, table["page"].to_numpy()[seen:seen + k])
-        np.testing.assert_array_equal(c, table["write"].to_numpy()[seen:seen + k].astype(np.uint8))
-        np.testing.assert_array_equal(s, table["step"].to_numpy()[seen:seen + k])
-        if prev is not None:  # consecutive batches never share a buffer
-            assert not np.shares_memory(p, prev)
-        time.sleep(0.005)  # the next batch is made meanwhile: this one must still hold its rows
-        np.testing.assert_array_equal(p, table["page"].to_numpy()[seen:seen + k])
-        prev = p
+        assert (p.dtype, c.dtype, s.dtype) == (np.uint64, np.uint8, np.uint32)
+        assert all(a.flags.writeable and a.flags.c_contiguous for a in cols)
         held.append((seen, cols))
-        seen += k
+        seen += len(p)
     assert seen == n and len(held) > 4
-    if not reuse:  # fresh arrays: every batch kept its rows after the iteration ended
-        for start, (p, _, _) in held:
-            np.testing.assert_array_equal(p, table["page"].to_numpy()[start:start + len(p)])
+    for start, (p, c, s) in held:
+        k = len(p)
+        np.testing.assert_array_equal(p, table["page"].to_numpy()[start:start + k])
+        np.testing.assert_array_equal(c, table["write"].to_numpy()[start:start + k].astype(np.uint8))
+        np.testing.assert_array_equal(s, table["step"].to_numpy()[start:start + k])
+
+
+@pytest.mark.parametrize(("pages", "steps", "message"), [
+    ([3, -1], [0, 0], "page -1 is outside what an access trace holds"),
+    ([3, 4], [0, -2], "step -2 is outside what an access trace holds"),
+    ([3, 4], [0, 1 << 32], "step 4294967296 is outside what an access trace holds"),
+])
+def test_kernel_columns_refuse_what_a_trace_cannot_hold(pages, steps, message):
+    """A signed or wider column converts to the trace's dtypes only when every value fits (no wrap-around)."""
+    from swaptrace.emulate.engine import kernel_columns
+
+    with pytest.raises(ConfigError, match=message):
+        kernel_columns(np.array(pages, np.int64), np.zeros(2, bool), np.array(steps, np.int64))
+    p, c, s = kernel_columns(np.array([3, 4], np.int64)[::-1], np.array([True, False]), np.array([0, 1], np.int16))
+    assert p.tolist() == [4, 3] and p.flags.c_contiguous and c.tolist() == [1, 0] and s.dtype == np.uint32

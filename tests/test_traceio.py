@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
@@ -154,7 +155,8 @@ def test_columns_cross_to_arrow_and_back_as_pyarrow_converts_them(dtype, arrow, 
 
 
 def test_a_written_and_read_trace_never_loads_pandas(tmp_path):
-    """pandas (installed with the test extras) costs a command 0.17 s to import: the chain never needs it."""
+    """pandas (installed with the test extras) costs a command 0.17 s to import: the chain never needs it,
+    neither writing nor reading a stream's dictionary columns."""
     import subprocess
     import sys
 
@@ -162,11 +164,24 @@ def test_a_written_and_read_trace_never_loads_pandas(tmp_path):
 import sys
 from swaptrace.cli import cli
 for args in (["generate", "--preset", "tiny", "--steps", "3", "-o", "{tmp_path}/t.access.parquet"],
-             ["emulate", "{tmp_path}/t.access.parquet", "--memory-fraction", "0.5", "-o", "{tmp_path}/t.swapio.parquet"],
-             ["mrc", "{tmp_path}/t.access.parquet", "-o", "{tmp_path}/t.mrc.csv"]):
+             ["emulate", "{tmp_path}/t.access.parquet", "--memory-fraction", "0.2", "-o", "{tmp_path}/t.swapio.parquet"],
+             ["mrc", "{tmp_path}/t.access.parquet", "-o", "{tmp_path}/t.mrc.csv"],
+             ["time", "{tmp_path}/t.swapio.parquet", "--device", "nvme-tlc"]):
     cli.main(args=args, standalone_mode=False)
 print("pandas" in sys.modules)
 """
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().splitlines()[-1] == "False"
+    # the stream has rows, so its dictionary columns (op, cause) were written too
+    stream = open_trace(tmp_path / "t.swapio.parquet", kind="swapio")
+    assert stream.num_rows > 0 and set(stream.read_all(["op"])["op"].tolist()) >= {0, 1}
+
+
+@pytest.mark.parametrize("names", [OPS, ("a",), ("", "x", "yz"), ("lecture", "écriture", "ü")])
+def test_dictionary_names_built_from_buffers_equal_pyarrows(names):
+    """The twin is pyarrow's own list conversion (which imports pandas, hence the buffers)."""
+    from swaptrace.core.traceio import _string_array
+
+    ours = _string_array(names)
+    assert ours.equals(pa.array(list(names), pa.string())) and ours.to_pylist() == list(names)

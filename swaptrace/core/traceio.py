@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import itertools
 import json
 import os
@@ -246,14 +247,12 @@ def _encode_column(values: Any, field: pa.Field, dictionary: tuple[str, ...] | N
         return values
     if dictionary is not None:
         codes = np.asarray(values)
-        if codes.dtype.kind in "iu":
-            return pa.DictionaryArray.from_arrays(
-                pa.array(codes.astype(np.int8, copy=False)), pa.array(list(dictionary), pa.string())
-            )
-        index = {name: i for i, name in enumerate(dictionary)}
-        return pa.DictionaryArray.from_arrays(
-            pa.array(np.array([index[v] for v in codes], dtype=np.int8)), pa.array(list(dictionary), pa.string())
-        )
+        if codes.dtype.kind not in "iu":
+            index = {name: i for i, name in enumerate(dictionary)}
+            codes = np.array([index[v] for v in codes], dtype=np.int8)
+        # the codes through their buffer, as every plain column (pa.array would import pandas)
+        return pa.DictionaryArray.from_arrays(_plain_array(codes.astype(np.int8, copy=False), pa.int8()),
+                                              _string_array(dictionary))
     return _plain_array(np.asarray(values), field.type)
 
 
@@ -270,6 +269,16 @@ def _plain_array(values: np.ndarray, type_: pa.DataType) -> pa.Array:
     if values.dtype.kind in "iuf" and values.ndim == 1 and pa.from_numpy_dtype(values.dtype) == type_:
         return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(np.ascontiguousarray(values))])
     return pa.array(values, type=type_)
+
+
+@functools.cache
+def _string_array(names: tuple[str, ...]) -> pa.Array:
+    """A dictionary's names as an Arrow string array, built from its offsets and bytes (``pa.array`` of a list
+    of strings imports pandas too)."""
+    encoded = [n.encode() for n in names]
+    offsets = np.zeros(len(names) + 1, np.int32)
+    np.cumsum([len(e) for e in encoded], out=offsets[1:])
+    return pa.Array.from_buffers(pa.string(), len(names), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
 
 
 #: numpy dtypes of the Arrow number types (:func:`_plain_numpy`)
@@ -644,7 +653,7 @@ def _numpy_dtype(t: pa.DataType) -> np.dtype:
 def _canonical_codes(col: pa.Array, canonical: tuple[str, ...], path: Path, name: str) -> np.ndarray:
     if pa.types.is_dictionary(col.type):
         values = col.dictionary.to_pylist()
-        indices = col.indices.to_numpy(zero_copy_only=False)
+        indices = _plain_numpy(col.indices)
     else:
         values, inverse = np.unique(np.asarray(col.to_pylist(), dtype=object), return_inverse=True)
         values, indices = list(values), inverse

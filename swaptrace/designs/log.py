@@ -220,7 +220,7 @@ class LogSwap:
 
     def feed(self, pages: np.ndarray, writes: np.ndarray, steps: np.ndarray, ev_at: np.ndarray,
              ev_page: np.ndarray) -> Iterator[dict[str, np.ndarray]]:
-        """Replay one chunk (kernel dtypes, :func:`swaptrace.emulate.engine.kernel_columns`) and the
+        """Replay one chunk (int64 pages and steps, uint8 access codes) and the
         evictions during it; yield swapio row dicts whose ``t_us`` still holds the index within the step."""
         r = self.r
         r[kl.R_EV] = 0

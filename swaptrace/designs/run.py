@@ -93,13 +93,14 @@ def run_designs(trace: str | os.PathLike, outputs: dict[str, str | os.PathLike],
         hists = {name: {"read": {}, "write": {}} for name in swaps}
         out = _Writes(pool)
         stack.callback(out.wait)  # on an error too: no write in flight while the writers close
-        # fresh arrays per batch: a design may hold on to a batch's columns
-        for pages, writes, steps in kernel_batches(tf, chunk_rows, events=False, reuse=False):
+        for pages, writes, steps in kernel_batches(tf, chunk_rows, events=False):
             for rows in emu.feed(pages, writes, steps, progress=progress):
                 out.write(writers["linux"], rows)
             ev_at, ev_page = emu.take_evictions()
+            # the designs' kernels take int64 columns (the emulator checked every page against the footprint)
+            pages64, steps64 = pages.view(np.int64), steps.astype(np.int64)
             for name, swap in swaps.items():
-                for rows in swap.feed(pages, writes, steps, ev_at, ev_page):
+                for rows in swap.feed(pages64, writes, steps64, ev_at, ev_page):
                     out.write(writers[name], _convert(rows, emu, hists[name]))
                 if verify:
                     _raise_problems(name, swap.check_invariants())

@@ -69,7 +69,6 @@ class Emulator:
             event_rows=OUT_ROWS + cfg.budget_pages + 2 if record_evictions else 0,
         )
         self._evictions: list[tuple[np.ndarray, np.ndarray]] | None = [] if record_evictions else None
-        self._scratch: dict[str, np.ndarray] = {}  # kernel_columns' buffers, reused chunk to chunk
         self.hist = _new_hist()
         self.first_step = first_step
         self.nsteps = int(nsteps)
@@ -84,7 +83,7 @@ class Emulator:
         (:func:`swaptrace.core.traceio.access_codes`)."""
         if self.state.m[ks.P_OUT_CAP] == 0:
             raise ValueError("a counting run (fork(counting=True)) writes no rows: use count()")
-        pages, writes, steps = kernel_columns(pages, writes, steps, self._scratch)
+        pages, writes, steps = kernel_columns(pages, writes, steps)
         i = 0
         while i < pages.size:
             j = self._advance(pages, writes, steps, i)
@@ -97,7 +96,7 @@ class Emulator:
 
     def count(self, pages: np.ndarray, writes: np.ndarray, steps: np.ndarray) -> None:
         """Process one chunk of accesses for the counters only (the rows are dropped, not converted)."""
-        pages, writes, steps = kernel_columns(pages, writes, steps, self._scratch)
+        pages, writes, steps = kernel_columns(pages, writes, steps)
         i = 0
         while i < pages.size:
             i = self._advance(pages, writes, steps, i)
@@ -110,7 +109,7 @@ class Emulator:
         ``(budget_pages - resident) // (1 + window)`` more accesses are safe;
         feeds such slices until fewer than one is. Returns how many accesses were taken.
         """
-        pages, writes, steps = kernel_columns(pages, writes, steps, self._scratch)
+        pages, writes, steps = kernel_columns(pages, writes, steps)
         per_access = 1 + self.cfg.readahead_window_pages
         i = 0
         while i < pages.size:
@@ -135,7 +134,6 @@ class Emulator:
         other.hist = {op: dict(h) for op, h in self.hist.items()}
         other._counts = step_counts
         other._evictions = None if self._evictions is None else []
-        other._scratch = {}  # forks run on other threads
         return other
 
     def retune(self, *, budget_pages: int | None = None, write_cost: int | None = None) -> None:
@@ -247,31 +245,31 @@ class Emulator:
         return {"first_step": int(self.first_step), "major": st.step_major.tolist(), "minor": st.step_minor.tolist()}
 
 
-def kernel_columns(pages: np.ndarray, writes: np.ndarray, steps: np.ndarray,
-                   scratch: dict[str, np.ndarray] | None = None):
-    """The kernel's dtypes: int64 pages (a writable copy of Arrow's read-only buffers), int64 steps, and uint8
-    access codes: ``writes`` is a bool store flag per row (viewed as codes 0 and 1, no copy) or the codes
-    themselves (:func:`swaptrace.core.traceio.access_codes`: a trace with alloc and free events).
+def kernel_columns(pages: np.ndarray, writes: np.ndarray, steps: np.ndarray):
+    """The kernel's columns ``(pages, codes, steps)``, in the access trace's own dtypes: uint64 pages and
+    uint32 steps (a batch read from a trace passes without a copy) and uint8 access codes (``writes`` is a
+    bool store flag per row, viewed as codes 0 and 1, or the codes themselves:
+    :func:`swaptrace.core.traceio.access_codes`).
 
-    With ``scratch`` (a dict kept by the caller across chunks) the copies go into buffers reused from chunk
-    to chunk: fresh ones cost the kernel zeroing their pages, as much again as the copy.
+    Every caller gets these dtypes, C-contiguous and writable, because numba compiles the kernel once per
+    combination of dtype, layout and read-only flag. Other integer columns are converted; a value the
+    trace's dtype cannot hold (a negative page or step) is a :class:`~swaptrace.errors.ConfigError`.
     """
-    ready = (pages.dtype == np.int64 and steps.dtype == np.int64 and pages.flags.writeable
-             and pages.flags.c_contiguous and steps.flags.c_contiguous)
-    if scratch is None or ready:  # (already converted, e.g. once for all of an ensemble's members)
-        pages = np.ascontiguousarray(pages)
-        pages = pages.view(np.int64) if pages.dtype == np.uint64 else pages.astype(np.int64, copy=False)
-        if not pages.flags.writeable:
-            pages = pages.copy()
-        return pages, _codes(writes), np.ascontiguousarray(steps, dtype=np.int64)
-    n = len(pages)
-    if scratch.get("page", ()).__len__() < n:
-        scratch["page"] = np.empty(n, dtype=np.int64)
-        scratch["step"] = np.empty(n, dtype=np.int64)
-    out_pages, out_steps = scratch["page"][:n], scratch["step"][:n]
-    out_pages[:] = pages.view(np.int64) if pages.dtype == np.uint64 else pages
-    out_steps[:] = steps
-    return out_pages, _codes(writes), out_steps
+    return _column(pages, np.uint64, "page"), _codes(writes), _column(steps, np.uint32, "step")
+
+
+def _column(a: np.ndarray, dtype: type, name: str) -> np.ndarray:
+    """``a`` as a C-contiguous, writable array of ``dtype`` (a copy only when it is not one already)."""
+    a = np.asarray(a)
+    if a.dtype != dtype:
+        top = np.iinfo(dtype).max
+        if a.size and (a.min() < 0 or a.max() > top):
+            bad = a.min() if a.min() < 0 else a.max()
+            raise ConfigError(f"{name} {bad} is outside what an access trace holds (0..{top})")
+        a = a.astype(dtype)
+    if not (a.flags.c_contiguous and a.flags.writeable):
+        a = np.array(a, dtype=dtype, order="C")
+    return a
 
 
 def _codes(writes: np.ndarray) -> np.ndarray:
@@ -324,13 +322,10 @@ def _add_hist(hist: dict[str, dict[int, int]], op: np.ndarray, length: np.ndarra
             h[size] = h.get(size, 0) + count
 
 
-def kernel_batches(tf: TraceFile, chunk_rows: int, *, events: bool = True,
-                   reuse: bool = True) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """The trace's accesses as the kernel's columns ``(pages, codes, steps)``, ``chunk_rows`` rows at a time.
-
-    Decoding and the conversion to the kernel's dtypes (:func:`kernel_columns`) both run in
-    :func:`prefetch`'s thread, beside the kernel working on the batch before: on the demo trace the copy
-    to int64 was a tenth of an LRU run's time in the main thread.
+def kernel_batches(tf: TraceFile, chunk_rows: int, *,
+                   events: bool = True) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The trace's accesses as the kernel's columns ``(pages, codes, steps)`` (:func:`kernel_columns`),
+    ``chunk_rows`` rows at a time, decoded in :func:`prefetch`'s thread beside the kernel.
 
     Parameters
     ----------
@@ -341,20 +336,10 @@ def kernel_batches(tf: TraceFile, chunk_rows: int, *, events: bool = True,
     events : bool
         Read the ``event`` column when the trace has one (codes 2 and 3 for alloc and free); without it the
         codes are the ``write`` flags only.
-    reuse : bool
-        Convert into two buffers used in turn: a batch's arrays are overwritten two batches later, so the
-        caller must be done with them when it asks for the next batch but one. ``False`` gives fresh arrays
-        (for a caller that keeps them).
     """
     columns = access_columns(tf) if events else ["step", "page", "write"]
-    scratch: tuple[dict[str, np.ndarray], ...] = ({}, {}) if reuse else ()
-
-    def converted() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        for k, batch in enumerate(tf.iter_batches(columns=columns, batch_rows=chunk_rows)):
-            # prefetch asks for batch k + 2 only once the caller has asked for batch k + 1: done with batch k
-            yield kernel_columns(batch["page"], access_codes(batch), batch["step"], scratch[k % 2] if reuse else None)
-
-    return prefetch(converted())
+    return prefetch(kernel_columns(b["page"], access_codes(b), b["step"])
+                    for b in tf.iter_batches(columns=columns, batch_rows=chunk_rows))
 
 
 def prefetch(batches: Iterator[Any]) -> Iterator[Any]:
