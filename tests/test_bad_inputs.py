@@ -39,6 +39,11 @@ from safety_helpers import fake_run_dir, invoke, make_inputs, snapshot
 
 # where a row's own outputs go; replaced per row by a fresh folder
 OUT = "{out}"
+
+#: host-costs files (``costs_ok``, fault cost 1.5 us) with a bad ``fault_cpu_us_range``
+COSTS_SPREADS = {"outside": "[2.0, 3.0]", "reversed": "[3.0, 1.0]", "one-value": "[1.0]", "text": '["a", 2.0]',
+                 "bool": "[true, 2.0]", "not-a-list": "1.5", "negative": "[-1.0, 2.0]"}
+
 #: the pipeline's rows and their control: the SSD stage on a 4 GiB drive (the full-size drive's sampled steady
 #: state takes seconds, and a control only has to show that the rest of the command line is good)
 PRUN = ["run", "--preset", "tiny", "--steps", "2", "--no-fio", "--no-thesis", "--ssd-capacity", "4GiB",
@@ -391,6 +396,12 @@ def _rows():
                      ("--write-cpu-us", ["abc", "", "-1", "nan", "inf", "1e300"])):
         for v in bad:
             add(f"time {opt} {v or 'empty'}", *tim, opt, v)
+    for v in ("abc", "", "0", "-1", "21", "2.5"):  # out of its range, or not a whole count
+        add(f"time --fault-overhead-runs {v or 'empty'}", *tim, "--fault-overhead-runs", v)
+    add("time --fault-overhead-runs without --measure-fault-overhead", *tim, "--fault-overhead-runs", "2")
+    for name in COSTS_SPREADS:  # a host-costs file whose fault cost's spread is malformed or leaves the cost out
+        add(f"costs toml fault_cpu_us_range {name}: time", "time", "{stream}", "--device", "nvme-tlc", "--compute",
+            "none", "--costs", "{dmg_costs_range_" + name + "}")
     add("time both compute sources", *tim, "--step-compute-us", "10", "--compute-baseline", "{stream}")
     add("time -o folder", *tim, "-o", OUT)
     add("time -o exists", *tim, "-o", "{iolog}")
@@ -751,6 +762,9 @@ def make_all_inputs(base: Path) -> dict[str, Path]:
                                  'write_cpu_us = 0.25\n')
     for name, path in damage("toml", paths["costs_ok"], base / "damaged-costs").items():
         paths[f"dmg_costs_{name}"] = path
+    for name, spread in COSTS_SPREADS.items():
+        paths[f"dmg_costs_range_{name}"] = base / f"costs-range-{name}.toml"
+        paths[f"dmg_costs_range_{name}"].write_text(paths["costs_ok"].read_text() + f"fault_cpu_us_range = {spread}\n")
     paths["other_access"] = base / "other.access.parquet"
     assert invoke("generate", "--preset", "tiny", "--steps", 3, "--seed", 5, "-o", paths["other_access"]).exit_code == 0
     paths["fifo"] = base / "fifo.parquet"

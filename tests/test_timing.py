@@ -266,3 +266,42 @@ def test_bad_cpu_costs_and_compute():
 def test_kernel_output_columns_are_distinct():
     cols = [kt.OUT_STEP, kt.OUT_COMPUTE, kt.OUT_WAIT, kt.OUT_QUEUE, kt.OUT_FAULT_CPU, kt.OUT_RECLAIM_CPU, kt.OUT_WAITS]
     assert sorted(cols) == list(range(kt.OUT_COLUMNS))
+
+
+def test_a_measured_spread_of_the_fault_cost_prices_the_stream_at_both_ends():
+    # the isolated-faults case by hand: three faults of 100 us read + f fault CPU + 0.5 reclaim over 15 ms of compute
+    reqs = [dict(step=0, frac=f, op=0, nbytes=4096.0, waits=True, burst=b) for b, f in enumerate((0.0, 0.4, 0.8))]
+    central = _run_kernel(reqs, 1, [10_000.0], [5_000.0], fault=3.0, reclaim=0.5, write=0.0)
+    assert central.slowdown_range is None and "slowdown_range" not in central.summary()
+    req = timing.StreamRequests(
+        step=np.zeros(3, np.int64), frac=np.array([0.0, 0.4, 0.8]), op=np.zeros(3, np.int8),
+        nbytes=np.full(3, 4096.0), waits=np.ones(3, bool), burst=np.arange(3), nsteps=1, first_step=0,
+        page_bytes=4096, source="test")
+    comp = timing.ComputeTime(np.array([10_000.0]), np.array([5_000.0]), "test")
+    cpu = timing.CpuCosts(3.0, 0.5, 0.0, "test", fault_cpu_us_range=(1.0, 40.0))
+    r = timing.simulate(req, DEV, comp, cpu)
+    assert r.step_us[0] == central.step_us[0]  # the central prediction is the fault cost's own
+    lo, hi = r.slowdown_range
+    assert lo == pytest.approx((15_000.0 + 3 * (100.0 + 1.0 + 0.5)) / 15_000.0, rel=1e-12)
+    assert hi == pytest.approx((15_000.0 + 3 * (100.0 + 40.0 + 0.5)) / 15_000.0, rel=1e-12)
+    s = r.summary()
+    assert s["slowdown_range"] == [lo, hi] and s["cpu_costs"]["fault_cpu_us_range"] == [1.0, 40.0]
+    # without compute time there is no slowdown, and so no range
+    none = timing.simulate(req, DEV, timing.ComputeTime(np.zeros(1), np.zeros(1), "none"), cpu)
+    assert none.slowdown is None and none.slowdown_range is None
+
+
+@pytest.mark.parametrize("spread", [(4.0, 5.0), (1.0, 2.0), (-1.0, 5.0)])
+def test_a_spread_must_hold_the_fault_cost_and_its_bounds(spread):
+    from swaptrace.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="fault"):
+        timing.CpuCosts(3.0, 0.5, 0.0, fault_cpu_us_range=spread)
+
+
+def test_host_costs_keep_their_spread_through_a_file(tmp_path):
+    cpu = timing.CpuCosts(36.9, 0.29, 12.6, "measured", fault_cpu_us_range=(33.7, 51.4))
+    back = timing.load_costs(timing.save_costs(cpu, tmp_path / "c.toml"))
+    assert back.fault_cpu_us_range == (33.7, 51.4) and back.fault_cpu_us == 36.9
+    plain = timing.load_costs(timing.save_costs(timing.CpuCosts(2.0, 0.1, 0.0), tmp_path / "p.toml"))
+    assert plain.fault_cpu_us_range is None and "fault_cpu_us_range" not in (tmp_path / "p.toml").read_text()

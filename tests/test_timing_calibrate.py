@@ -183,6 +183,31 @@ def test_host_costs_measure_writes_then_faults(tmp_path, monkeypatch):
     kept = calibrate.measure_host_costs(dev, given, measure_write=False)
     assert kept.write_cpu_us == 7.0 and kept.reclaim_cpu_us == 0.25  # only the fault overhead is measured
     assert kept.source.startswith("fault overhead: synthetic capture") and "write overhead" not in kept.source
-    both = calibrate.measure_host_costs(dev, given)
+    both = calibrate.measure_host_costs(dev, given, fault_runs=2)
     assert both.write_cpu_us > 0.0 and both.reclaim_cpu_us == 0.25
     assert "write overhead: synthetic capture" in both.source
+    lo, hi = both.fault_cpu_us_range  # two fault captures: their median and their spread
+    assert lo <= both.fault_cpu_us <= hi and both.fault_cpu_us == pytest.approx((lo + hi) / 2, rel=1e-12)
+    assert "median of 2 synthetic captures" in both.source
+
+
+def test_repeated_fault_captures_give_their_median_and_spread(monkeypatch):
+    """``fault_runs`` captures with seeds ``seed``, ``seed + 1``, ...: the median is the cost, the extremes its
+    range; one run gives no range (the scripted overheads stand for captures that differ)."""
+    from swaptrace.timing import calibrate
+
+    seen = []
+    overheads = {7: 40.0, 8: 30.0, 9: 55.0}
+
+    def scripted_fault(device, *, cpu, seed):
+        seen.append(seed)
+        return calibrate.FaultOverhead(overheads[seed], 1.0, 0.5, 100 + seed, {})
+
+    monkeypatch.setattr(calibrate, "measure_fault_overhead", scripted_fault)
+    given = timing.CpuCosts(0.0, 0.25, 7.0, "given")
+    got = calibrate.measure_host_costs(DEV, given, measure_write=False, seed=7, fault_runs=3)
+    assert seen == [7, 8, 9]
+    assert got.fault_cpu_us == 40.0 and got.fault_cpu_us_range == (30.0, 55.0) and got.write_cpu_us == 7.0
+    assert got.source.startswith("fault overhead: median of 3 synthetic captures (30.0-55.0 us)")
+    one = calibrate.measure_host_costs(DEV, given, measure_write=False, seed=8, fault_runs=1)
+    assert one.fault_cpu_us == 30.0 and one.fault_cpu_us_range is None

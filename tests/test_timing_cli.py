@@ -199,6 +199,11 @@ def test_host_costs_file_round_trips_and_drives_the_prediction(stream, tmp_path)
     ('kind = "swaptrace-device-profile"\n', "not a host-costs file"),
     ('kind = "swaptrace-host-costs"\nfault_cpu_us = 1\nreclaim_cpu_us = 1\n', "without write_cpu_us"),
     ('kind = "swaptrace-host-costs"\nfault_cpu_us = -1\nreclaim_cpu_us = 1\nwrite_cpu_us = 1\n', "fault-cpu-us"),
+    *[(f'kind = "swaptrace-host-costs"\nfault_cpu_us = 3\nreclaim_cpu_us = 1\nwrite_cpu_us = 1\n'
+       f'fault_cpu_us_range = {spread}\n', words)
+      for spread, words in (("[4, 5]", "does not hold fault_cpu_us 3"), ("[5, 1]", "does not hold"),
+                            ("[1]", "[lowest, highest]"), ('["a", 5]', "[lowest, highest]"),
+                            ("[true, 5]", "[lowest, highest]"), ("3", "[lowest, highest]"))],
 ])
 def test_bad_host_costs_file_is_one_line(stream, tmp_path, text, words):
     bad = tmp_path / "bad.toml"
@@ -217,3 +222,44 @@ def test_measure_fault_overhead_refuses_given_costs(stream, tmp_path):
     timing.save_costs(timing.CpuCosts(1.0, 1.0, 1.0), costs)
     r = run_cli("time", stream, "--device", "nvme-tlc", "--costs", costs, "--measure-fault-overhead")
     assert r.exit_code == 2 and "leave out" in the_error(r)
+
+
+def test_a_costs_files_spread_gives_the_slowdown_at_both_ends(stream, tmp_path):
+    """The prediction at the file's fault cost, and the slowdowns at the spread's ends equal the predictions
+    made with those costs given alone; a given --fault-cpu-us replaces the measured cost and its spread."""
+    costs = tmp_path / "host.toml"
+    timing.save_costs(timing.CpuCosts(30.0, 0.3, 12.0, "measured", fault_cpu_us_range=(20.0, 60.0)), costs)
+    base = ["time", stream, "--device", "nvme-tlc", "--step-compute-us", 5000]
+    r = run_cli(*base, "--costs", costs, "--json")
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.output)
+    at = {f: json.loads(run_cli(*base, "--fault-cpu-us", f, "--reclaim-cpu-us", 0.3, "--write-cpu-us", 12,
+                                "--json").output)["slowdown"] for f in (20, 30, 60)}
+    assert got["slowdown"] == at[30] and got["slowdown_range"] == [at[20], at[60]]
+    assert at[20] < at[30] < at[60] and got["cpu_costs"]["fault_cpu_us_range"] == [20.0, 60.0]
+    text = run_cli(*base, "--costs", costs).output
+    assert f"({at[20]:.2f}-{at[60]:.2f}x over the fault cost's measured 20.0-60.0 us)" in text
+    given = json.loads(run_cli(*base, "--costs", costs, "--fault-cpu-us", 100, "--json").output)
+    assert "slowdown_range" not in given and "fault_cpu_us_range" not in given["cpu_costs"]
+
+
+def test_fault_overhead_runs_reach_the_measurement_and_the_costs_file(stream, tmp_path, monkeypatch):
+    """--fault-overhead-runs is the count of fault captures measure_host_costs takes (scripted here: the
+    captures themselves are tests/test_timing_calibrate.py's, as root); the spread it returns is saved."""
+    from swaptrace.timing import calibrate
+
+    asked = []
+
+    def scripted(device, cpu, *, measure_write, fault_runs):
+        asked.append(fault_runs)
+        return timing.CpuCosts(40.0, cpu.reclaim_cpu_us, 10.0, "scripted", fault_cpu_us_range=(30.0, 55.0))
+
+    monkeypatch.setattr(calibrate, "measure_host_costs", scripted)
+    costs = tmp_path / "host.toml"
+    r = run_cli("time", stream, "--device", "nvme-tlc", "--compute", "none", "--measure-fault-overhead",
+                "--fault-overhead-runs", 4, "--save-costs", costs)
+    assert r.exit_code == 0, r.output
+    assert asked == [4] and timing.load_costs(costs).fault_cpu_us_range == (30.0, 55.0)
+    assert run_cli("time", stream, "--device", "nvme-tlc", "--compute", "none", "--measure-fault-overhead",
+                   "--save-costs", tmp_path / "default.toml", "--force").exit_code == 0
+    assert asked == [4, 3]  # three captures unless told

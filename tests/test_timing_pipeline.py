@@ -52,3 +52,12 @@ def test_run_takes_the_time_stage_costs_from_a_host_costs_file(tmp_path):
     assert s["cpu_costs"]["fault_cpu_us"] == 60.0
     assert "emulate: up to date" in r.output and "report: up to date" not in r.output
     assert f"{s['slowdown']:.2f}x" in (folder / S.REPORT / "report.md").read_text()  # the report follows the stage
+    # a measured spread of the fault cost: the stage prices the stream at both ends, the report shows them
+    timing.save_costs(timing.CpuCosts(60.0, 0.3, 12.0, "spread", fault_cpu_us_range=(40.0, 90.0)), costs, force=True)
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    s = open_trace(folder / S.TIMING, "timing-steps").meta["summary"]
+    lo, hi = s["slowdown_range"]
+    assert lo < s["slowdown"] < hi and s["cpu_costs"]["fault_cpu_us_range"] == [40.0, 90.0]
+    text = (folder / S.REPORT / "report.md").read_text()
+    assert f"{s['slowdown']:.2f}x ({lo:.2f}-{hi:.2f}x)" in text and "(40.0-90.0 us per fault)" in text

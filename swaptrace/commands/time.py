@@ -6,6 +6,7 @@ import click
 
 from swaptrace.commands.common import (
     bounded,
+    count,
     echo_summary,
     force_option,
     json_option,
@@ -29,7 +30,8 @@ def _render(summary: dict) -> str:
         f"steps         {summary['steps']}",
         f"threads       {summary['threads']} ({summary['threads_source']})",
         f"step time     {summary['mean_step_us'] / 1e3:.3f} ms (mean), {total / 1e6:.3f} s in all",
-        "slowdown      " + (f"{summary['slowdown']:.2f}x" if summary["slowdown"] else "n/a (no compute time)"),
+        "slowdown      " + (f"{summary['slowdown']:.2f}x" if summary["slowdown"] else "n/a (no compute time)")
+        + _spread_text(summary),
         f"faults waited {summary['faults_waited']}",
         "breakdown",
     ]
@@ -42,6 +44,14 @@ def _render(summary: dict) -> str:
     if summary.get("output"):
         lines.insert(0, f"wrote {summary['output']}")
     return "\n".join(lines)
+
+
+def _spread_text(summary: dict) -> str:
+    """`` (lo-hi x over the measured fault cost lo-hi us)`` when the costs carry their spread, else nothing."""
+    s, f = summary.get("slowdown_range"), summary["cpu_costs"].get("fault_cpu_us_range")
+    if not s or not f:
+        return ""
+    return f" ({s[0]:.2f}-{s[1]:.2f}x over the fault cost's measured {f[0]:.1f}-{f[1]:.1f} us)"
 
 
 def _costs(costs_file, fault_cpu_us, reclaim_cpu_us, write_cpu_us):
@@ -58,7 +68,11 @@ def _costs(costs_file, fault_cpu_us, reclaim_cpu_us, write_cpu_us):
         return timing.CpuCosts(**given, source="given")
     else:
         base = replace(timing.measure_cpu_costs(), write_cpu_us=0.0)
-    return replace(base, **given, source=base.source + (" (some given)" if given else "")) if given else base
+    if not given:
+        return base
+    # a given fault cost replaces the measured one, and with it the measurements' spread
+    spread = None if "fault_cpu_us" in given else base.fault_cpu_us_range
+    return replace(base, **given, source=base.source + " (some given)", fault_cpu_us_range=spread)
 
 
 @click.command("time")
@@ -81,6 +95,9 @@ def _costs(costs_file, fault_cpu_us, reclaim_cpu_us, write_cpu_us):
 @click.option("--measure-fault-overhead", is_flag=True,
               help="Root: measure the time per page written and per fault beyond the device's latency with two "
                    "synthetic captures (swaptrace.timing.calibrate) and use them as --write-cpu-us and --fault-cpu-us.")
+@click.option("--fault-overhead-runs", type=count(1, 20), default=3, show_default=True,
+              help="--measure-fault-overhead: fault captures to take; their median is the fault cost, and the "
+                   "prediction is also made at their lowest and highest (the host's spread).")
 @click.option("--costs", "costs_file", type=click.Path(dir_okay=False), default=None,
               help="Host-costs TOML (--save-costs) for the fault, reclaim and write costs; the three options override it.")
 @click.option("--save-costs", type=click.Path(dir_okay=False), default=None,
@@ -89,10 +106,12 @@ def _costs(costs_file, fault_cpu_us, reclaim_cpu_us, write_cpu_us):
 @force_option
 @json_option
 @only_with("--trace", "--compute mlp", why="the access trace is read to measure the steps' compute")
+@only_with("--fault-overhead-runs", "--measure-fault-overhead", why="it counts the fault overhead's captures")
 @never_with("--trace", "--step-compute-us", "--compute-baseline", why="the compute time is given; no trace is read")
 @writes(("out", "save_costs"), ("stream", "trace", "compute_baseline", "device", "costs_file"), stream_trace_input)
 def command(*, stream, device, compute, step_compute_us, compute_baseline, trace, threads, fault_cpu_us,
-            reclaim_cpu_us, write_cpu_us, measure_fault_overhead, costs_file, save_costs, out, force, as_json) -> None:
+            reclaim_cpu_us, write_cpu_us, measure_fault_overhead, fault_overhead_runs, costs_file, save_costs, out,
+            force, as_json) -> None:
     """Predict the step time and training slowdown of STREAM on a device.
 
     Prints the mean step time, the slowdown against the same steps with no memory limit, and the
@@ -126,7 +145,7 @@ def command(*, stream, device, compute, step_compute_us, compute_baseline, trace
     if measure_fault_overhead:
         from swaptrace.timing.calibrate import measure_host_costs
 
-        cpu = measure_host_costs(dev, cpu, measure_write=write_cpu_us is None)
+        cpu = measure_host_costs(dev, cpu, measure_write=write_cpu_us is None, fault_runs=fault_overhead_runs)
     result = timing.predict(stream, dev, compute=compute, step_compute_us=step_compute_us,
                             compute_baseline=compute_baseline, trace=trace, cpu=cpu, threads=threads)
     summary = result.summary()

@@ -591,6 +591,10 @@ def _timing_lines(t: dict[str, Any] | None) -> list[str]:
     def x(v):
         return "n/a" if v is None else f"{v:.2f}x"
 
+    def spread(s):  # the slowdowns at the host costs' lowest and highest fault cost, when they were measured
+        r = s.get("slowdown_range")
+        return f" ({r[0]:.2f}-{r[1]:.2f}x)" if r else ""
+
     rows = [("SSD model (" + str(t["ssd"]["device"]) + ")", t["ssd"])]
     if "disk" in t:
         rows.append(("this machine's disk (fio profile)", t["disk"]))
@@ -598,9 +602,13 @@ def _timing_lines(t: dict[str, Any] | None) -> list[str]:
              "| kernel CPU |", "|---|---:|---:|---:|---:|---:|---:|"]
     for label, s in rows:
         b = s["breakdown_us"]
-        lines.append(f"| {label} | {x(s['slowdown'])} | {s['mean_step_us'] / 1e3:.1f} ms | {b['compute'] / 1e6:.2f} s "
+        lines.append(f"| {label} | {x(s['slowdown'])}{spread(s)} | {s['mean_step_us'] / 1e3:.1f} ms | {b['compute'] / 1e6:.2f} s "
                      f"| {b['fault_wait'] / 1e6:.2f} s | {b['queueing'] / 1e6:.2f} s "
                      f"| {(b['fault_cpu'] + b['reclaim_cpu']) / 1e6:.2f} s |")
     if t.get("kernel_slowdown") is not None:
         lines.append(f"| real kernel (capture) | {x(t['kernel_slowdown'])} | | | | | |")
+    if any(s.get("slowdown_range") for _, s in rows):
+        c = t["ssd"]["cpu_costs"].get("fault_cpu_us_range") or [0.0, 0.0]
+        lines += ["", f"In brackets: the slowdown at the lowest and the highest fault cost the host's measurements "
+                      f"gave ({c[0]:.1f}-{c[1]:.1f} us per fault)."]
     return lines + [""]

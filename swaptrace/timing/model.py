@@ -139,10 +139,19 @@ class CpuCosts:
     reclaim_cpu_us: float = 0.0
     write_cpu_us: float = 0.0
     source: str = "given"
+    #: the fault cost's spread over repeated measurements, ``(lowest, highest)`` us, or None (one value):
+    #: :func:`simulate` also prices the stream at both ends (``TimingResult.slowdown_range``)
+    fault_cpu_us_range: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         for name in ("fault_cpu_us", "reclaim_cpu_us", "write_cpu_us"):  # the bounds of --fault-cpu-us, ...
             bounds.check(name, getattr(self, name), name.replace("_", "-"))
+        if self.fault_cpu_us_range is not None:
+            lo, hi = self.fault_cpu_us_range
+            for v in (lo, hi):
+                bounds.check("fault_cpu_us", v, "fault-cpu-us")
+            if not lo <= self.fault_cpu_us <= hi:
+                raise ConfigError(f"fault_cpu_us_range: [{lo}, {hi}] does not hold fault_cpu_us {self.fault_cpu_us}")
 
 
 COSTS_KIND = "swaptrace-host-costs"
@@ -162,6 +171,10 @@ def save_costs(cpu: CpuCosts, path: str | os.PathLike, force: bool = False) -> P
             "# microseconds: per fault waited for, per page freed, per page written\n"
             f"fault_cpu_us = {cpu.fault_cpu_us!r}\nreclaim_cpu_us = {cpu.reclaim_cpu_us!r}\n"
             f"write_cpu_us = {cpu.write_cpu_us!r}\n")
+    if cpu.fault_cpu_us_range is not None:
+        lo, hi = cpu.fault_cpu_us_range
+        text += ("# the fault cost's lowest and highest measurement: every prediction is also made at both\n"
+                 f"fault_cpu_us_range = [{lo!r}, {hi!r}]\n")
     with AtomicPath(path, force=force) as ap:
         ap.tmp.write_text(text)
     return ap.path
@@ -175,9 +188,15 @@ def load_costs(path: str | os.PathLike) -> CpuCosts:
         raise ConfigError(str(exc)) from None
     if data.get("kind") != COSTS_KIND:
         raise ConfigError(f'{path}: not a host-costs file (kind = "{COSTS_KIND}" expected)')
+    spread = data.get("fault_cpu_us_range")
+    if spread is not None:
+        if not (isinstance(spread, list) and len(spread) == 2
+                and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in spread)):
+            raise ConfigError(f"{path}: fault_cpu_us_range must be [lowest, highest] in microseconds")
+        spread = (float(spread[0]), float(spread[1]))
     try:
         return CpuCosts(*(data[k] for k in ("fault_cpu_us", "reclaim_cpu_us", "write_cpu_us")),
-                        source=f"{path}: {data.get('source', 'given')}")
+                        source=f"{path}: {data.get('source', 'given')}", fault_cpu_us_range=spread)
     except KeyError as exc:
         raise ConfigError(f"{path}: host-costs file without {exc.args[0]}") from None
     except ConfigError as exc:
@@ -458,6 +477,8 @@ class TimingResult:
     cpu: CpuCosts
     threads: int = 1
     threads_source: str = "one thread"
+    #: the slowdown at the lowest and the highest measured fault cost (``CpuCosts.fault_cpu_us_range``)
+    slowdown_range: tuple[float, float] | None = None
 
     @property
     def total_us(self) -> float:
@@ -476,11 +497,14 @@ class TimingResult:
             "device": self.device,
             "compute": self.compute_source,
             "cpu_costs": {"fault_cpu_us": self.cpu.fault_cpu_us, "reclaim_cpu_us": self.cpu.reclaim_cpu_us,
-                          "write_cpu_us": self.cpu.write_cpu_us, "source": self.cpu.source},
+                          "write_cpu_us": self.cpu.write_cpu_us, "source": self.cpu.source,
+                          **({"fault_cpu_us_range": list(self.cpu.fault_cpu_us_range)}
+                             if self.cpu.fault_cpu_us_range is not None else {})},
             "threads": self.threads,
             "threads_source": self.threads_source,
             "mean_step_us": self.total_us / n,
             "slowdown": self.slowdown,
+            **({"slowdown_range": list(self.slowdown_range)} if self.slowdown_range is not None else {}),
             "total_us": self.total_us,
             "breakdown_us": {
                 "compute": float(self.compute_us.sum()),
@@ -497,7 +521,10 @@ def simulate(req: StreamRequests, device: DeviceTiming, compute: ComputeTime, cp
              threads: int | None = None) -> TimingResult:
     """Run the time model (module docstring) on prepared requests.
 
-    ``threads``: threads sharing each step (default: the stream's, :func:`stream_threads`).
+    ``threads``: threads sharing each step (default: the stream's, :func:`stream_threads`). When ``cpu``
+    carries the fault cost's measured spread (``fault_cpu_us_range``) the stream is priced again at its
+    lowest and highest value (the kernel is linear in none of the costs: queueing moves with them), and the
+    result's ``slowdown_range`` holds the two slowdowns.
     """
     threads_source = req.threads_source if threads is None else "given"
     threads = req.threads if threads is None else int(threads)
@@ -505,20 +532,33 @@ def simulate(req: StreamRequests, device: DeviceTiming, compute: ComputeTime, cp
         raise ConfigError(f"threads: {threads}; give at least 1")
     if compute.access_us.shape[0] != req.nsteps:
         raise ConfigError(f"compute time has {compute.access_us.shape[0]} steps, the stream {req.nsteps}")
-    sizes, depths, read, write = device.arrays()
-    out = np.zeros((req.nsteps, kt.OUT_COLUMNS))
-    kt._simulate(req.step, req.frac, req.op, req.nbytes, req.waits, req.burst,
-                 np.ascontiguousarray(compute.access_us, np.float64), np.ascontiguousarray(compute.dense_us, np.float64),
-                 sizes, depths, read, write, float(cpu.fault_cpu_us), float(cpu.reclaim_cpu_us),
-                 float(cpu.write_cpu_us), float(req.page_bytes), int(threads), out)
+    out = _run_model(req, device, compute, cpu.fault_cpu_us, cpu, threads)
+    spread = None
+    c = float(out[:, kt.OUT_COMPUTE].sum())  # the slowdown's denominator, as TimingResult.slowdown's
+    if cpu.fault_cpu_us_range is not None and c > 0:
+        ends = [float(_run_model(req, device, compute, v, cpu, threads)[:, kt.OUT_STEP].sum()) / c
+                for v in cpu.fault_cpu_us_range]
+        spread = (min(ends), max(ends))
     return TimingResult(
         steps=np.arange(req.first_step, req.first_step + req.nsteps, dtype=np.int64),
         step_us=out[:, kt.OUT_STEP], compute_us=out[:, kt.OUT_COMPUTE], fault_wait_us=out[:, kt.OUT_WAIT],
         queue_us=out[:, kt.OUT_QUEUE], fault_cpu_us=out[:, kt.OUT_FAULT_CPU],
         reclaim_cpu_us=out[:, kt.OUT_RECLAIM_CPU], faults_waited=out[:, kt.OUT_WAITS].astype(np.int64),
         device=device.name, compute_source=compute.source, cpu=cpu, threads=int(threads),
-        threads_source=threads_source,
+        threads_source=threads_source, slowdown_range=spread,
     )
+
+
+def _run_model(req: StreamRequests, device: DeviceTiming, compute: ComputeTime, fault_cpu_us: float,
+               cpu: CpuCosts, threads: int) -> np.ndarray:
+    """The kernel's per-step output columns (``kt.OUT_*``) with the fault cost ``fault_cpu_us``."""
+    sizes, depths, read, write = device.arrays()
+    out = np.zeros((req.nsteps, kt.OUT_COLUMNS))
+    kt._simulate(req.step, req.frac, req.op, req.nbytes, req.waits, req.burst,
+                 np.ascontiguousarray(compute.access_us, np.float64), np.ascontiguousarray(compute.dense_us, np.float64),
+                 sizes, depths, read, write, float(fault_cpu_us), float(cpu.reclaim_cpu_us),
+                 float(cpu.write_cpu_us), float(req.page_bytes), int(threads), out)
+    return out
 
 
 def stream_threads(meta: dict[str, Any]) -> tuple[int, str]:
