@@ -263,3 +263,8 @@ def test_kernel_columns_refuse_what_a_trace_cannot_hold(pages, steps, message):
         kernel_columns(np.array(pages, np.int64), np.zeros(2, bool), np.array(steps, np.int64))
     p, c, s = kernel_columns(np.array([3, 4], np.int64)[::-1], np.array([True, False]), np.array([0, 1], np.int16))
     assert p.tolist() == [4, 3] and p.flags.c_contiguous and c.tolist() == [1, 0] and s.dtype == np.uint32
+    # already the trace's dtypes, but strided or read-only: copied into the one layout the kernel is compiled for
+    frozen = np.arange(3, dtype=np.uint32)
+    frozen.flags.writeable = False
+    p, _, s = kernel_columns(np.arange(6, dtype=np.uint64)[::2], np.zeros(3, bool), frozen)
+    assert p.tolist() == [0, 2, 4] and p.flags.c_contiguous and s.tolist() == [0, 1, 2] and s.flags.writeable
