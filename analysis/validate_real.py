@@ -415,7 +415,7 @@ def _range_text(x: dict) -> str:
 
 def render(results: list[dict]) -> str:
     lines = ["| shape | held out | profile | limit (of peak) | run | pages in k / e | err | pages out k / e | err "
-             "| write KiB k / e | KS write | slowdown k / e | within | load | noisy |",
+             "| write KiB k / e | KS write | slowdown k / e (range) | pages within | load | noisy |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         for x in r["runs"]:
