@@ -72,7 +72,7 @@ MUTANTS: dict[str, tuple[list[str], list[tuple[str, str, str, str]]]] = {
         ("swaptrace/timing/calibrate.py", "seed=seed + k)", "seed=seed)", "spread: every fault run on one seed"),
     ]),
     "emulate columns": (["tests/test_pagecache_props.py", "tests/test_traceio.py"], [
-        ("swaptrace/emulate/engine.py", "if a.size and (a.min() < 0 or a.max() > top):", "if False:",
+        ("swaptrace/emulate/engine.py", "if lo < 0 or hi > top:", "if False:",
          "columns: a negative page or a step past uint32 wraps around"),
         ("swaptrace/emulate/engine.py", "    if not (a.flags.c_contiguous and a.flags.writeable):\n",
          "    if False:\n", "columns: a strided column reaches the kernel as it is"),

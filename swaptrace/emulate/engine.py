@@ -263,9 +263,9 @@ def _column(a: np.ndarray, dtype: type, name: str) -> np.ndarray:
     a = np.asarray(a)
     if a.dtype != dtype:
         top = np.iinfo(dtype).max
-        if a.size and (a.min() < 0 or a.max() > top):
-            bad = a.min() if a.min() < 0 else a.max()
-            raise ConfigError(f"{name} {bad} is outside what an access trace holds (0..{top})")
+        lo, hi = (a.min(), a.max()) if a.size else (0, 0)
+        if lo < 0 or hi > top:
+            raise ConfigError(f"{name} {lo if lo < 0 else hi} is outside what an access trace holds (0..{top})")
         a = a.astype(dtype)
     if not (a.flags.c_contiguous and a.flags.writeable):
         a = np.array(a, dtype=dtype, order="C")
