@@ -11,6 +11,7 @@ from naive_emulate import NaiveEmulator, naive_swapin_nr_pages
 
 from swaptrace.core.traceio import access_codes
 from swaptrace.emulate import Emulator, EmulatorConfig
+from swaptrace.emulate.engine import StepsOutOfOrder
 from swaptrace.kernels.emulate import state as ks
 from swaptrace.kernels.emulate.readahead import _swapin_nr_pages
 
@@ -31,6 +32,8 @@ def run_both(pages, writes, steps, footprint, budget, **kw):
     meta = {"page_bytes": kw.get("page_bytes", 4096), "footprint_pages": footprint}
     nslots = kw.pop("nslots", None)
     events = kw.pop("events", None)  # the trace's event column (alloc 1, free 2), or none
+    chunks = kw.pop("chunks", 2)  # feeds; with running=True the emulator counts each step's rows as it goes
+    running = kw.pop("running", False)
     codes = writes if events is None else access_codes({"write": writes, "event": np.asarray(events, np.uint8)})
     cfg = EmulatorConfig.resolve(
         meta,
@@ -56,9 +59,13 @@ def run_both(pages, writes, steps, footprint, budget, **kw):
         cfg = dataclasses.replace(cfg, writeback_throttle=kw["writeback_throttle"])
     counts = np.bincount(steps, minlength=int(steps.max()) + 1 if steps.size else 0)
     regions = [{"name": "t", "kind": "table", "first_page": 0, "pages": footprint // 2}]
-    emu = Emulator(cfg, footprint, counts, regions=regions)
-    parts = list(emu.feed(pages[: len(pages) // 2], codes[: len(pages) // 2], steps[: len(pages) // 2]))
-    parts += list(emu.feed(pages[len(pages) // 2 :], codes[len(pages) // 2 :], steps[len(pages) // 2 :]))
+    emu = Emulator(cfg, footprint, None if running else counts, nsteps=counts.size, regions=regions)
+    parts = []
+    for cut in np.array_split(np.arange(len(pages)), chunks):
+        parts += list(emu.feed(pages[cut], codes[cut], steps[cut]))
+    last = emu.finish()
+    assert last is None or running  # only a run that counts as it goes holds rows back
+    parts += [last] if last is not None else []
     rows = []
     for p in parts:
         rows += list(zip(p["t_us"].tolist(), p["step"].tolist(), p["op"].tolist(), p["offset"].tolist(),
@@ -142,6 +149,31 @@ def test_equals_naive(policy, readahead, seed):
         got = run_both(pages, writes, steps, footprint, budget, policy=policy, readahead=readahead,
                        cluster_slots=16, max_request_pages=4 + seed, nslots=2048 if seed == 2 else None, **variant)
         assert_same(*got)
+
+
+@pytest.mark.parametrize(("policy", "readahead"), [("lru", "none"), ("clock", "cluster"), ("linux", "vma")])
+@pytest.mark.parametrize("chunks", [1, 7, 400])
+def test_counting_steps_as_it_goes_equals_naive(policy, readahead, chunks):
+    # no counts given: the run times each step's rows once it has left the step; chunks of ~8 rows end
+    # inside steps of ~750, 400 chunks leave rows held over many feeds, one chunk leaves them to finish()
+    pages, writes, steps = small_trace(4, 300, 3000)
+    for budget in (7, 150):
+        assert_same(*run_both(pages, writes, steps, 300, budget, policy=policy, readahead=readahead,
+                              cluster_slots=16, chunks=chunks, running=True))
+
+
+def test_counting_steps_as_it_goes_refuses_a_trace_out_of_step_order():
+    cfg = EmulatorConfig.resolve({"page_bytes": 4096, "footprint_pages": 20}, memory_bytes=2 * 4096, policy="lru",
+                                 readahead="none")
+    pages = np.arange(12) % 5
+    emu = Emulator(cfg, 20, None, nsteps=3)
+    list(emu.feed(pages[:8], np.ones(8, bool), np.array([0, 0, 1, 1, 2, 2, 2, 2])))
+    with pytest.raises(StepsOutOfOrder):
+        list(emu.feed(pages[8:], np.ones(4, bool), np.array([2, 1, 2, 2])))  # back to step 1, then on
+    ordered = Emulator(cfg, 20, None, nsteps=3)
+    list(ordered.feed(pages[:8], np.ones(8, bool), np.array([0, 0, 1, 1, 2, 2, 2, 2])))
+    assert ordered.finish() is not None  # the last step's rows, held until the end
+    assert ordered.step_counts().tolist() == [2, 2, 4]
 
 
 @pytest.mark.parametrize("policy", ["lru", "clock", "linux"])

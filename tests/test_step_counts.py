@@ -37,3 +37,38 @@ def test_more_steps_than_the_metadata_says_grows_the_counts(trace):
 def test_a_step_before_first_step_is_an_error(trace):
     with pytest.raises(ConfigError, match="before first_step 8"):
         step_counts(trace, 8, 1000)
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_emulate_times_rows_by_their_steps_whatever_the_order(tmp_path, monkeypatch, ordered):
+    # emulate() counts each step's rows as it goes; a trace not in step order (here steps 0..3 in the order
+    # 2, 0, 3, 1, 0) is run again with its counts taken first. Either way every row's time is the naive
+    # emulator's, which counts the steps with bincount before it starts.
+    from naive_emulate import NaiveEmulator, write_access_trace
+
+    from swaptrace import emulate_trace as emulate
+    from swaptrace.emulate import EmulatorConfig
+
+    rng = np.random.default_rng(11)
+    n, footprint, budget = 4000, 200, 40
+    pages = (rng.zipf(1.2, n) * 7) % footprint
+    writes = rng.random(n) < 0.4
+    steps = np.repeat([0, 1, 2, 3, 4], n // 5) if ordered else np.repeat([2, 0, 3, 1, 0], n // 5)
+    path = write_access_trace(tmp_path / "t.access.parquet", pages, writes, steps, footprint)
+    out = tmp_path / "t.swapio.parquet"
+    from swaptrace.emulate import run as emulate_run
+
+    calls = []
+    real = emulate_run._run
+    monkeypatch.setattr(emulate_run, "_run", lambda tf, **kw: calls.append(kw["counts"]) or real(tf, **kw))
+    res = emulate(path, out, memory_bytes=budget * 4096, policy="lru", readahead="none", chunk_rows=300)
+    got = open_trace(out, "swapio").read_all(["t_us", "step", "offset", "length"])
+    nslots = EmulatorConfig.resolve({"page_bytes": 4096, "footprint_pages": footprint},
+                                    memory_bytes=budget * 4096).nslots
+    naive = NaiveEmulator(footprint, budget, nslots=nslots, step_us=res.params["step_us"])
+    rows, _ = naive.run(pages, writes, steps)
+    assert len(rows) == got["t_us"].size > 100
+    assert got["t_us"].tolist() == pytest.approx([r[0] for r in rows])
+    assert got["offset"].tolist() == [r[3] for r in rows]
+    # counted as it went; out of order, the second run had the counts
+    assert [c is None for c in calls] == ([True] if ordered else [True, False])

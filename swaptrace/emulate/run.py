@@ -18,7 +18,7 @@ from swaptrace.core.traceio import (
     trace_fingerprint,
 )
 from swaptrace.emulate.config import EmulatorConfig
-from swaptrace.emulate.engine import Emulator, kernel_batches, step_counts
+from swaptrace.emulate.engine import Emulator, StepsOutOfOrder, kernel_batches, step_counts
 from swaptrace.emulate.ensemble import describe_members, ensemble_configs, nearest_member, run_members
 from swaptrace.emulate.kernel_profile import KernelProfile, load_profile
 from swaptrace.errors import ConfigError
@@ -111,8 +111,22 @@ def emulate(
                        footprint_pages=int(tf.meta["footprint_pages"]))
     check_output_path(out, force)
     first_step = int(tf.meta.get("first_step", 0))
-    nsteps, counts = _step_counts_beside(tf, first_step, chunk_rows)
-    progress = _share(progress, 2 if members else 1)
+    nsteps = int(tf.meta.get("steps") or 0)
+    # with the step count in the metadata the run counts each step's rows as it goes (no second pass over the
+    # trace); a trace that turns out not to be in step order is run again with its counts taken first
+    counts = None if nsteps > 0 else step_counts(tf, first_step, chunk_rows)
+    run = dict(config=config, prof=prof, members=members, nsteps=nsteps or counts.size, first_step=first_step,
+               out=out, force=force, chunk_rows=chunk_rows, workers=workers)
+    try:
+        return _run(tf, counts=counts, progress=_share(progress, 2 if members else 1), **run)
+    except StepsOutOfOrder:
+        return _run(tf, counts=step_counts(tf, first_step, chunk_rows), progress=None, **run)
+
+
+def _run(tf: TraceFile, *, config: EmulatorConfig, prof: KernelProfile, members: list[EmulatorConfig], counts: Any,
+         nsteps: int, first_step: int, out, force: bool, chunk_rows: int, workers: int | None,
+         progress: Callable[[int], None] | None) -> EmulationResult:
+    """One emulation of ``tf`` written to ``out`` (:func:`emulate`); ``counts`` as :class:`Emulator` takes them."""
     run_cfg, emu, skip, described = config, None, 0, None
     if members:
         run_cfg, emu, skip, described = _choose_member(tf, members, prof, counts, nsteps=nsteps, first_step=first_step,
@@ -163,19 +177,6 @@ def _members(cfg: EmulatorConfig, prof: KernelProfile, ensemble: bool | None, *,
     return ensemble_configs(cfg, footprint_pages, prof.ensemble) if ensemble else []
 
 
-def _step_counts_beside(tf: TraceFile, first_step: int, chunk_rows: int):
-    """``(nsteps, counts)``: with the step count in the metadata the counting pass runs in a thread
-    beside the emulation (``counts`` is then a future), else it runs first."""
-    nsteps = int(tf.meta.get("steps") or 0)
-    if nsteps > 0:
-        counter = ThreadPoolExecutor(1)
-        counts = counter.submit(step_counts, tf, first_step, chunk_rows)
-        counter.shutdown(wait=False)
-        return nsteps, counts
-    counts = step_counts(tf, first_step, chunk_rows)
-    return counts.size, counts
-
-
 def _write_stream(tf: TraceFile, emu: Emulator, out, params: dict[str, Any], *, force: bool,
                   progress: Callable[[int], None] | None, chunk_rows: int, skip: int = 0):
     """Run ``emu`` over the trace from access ``skip`` on, writing its rows; Parquet encoding runs in a
@@ -201,6 +202,9 @@ def _write_stream(tf: TraceFile, emu: Emulator, out, params: dict[str, Any], *, 
                 pending = pool.submit(writer.write, **rows)
         if pending is not None:
             pending.result()
+        rows = emu.finish()
+        if rows is not None:
+            writer.write(**rows)
         summary = emu.summary()
         writer.metadata["summary"] = summary
         writer.metadata["step_faults"] = step_faults = emu.step_faults()

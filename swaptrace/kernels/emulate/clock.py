@@ -10,23 +10,23 @@ from __future__ import annotations
 from swaptrace.kernels.emulate.dlist import _move_head, _push_head, _unlink
 from swaptrace.kernels.emulate.evict import _evict
 from swaptrace.kernels.emulate.state import C_SCANNED, O_NEXT, O_PREV, P_FOOTPRINT, R_ERROR, R_RESIDENT, REFERENCED
-from swaptrace.kernels.jit import jit
+from swaptrace.kernels.jit import jit_noref
 
 
-@jit
+@jit_noref
 def _clock_hit(b, m, page):
     """Access to a resident page: set its reference bit."""
     b[page] |= REFERENCED
 
 
-@jit
+@jit_noref
 def _clock_insert(b, m, page, target):
     """A page just brought in: at the head, bit clear."""
     b[page] &= ~REFERENCED
     _push_head(m, m[O_NEXT], m[O_PREV], m[P_FOOTPRINT], page)
 
 
-@jit
+@jit_noref
 def _clock_reclaim(b, m, f, n):
     """Advance the hand until ``n`` pages are evicted."""
     h = m[P_FOOTPRINT]

@@ -7,10 +7,10 @@ touches one cache line per neighbour instead of two. A list is identified by its
 
 from __future__ import annotations
 
-from swaptrace.kernels.jit import jit
+from swaptrace.kernels.jit import jit_noref
 
 
-@jit
+@jit_noref
 def _push_head(m, nx, pv, h, x):
     """Insert ``x`` right after the sentinel ``h`` (most recent end)."""
     first = m[nx + 2 * h]
@@ -20,7 +20,7 @@ def _push_head(m, nx, pv, h, x):
     m[nx + 2 * h] = x
 
 
-@jit
+@jit_noref
 def _push_tail(m, nx, pv, h, x):
     """Insert ``x`` right before the sentinel ``h`` (oldest end)."""
     last = m[pv + 2 * h]
@@ -30,7 +30,7 @@ def _push_tail(m, nx, pv, h, x):
     m[pv + 2 * h] = x
 
 
-@jit
+@jit_noref
 def _unlink(m, nx, pv, x):
     """Remove ``x`` from whatever list holds it."""
     a = m[pv + 2 * x]
@@ -39,7 +39,7 @@ def _unlink(m, nx, pv, x):
     m[pv + 2 * c] = a
 
 
-@jit
+@jit_noref
 def _move_head(m, nx, pv, h, x):
     """Move ``x`` to the most recent end of list ``h``."""
     if m[nx + 2 * h] != x:

@@ -20,10 +20,10 @@ from swaptrace.kernels.emulate.state import (
     R_RESIDENT,
     TOUCHED,
 )
-from swaptrace.kernels.jit import jit
+from swaptrace.kernels.jit import jit_noref
 
 
-@jit
+@jit_noref
 def _evict(b, m, f, page):
     """Drop ``page`` (already unlinked from its list): dirty or slot-less pages are written."""
     so = m[O_SLOT]

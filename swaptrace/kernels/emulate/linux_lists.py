@@ -152,7 +152,7 @@ from swaptrace.kernels.emulate.state import (
     WRITEBACK,
     YOUNG,
 )
-from swaptrace.kernels.jit import jit
+from swaptrace.kernels.jit import jit_noref
 
 #: the first priority level of a reclaim call (DEF_PRIORITY, mm/vmscan.c)
 DEF_PRIORITY = 12
@@ -163,7 +163,7 @@ DEF_PRIORITY = 12
 SCAN_ANON_SHARE = (90, 510)
 
 
-@jit
+@jit_noref
 def _int_sqrt(x):
     """Floor of the square root of a non-negative integer (the kernel's ``int_sqrt``)."""
     r = 0
@@ -172,7 +172,7 @@ def _int_sqrt(x):
     return r
 
 
-@jit
+@jit_noref
 def _linux_stats_tick(m):
     """Flush the memcg statistics once ``P_STATS_FLUSH`` steps have passed since the last flush.
 
@@ -186,25 +186,25 @@ def _linux_stats_tick(m):
         m[R_STAT_REFAULTS] = m[C_REFAULT_ACTIVATIONS]
 
 
-@jit
+@jit_noref
 def _stat_active(m):
     """The active list's size as reclaim reads it: as of the last flush, or exact without flushing."""
     return m[R_STAT_ACTIVE] if m[P_STATS_FLUSH] > 0 else m[R_N_ACTIVE]
 
 
-@jit
+@jit_noref
 def _stat_inactive(m):
     """The inactive list's size as reclaim reads it (see :func:`_stat_active`)."""
     return m[R_STAT_INACTIVE] if m[P_STATS_FLUSH] > 0 else m[R_N_INACTIVE]
 
 
-@jit
+@jit_noref
 def _stat_refaults(m):
     """WORKINGSET_ACTIVATE_ANON as reclaim reads it (see :func:`_stat_active`)."""
     return m[R_STAT_REFAULTS] if m[P_STATS_FLUSH] > 0 else m[C_REFAULT_ACTIVATIONS]
 
 
-@jit
+@jit_noref
 def _inactive_is_low(m):
     """``inactive_is_low``: inactive * int_sqrt(10 * GB) < active (ratio 1 below 1 GB), from the statistics."""
     inactive = _stat_inactive(m)
@@ -214,7 +214,7 @@ def _inactive_is_low(m):
     return inactive * ratio < active
 
 
-@jit
+@jit_noref
 def _deactivate(b, m, n):
     """``shrink_active_list``: up to ``n`` pages from the active tail to the inactive head."""
     F = m[P_FOOTPRINT]
@@ -231,13 +231,13 @@ def _deactivate(b, m, n):
         m[C_DEACTIVATIONS] += 1
 
 
-@jit
+@jit_noref
 def _linux_hit(b, m, page):
     """A mapped access sets the PTE accessed (young) bit; lists do not move."""
     b[page] |= YOUNG
 
 
-@jit
+@jit_noref
 def _linux_insert(b, m, page, target):
     """New page at the inactive head, or at the active head on a recent refault; the faulting page is young."""
     fl = b[page] & ~(ACTIVE | REFERENCED | YOUNG)
@@ -258,7 +258,7 @@ def _linux_insert(b, m, page, target):
     m[R_N_INACTIVE] += 1
 
 
-@jit
+@jit_noref
 def _unplug(m):
     """``blk_finish_plug`` (``WB_BY_DEVICE``): hand the plugged writes to the device, which writes them in order.
 
@@ -276,7 +276,7 @@ def _unplug(m):
     m[R_WB_PLUGGED] = 0
 
 
-@jit
+@jit_noref
 def _wb_complete(b, m, upto):
     """Complete, oldest first, the writes issued at writeback clock ``upto`` or before.
 
@@ -308,7 +308,7 @@ def _wb_complete(b, m, upto):
             _push_tail(m, nx, pv, F + 1, page)
 
 
-@jit
+@jit_noref
 def _writeout(b, m, f, page):
     """``pageout``: unmap ``page``, start its write, put it back at the inactive head under writeback.
 
@@ -336,7 +336,7 @@ def _writeout(b, m, f, page):
     return True
 
 
-@jit
+@jit_noref
 def _shrink_batch(b, m, f, take, written):
     """``shrink_folio_list`` on ``take`` pages isolated from the inactive tail.
 
@@ -404,13 +404,13 @@ def _shrink_batch(b, m, f, take, written):
     return freed, written
 
 
-@jit
+@jit_noref
 def _scan_share(size, prio):
     """Pages ``get_scan_count`` gives an anon list at ``prio``: ``(size >> prio)`` times the anon share."""
     return ((size >> prio) * SCAN_ANON_SHARE[0]) // SCAN_ANON_SHARE[1]
 
 
-@jit
+@jit_noref
 def _linux_reclaim(b, m, f, n):
     """Shrink the lists until at least ``n`` pages are reclaimed (or none is left).
 
@@ -434,7 +434,7 @@ def _linux_reclaim(b, m, f, n):
     return done
 
 
-@jit
+@jit_noref
 def _linux_reclaim_levels(b, m, f, n):
     """``do_try_to_free_pages`` for a memory cgroup: priority levels 12 .. 0 until ``n`` pages are freed.
 

@@ -93,6 +93,8 @@ from swaptrace.kernels.emulate.state import (
     R_RA_PREV,
     R_RESIDENT,
     R_STEP,
+    R_STEP_BACK,
+    R_STEP_MAX,
     R_WB_N,
     RA_CLUSTER,
     RA_VMA,
@@ -106,10 +108,10 @@ from swaptrace.kernels.emulate.state import (
     YOUNG,
     ZERO_PAGE,
 )
-from swaptrace.kernels.jit import jit
+from swaptrace.kernels.jit import jit_noref
 
 
-@jit
+@jit_noref
 def _policy_hit(b, m, page):
     p = m[P_POLICY]
     if p == POLICY_LRU:
@@ -120,7 +122,7 @@ def _policy_hit(b, m, page):
         _linux_hit(b, m, page)
 
 
-@jit
+@jit_noref
 def _policy_insert(b, m, page, target):
     p = m[P_POLICY]
     if p == POLICY_LRU:
@@ -132,7 +134,7 @@ def _policy_insert(b, m, page, target):
     m[R_RESIDENT] += 1
 
 
-@jit
+@jit_noref
 def _make_room(b, m, f, k):
     """Reclaim (one plug per call) until ``k`` more pages fit under the budget."""
     budget = m[P_BUDGET]
@@ -149,7 +151,7 @@ def _make_room(b, m, f, k):
         _flush(m, f)
 
 
-@jit
+@jit_noref
 def _swap_in(b, m, f, page, write):
     """Major fault: readahead window, room, reads, then map ``page``."""
     mode = m[P_RA_MODE]
@@ -205,7 +207,7 @@ def _swap_in(b, m, f, page, write):
         _wb_complete(b, m, WB_ALL)
 
 
-@jit
+@jit_noref
 def _fault(b, m, f, page, write):
     """An access to a page that is not mapped."""
     fl = b[page]
@@ -261,7 +263,7 @@ def _fault(b, m, f, page, write):
     _swap_in(b, m, f, page, write)
 
 
-@jit
+@jit_noref
 def run_accesses(b, m, f, pages, writes, steps, start):
     """Process accesses from ``start`` until the chunk ends or the output columns are nearly full.
 
@@ -301,6 +303,10 @@ def run_accesses(b, m, f, pages, writes, steps, start):
             if cur >= 0:
                 m[ss + cur] = seen
             cur, seen = si, m[ss + si]
+            if si > m[R_STEP_MAX]:
+                m[R_STEP_MAX] = si
+            elif si < m[R_STEP_MAX]:
+                m[R_STEP_BACK] = 1
         fl = b[page]
         code = writes[i]
         if code > 1:  # an alloc or free event (ACC_ALLOC, ACC_FREE)
@@ -332,7 +338,7 @@ def run_accesses(b, m, f, pages, writes, steps, start):
     return i
 
 
-@jit
+@jit_noref
 def preload_swapped_pages(b, m, pages):
     """``initial_state="swapped"``: give ``pages`` consecutive slots, contents on swap, no I/O."""
     for i in range(pages.shape[0]):
@@ -342,7 +348,7 @@ def preload_swapped_pages(b, m, pages):
         b[page] = TOUCHED
 
 
-@jit
+@jit_noref
 def count_steps(steps, first, counts, start):
     """Add each access of ``steps[start:]`` to ``counts[step - first]``.
 

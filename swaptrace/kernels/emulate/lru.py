@@ -5,22 +5,22 @@ from __future__ import annotations
 from swaptrace.kernels.emulate.dlist import _move_head, _push_head, _unlink
 from swaptrace.kernels.emulate.evict import _evict
 from swaptrace.kernels.emulate.state import O_NEXT, O_PREV, P_FOOTPRINT, R_ERROR, R_RESIDENT
-from swaptrace.kernels.jit import jit
+from swaptrace.kernels.jit import jit_noref
 
 
-@jit
+@jit_noref
 def _lru_hit(b, m, page):  # same signature for every policy
     """Access to a resident page: most recently used."""
     _move_head(m, m[O_NEXT], m[O_PREV], m[P_FOOTPRINT], page)
 
 
-@jit
+@jit_noref
 def _lru_insert(b, m, page, target):
     """A page just brought in goes to the head."""
     _push_head(m, m[O_NEXT], m[O_PREV], m[P_FOOTPRINT], page)
 
 
-@jit
+@jit_noref
 def _lru_reclaim(b, m, f, n):
     """Evict the ``n`` least recently used pages."""
     h = m[P_FOOTPRINT]

@@ -42,10 +42,10 @@ from swaptrace.kernels.emulate.state import (
     R_PEND_SLOT,
     R_STEP,
 )
-from swaptrace.kernels.jit import jit
+from swaptrace.kernels.jit import jit_noref
 
 
-@jit
+@jit_noref
 def _flush(m, f):
     """Issue the plugged request, if any, as one output row (``P_OUT_CAP = 0``: counted only)."""
     op = m[R_PEND_OP]
@@ -76,7 +76,7 @@ def _flush(m, f):
     m[R_PEND_OP] = -1
 
 
-@jit
+@jit_noref
 def _submit(m, f, op, slot, cause):
     """Add a one-page bio for ``slot``; back-merge it or start a new request."""
     if m[R_PEND_OP] == op and slot == m[R_PEND_SLOT] + m[R_PEND_N] and m[R_PEND_N] < m[P_MAX_REQ_PAGES]:

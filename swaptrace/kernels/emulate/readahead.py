@@ -26,10 +26,10 @@ from swaptrace.kernels.emulate.state import (
     R_RA_WIN,
     SWAP_RA_ORDER_CEILING,
 )
-from swaptrace.kernels.jit import jit
+from swaptrace.kernels.jit import jit_noref
 
 
-@jit
+@jit_noref
 def _swapin_nr_pages(prev_offset, offset, hits, max_pages, prev_win):
     """Readahead window in pages (``__swapin_nr_pages``)."""
     pages = hits + 2
@@ -49,7 +49,7 @@ def _swapin_nr_pages(prev_offset, offset, hits, max_pages, prev_win):
     return pages
 
 
-@jit
+@jit_noref
 def _vma_window(m, page):
     """Pages ``[start, end)`` to read for a swap fault on ``page`` (VMA readahead)."""
     max_win = 1 << min(m[P_PAGE_CLUSTER], SWAP_RA_ORDER_CEILING)
@@ -76,7 +76,7 @@ def _vma_window(m, page):
     return max(left, base), min(right, m[P_FOOTPRINT], base + pmd)
 
 
-@jit
+@jit_noref
 def _cluster_window(m, offset):
     """Slots ``[start, end)`` to read for a swap fault on slot ``offset`` (cluster readahead)."""
     max_pages = 1 << m[P_PAGE_CLUSTER]

@@ -54,10 +54,10 @@ from swaptrace.kernels.emulate.state import (
     TOUCHED,
     WRITEBACK,
 )
-from swaptrace.kernels.jit import jit
+from swaptrace.kernels.jit import jit_noref
 
 
-@jit
+@jit_noref
 def _drop(b, m, page):
     """Free a resident page: off its list, its slot (if any) back to the allocator, no I/O; untouched after."""
     _unlink(m, m[O_NEXT], m[O_PREV], page)
@@ -72,7 +72,7 @@ def _drop(b, m, page):
     b[page] = 0
 
 
-@jit
+@jit_noref
 def _wb_forget(b, m, page):
     """A ``FREED`` page's address is touched again before its write completed: drop the old frame now.
 
@@ -99,7 +99,7 @@ def _wb_forget(b, m, page):
     _drop(b, m, page)
 
 
-@jit
+@jit_noref
 def _release(b, m, page, code):
     """An alloc (``code`` ACC_ALLOC) or a free event for ``page`` (module docstring)."""
     if code == ACC_ALLOC:

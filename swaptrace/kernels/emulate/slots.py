@@ -33,10 +33,10 @@ from swaptrace.kernels.emulate.state import (
     R_ERROR,
     R_SLOTS_USED,
 )
-from swaptrace.kernels.jit import jit
+from swaptrace.kernels.jit import jit_noref
 
 
-@jit
+@jit_noref
 def _release_current(m):
     """Stop allocating from the current cluster; file it as full or non-full."""
     c = m[R_CUR_CLUSTER]
@@ -50,7 +50,7 @@ def _release_current(m):
     m[R_CUR_CLUSTER] = -1
 
 
-@jit
+@jit_noref
 def _scan_cluster(m, c, start):
     """First free slot of cluster ``c`` at or after slot ``start``, or -1.
 
@@ -70,7 +70,7 @@ def _scan_cluster(m, c, start):
     return -1
 
 
-@jit
+@jit_noref
 def _alloc_slot(m, page):
     """Give ``page`` a slot; returns it, or -1 (and sets R_ERROR) when swap is full."""
     cs = m[P_CLUSTER_SLOTS]
@@ -104,7 +104,7 @@ def _alloc_slot(m, page):
     return s
 
 
-@jit
+@jit_noref
 def _free_slot(m, page):
     """Release ``page``'s slot (the page keeps its contents in memory)."""
     s = m[m[O_SLOT] + page]
@@ -131,7 +131,7 @@ def _free_slot(m, page):
         m[m[O_CL_WHERE] + c] = CL_NONFULL
 
 
-@jit
+@jit_noref
 def _swap_full(m):
     """``vm_swap_full()``: fewer than half of the usable slots are free."""
     return (m[P_USABLE_SLOTS] - m[R_SLOTS_USED]) * 2 < m[P_USABLE_SLOTS]

@@ -179,7 +179,11 @@ C_FREES = 110  # free events
 C_FREED_RESIDENT = 111  # pages whose frame an event released (a free, or an alloc over a live page)
 C_FREED_SWAPPED = 112  # pages on swap (no frame) whose slot an event released
 
-HEADER = 113
+# ---- registers added later (m[113:115]): is the trace in step order (a run that counts its steps as it goes)
+R_STEP_MAX = 113  # the latest step (less P_FIRST_STEP) any access of the run has had
+R_STEP_BACK = 114  # 1 once an access had a step before R_STEP_MAX: the counts of finished steps were not final
+
+HEADER = 115
 TMP_CANDIDATES = 64
 
 # ---- f -------------------------------------------------------------------
@@ -342,6 +346,11 @@ class EmuState:
     def step_major(self) -> np.ndarray:
         """Major faults per step (index = step - first_step)."""
         return self._part(O_STEP_MAJOR, int(self.m[P_NSTEPS]))
+
+    @property
+    def step_seen(self) -> np.ndarray:
+        """Rows processed per step so far (index = step - first_step): accesses and alloc and free events."""
+        return self._part(O_STEP_SEEN, int(self.m[P_NSTEPS]))
 
     @property
     def step_minor(self) -> np.ndarray:
