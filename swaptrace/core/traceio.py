@@ -86,6 +86,13 @@ from swaptrace.core.signals import sigterm_as_interrupt
 from swaptrace.core.version import __version__
 from swaptrace.errors import TraceFileError
 
+# Arrow's buffers from the C library's allocator, unless the user chose a pool (Arrow's own variable): with
+# Arrow's default, mimalloc, a thread decoding a trace beside the emulator's kernel spent 20-60 ms of system
+# time in a few of its row groups, in 5 to 8 of 12 runs (the kernel then waits for the batch); with the system
+# allocator in none of 24, and generation to Parquet ran as fast (benchmarks/bench_emulate.py, bench_generate.py).
+if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ:
+    pa.set_memory_pool(pa.system_memory_pool())
+
 SCHEMA_VERSION = 1
 METADATA_KEY = b"swaptrace"
 

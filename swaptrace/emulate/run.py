@@ -184,7 +184,7 @@ def _write_stream(tf: TraceFile, emu: Emulator, out, params: dict[str, Any], *, 
     meta = stream_metadata(tf, emu, params)
     with TraceWriter(out, "swapio", meta, force=force) as writer, ThreadPoolExecutor(1) as pool:
         pending = None
-        for columns in kernel_batches(tf, chunk_rows):
+        for columns in kernel_batches(tf, chunk_rows, pool=pool):  # one thread decodes and encodes
             n = len(columns[0])
             if skip >= n:  # taken by the ensemble's shared prefix, which this run was forked from
                 skip -= n
