@@ -12,12 +12,13 @@ import functools
 import numba
 
 jit = functools.partial(numba.njit, cache=True, nogil=True)
-#: kernels that only read and write the arrays they are given (the emulator's): compiled without numba's
-#: reference counting. A call between two jitted functions otherwise increments and decrements each array
-#: argument's count with atomic instructions that the refcount pruner does not remove across a call; the
-#: emulator's fault path is a chain of such calls, and the counting took a quarter of its time
-#: (benchmarks/bench_emulate.py: 82 -> 60 ms for 10^7 accesses at half the footprint). A function compiled so
-#: cannot allocate an array: numba refuses to compile one that does.
+#: kernels that only read and write the arrays they are given (the emulator's, the miss-ratio curves'):
+#: compiled without numba's reference counting. A call between two jitted functions otherwise increments and
+#: decrements each array argument's count with atomic instructions that the refcount pruner does not remove
+#: across a call; the emulator's fault path and the stack-distance pass are chains of such calls, and the
+#: counting took a quarter of the emulator's time and half the exact curve's (benchmarks/bench_emulate.py,
+#: 10^7 accesses: LRU at half the footprint 82 -> 60 ms, the exact curve 0.56 -> 0.29 s). A function compiled
+#: so cannot allocate an array: numba refuses to compile one that does.
 jit_noref = functools.partial(numba.njit, cache=True, nogil=True, _nrt=False)
 jit_parallel = functools.partial(numba.njit, cache=True, nogil=True, parallel=True)
 jit_stats = functools.partial(numba.njit, cache=True, nogil=True, fastmath=True)

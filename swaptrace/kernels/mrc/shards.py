@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from swaptrace.kernels.jit import jit, jit_inline
+from swaptrace.kernels.jit import jit_inline, jit_noref
 from swaptrace.kernels.mrc.stack import _fenwick_add, _stack_distance_one, _stack_free
 
 HASH_BITS = 24
@@ -37,7 +37,7 @@ def _count_distance(hist, d, rate, top):
         hist[min(max(b, 1), top)] += 1.0
 
 
-@jit
+@jit_noref
 def _hash24(p):
     """splitmix64 finaliser of the page number, top 24 bits."""
     z = np.uint64(p) + np.uint64(0x9E3779B97F4A7C15)
@@ -47,7 +47,7 @@ def _hash24(p):
     return np.int64(z >> np.uint64(64 - HASH_BITS))
 
 
-@jit
+@jit_noref
 def _shards_fixed_rate_chunk(pages, threshold, last, page_at, tree, reg, hist, rate):
     """Fixed rate: sample pages whose hash is below ``threshold``; hist in scaled page distances."""
     top = hist.shape[0] - 1
@@ -66,7 +66,7 @@ def _shards_fixed_rate_chunk(pages, threshold, last, page_at, tree, reg, hist, r
     return frees
 
 
-@jit
+@jit_noref
 def _heap_push(hh, hp, n, h, p):
     i = n
     hh[i] = h
@@ -81,7 +81,7 @@ def _heap_push(hh, hp, n, h, p):
     return n + 1
 
 
-@jit
+@jit_noref
 def _heap_pop(hh, hp, n):
     """Remove the largest hash; returns the new size (the removed entry is left at index n-1)."""
     n -= 1
@@ -104,7 +104,7 @@ def _heap_pop(hh, hp, n):
     return n
 
 
-@jit
+@jit_noref
 def _shards_fixed_size_chunk(pages, s_max, last, page_at, tree, reg, hist, heap_h, heap_p, fstate):
     """SHARDS_max: at most ``s_max`` sampled pages. ``reg[3]`` is T, ``reg[4]`` the heap size;
     ``fstate[0]`` the (rescaled) sampled-access count."""

@@ -19,10 +19,10 @@ sample until the threshold drops past it).
 
 from __future__ import annotations
 
-from swaptrace.kernels.jit import jit
+from swaptrace.kernels.jit import jit_noref
 
 
-@jit
+@jit_noref
 def _fenwick_add(tree, i, v):
     """Add ``v`` at position ``i`` (0-based)."""
     n = tree.shape[0] - 1
@@ -32,7 +32,7 @@ def _fenwick_add(tree, i, v):
         i += i & (-i)
 
 
-@jit
+@jit_noref
 def _fenwick_prefix(tree, i):
     """Sum of positions ``0..i`` (0-based, inclusive)."""
     s = 0
@@ -43,7 +43,7 @@ def _fenwick_prefix(tree, i):
     return s
 
 
-@jit
+@jit_noref
 def _compact(last, page_at, tree, reg):
     """Renumber the live last-access times to 0..k-1 (in order) and rebuild the tree."""
     cap = page_at.shape[0]
@@ -66,7 +66,7 @@ def _compact(last, page_at, tree, reg):
     reg[0] = k
 
 
-@jit
+@jit_noref
 def _stack_distance_one(last, page_at, tree, reg, p):
     """Access ``p`` now; return its stack distance (0 for a first access)."""
     t = last[p]
@@ -90,7 +90,7 @@ def _stack_distance_one(last, page_at, tree, reg, p):
     return d
 
 
-@jit
+@jit_noref
 def _stack_free(last, page_at, tree, reg, p):
     """Free ``p``: out of the stack (if in it); ``last[p]`` becomes -2 if it was in, else stays."""
     t = last[p]
@@ -101,7 +101,7 @@ def _stack_free(last, page_at, tree, reg, p):
         last[p] = -2
 
 
-@jit
+@jit_noref
 def _stack_chunk(pages, last, page_at, tree, reg, hist):
     """Histogram the stack distances of a chunk of page accesses (a negative entry ``-(p + 1)`` frees ``p``);
     returns the number of frees."""
@@ -116,7 +116,7 @@ def _stack_chunk(pages, last, page_at, tree, reg, hist):
     return frees
 
 
-@jit
+@jit_noref
 def _stack_distances(pages, last, page_at, tree, reg, out):
     """Stack distance of each access of a chunk, into ``out`` (for tests; a free's entry is -1)."""
     for i in range(pages.shape[0]):
