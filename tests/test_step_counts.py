@@ -39,7 +39,7 @@ def test_a_step_before_first_step_is_an_error(trace):
         step_counts(trace, 8, 1000)
 
 
-@pytest.mark.parametrize("ordered", [True, False])
+@pytest.mark.parametrize("ordered", [True, False, "no step count"])
 def test_emulate_times_rows_by_their_steps_whatever_the_order(tmp_path, monkeypatch, ordered):
     # emulate() counts each step's rows as it goes; a trace not in step order (here steps 0..3 in the order
     # 2, 0, 3, 1, 0) is run again with its counts taken first. Either way every row's time is the naive
@@ -53,8 +53,15 @@ def test_emulate_times_rows_by_their_steps_whatever_the_order(tmp_path, monkeypa
     n, footprint, budget = 4000, 200, 40
     pages = (rng.zipf(1.2, n) * 7) % footprint
     writes = rng.random(n) < 0.4
-    steps = np.repeat([0, 1, 2, 3, 4], n // 5) if ordered else np.repeat([2, 0, 3, 1, 0], n // 5)
+    steps = np.repeat([2, 0, 3, 1, 0] if ordered is False else [0, 1, 2, 3, 4], n // 5)
     path = write_access_trace(tmp_path / "t.access.parquet", pages, writes, steps, footprint)
+    if ordered == "no step count":  # a trace whose metadata does not say how many steps it has
+        from swaptrace.core.traceio import TraceWriter
+
+        tf = open_trace(path, "access")
+        with TraceWriter(path, "access", {k: v for k, v in tf.meta.items() if k != "steps"}, force=True) as w:
+            w.write(**tf.read_all(["step", "page", "write", "region"]))
+        assert "steps" not in open_trace(path, "access").meta
     out = tmp_path / "t.swapio.parquet"
     from swaptrace.emulate import run as emulate_run
 
@@ -71,4 +78,4 @@ def test_emulate_times_rows_by_their_steps_whatever_the_order(tmp_path, monkeypa
     assert got["t_us"].tolist() == pytest.approx([r[0] for r in rows])
     assert got["offset"].tolist() == [r[3] for r in rows]
     # counted as it went; out of order, the second run had the counts
-    assert [c is None for c in calls] == ([True] if ordered else [True, False])
+    assert [c is None for c in calls] == {True: [True], False: [True, False], "no step count": [False]}[ordered]
