@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import copy
-from contextlib import ExitStack
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import replace
 from typing import Any
 
