@@ -35,7 +35,7 @@ REPO = str(Path(__file__).resolve().parent.parent)
 
 # start-up maps and writes TOTAL MiB; training (STEPS marked steps) writes only the first HOT MiB of it
 PROGRAM = """
-import mmap, sys
+import mmap, sys, time
 from swaptrace.markers import mark, mark_step
 total, hot, steps = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 m = mmap.mmap(-1, total << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
@@ -45,6 +45,7 @@ for s in range(steps):
     mark_step()
     for i in range(0, hot << 20, 4096):
         m[i] = (m[i] + 1) & 255
+    time.sleep(0.002)  # training outlasts the capture's lag behind the markers (it clears the bits at the first)
 mark("end")
 """
 
