@@ -45,8 +45,8 @@ def main(argv=None) -> int:
     ap.add_argument("--settle", type=int, default=4, help="training steps counted as settling (default 4)")
     ap.add_argument("--steps", action="store_true", help="also print every step's pages read")
     args = ap.parse_args(argv)
-    print(f"| shape | limit | run | pages in, settling k / e | steady k / e (per step) | pages out, settling k / e "
-          f"| steady k / e (per step) |\n|---|---|---|---|---|---|---|")
+    print("| shape | limit | run | pages in, settling k / e | steady k / e (per step) | pages out, settling k / e "
+          "| steady k / e (per step) |\n|---|---|---|---|---|---|---|")
     missing = 0
     for shape in args.shapes:
         for limit in LIMITS:

@@ -19,7 +19,15 @@ jit = functools.partial(numba.njit, cache=True, nogil=True)
 #: counting took a quarter of the emulator's time and half the exact curve's (benchmarks/bench_emulate.py,
 #: 10^7 accesses: LRU at half the footprint 82 -> 60 ms, the exact curve 0.56 -> 0.29 s). A function compiled
 #: so cannot allocate an array: numba refuses to compile one that does.
-jit_noref = functools.partial(numba.njit, cache=True, nogil=True, _nrt=False)
+def _without_refcounts() -> dict[str, bool]:
+    """``_nrt=False`` where numba has the option (a private name of its CPU target options); else nothing, and
+    the kernels count references as every other numba function does: the same results, slower."""
+    from numba.core import cpu
+
+    return {"_nrt": False} if hasattr(cpu.CPUTargetOptions, "_nrt") else {}
+
+
+jit_noref = functools.partial(numba.njit, cache=True, nogil=True, **_without_refcounts())
 jit_parallel = functools.partial(numba.njit, cache=True, nogil=True, parallel=True)
 jit_stats = functools.partial(numba.njit, cache=True, nogil=True, fastmath=True)
 #: helpers of a kernel that take a large state tuple: inlined at numba IR level, since a call
