@@ -179,8 +179,8 @@ def _members(cfg: EmulatorConfig, prof: KernelProfile, ensemble: bool | None, *,
 
 def _write_stream(tf: TraceFile, emu: Emulator, out, params: dict[str, Any], *, force: bool,
                   progress: Callable[[int], None] | None, chunk_rows: int, skip: int = 0):
-    """Run ``emu`` over the trace from access ``skip`` on, writing its rows; Parquet encoding runs in a
-    second thread while the (GIL-free) kernel goes on, one batch in flight."""
+    """Run ``emu`` over the trace from access ``skip`` on, writing its rows; Parquet decoding and encoding run
+    in one second thread while the (GIL-free) kernel goes on, one batch of each in flight."""
     meta = stream_metadata(tf, emu, params)
     with TraceWriter(out, "swapio", meta, force=force) as writer, ThreadPoolExecutor(1) as pool:
         pending = None
