@@ -376,7 +376,7 @@ MUTANTS: dict[str, tuple[list[str], list[tuple[str, str, str, str]]]] = {
         ("swaptrace/workload/train.py", "        bound = math.sqrt(1.0 / t.rows)", "        bound = math.sqrt(1.0 / t.dim)",
          "tables initialised by dim, not rows"),
     ]),
-    "events": (["tests/test_emulate_events.py", "tests/test_mrc_events.py"], [
+    "events": (["tests/test_emulate_events.py", "tests/test_mrc_events.py", "tests/test_export.py::test_events_are_left_out"], [
         ("swaptrace/kernels/emulate/release.py", "    if m[m[O_SLOT] + page] >= 0:\n        _free_slot(m, page)\n    m[R_RESIDENT]",
          "    m[R_RESIDENT]", "a freed resident page keeps its swap slot"),
         ("swaptrace/kernels/emulate/release.py", "    m[m[O_SHADOW] + page] = -1\n", "",
