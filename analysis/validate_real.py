@@ -286,6 +286,7 @@ def predict_point(shape: str, frac: float, profile: str) -> dict:
             continue
         k, e = phase_numbers(cap), phase_numbers(emu)
         rows.append({"run": run, "limit_bytes": int(meta["memory_bytes"]), "kernel": k, "emulator": e,
+                     "zero_pages": zero_pages(meta, _meta(emu)),
                      "load": run_load(meta), "training_wall_us": training_wall_us(meta),
                      "ks_write": {p: _ks(k[p]["write_hist"], e[p]["write_hist"]) for p in k},
                      **slowdowns(shape, run, meta, emu)})
@@ -293,6 +294,18 @@ def predict_point(shape: str, frac: float, profile: str) -> dict:
                          if capture_path(shape, frac, run).exists()])
     return {"shape": shape, "frac": frac, "profile": profile, "held_out": shape not in FIT, "runs": rows,
             "run_spread": spread, "noisy": spread is not None and spread > NOISY}
+
+
+def zero_pages(kernel_meta: dict, emu_meta: dict) -> dict:
+    """Pages of zeros swapped out and in without I/O (Linux >= 6.12's swap zero map), whole run: the kernel's
+    vmstat ``swpout_zero``/``swpin_zero`` over the limited run (its exit included) against the emulator's
+    ``zero_out``/``zero_in``. None where the capture did not read them (kernels before 6.12)."""
+    vm = (kernel_meta.get("kernel", {}).get("limited") or {}).get("vmstat_delta") or {}
+    summary = emu_meta.get("summary", {})
+    if "swpout_zero" not in vm:
+        return {}
+    return {"kernel": {"out": int(vm["swpout_zero"]), "in": int(vm.get("swpin_zero", 0))},
+            "emulator": {"out": int(summary.get("zero_out", 0)), "in": int(summary.get("zero_in", 0))}}
 
 
 def slowdowns(shape: str, run: int, meta: dict, emu: Path) -> dict:
@@ -443,6 +456,15 @@ def render(results: list[dict]) -> str:
                          f"{x.get('threads', 1)} | {t['io_wait_s']['kernel']:.2f} / {t['io_wait_s']['model']:.2f} | "
                          f"{t['reclaim_s']['kernel']:.2f} / {t['reclaim_s']['model']:.2f} | "
                          f"{t['thrashing_s']:.2f} | {t['cpu_wait_s']:.2f} |")
+    lines += ["", "Pages of zeros swapped without I/O (Linux >= 6.12's swap zero map; whole run, the kernel's exit "
+              "included; not in the pages above):", "",
+              "| shape | limit | run | out k / e | in k / e |", "|---|---|---|---|---|"]
+    for r in results:
+        for x in r["runs"]:
+            z = x.get("zero_pages") or {}
+            if z:
+                lines.append(f"| {r['shape']} | {r['frac']:.2f} | {x['run']} | {z['kernel']['out']} / "
+                             f"{z['emulator']['out']} | {z['kernel']['in']} / {z['emulator']['in']} |")
     return "\n".join(lines) + "\n"
 
 

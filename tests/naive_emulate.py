@@ -5,6 +5,12 @@ for Linux's active/inactive reclaim, a dict-of-lists slot allocator) that
 follow the same rules as ``swaptrace.kernels`` -- see the docstrings of
 ``swaptrace.emulate`` and the kernel modules for the rules and their
 sources. Tests compare counters, request rows and final state.
+
+The swap zero map (``linux``, Linux >= 6.12, mm/page_io.c) is written here from the kernel's rules, not the
+kernel module's code: ``NaiveEmulator.zeros`` holds the pages whose contents are all zeros (zero-filled by a
+load, or last stored to with zeros: access code 4); reclaim gives such a page that must be written a slot but
+no write and frees it at once (``swap_writeout``: ``swpout_zero``), and a swap-in of it reads nothing
+(``swap_read_folio``: ``swpin_zero``), faulting or read ahead.
 """
 
 from __future__ import annotations
@@ -195,7 +201,7 @@ class NaiveLinux:
                 else:
                     self.referenced[page] = True
                     self.inactive.append(page)
-            elif lag > 0 and (page in emu.dirty or page not in emu.slot_of):
+            elif lag > 0 and (page in emu.dirty or page not in emu.slot_of) and not emu.skips_io(page):
                 # pageout: unmapped, written, back at the inactive head until the write completes
                 if page not in emu.slot_of and emu.alloc_slot(page) is None:
                     break
@@ -315,6 +321,7 @@ class NaiveEmulator:
         first_step=0,
         writeback_lag=None,
         zero_page=None,
+        zeromap=None,
         writeback_throttle=2 * SWAP_CLUSTER_MAX,
         stats_flush_steps=None,
         scan_priorities=None,
@@ -345,6 +352,9 @@ class NaiveEmulator:
         # linux only: writes in flight (page, writeback clock at issue), oldest first; zero-page mappings
         self.writeback_lag = (DEFAULT_WRITEBACK_LAG if policy == "linux" else 0) if writeback_lag is None else writeback_lag
         self.zero_page = (policy == "linux") if zero_page is None else zero_page
+        # linux >= 6.12's swap zero map (mm/page_io.c swap_writeout, swap_read_folio): a page whose contents are
+        # all zeros goes to swap with a slot but no write, and comes back with no read
+        self.zeromap = (policy == "linux") if zeromap is None else zeromap
         self.writeback_throttle = writeback_throttle
         # "level": a priority level's writes complete as it ends (NaiveLinux.reclaim_levels), never by the
         # clock: an infinite lag, which also makes the throttle (lag + throttle) unreachable
@@ -375,6 +385,9 @@ class NaiveEmulator:
         self.freed_wb_dropped = self.freed_wb_forgotten = 0  # how each left (for the tests' coverage checks)
         self.wb_clock = 0
         self.zero_mapped = set()
+        # pages (with a frame, or on swap) whose contents are all zeros: zero-filled by a load, or last stored
+        # to by a store of zeros (access code 4), and no ordinary store since
+        self.zeros = set()
         # page state
         self.resident = set()
         self.mapped = set()
@@ -398,6 +411,7 @@ class NaiveEmulator:
         self.cra_prev, self.cra_last, self.cra_hits = 0, 0, 0
         # plug and output
         self.dirty_evictions = 0
+        self.zero_faults = 0  # major faults of a page of zeros (for the tests' coverage checks)
         self.pending = None  # [op, first_slot, npages, cause]
         self.rows = []
         self.step_faults = {"major": {}, "minor": {}}  # step -> count
@@ -406,7 +420,7 @@ class NaiveEmulator:
         self.c = dict.fromkeys(
             "accesses hits faults zero_fill zero_page major_faults pages_in pages_out readahead_issued readahead_hit "
             "swapcache_hit writeback_waits evictions clean_drops slot_frees reclaim_calls allocs frees freed_resident "
-            "freed_swapped".split(),
+            "freed_swapped zero_out zero_in".split(),
             0,
         )
 
@@ -512,13 +526,28 @@ class NaiveEmulator:
             elif page not in self.dirty:
                 self.policy.rotate_to_tail(page)
 
+    def skips_io(self, page):
+        """With the zero map, a page of zeros is neither written (swpout_zero) nor read (swpin_zero)."""
+        return self.zeromap and page in self.zeros
+
+    def store(self, page, zero):
+        """A store landed on ``page`` (it has a frame): its contents are zeros only if it stored zeros."""
+        self.dirty.add(page)
+        if zero:
+            self.zeros.add(page)
+        else:
+            self.zeros.discard(page)
+
     def evict(self, page):
         self.dirty_evictions += page in self.dirty
         if page in self.dirty or page not in self.slot_of:
             if page not in self.slot_of and self.alloc_slot(page) is None:
                 return
-            self.submit(1, self.slot_of[page], 2)
-            self.c["pages_out"] += 1
+            if self.skips_io(page):  # marked in the zero map: a slot, no bio (the contents stay zeros)
+                self.c["zero_out"] += 1
+            else:
+                self.submit(1, self.slot_of[page], 2)
+                self.c["pages_out"] += 1
         else:
             self.c["clean_drops"] += 1
         for s in (self.resident, self.mapped, self.dirty, self.ra_pages):
@@ -577,7 +606,7 @@ class NaiveEmulator:
         self.policy.remove(page)
         if page in self.slot_of:
             self.free_slot(page)
-        for s in (self.resident, self.mapped, self.dirty, self.touched, self.ra_pages):
+        for s in (self.resident, self.mapped, self.dirty, self.touched, self.ra_pages, self.zeros):
             s.discard(page)
 
     def release(self, page, event):
@@ -598,7 +627,7 @@ class NaiveEmulator:
             self.c["freed_resident"] += 1
             if page in self.wb_pages:
                 self.freed_wb.add(page)
-                for s in (self.mapped, self.dirty, self.ra_pages):
+                for s in (self.mapped, self.dirty, self.ra_pages, self.zeros):
                     s.discard(page)
             else:
                 self.drop(page)
@@ -607,6 +636,7 @@ class NaiveEmulator:
                 self.free_slot(page)
                 self.c["freed_swapped"] += 1
             self.touched.discard(page)
+            self.zeros.discard(page)
 
     def forget_freed(self, page):
         """A page freed under writeback is touched again first: the old frame goes now, its write forgotten."""
@@ -621,7 +651,8 @@ class NaiveEmulator:
         self.freed_wb_forgotten += 1
         self.drop(page)
 
-    def access(self, page, write):
+    def access(self, page, write, zero=False):
+        """A load, or a store (``write``); ``zero``: a store of zeros (access code 4)."""
         self.c["accesses"] += 1
         if page in self.freed_wb:
             self.forget_freed(page)
@@ -630,10 +661,11 @@ class NaiveEmulator:
             if page in self.mapped:
                 self.policy.hit(page, None)
             if write:
-                self.dirty.add(page)
+                self.store(page, zero)
             return
         self.c["faults"] += 1
-        kind = "major" if page in self.touched and page not in self.resident else "minor"
+        on_swap = page in self.touched and page not in self.resident
+        kind = "major" if on_swap and not self.skips_io(page) else "minor"  # a swap-in that reads, or not
         self.step_faults[kind][self.now[1]] = self.step_faults[kind].get(self.now[1], 0) + 1
         if self.policy_name == "linux":
             self.policy.stats_tick(self.now[1])
@@ -655,7 +687,7 @@ class NaiveEmulator:
                 self.free_slot(page)
                 self.c["slot_frees"] += 1
             if write:
-                self.dirty.add(page)
+                self.store(page, zero)
             return
         if page not in self.touched:
             if not write and self.zero_page:  # a load maps the shared zero page: no frame
@@ -670,7 +702,7 @@ class NaiveEmulator:
             self.resident.add(page)
             self.mapped.add(page)
             self.touched.add(page)
-            self.dirty.add(page)
+            self.store(page, zero or not write)  # zero-filled; an ordinary store then writes data into it
             self.policy.insert(page, True, None)
             return
         self.c["major_faults"] += 1
@@ -687,13 +719,20 @@ class NaiveEmulator:
         self.make_room(len(cands))
         if self.error:
             return
+        waits = not self.skips_io(page)  # the faulting page is read: the process sleeps until the read is done
+        self.zero_faults += not waits
+        filled = 0
         for q in cands:
-            self.submit(0, self.slot_of[q], 0 if q == page else 1)
+            if self.skips_io(q):  # swap_read_folio: a slot marked in the zero map is filled with zeros, no bio
+                filled += 1
+            else:
+                self.submit(0, self.slot_of[q], 0 if q == page else 1)
             self.resident.add(q)
             if q != page:
                 self.ra_pages.add(q)
         self.flush()
-        self.c["pages_in"] += len(cands)
+        self.c["pages_in"] += len(cands) - filled
+        self.c["zero_in"] += filled
         self.c["readahead_issued"] += len(cands) - 1
         for q in cands:
             if q != page:
@@ -704,8 +743,9 @@ class NaiveEmulator:
             self.free_slot(page)
             self.c["slot_frees"] += 1
         if write:
-            self.dirty.add(page)
-        self.complete_writes(None)  # the wait for the read: writes queued before it are done too
+            self.store(page, zero)
+        if waits:
+            self.complete_writes(None)  # the wait for the read: writes queued before it are done too
 
     def preload_swapped(self, pages):
         for p in pages:
@@ -713,25 +753,31 @@ class NaiveEmulator:
                 return
             self.touched.add(int(p))
 
-    def run(self, pages, writes, steps, events=None):
-        """Replay rows; ``events`` (the trace's optional column): 0 access, 1 alloc, 2 free per row.
+    def run(self, pages, writes, steps, events=None, zeros=None):
+        """Replay rows; ``events`` (the trace's optional column): 0 access, 1 alloc, 2 free per row; ``zeros``
+        (the optional ``zero`` column): a store with it set stores zeros. ``writes`` may also be the rows'
+        access codes themselves (0 load, 1 store, 2 alloc, 3 free, 4 store of zeros).
 
         Every row, events included, takes its place in its step's time.
         """
         steps = np.asarray(steps, dtype=np.int64)
         counts = np.bincount(steps - self.first_step) if len(steps) else np.zeros(0, np.int64)
-        events = np.zeros(len(steps), np.int64) if events is None else np.asarray(events)
+        codes = [int(w) for w in np.asarray(writes).tolist()]
+        if zeros is not None:
+            codes = [4 if z and c == 1 else c for c, z in zip(codes, np.asarray(zeros).tolist(), strict=True)]
+        if events is not None:
+            codes = [e + 1 if e else c for c, e in zip(codes, np.asarray(events).tolist(), strict=True)]
+        assert all(0 <= c <= 4 for c in codes), "access codes are 0..4"
         seen = {}
-        for page, write, step, event in zip(np.asarray(pages).tolist(), np.asarray(writes).tolist(), steps.tolist(),
-                                            events.tolist(), strict=True):
+        for page, code, step in zip(np.asarray(pages).tolist(), codes, steps.tolist(), strict=True):
             si = step - self.first_step
             j = seen.get(si, 0)
             seen[si] = j + 1
             self.now = (si * self.step_us + j * self.step_us / counts[si], step)
-            if event:
-                self.release(page, event)
+            if code in (2, 3):
+                self.release(page, code - 1)
             else:
-                self.access(page, bool(write))
+                self.access(page, code in (1, 4), code == 4)
             if self.error:
                 break
         return self.rows, self.c
@@ -785,9 +831,9 @@ def naive_stack_distances(pages, events=None):
 
 
 def write_access_trace(path, pages, writes, steps, footprint_pages, page_bytes=4096, regions=None, row_group_rows=None,
-                       events=None):
+                       events=None, zeros=None):
     """Write a small ``kind: access`` file from arrays (for tests of every stage); ``events``: the optional
-    ``event`` column (0 access, 1 alloc, 2 free)."""
+    ``event`` column (0 access, 1 alloc, 2 free); ``zeros``: the optional ``zero`` column (a store of zeros)."""
     from swaptrace.core.traceio import TraceWriter
 
     pages = np.asarray(pages, dtype=np.uint64)
@@ -803,6 +849,8 @@ def write_access_trace(path, pages, writes, steps, footprint_pages, page_bytes=4
     }
     kw = {"row_group_rows": row_group_rows} if row_group_rows else {}
     extra = {} if events is None else {"event": np.asarray(events, dtype=np.uint8)}
+    if zeros is not None:
+        extra["zero"] = np.asarray(zeros, dtype=bool)
     with TraceWriter(path, "access", meta, force=True, optional=tuple(extra), **kw) as w:
         w.write(step=steps, page=pages, write=np.asarray(writes, dtype=bool), region=np.zeros(pages.size, np.uint16),
                 **extra)

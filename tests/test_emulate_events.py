@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hst
 from naive_emulate import write_access_trace
-from test_pagecache_naive import LINUX_VARIANTS, assert_same, run_both
+from test_pagecache_naive import LINUX_VARIANTS, assert_same, run_both, zero_flags
 
 from swaptrace.core.traceio import access_codes
 from swaptrace.emulate import Emulator, EmulatorConfig
@@ -80,6 +80,31 @@ def test_events_equal_naive(policy, readahead, seed):
         forgotten += naive.freed_wb_forgotten
     if policy == "linux":  # frees under writeback happened (test_free_under_writeback... covers both ways out)
         assert dropped + forgotten > 0
+
+
+@pytest.mark.parametrize("readahead", ["none", "vma", "cluster"])
+@pytest.mark.parametrize("seed", range(3))
+def test_events_with_zero_stores_equal_naive(readahead, seed):
+    # the event traces with stores of zeros (the trace's zero column) and loads that zero-fill (no zero page):
+    # a free or alloc forgets that a page held zeros, on swap, in memory or under writeback; every linux
+    # writeback rule, the swap zero map on and off
+    footprint = 200
+    pages, writes, steps, events = event_trace(seed, footprint, 1500)
+    zeros = zero_flags(seed, pages)
+    budget = [7, 40, 110][seed]
+    zero_out = {True: 0, False: 0}
+    freed = 0
+    for variant in LINUX_VARIANTS:
+        for zeromap in (True, False):
+            got = run_both(pages, writes, steps, footprint, budget, policy="linux", readahead=readahead,
+                           cluster_slots=16, max_request_pages=4 + seed, nslots=1024 if seed == 2 else None,
+                           events=events, zeros=zeros, **{**variant, "zero_page": False, "zeromap": zeromap})
+            assert_same(*got)
+            s = got[0].summary()
+            assert s["accesses"] == int(np.count_nonzero(events == 0)) == s["hits"] + s["faults"]
+            zero_out[zeromap] += s.get("zero_out", 0)
+            freed += s["freed_resident"] + s["freed_swapped"]
+    assert zero_out[True] > 0 and zero_out[False] == 0 and freed > 0
 
 
 def _run(pages, codes, budget, footprint=10, steps=None, **kw):

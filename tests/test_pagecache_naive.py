@@ -32,9 +32,15 @@ def run_both(pages, writes, steps, footprint, budget, **kw):
     meta = {"page_bytes": kw.get("page_bytes", 4096), "footprint_pages": footprint}
     nslots = kw.pop("nslots", None)
     events = kw.pop("events", None)  # the trace's event column (alloc 1, free 2), or none
+    zeros = kw.pop("zeros", None)  # the trace's zero column (a store of zeros where a store has it), or none
     chunks = kw.pop("chunks", 2)  # feeds; with running=True the emulator counts each step's rows as it goes
     running = kw.pop("running", False)
-    codes = writes if events is None else access_codes({"write": writes, "event": np.asarray(events, np.uint8)})
+    columns = {"write": writes}
+    if events is not None:
+        columns["event"] = np.asarray(events, np.uint8)
+    if zeros is not None:
+        columns["zero"] = np.asarray(zeros, bool)
+    codes = access_codes(columns)
     cfg = EmulatorConfig.resolve(
         meta,
         memory_bytes=budget * meta["page_bytes"],
@@ -48,6 +54,7 @@ def run_both(pages, writes, steps, footprint, budget, **kw):
         initial_state=kw.get("initial_state", "untouched"),
         writeback_lag=kw.get("writeback_lag"),
         zero_page=kw.get("zero_page"),
+        zeromap=kw.get("zeromap"),
         stats_flush_steps=kw.get("stats_flush_steps"),
         scan_priorities=kw.get("scan_priorities"),
         writeback_completion=kw.get("writeback_completion"),
@@ -73,7 +80,7 @@ def run_both(pages, writes, steps, footprint, budget, **kw):
     naive = NaiveEmulator(footprint, budget, nslots=cfg.nslots, **{k: v for k, v in kw.items() if k != "initial_state"})
     if kw.get("initial_state") == "swapped":
         naive.preload_swapped(range(footprint // 2))
-    nrows, ncounts = naive.run(pages, writes, steps, events)
+    nrows, ncounts = naive.run(pages, writes, steps, events, zeros)
     return emu, rows, naive, nrows, ncounts
 
 
@@ -81,7 +88,11 @@ def assert_same(emu, rows, naive, nrows, ncounts):
     s = emu.summary()
     for key, value in ncounts.items():
         assert s.get(key, 0) == value, key  # the event counters are in the summary only when there were events
-    assert s["pages_out"] >= naive.dirty_evictions  # pages written >= dirty evictions
+    # pages written, or of zeros marked in the zero map, >= dirty evictions
+    assert s["pages_out"] + s.get("zero_out", 0) >= naive.dirty_evictions
+    assert s.get("zero_faults", 0) == naive.zero_faults  # major faults on pages of zeros (no read)
+    # the zero-map counters are in the summary exactly when one is non-zero
+    assert ("zero_out" in s) == ("zero_in" in s) == bool(ncounts["zero_out"] or ncounts["zero_in"])
     assert len(rows) == len(nrows)
     for a, b in zip(rows, nrows, strict=True):
         assert a[1:] == b[1:]
@@ -105,6 +116,7 @@ def assert_same(emu, rows, naive, nrows, ncounts):
     assert set(np.flatnonzero(st.flags & ks.ZERO_PAGE).tolist()) == naive.zero_mapped
     assert set(np.flatnonzero(st.flags & ks.FREED).tolist()) == naive.freed_wb
     assert set(np.flatnonzero(st.flags & ks.TOUCHED).tolist()) == naive.touched
+    assert set(np.flatnonzero(st.flags & ks.ZEROED).tolist()) == naive.zeros  # pages whose contents are zeros
     faults = emu.step_faults()
     for kind in ("major", "minor"):
         got = {faults["first_step"] + i: n for i, n in enumerate(faults[kind]) if n}
@@ -149,6 +161,50 @@ def test_equals_naive(policy, readahead, seed):
         got = run_both(pages, writes, steps, footprint, budget, policy=policy, readahead=readahead,
                        cluster_slots=16, max_request_pages=4 + seed, nslots=2048 if seed == 2 else None, **variant)
         assert_same(*got)
+
+
+def zero_flags(seed, pages, share=0.25):
+    """A ``zero`` column for ``pages``: a quarter of the pages (by a hash of the number) are mostly stored to
+    with zeros (90 % of their stores), the others rarely (10 %), so pages of zeros both last long enough to be
+    evicted and read back, and turn into data and back. Only the stores among the rows count."""
+    rng = np.random.default_rng(1000 + seed)
+    mostly = (pages * 2654435761 % 97) < share * 97
+    return rng.random(pages.size) < np.where(mostly, 0.9, 0.1)
+
+
+@pytest.mark.parametrize("readahead", ["none", "vma", "cluster"])
+@pytest.mark.parametrize("seed", range(3))
+def test_zero_stores_equal_naive(readahead, seed):
+    # stores of zeros (access code 4) and loads that zero-fill a frame (no zero page), under every linux
+    # writeback rule, with the swap zero map on and off: every counter (zero_out, zero_in too), the request
+    # stream and the final state (which pages hold zeros) equal the twin's
+    footprint = 300
+    pages, writes, steps = small_trace(seed, footprint, 3000, runs=seed == 1, write_p=0.4)
+    zeros = zero_flags(seed, pages)
+    budget = [7, 60, 150][seed]
+    totals = {True: dict.fromkeys(("zero_out", "zero_in", "zero_faults", "pages_out", "runs"), 0),
+              False: dict.fromkeys(("zero_out", "zero_in", "zero_faults", "pages_out", "runs"), 0)}
+    for variant in LINUX_VARIANTS:
+        for zeromap in (True, False):
+            for zero_page in (False, True) if seed == 0 else (False,):
+                kw = {**variant, "zero_page": zero_page, "zeromap": zeromap}
+                got = run_both(pages, writes, steps, footprint, budget, policy="linux", readahead=readahead,
+                               cluster_slots=16, max_request_pages=4 + seed, nslots=2048 if seed == 2 else None,
+                               zeros=zeros, **kw)
+                assert_same(*got)
+                s, t = got[0].summary(), totals[zeromap]
+                t["zero_out"] += s.get("zero_out", 0)
+                t["zero_in"] += s.get("zero_in", 0)
+                t["zero_faults"] += got[2].zero_faults
+                t["pages_out"] += s["pages_out"]
+                t["runs"] += 1
+    on, off = totals[True], totals[False]
+    # coverage: pages of zeros went out and came back, faulting and read ahead (more zero swap-ins than faults)
+    assert on["zero_out"] > 0 and on["zero_faults"] > 0
+    assert on["zero_in"] > on["zero_faults"] or readahead == "none"
+    # without the zero map nothing is kept out of I/O, and more is written
+    assert off["zero_out"] == off["zero_in"] == off["zero_faults"] == 0
+    assert off["pages_out"] > on["pages_out"] and on["runs"] == off["runs"]
 
 
 @pytest.mark.parametrize(("policy", "readahead"), [("lru", "none"), ("clock", "cluster"), ("linux", "vma")])

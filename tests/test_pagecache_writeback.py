@@ -103,10 +103,16 @@ def test_loads_of_never_written_pages_map_the_zero_page():
     assert s["zero_page"] == 100 and s["zero_fill"] == 10
     assert s["pages_out"] == s["pages_in"] == 0
     assert int(np.count_nonzero(emu.state.flags & ks.RESIDENT)) == 10
-    # without it every read page gets a zero-filled frame, and 90 of them are pushed out to swap
-    emu, _ = run_arrays(pages, writes, steps, 100, 10, policy="linux", readahead="none", zero_page=False, **ROUNDS)
+    # without it every read page gets a zero-filled frame, and 90 of them are pushed out to swap: written
+    # without the swap zero map
+    emu, _ = run_arrays(pages, writes, steps, 100, 10, policy="linux", readahead="none", zero_page=False,
+                        zeromap=False, **ROUNDS)
     assert emu.summary()["zero_fill"] == 100
     assert emu.summary()["pages_out"] >= 90
+    # with it (the default) those frames hold zeros: each gets a slot marked in the zero map and no write
+    emu, _ = run_arrays(pages, writes, steps, 100, 10, policy="linux", readahead="none", zero_page=False, **ROUNDS)
+    s = emu.summary()
+    assert s["zero_fill"] == 100 and s["zero_out"] >= 90 and s["pages_out"] == 0
 
 
 @pytest.mark.parametrize("policy", ["lru", "clock"])

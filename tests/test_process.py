@@ -35,7 +35,8 @@ def twin_process_rows(model_rows, regions, optimizer, profile):
 
     Start-up (step 0): a store to each runtime page, then to each page of every table, then the dense
     weights, then (Adagrad-family optimizers) table and dense optimizer state, each in address order,
-    then the runtime's active pages again.
+    then the runtime's active pages again. The state's stores write zeros (torch's Adagrad starts its sums at
+    0, the row-wise one is ``torch.zeros``): the fifth element of a row says so; every other row's is False.
     Model step k becomes k + 1 and begins with stores to ``active_bytes`` of runtime pages spread evenly
     (page i of n active is runtime page floor(i * R / n)), then the step buffers.
     """
@@ -45,20 +46,20 @@ def twin_process_rows(model_rows, regions, optimizer, profile):
     def region_of(page):
         return max(i for i, r in enumerate(regions) if r["first_page"] <= page)
 
-    kinds = ["runtime", "table", "mlp"] + (["table-state", "mlp-state"] if optimizer in ("adagrad",
-                                                                                         "rowwise-adagrad") else [])
-    rows = [(0, p, True, region_of(p)) for kind in kinds for p in pages_of(kind)]
+    rows = [(0, p, True, region_of(p), False) for kind in ("runtime", "table", "mlp") for p in pages_of(kind)]
+    if optimizer in ("adagrad", "rowwise-adagrad"):
+        rows += [(0, p, True, region_of(p), True) for kind in ("table-state", "mlp-state") for p in pages_of(kind)]
     runtime = pages_of("runtime")
     n_active = min(len(runtime), -(-profile.active_bytes // PAGE))
     active = [runtime[i * len(runtime) // n_active] for i in range(n_active)]
-    rows += [(0, p, True, region_of(p)) for p in active]
+    rows += [(0, p, True, region_of(p), False) for p in active]
     every = active + pages_of("step-buffers")
     current = None
     for step, page, write, region in model_rows:
         if step != current:
-            rows += [(step + 1, p, True, region_of(p)) for p in every]
+            rows += [(step + 1, p, True, region_of(p), False) for p in every]
             current = step
-        rows.append((step + 1, page, write, region))
+        rows.append((step + 1, page, write, region, False))
     return rows
 
 
@@ -76,7 +77,7 @@ def test_process_trace_equals_twin(tmp_path, optimizer):
     out = generate_trace(spec, tmp_path / "p.access.parquet", steps=3, seed=5, runtime=PROFILE)
     t = pq.read_table(out)
     got = list(zip(t["step"].to_pylist(), t["page"].to_pylist(), t["write"].to_pylist(), t["region"].to_pylist(),
-                   strict=True))
+                   t["zero"].to_pylist(), strict=True))
     layout = build_layout(spec, PAGE)
     regions, footprint = process_layout(layout.region_dicts(), layout.footprint_pages, PAGE, PROFILE)
     want = twin_process_rows(_model_rows(spec, 3, 5), regions, optimizer, PROFILE)

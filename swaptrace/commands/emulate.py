@@ -49,6 +49,8 @@ def _render(s: dict[str, Any]) -> str:
     if "frees" in s:  # the trace had alloc and free events
         lines.append(f"allocs / frees  {s['allocs']:>14,} / {s['frees']:,}  (freed in memory {s['freed_resident']:,}, "
                      f"on swap {s['freed_swapped']:,})")
+    if "zero_out" in s:  # pages of zeros went to swap without I/O
+        lines.append(f"zero pages      {s['zero_out']:>14,} out / {s['zero_in']:,} in, no I/O (swap zero map)")
     if "ensemble" in s:
         e = s["ensemble"]
         lines.append(f"ensemble        {e['runs']:>14} runs: pages in {e['pages_in'][0]:,}..{e['pages_in'][1]:,}, "
@@ -83,6 +85,8 @@ def _render(s: dict[str, Any]) -> str:
                    f"--writeback-completes lag [default for lag: {DEFAULT_WRITEBACK_LAG}].")
 @click.option("--zero-page/--no-zero-page", default=None,
               help="linux: a load of a never-written page maps the shared zero page (no frame) [default: on].")
+@click.option("--zeromap/--no-zeromap", default=None,
+              help="linux: pages of zeros swap out and in without I/O (Linux >= 6.12) [default: on].")
 @click.option("--stats-flush-steps", type=count(0, MAX_STEPS), default=None,
               help="linux: reclaim reads memcg statistics flushed every N steps, as the kernel does (2 s, "
                    "and at each memory.stat read, as swaptrace capture does every step); 0 = exact "
@@ -121,7 +125,8 @@ def _render(s: dict[str, Any]) -> str:
 @json_option
 @writes(("out",), ("trace", "profile"))
 def command(*, trace, out, memory, memory_fraction, policy, readahead, page_cluster, cluster_slots, swap_bytes,
-            max_request, step_us, initial_state, reclaim_batch, writeback_lag, zero_page, stats_flush_steps, scan_priorities,
+            max_request, step_us, initial_state, reclaim_batch, writeback_lag, zero_page, zeromap, stats_flush_steps,
+            scan_priorities,
             writeback_completion, write_cost, fill_write_credit, write_latency, profile, ensemble, force, as_json):
     """Emulate Linux swapping of TRACE under a DRAM budget; write the swap I/O stream.
 
@@ -147,7 +152,7 @@ def command(*, trace, out, memory, memory_fraction, policy, readahead, page_clus
         cluster_slots=cluster_slots, swap_bytes=parse_bytes(swap_bytes, "--swap-bytes") if swap_bytes is not None else None,
         max_request_bytes=parse_bytes(max_request, "--max-request") if max_request is not None else None,
         step_us=step_us, initial_state=initial_state,
-        reclaim_batch=reclaim_batch, writeback_lag=writeback_lag, zero_page=zero_page,
+        reclaim_batch=reclaim_batch, writeback_lag=writeback_lag, zero_page=zero_page, zeromap=zeromap,
         stats_flush_steps=stats_flush_steps, scan_priorities=scan_priorities,
         writeback_completion=writeback_completion, write_cost=write_cost, fill_write_credit=fill_write_credit,
         write_latency=write_latency)

@@ -19,6 +19,7 @@ Kinds and their columns (see docs/formats.md):
     write  bool   store (true) or load (false)
     region uint16 index into ``regions`` in the metadata
     event  uint8  optional: 0 access, 1 alloc, 2 free (absent: every row an access)
+    zero   bool   optional: the store writes zeros (the page's contents are all zero after it)
     ====== ====== ==========================================================
 
 ``swapio`` -- one row per block request, in issue order
@@ -115,10 +116,14 @@ ACCESS_SCHEMA = pa.schema(
 #: MADV_DONTNEED: the page and its swap slot are released, no I/O)
 EVENTS = ("access", "alloc", "free")
 EVENT_ACCESS, EVENT_ALLOC, EVENT_FREE = 0, 1, 2
-#: the emulator's per-row access codes (swaptrace.kernels.emulate.state.ACC_*): load, store, alloc, free
-ACCESS_CODE_LOAD, ACCESS_CODE_STORE, ACCESS_CODE_ALLOC, ACCESS_CODE_FREE = 0, 1, 2, 3
-#: per kind, columns a file may have beyond its schema (readers that ignore them read it as before)
-OPTIONAL_COLUMNS: dict[str, tuple[pa.Field, ...]] = {"access": (pa.field("event", pa.uint8()),)}
+#: the emulator's per-row access codes (swaptrace.kernels.emulate.state.ACC_*): load, store, alloc, free, and a
+#: store of zeros (a store whose row has ``zero`` set)
+ACCESS_CODE_LOAD, ACCESS_CODE_STORE, ACCESS_CODE_ALLOC, ACCESS_CODE_FREE, ACCESS_CODE_ZERO_STORE = 0, 1, 2, 3, 4
+#: per kind, columns a file may have beyond its schema (readers that ignore them read it as before). ``zero``
+#: marks stores of zeros (``torch.zeros``, an optimizer's zeroed state): a reader that ignores it sees a store,
+#: the emulator a page Linux >= 6.12 swaps without I/O while it stays zeros (docs/formats.md)
+OPTIONAL_COLUMNS: dict[str, tuple[pa.Field, ...]] = {"access": (pa.field("event", pa.uint8()),
+                                                                pa.field("zero", pa.bool_()))}
 
 SWAPIO_SCHEMA = pa.schema(
     [
@@ -626,20 +631,24 @@ class TraceFile:
 
 
 def access_columns(tf: TraceFile) -> list[str]:
-    """The columns a replay of access trace ``tf`` reads: ``step``, ``page``, ``write``, and ``event`` if it has one."""
-    return ["step", "page", "write", *(["event"] if tf.has_column("event") else [])]
+    """The columns a replay of access trace ``tf`` reads: ``step``, ``page``, ``write``, and ``event`` and ``zero``
+    where it has them."""
+    return ["step", "page", "write", *[c for c in ("event", "zero") if tf.has_column(c)]]
 
 
 def access_codes(batch: Mapping[str, np.ndarray]) -> np.ndarray:
     """Per row of an access-trace batch, its access code (uint8 ``ACCESS_CODE_*``): the ``write`` flags as they
-    are (bool, codes 0 and 1) when the batch has no ``event`` column, else 0/1 for an access (load, store),
-    2 for an alloc, 3 for a free."""
+    are (bool, codes 0 and 1) when the batch has neither an ``event`` nor a ``zero`` column, else 0/1 for an
+    access (load, store), 2 for an alloc, 3 for a free, 4 for a store with ``zero`` set."""
     write = batch["write"]
-    event = batch.get("event")
-    if event is None:
+    event, zero = batch.get("event"), batch.get("zero")
+    if event is None and zero is None:
         return write
     codes = write.astype(np.uint8)
-    np.putmask(codes, event != EVENT_ACCESS, event.astype(np.uint8) + 1)
+    if zero is not None:  # a zero flag counts on stores only (an alloc or free row is never a store)
+        np.putmask(codes, zero & write, ACCESS_CODE_ZERO_STORE)
+    if event is not None:
+        np.putmask(codes, event != EVENT_ACCESS, event.astype(np.uint8) + 1)
     return codes
 
 

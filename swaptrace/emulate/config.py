@@ -99,6 +99,8 @@ class EmulatorConfig:
     initial_state: str
     writeback_lag: int = 0
     zero_page: bool = False
+    #: linux: a dirty page of zeros is swapped out and in without I/O (the swap zero map, Linux >= 6.12)
+    zeromap: bool = False
     stats_flush_steps: int = 0
     scan_priorities: bool = False
     #: one of :data:`WRITEBACK_COMPLETIONS`; with those of :data:`BY_LEVEL` no write completes by the lag clock
@@ -171,6 +173,7 @@ class EmulatorConfig:
         reclaim_batch: int | None = None,
         writeback_lag: int | None = None,
         zero_page: bool | None = None,
+        zeromap: bool | None = None,
         stats_flush_steps: int | None = None,
         scan_priorities: bool | None = None,
         writeback_completion: str | None = None,
@@ -210,7 +213,7 @@ class EmulatorConfig:
             max_request_bytes = max(DEFAULT_MAX_REQUEST_BYTES, page_bytes)
         _check_geometry(page_cluster, cluster_slots, max_request_bytes, page_bytes, reclaim_batch)
         linux = _linux_settings(prof.linux, policy, writeback_lag=writeback_lag, zero_page=zero_page,
-                                stats_flush_steps=stats_flush_steps, scan_priorities=scan_priorities,
+                                zeromap=zeromap, stats_flush_steps=stats_flush_steps, scan_priorities=scan_priorities,
                                 writeback_completion=writeback_completion, write_cost=write_cost,
                                 fill_write_credit=fill_write_credit, write_latency=write_latency)
         step_us = DEFAULT_STEP_US if step_us is None else step_us
@@ -254,6 +257,7 @@ class EmulatorConfig:
             # None with the by-level rules: their lag is not a device latency
             "writeback_lag": None if by_level else d["writeback_lag"],
             "zero_page": d["zero_page"],
+            "zeromap": d["zeromap"],
             "stats_flush_steps": d["stats_flush_steps"],
             "scan_priorities": d["scan_priorities"],
             "writeback_completion": d["writeback_completion"],
@@ -301,6 +305,7 @@ class EmulatorConfig:
             # the by-level rules: no write completes by the clock (a lag > 0 also keeps writes asynchronous)
             "writeback_lag": ks.WB_ALL if level else self.writeback_lag,
             "zero_page": int(self.zero_page),
+            "zeromap": int(self.zeromap),
             # off with the by-level rules (their lag is WB_ALL, and lag + throttle must stay in int64)
             "writeback_throttle": 0 if level else self.writeback_throttle,
             "stats_flush_steps": self.stats_flush_steps,
@@ -374,7 +379,7 @@ def _linux_flag(flag: str, value: bool | None, default: bool, policy: str, elsew
     return bool(value)
 
 
-def _linux_settings(defaults: dict[str, Any], policy: str, *, writeback_lag, zero_page, stats_flush_steps,
+def _linux_settings(defaults: dict[str, Any], policy: str, *, writeback_lag, zero_page, zeromap, stats_flush_steps,
                     scan_priorities, writeback_completion, write_cost, fill_write_credit,
                     write_latency) -> dict[str, Any]:
     """The writeback and list settings, with the profile's ``defaults`` where not given."""
@@ -382,6 +387,7 @@ def _linux_settings(defaults: dict[str, Any], policy: str, *, writeback_lag, zer
     lag = _linux_count("--writeback-lag", writeback_lag, defaults["writeback_lag"], policy,
                        "frees pages as it writes them")
     zero = _linux_flag("--zero-page", zero_page, defaults["zero_page"], policy, "gives every touched page a frame")
+    zmap = _linux_flag("--zeromap", zeromap, defaults["zeromap"], policy, "writes and reads pages of zeros like any")
     flush = _linux_count("--stats-flush-steps", stats_flush_steps, defaults["stats_flush_steps"], policy,
                          "reads no statistics")
     levels = _linux_flag("--scan-priorities", scan_priorities, defaults["scan_priorities"], policy,
@@ -398,7 +404,7 @@ def _linux_settings(defaults: dict[str, Any], policy: str, *, writeback_lag, zer
         if lag_given:
             raise ConfigError(f"--writeback-lag applies to --writeback-completes lag; {rule} has no lag")
         lag = 0  # no lag clock: the kernel gets WB_ALL (kernel_params)
-    return {"writeback_lag": lag, "zero_page": zero, "stats_flush_steps": flush, "scan_priorities": levels,
+    return {"writeback_lag": lag, "zero_page": zero, "zeromap": zmap, "stats_flush_steps": flush, "scan_priorities": levels,
             "writeback_completion": rule,
             **_device_settings(defaults, rule, write_cost, fill_write_credit, write_latency)}
 

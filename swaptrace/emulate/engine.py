@@ -267,6 +267,9 @@ class Emulator:
             **{k: getattr(c, k) for k in keys},
             **({k: getattr(c, k) for k in ("allocs", "frees", "freed_resident", "freed_swapped")}
                if c.allocs or c.frees else {}),
+            # pages of zeros kept out of swap I/O (the kernel's vmstat swpout_zero, swpin_zero)
+            **({"zero_out": c.zero_out, "zero_in": c.zero_in, "zero_faults": c.zero_faults}
+               if c.zero_out or c.zero_in else {}),
             "memory_pages": self.cfg.budget_pages,
             "requests": {"read": c.read_requests, "write": c.write_requests, "discard": 0},
             "request_size_hist": {

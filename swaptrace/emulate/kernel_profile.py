@@ -27,6 +27,7 @@ DEFAULT_PROFILE = "linux-6.x-cgroup1"
 LINUX_KEYS: dict[str, type] = {
     "scan_priorities": bool,
     "zero_page": bool,
+    "zeromap": bool,
     "stats_flush_steps": int,
     "writeback_completion": str,
     "write_cost": int,
@@ -35,7 +36,7 @@ LINUX_KEYS: dict[str, type] = {
     "write_latency": int,
 }
 #: settings a profile may leave out (profiles written before them stay valid), and their values then
-LINUX_OPTIONAL: dict[str, Any] = {"write_latency": 0}
+LINUX_OPTIONAL: dict[str, Any] = {"write_latency": 0, "zeromap": True}
 #: the range of each integer setting: the same bounds as the emulate options that override them
 LINUX_RANGES: dict[str, tuple[int, int]] = {
     "stats_flush_steps": (0, (1 << 32) - 1),

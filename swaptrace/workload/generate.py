@@ -53,7 +53,13 @@ from swaptrace.kernels.generate.draw import count_segments, emit_accesses, emit_
 from swaptrace.workload.choices import ROW_LAYOUTS  # noqa: F401  (re-exported)
 from swaptrace.workload.indices import DrawnSteps, IndexPlan, check_draw_options, draw_batches
 from swaptrace.workload.layout import Layout, build_layout
-from swaptrace.workload.process import RuntimeProfile, load_runtime_profile, process_layout, with_process
+from swaptrace.workload.process import (
+    RuntimeProfile,
+    load_runtime_profile,
+    process_layout,
+    with_process,
+    zero_stores,
+)
 from swaptrace.workload.spec import ModelSpec, load_spec
 
 DEDUP_CHOICES = (None, "step")
@@ -530,16 +536,20 @@ def _write_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int | 
     writes = events = 0
     counts = {"allocs": 0, "frees": 0}
     freed: set[int] = set()
-    with TraceWriter(out, "access", meta, force=force, optional=("event",) if recorded else ()) as writer, \
+    # a process trace marks its stores of zeros (an optimizer's zeroed state at start-up): Linux >= 6.12 swaps
+    # those pages without I/O
+    optional = ("event", "zero") if recorded else ("zero",) if runtime is not None else ()
+    with TraceWriter(out, "access", meta, force=force, optional=optional) as writer, \
             _one_core_for_the_writer():
         with _BackgroundWriter(writer, depth=4, tally=tally if direct else None, spare=spare) as background:
             for st, pg, wr, rg, *ev in chunks:
                 if direct:
                     background.hand_over(step=st, page=pg, write=wr, region=rg)
                     continue
+                zero = zero_stores(st, wr, rg, meta["regions"], spec.optimizer)
                 if ev:  # alloc and free rows are no accesses: tallied apart
-                    background.write(step=st, page=pg, write=wr, region=rg, event=ev[0])
                     acc = ev[0] == EVENT_ACCESS
+                    background.write(step=st, page=pg, write=wr, region=rg, event=ev[0], zero=zero & acc)
                     events += int(acc.size - np.count_nonzero(acc))
                     counts["allocs"] += int(np.count_nonzero(ev[0] == EVENT_ALLOC))
                     counts["frees"] += int(np.count_nonzero(ev[0] == EVENT_FREE))
@@ -547,7 +557,7 @@ def _write_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int | 
                     seen[pg[acc & (pg < layout.footprint_pages)].astype(np.int64)] = 1  # start-up's stores too
                     wr, rg = wr[acc], rg[acc]
                 else:
-                    background.write(step=st, page=pg, write=wr, region=rg)
+                    background.write(step=st, page=pg, write=wr, region=rg, zero=zero)
                 writes += int(tally_pages(wr, rg, region_counts))
         writes += tallied["writes"]
         writer.metadata["summary"] = {

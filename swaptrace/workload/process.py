@@ -51,6 +51,13 @@ RUNTIME_KINDS = ("runtime", "step-buffers")
 #: the others allocate it lazily at the first step (torch.optim.Adagrad fills ``state_sum`` in
 #: ``__init__``; SGD has none; SparseAdam/Adam create ``exp_avg``/``exp_avg_sq`` in the first ``step``)
 EAGER_STATE_OPTIMIZERS = ("adagrad", "rowwise-adagrad")
+#: optimizers whose state starts as zeros, written as zeros where it is allocated: torch.optim.Adagrad fills
+#: ``state_sum`` with ``initial_accumulator_value`` (0 unless given; ``swaptrace train`` does not give it),
+#: SparseAdam/Adam use ``torch.zeros_like``, the row-wise Adagrad of ``swaptrace train`` ``torch.zeros``. A
+#: state page stays zeros until a step updates a row on it, and Linux >= 6.12 swaps such a page without I/O
+ZERO_STATE_OPTIMIZERS = ("adagrad", "rowwise-adagrad", "adam")
+#: region kinds holding an optimizer's state
+STATE_KINDS = ("table-state", "mlp-state")
 #: the largest amount a profile may state (the same cap as every size option)
 MAX_BYTES = 1 << 60
 #: the largest write cost (the bound of ``emulate --write-cost``)
@@ -254,6 +261,33 @@ def startup_pages(regions: list[dict[str, Any]], optimizer: str) -> np.ndarray:
     parts = [np.arange(r["first_page"], r["first_page"] + r["pages"], dtype=np.uint64)
              for kind in kinds for r in regions if r["kind"] == kind]
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
+
+
+def zero_stores(step: np.ndarray, write: np.ndarray, region: np.ndarray, regions: list[dict[str, Any]],
+                optimizer: str) -> np.ndarray:
+    """Which rows of a process trace store zeros: start-up's (step 0) stores to optimizer state that starts as
+    zeros (:data:`ZERO_STATE_OPTIMIZERS`); a training step's stores to state are updates of its rows.
+
+    Parameters
+    ----------
+    step, write, region : numpy arrays
+        Rows of a process trace (start-up is step 0).
+    regions : list of dict
+        The process's regions (their ``kind``).
+    optimizer : str
+        The spec's optimizer.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        True where the row is a store of zeros (the trace's optional ``zero`` column).
+    """
+    import numpy as np
+
+    if optimizer not in ZERO_STATE_OPTIMIZERS:
+        return np.zeros(step.size, dtype=bool)
+    state = np.array([r["kind"] in STATE_KINDS for r in regions], dtype=bool)
+    return (step == 0) & write & state[region.astype(np.int64)]
 
 
 def active_pages(regions: list[dict[str, Any]], profile: RuntimeProfile, page_bytes: int) -> np.ndarray:

@@ -123,6 +123,7 @@ from swaptrace.kernels.emulate.state import (
     P_WB_LATENCY,
     P_WB_LEVEL,
     P_WB_THROTTLE,
+    P_ZEROMAP,
     R_ERROR,
     R_FILL_SEEN,
     R_N_ACTIVE,
@@ -151,6 +152,7 @@ from swaptrace.kernels.emulate.state import (
     WB_BY_NEXT_LEVEL,
     WRITEBACK,
     YOUNG,
+    ZEROED,
 )
 from swaptrace.kernels.jit import jit_noref
 
@@ -391,7 +393,7 @@ def _shrink_batch(b, m, f, take, written):
                 b[page] = (fl & ~YOUNG) | REFERENCED
                 _push_head(m, nx, pv, F + 1, page)
                 m[R_N_INACTIVE] += 1
-        elif lag > 0 and ((fl & DIRTY) or m[so + page] < 0):
+        elif lag > 0 and ((fl & DIRTY) or m[so + page] < 0) and not ((fl & ZEROED) and m[P_ZEROMAP]):
             if not _writeout(b, m, f, page):
                 break
             written += 1

@@ -13,6 +13,12 @@ A hit on a mapped page is handled inline in :func:`run_accesses` (no call).
 The trace's alloc and free events (access codes ``ACC_ALLOC``, ``ACC_FREE``) go to
 :func:`swaptrace.kernels.emulate.release._release`: no I/O, no fault.
 
+Pages of zeros (``ZEROED``: a zero-fill not stored to since, or a store of zeros, ``ACC_ZERO_STORE``) with
+``P_ZEROMAP``: a swap-in of one fills the frame with zeros instead of reading (Linux >= 6.12, mm/page_io.c
+``swap_read_folio_zeromap``; vmstat ``swpin_zero``), read ahead or faulting; the fault still counts as major
+(``do_swap_page`` found no folio in the swap cache) but waits for no read. Reclaim's side is in
+:mod:`swaptrace.kernels.emulate.evict`.
+
 Caution for editors: numba's on-disk cache (``cache=True``) checks only the
 timestamp of the file defining a function, so after editing a helper module
 (``slots.py``, ``lru.py`` ...) delete ``swaptrace/kernels/__pycache__/*.nb?``
@@ -39,6 +45,9 @@ from swaptrace.kernels.emulate.readahead import _cluster_window, _vma_window
 from swaptrace.kernels.emulate.release import _release, _wb_forget
 from swaptrace.kernels.emulate.slots import _alloc_slot, _free_slot, _swap_full
 from swaptrace.kernels.emulate.state import (
+    ACC_ALLOC,
+    ACC_FREE,
+    ACC_ZERO_STORE,
     C_ACCESSES,
     C_ALLOCS,
     C_FAULTS,
@@ -51,7 +60,9 @@ from swaptrace.kernels.emulate.state import (
     C_RECLAIM_CALLS,
     C_SLOT_FREES,
     C_SWAPCACHE_HIT,
+    C_ZERO_FAULTS,
     C_ZERO_FILL,
+    C_ZERO_IN,
     C_ZERO_PAGE,
     CAUSE_FAULT,
     CAUSE_READAHEAD,
@@ -81,6 +92,7 @@ from swaptrace.kernels.emulate.state import (
     P_POLICY,
     P_RA_MODE,
     P_ZERO_PAGE,
+    P_ZEROMAP,
     POLICY_CLOCK,
     POLICY_LINUX,
     POLICY_LRU,
@@ -107,6 +119,7 @@ from swaptrace.kernels.emulate.state import (
     WRITEBACK,
     YOUNG,
     ZERO_PAGE,
+    ZEROED,
 )
 from swaptrace.kernels.jit import jit_noref
 
@@ -181,16 +194,23 @@ def _swap_in(b, m, f, page, write):
     _make_room(b, m, f, k)
     if m[R_ERROR] != 0:
         return
+    zeromap = m[P_ZEROMAP]
+    zeros = 0
+    waits = True  # for the faulting page's read
     for i in range(k):
         q = m[cand + i]
-        if q == page:
-            _submit(m, f, OP_READ, m[so + q], CAUSE_FAULT)
-            b[q] = RESIDENT | TOUCHED
+        zero = b[q] & ZEROED
+        if zero and zeromap:  # filled with zeros, no bio: the reads on either side do not merge across it
+            zeros += 1
+            if q == page:
+                waits = False
+                m[C_ZERO_FAULTS] += 1
         else:
-            _submit(m, f, OP_READ, m[so + q], CAUSE_READAHEAD)
-            b[q] = RESIDENT | TOUCHED | READAHEAD
+            _submit(m, f, OP_READ, m[so + q], CAUSE_FAULT if q == page else CAUSE_READAHEAD)
+        b[q] = RESIDENT | TOUCHED | zero | (0 if q == page else READAHEAD)
     _flush(m, f)
-    m[C_PAGES_IN] += k
+    m[C_PAGES_IN] += k - zeros
+    m[C_ZERO_IN] += zeros
     m[C_RA_ISSUED] += k - 1
     for i in range(k):
         q = m[cand + i]
@@ -202,8 +222,9 @@ def _swap_in(b, m, f, page, write):
         _free_slot(m, page)
         m[C_SLOT_FREES] += 1
     if write:
-        b[page] |= DIRTY
-    if m[R_WB_N] > 0:  # the process slept until its read completed: so did the writes queued before it
+        b[page] = (b[page] | DIRTY) & ~ZEROED
+    # the process slept until its read completed: so did the writes queued before it (a page of zeros: no read)
+    if m[R_WB_N] > 0 and waits:
         _wb_complete(b, m, WB_ALL)
 
 
@@ -219,7 +240,8 @@ def _fault(b, m, f, page, write):
         return
     m[C_FAULTS] += 1
     si = m[R_STEP] - m[P_FIRST_STEP]
-    if fl & RESIDENT or not (fl & TOUCHED):  # swap cache, zero fill or zero page: no read
+    # swap cache, zero fill, zero page, or a page of zeros on swap: no read to wait for
+    if fl & RESIDENT or not (fl & TOUCHED) or ((fl & ZEROED) and m[P_ZEROMAP]):
         m[m[O_STEP_MINOR] + si] += 1
     else:
         m[m[O_STEP_MAJOR] + si] += 1
@@ -245,7 +267,7 @@ def _fault(b, m, f, page, write):
             _free_slot(m, page)
             m[C_SLOT_FREES] += 1
         if write:
-            b[page] |= DIRTY
+            b[page] = (b[page] | DIRTY) & ~ZEROED
         return
     if not (fl & TOUCHED):  # first touch: zero-filled page, no read
         if not write and m[P_ZERO_PAGE]:  # do_anonymous_page maps the shared zero page: no frame
@@ -256,7 +278,7 @@ def _fault(b, m, f, page, write):
         _make_room(b, m, f, 1)
         if m[R_ERROR] != 0:
             return
-        b[page] = RESIDENT | MAPPED | TOUCHED | DIRTY
+        b[page] = RESIDENT | MAPPED | TOUCHED | DIRTY | (0 if write else ZEROED)
         _policy_insert(b, m, page, True)
         return
     m[C_MAJOR] += 1
@@ -268,9 +290,9 @@ def run_accesses(b, m, f, pages, writes, steps, start):
     """Process accesses from ``start`` until the chunk ends or the output columns are nearly full.
 
     ``writes`` holds each row's access code (uint8: ``ACC_LOAD``, ``ACC_STORE``, ``ACC_ALLOC``,
-    ``ACC_FREE``; a bool store flag viewed as uint8 is the first two). Returns the index of the first
-    row not processed. A page outside the footprint or a step outside the trace stops the run with
-    ``R_ERROR`` set. Events are rows of their step (they take a place in its time) but not accesses.
+    ``ACC_FREE``, ``ACC_ZERO_STORE``; a bool store flag viewed as uint8 is the first two). Returns the index
+    of the first row not processed. A page outside the footprint or a step outside the trace stops the run
+    with ``R_ERROR`` set. Events are rows of their step (they take a place in its time) but not accesses.
     """
     n = pages.shape[0]
     # a counting run (P_OUT_CAP = 0) writes no rows and never stops for them
@@ -309,7 +331,7 @@ def run_accesses(b, m, f, pages, writes, steps, start):
                 m[R_STEP_BACK] = 1
         fl = b[page]
         code = writes[i]
-        if code > 1:  # an alloc or free event (ACC_ALLOC, ACC_FREE)
+        if code == ACC_ALLOC or code == ACC_FREE:
             _release(b, m, page, code)
             events += 1
         elif fl & MAPPED:  # the hot path: a hit, inline
@@ -320,14 +342,18 @@ def run_accesses(b, m, f, pages, writes, steps, start):
                 fl |= REFERENCED
             elif policy == POLICY_LINUX:
                 fl |= YOUNG
-            if code:
-                fl |= DIRTY
+            if code:  # a store; its data is zeros only for ACC_ZERO_STORE
+                fl = (fl | DIRTY) & ~ZEROED
+                if code == ACC_ZERO_STORE:
+                    fl |= ZEROED
             b[page] = fl
         else:
             f[F_NOW] = seen  # the caller turns (step, index in step) into t_us
             m[R_STEP] = si + first
             m[R_EV_AT] = done_rows + i - start
             _fault(b, m, f, page, code != 0)
+            if code == ACC_ZERO_STORE and b[page] & RESIDENT:
+                b[page] |= ZEROED
             stop = m[R_OUT_N] > limit or m[R_ERROR] != 0 or m[R_EV_N] > ev_limit
         seen += 1
         i += 1

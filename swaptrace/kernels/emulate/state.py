@@ -40,9 +40,15 @@ ZERO_PAGE = 512  #: never written, read through the shared zero page: no frame, 
 #: freed by the program while under writeback (linux): still resident and charged, dropped with its slot when
 #: its write completes (zap_pte_range -> free_swap_and_cache cannot take a folio under writeback)
 FREED = 1024
+#: the page's contents are all zeros: zero-filled and not stored to since, or stored to only with zeros (access
+#: code ACC_ZERO_STORE). With P_ZEROMAP (Linux >= 6.12, mm/page_io.c ``swap_writeout``) reclaim gives such a
+#: dirty page a slot and marks it in the swap device's zero map instead of writing it, and a swap-in of it
+#: fills the frame with zeros instead of reading (``swap_read_folio_zeromap``); kept while the page is on swap
+ZEROED = 2048
 
-#: access codes, one uint8 per trace row (``traceio.ACCESS_CODE_*``): a load, a store, an alloc and a free event
-ACC_LOAD, ACC_STORE, ACC_ALLOC, ACC_FREE = 0, 1, 2, 3
+#: access codes, one uint8 per trace row (``traceio.ACCESS_CODE_*``): a load, a store, an alloc and a free event,
+#: and a store that leaves the page all zeros (``memset(0)``, ``torch.zeros``, an optimizer's zeroed state)
+ACC_LOAD, ACC_STORE, ACC_ALLOC, ACC_FREE, ACC_ZERO_STORE = 0, 1, 2, 3, 4
 
 POLICY_LRU, POLICY_CLOCK, POLICY_LINUX = 0, 1, 2
 RA_NONE, RA_VMA, RA_CLUSTER = 0, 1, 2
@@ -183,7 +189,13 @@ C_FREED_SWAPPED = 112  # pages on swap (no frame) whose slot an event released
 R_STEP_MAX = 113  # the latest step (less P_FIRST_STEP) any access of the run has had
 R_STEP_BACK = 114  # 1 once an access had a step before R_STEP_MAX: the counts of finished steps were not final
 
-HEADER = 115
+# ---- registers added later (m[115:119]): pages of zeros kept out of swap I/O (ZEROED)
+C_ZERO_OUT = 115  # dirty all-zero pages reclaim freed without a write (vmstat swpout_zero)
+C_ZERO_IN = 116  # swap-ins of all-zero pages, faulting or read ahead, filled without a read (vmstat swpin_zero)
+P_ZEROMAP = 117  # linux: all-zero pages skip swap I/O (Linux >= 6.12); 0: they are written and read like any
+C_ZERO_FAULTS = 118  # major faults on pages of zeros (counted in C_MAJOR, as the kernel's pgmajfault; no read waited)
+
+HEADER = 119
 TMP_CANDIDATES = 64
 
 # ---- f -------------------------------------------------------------------
@@ -238,6 +250,9 @@ class Counters:
     frees: int = 0
     freed_resident: int = 0
     freed_swapped: int = 0
+    zero_out: int = 0
+    zero_in: int = 0
+    zero_faults: int = 0
 
 
 #: each Counters field's register
@@ -250,6 +265,7 @@ COUNTER_REGISTERS = {
     "scanned": C_SCANNED, "refault_activations": C_REFAULT_ACTIVATIONS, "bytes_read": C_BYTES_READ,
     "bytes_written": C_BYTES_WRITTEN, "read_requests": C_REQ_READ, "write_requests": C_REQ_WRITE,
     "allocs": C_ALLOCS, "frees": C_FREES, "freed_resident": C_FREED_RESIDENT, "freed_swapped": C_FREED_SWAPPED,
+    "zero_out": C_ZERO_OUT, "zero_in": C_ZERO_IN, "zero_faults": C_ZERO_FAULTS,
 }
 
 
@@ -447,6 +463,7 @@ def new_state(
     m[P_NSTEPS] = nsteps
     m[P_WB_LAG] = params.get("writeback_lag", 0)
     m[P_ZERO_PAGE] = params.get("zero_page", 0)
+    m[P_ZEROMAP] = params.get("zeromap", 0)
     m[P_WB_THROTTLE] = params.get("writeback_throttle", 2 * SWAP_CLUSTER_MAX)
     m[P_STATS_FLUSH] = params.get("stats_flush_steps", 0)
     m[P_SCAN_PRIO] = params.get("scan_priorities", 0)
