@@ -5,6 +5,11 @@ Input: a recording's raw rows as dicts (``step``, ``event`` one of ``mmap`` (ano
 regions and arrays ``(name, region index, byte offset, bytes)`` and the model's trace rows. Only the events
 these hold (no brk, mremap, fork): written as a plain dictionary of pages, no interval lists, no keys packed.
 Output: the rows ``(step, page, write, event, region)`` of every trace step, in order.
+
+Two rules of docs/process.md beyond the events: the model's ``scratch`` region gets none of the model's
+accesses (the recording holds the program's activations), and, given the anonymous RSS at each start-up
+reading, the pages it holds beyond those first-touched and not unmapped by then are stored to in an
+``unrecorded`` region, at the reading, before its loads (only the growth past the most stored so far).
 """
 
 from __future__ import annotations
@@ -18,9 +23,10 @@ def _pages_of(address, length):
     return list(range(address // P, address // P + math.ceil(length / P)))
 
 
-def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, training_steps):
+def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, training_steps, rss=None):
     """See the module docstring; ``startup``: model pages a program writes at start-up, in order; ``steps``:
-    the trace's training steps; ``training_steps``: the recording's (exit rows must not be in ``raw``)."""
+    the trace's training steps; ``training_steps``: the recording's (exit rows must not be in ``raw``);
+    ``rss``: the anonymous RSS in pages at each start-up reading, in order (None: not measured)."""
     by_step = {s: [r for r in raw if r["step"] == s] for s in range(training_steps + 1)}
     # 1. mappings never unmapped: (pid, first page, pages), in the order they were made
     maps = []
@@ -63,13 +69,17 @@ def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, traini
         runtime |= alive
     nxt = sum(r["pages"] for r in regions)
     trace_page = {}
-    for region, keys in ((len(regions), [k for k in first_touch if k in runtime]),
-                         (len(regions) + 1, [k for k in first_touch if k not in runtime])):
+    n_regions = len(regions)
+    for keys in ([k for k in first_touch if k in runtime], [k for k in first_touch if k not in runtime]):
         if not keys:
-            region -= 1  # no runtime region: the buffers take its index
+            continue  # no such region: the next takes its index
         for k in keys:
-            trace_page[k] = (nxt, region)
+            trace_page[k] = (nxt, n_regions)
             nxt += 1
+        n_regions += 1
+    unrec_first, unrec_region = nxt, n_regions  # the unrecorded region comes last
+    readings_left = list(rss or [])
+    in_rss, unrec_made = set(), 0  # every page first touched and not unmapped; unrecorded pages stored
     # 4. rows of each recording step
     rec_rows, alive, stamp, clock = [], set(), {}, 0
     for s in range(training_steps + 1):
@@ -85,6 +95,10 @@ def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, traini
                     if by_step[s][q]["event"] != "referenced":
                         break
                     run.insert(0, by_step[s][q])
+                if s == 0 and readings_left:
+                    need = readings_left.pop(0) - len(in_rss)
+                    rows += [(unrec_first + i, True, 0, unrec_region) for i in range(unrec_made, max(need, unrec_made))]
+                    unrec_made = max(need, unrec_made)
                 for rr in run:
                     if (rr["pid"], rr["address"] // P) in model_page:
                         continue
@@ -96,6 +110,7 @@ def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, traini
                 touched = set()
             elif r["event"] == "fault":
                 key = (r["pid"], r["address"] // P)
+                in_rss.add(key)
                 if key in model_page:
                     if model_page[key] is not None and key not in alive:
                         alive.add(key)
@@ -111,6 +126,7 @@ def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, traini
             elif r["event"] == "munmap":
                 for p in _pages_of(r["address"], r["length"]):
                     key = (r["pid"], p)
+                    in_rss.discard(key)
                     if key in alive:
                         alive.discard(key)
                         touched.discard(key)
@@ -143,5 +159,5 @@ def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, traini
     for t in range(1, steps + 1):
         r = t if t <= training_steps else training_steps - half + 1 + (t - training_steps - 1) % half
         out += replay(t, rec_rows[r], t > training_steps)
-        out += [(t, p, w, 0, g) for st, p, w, g in model_rows if st + 1 == t]
+        out += [(t, p, w, 0, g) for st, p, w, g in model_rows if st + 1 == t and regions[g]["kind"] != "scratch"]
     return out

@@ -75,13 +75,14 @@ def _times(raw):
     return np.asarray(out)
 
 
-def write_recording(path, raw, steps, exit_told=True, cpu=None):
+def write_recording(path, raw, steps, exit_told=True, cpu=None, readings=None):
     n = len(raw)
     col = lambda k, dt: np.asarray([r[k] for r in raw], dtype=dt)  # noqa: E731
     flags = np.asarray([ANON if r["event"] == "mmap" else (2 if r["write"] else 0) for r in raw], np.uint64)
     with TraceWriter(path, "recording", {"page_bytes": P, "steps": steps, "exit_step": steps if exit_told else None,
                                          "command": ["hand-built"], "step_source": "marks",
-                                         **({"cpu": cpu} if cpu is not None else {})}) as w:
+                                         **({"cpu": cpu} if cpu is not None else {}),
+                                         **({"readings": readings} if readings is not None else {})}) as w:
         w.write(t_us=_times(raw), step=col("step", np.uint32),
                 event=np.asarray([RECORD_EVENTS.index(r["event"]) for r in raw], np.int8), pid=col("pid", np.int32),
                 address=col("address", np.uint64), length=col("length", np.uint64), write=col("write", bool),
@@ -192,7 +193,8 @@ def test_hand_worked_trace(case, tmp_path):
         want = ([(t, p, False, 1, 4) for p in range(38, 46)] + [(t, p, True, 0, 4) for p in range(38, 46)]
                 + [(t, p, False, 2, 4) for p in range(38, 46)] + [(t, 37, False, 0, 3), (t, 36, False, 0, 3)])
         assert got[:len(want)] == want
-        m = model["step"] == t - 1
+        m = (model["step"] == t - 1) & (model["region"] != 2)  # region 2, scratch: the recording has the activations
+        assert np.any((model["step"] == t - 1) & (model["region"] == 2))  # (which the model's own trace touches)
         assert got[len(want):] == [(t, p, w, 0, g) for p, w, g in zip(model["page"][m].tolist(),
                                                                       model["write"][m].tolist(),
                                                                       model["region"][m].tolist(), strict=True)]
@@ -277,7 +279,7 @@ def test_the_recorded_threads_reach_the_time_model(case, tmp_path):
     for name, path in (("new", rec), ("old", old)):
         out = generate_trace(str(spec_path), tmp_path / f"{name}.access.parquet", steps=4, runtime=Recording(str(path)))
         stream = tmp_path / f"{name}.swapio.parquet"
-        r = CliRunner().invoke(cli, ["emulate", str(out), "--memory", str(24 * P), "-o", str(stream)])
+        r = CliRunner().invoke(cli, ["emulate", str(out), "--memory", str(20 * P), "-o", str(stream)])
         assert r.exit_code == 0, r.output
         args = ["time", str(stream), "--device", "tiny", "--step-compute-us", "1000", "--fault-cpu-us", "1",
                 "--reclaim-cpu-us", "0", "--write-cpu-us", "0", "--json"]
@@ -441,3 +443,63 @@ def test_a_start_up_reading_loads_what_was_touched_before_its_window_where_it_wa
     model_rows = list(zip(*(model[k].tolist() for k in ("step", "page", "write", "region")), strict=True))
     assert _rows(out) == naive_recorded_rows(raw, regions, arrays, model_rows,
                                              startup_pages(regions, spec.optimizer).tolist(), 3, 3)
+
+
+def test_start_up_memory_the_recording_did_not_see_is_stored_where_a_reading_found_it(case, tmp_path):
+    """By hand: start-up's reading finds 41 pages of anonymous RSS where the recording has 36 first-touched
+    (the table mapping's 32 -- its header page is never touched -- and the long-lived 4), so 5 pages more
+    (a library's copy-on-write data, say) go to an ``unrecorded`` region after the step buffers, stored at
+    the reading, before its loads, and never touched again. Then the twin, with the RSS per reading."""
+    spec_path, _ = case
+    raw = hand_recording()
+    t_reading = float(_times(raw)[next(i for i, r in enumerate(raw) if r["event"] == "referenced")])
+    rec = write_recording(tmp_path / "u.recording.parquet", raw, steps=4,
+                          readings=[{"t_us": t_reading, "step": 0, "anon_rss_bytes": 41 * P, "pids": 1}])
+    out = generate_trace(str(spec_path), tmp_path / "u.access.parquet", steps=3, runtime=Recording(str(rec)))
+    meta = open_trace(out, "access").meta
+    assert [(r["name"], r["first_page"], r["pages"]) for r in meta["regions"][3:]] == [
+        ("runtime", 34, 4), ("step-buffers", 38, 8), ("unrecorded", 46, 5)]
+    assert meta["footprint_pages"] == 51 and meta["process"]["recording"]["unrecorded_pages"] == 5
+    rows = _rows(out)
+    want0 = ([(0, p, True, 0, 0) for p in range(32)] + [(0, p, False, 1, 3) for p in range(34, 38)]
+             + [(0, p, True, 0, 3) for p in range(34, 38)] + [(0, p, True, 0, 5) for p in range(46, 51)]
+             + [(0, 32, True, 0, 1)])
+    assert [r for r in rows if r[0] == 0] == want0
+    assert not [r for r in rows if r[0] > 0 and r[4] == 5]  # never touched again
+    spec = load_spec(str(spec_path))
+    regions = build_layout(spec).region_dicts()
+    arrays = [(a.name, a.region, a.offset, a.nbytes) for a in model_arrays(spec, regions)]
+    model = generate_arrays(spec, steps=3)
+    model_rows = list(zip(*(model[k].tolist() for k in ("step", "page", "write", "region")), strict=True))
+    assert rows == naive_recorded_rows(raw, regions, arrays, model_rows,
+                                       startup_pages(regions, spec.optimizer).tolist(), 3, 3, rss=[41])
+    # pages freed before the reading are not recorded memory: a 3-page buffer mapped, written and unmapped in
+    # start-up leaves the 5 as they were (36 alive again at the reading)
+    ref = next(i for i, r in enumerate(raw) if r["event"] == "referenced")
+    freed = raw[:ref] + [ev(0, "mmap", BA, 3 * P)] + [ev(0, "fault", BA + i * P, write=True) for i in range(3)]
+    freed += [ev(0, "munmap", BA, 3 * P)] + raw[ref:]
+    t_freed = float(_times(freed)[ref + 5])
+    rec3 = write_recording(tmp_path / "w.recording.parquet", freed, steps=4,
+                           readings=[{"t_us": t_freed, "step": 0, "anon_rss_bytes": 41 * P, "pids": 1}])
+    out3 = generate_trace(str(spec_path), tmp_path / "w.access.parquet", steps=3, runtime=Recording(str(rec3)))
+    assert open_trace(out3, "access").meta["regions"][-1]["pages"] == 5
+    assert _rows(out3) == naive_recorded_rows(freed, regions, arrays, model_rows,
+                                              startup_pages(regions, spec.optimizer).tolist(), 3, 3, rss=[41])
+    # two readings: after the table's 32 stores the RSS is 34 (2 unrecorded: 46, 47, stored there), at the end 41
+    # (5 in all: 3 more, 48..50)
+    two = raw[:33] + [ev(0, "referenced", TA, 33 * P, referenced=32 * P)] + raw[33:]
+    t1, t2 = float(_times(two)[33]), float(_times(two)[ref + 1])
+    rec4 = write_recording(tmp_path / "y.recording.parquet", two, steps=4,
+                           readings=[{"t_us": t1, "step": 0, "anon_rss_bytes": 34 * P, "pids": 1},
+                                     {"t_us": t2, "step": 0, "anon_rss_bytes": 41 * P, "pids": 1}])
+    out4 = generate_trace(str(spec_path), tmp_path / "y.access.parquet", steps=3, runtime=Recording(str(rec4)))
+    step0 = [r for r in _rows(out4) if r[0] == 0]
+    assert step0[32:34] == [(0, 46, True, 0, 5), (0, 47, True, 0, 5)]
+    assert [r[1] for r in step0 if r[4] == 5] == [46, 47, 48, 49, 50]
+    assert _rows(out4) == naive_recorded_rows(two, regions, arrays, model_rows,
+                                              startup_pages(regions, spec.optimizer).tolist(), 3, 3, rss=[34, 41])
+    # an RSS at or below what was recorded adds nothing
+    rec2 = write_recording(tmp_path / "v.recording.parquet", raw, steps=4,
+                           readings=[{"t_us": t_reading, "step": 0, "anon_rss_bytes": 30 * P, "pids": 1}])
+    out2 = generate_trace(str(spec_path), tmp_path / "v.access.parquet", steps=3, runtime=Recording(str(rec2)))
+    assert [r["name"] for r in open_trace(out2, "access").meta["regions"]][-1] == "step-buffers"

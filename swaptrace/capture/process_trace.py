@@ -38,6 +38,11 @@ then, **most recently first-touched first** (``Referenced:`` counts pages, not w
 allocators reuse the memory they handed out last, while start-up's oldest pages hold import-time objects
 seldom used again); then the model's accesses of the step. Trace step 0 ends with stores to the model
 arrays a program writes at start-up (:func:`swaptrace.workload.process.startup_pages`) that no match wrote.
+The model's ``scratch`` region (the spec's stand-in for activations) gets no accesses: the recording holds the
+program's own activations, in its runtime and step buffers. **Unrecorded memory**: at each start-up reading
+the process's anonymous RSS less the pages recorded alive then (copy-on-write pages of the shared libraries'
+data, which the recorder does not follow, the main stack, pages the kernel touched for the program) becomes
+stores to as many more pages of an ``unrecorded`` region, where the reading was taken, never touched again.
 Steps beyond the recording's training steps repeat its **last half** (``ceil(R / 2)`` of ``R`` training
 steps) cyclically: the first steps allocate what the program keeps (optimizer state, allocator pools),
 the last ones are the steady state. A repeated step's alloc rows over pages that hold memory (allocated and
@@ -236,6 +241,8 @@ class RecordedRuntime:
     info: dict[str, Any]
     #: runtime pages accessed in some training step (the profile field ``active_bytes`` / 4096)
     active_pages: int = 0
+    #: start-up's anonymous memory the recording saw held (``anon_rss``) but not touched (:func:`_unrecorded`)
+    unrecorded_pages: int = 0
 
     @property
     def training_steps(self) -> int:
@@ -337,7 +344,11 @@ def reduce_recording(path: str | os.PathLike, spec: ModelSpec, regions: list[dic
             out_regions.append({"name": name, "kind": name, "first_page": next_page, "pages": len(keys)})
             page_of.update((k, (next_page + i, len(out_regions) - 1)) for i, k in enumerate(keys))
             next_page += len(keys)
-    rows = _step_rows(rec, norm, starts, matched, page_of)
+    unrecorded = _unrecorded(rec, norm, starts)
+    if unrecorded:  # stored to where start-up's readings found them
+        out_regions.append({"name": "unrecorded", "kind": "unrecorded", "first_page": next_page,
+                            "pages": unrecorded[-1][1]})
+    rows = _step_rows(rec, norm, starts, matched, page_of, (unrecorded, next_page, len(out_regions) - 1))
     info = {"path": str(path), "sha256": _sha256(path), "command": rec.meta.get("command"),
             "steps": n_steps, "training_steps": n_steps - 1, "step_source": rec.meta.get("step_source"),
             "cycle": f"trace steps above {n_steps - 1} repeat recording steps "
@@ -347,13 +358,55 @@ def reduce_recording(path: str | os.PathLike, spec: ModelSpec, regions: list[dic
             "matched": {a.name: {"pid": pid, "address": lo * PAGE_BYTES, "pages": allocs[i][2], "bytes": a.nbytes}
                         for i, (a, pid, lo) in sorted(taken.items())},
             "in_heap": in_heap, "runtime_pages": len(run_keys), "step_buffer_pages": len(buf_keys),
+            "unrecorded_pages": unrecorded[-1][1] if unrecorded else 0,
             "thp_disabled": rec.thp_disabled, "cpu": rec.meta.get("cpu"),
             "file_bytes": "0: a recording measures anonymous memory only (no page cache or kernel memory)"}
     run_first = footprint_pages
     active = set()
     for p, _, e, _ in rows[1:]:
         active.update(p[(e == EVENT_ACCESS) & (p >= run_first) & (p < run_first + len(run_keys))].tolist())
-    return RecordedRuntime(rows, len(run_keys), len(buf_keys), info, len(active)), out_regions
+    return RecordedRuntime(rows, len(run_keys), len(buf_keys), info, len(active),
+                           unrecorded[-1][1] if unrecorded else 0), out_regions
+
+
+def _unrecorded(rec, norm, starts) -> list[tuple[int, int]]:
+    """Start-up's anonymous memory that no recorded first touch accounts for, as ``(rows before, pages)``: at
+    each start-up reading, the process's anonymous RSS less the pages recorded alive then (their running
+    maximum, each with the number of start-up rows that come before the reading).
+
+    What is in it: copy-on-write pages of private file mappings (the ``.data`` of every shared library,
+    written by the dynamic linker's relocations: ``RssAnon`` counts them, and the recorder follows anonymous
+    mappings only), the main stack and ``.bss`` (mapped by ``exec``), and pages the kernel first touches for
+    the program (``read`` into a new buffer). The limited run holds them too; the trace stores to them once,
+    where they appeared, and never again (nothing says which are used later).
+    """
+    readings = rec.meta.get("readings") or []
+    rss = {round(float(r["t_us"])): int(r["anon_rss_bytes"]) // PAGE_BYTES
+           for r in readings if r.get("step", 0) == 0 and r.get("anon_rss_bytes") is not None}
+    if not rss or not norm:
+        return []
+    ref = rec.steps[0].referenced
+    if not len(ref["pid"]):
+        return []
+    times = ref["t_us"]
+    cuts = [0, *(np.flatnonzero(times[1:] != times[:-1]) + 1).tolist()]
+    at = {starts[0][int(ref["at"][c])]: round(float(times[c])) for c in cuts}  # ops before -> reading time
+    alive: set[int] = set()
+    out: list[tuple[int, int]] = []
+    ops = norm[0]
+    for i in range(len(ops) + 1):
+        if i in at and at[i] in rss:
+            need = rss[at[i]] - len(alive)
+            if need > (out[-1][1] if out else 0):
+                out.append((i, need))
+        if i == len(ops):
+            break
+        code, key, _ = ops[i]
+        if code == TOUCH:
+            alive.add(key)
+        elif code == FREE:
+            alive.discard(key)
+    return out
 
 
 def _sha256(path: str | os.PathLike) -> str:
@@ -374,9 +427,16 @@ def _readings(ref: dict[str, np.ndarray], starts: list[int]) -> list[tuple[int, 
             for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
 
 
-def _step_rows(rec, norm, starts, matched, page_of) -> list[tuple[np.ndarray, ...]]:
-    """Per recording step, the trace rows ``(page, write, event, region)`` (module docstring)."""
+def _step_rows(rec, norm, starts, matched, page_of, unrecorded) -> list[tuple[np.ndarray, ...]]:
+    """Per recording step, the trace rows ``(page, write, event, region)`` (module docstring).
+
+    ``unrecorded``: ``(list of (ops before, pages), first page, region)`` of :func:`_unrecorded`: start-up
+    stores to the region's pages up to each count where the reading found it.
+    """
     keys_sorted = np.array(sorted(page_of), dtype=np.int64)
+    grow, unrec_first, unrec_region = unrecorded
+    grow = list(grow)
+    made = 0
     alive: dict[int, int] = {}  # key -> first-touch sequence number (runtime and buffer keys)
     seq = 0
     out = []
@@ -385,6 +445,9 @@ def _step_rows(rec, norm, starts, matched, page_of) -> list[tuple[np.ndarray, ..
         touched: set[int] = set()  # first touched since the step's previous reading
         readings = _readings(rec.steps[k].referenced, starts[k])
         for i, (code, key, arg) in enumerate(ops):
+            while k == 0 and grow and grow[0][0] <= i:  # memory a start-up reading found unrecorded
+                rows += [(unrec_first + p, True, EVENT_ACCESS, unrec_region) for p in range(made, grow[0][1])]
+                made = grow.pop(0)[1]
             while readings and readings[0][0] <= i:  # a reading taken before this op: its window's loads here
                 rows += _loads_rows(readings.pop(0)[1], alive, touched, matched, page_of)
                 touched = set()
@@ -406,6 +469,9 @@ def _step_rows(rec, norm, starts, matched, page_of) -> list[tuple[np.ndarray, ..
             else:  # ALLOC: the range's pages that have a trace page
                 a, b = np.searchsorted(keys_sorted, [key, key + int(arg)])
                 rows += [(page_of[kk][0], False, EVENT_ALLOC, page_of[kk][1]) for kk in keys_sorted[a:b].tolist()]
+        while k == 0 and grow:  # found by a reading after the step's last op: before that reading's loads
+            rows += [(unrec_first + p, True, EVENT_ACCESS, unrec_region) for p in range(made, grow[0][1])]
+            made = grow.pop(0)[1]
         for _, reading in readings:  # those taken after the step's last op (a step's end)
             rows += _loads_rows(reading, alive, touched, matched, page_of)
             touched = set()
@@ -463,8 +529,11 @@ def with_recording(chunks: Iterator[tuple[np.ndarray, ...]], recorded: RecordedR
     training steps (every one gets the recording's rows, even one the model's trace leaves empty).
     """
     firsts = np.array([r["first_page"] for r in regions], dtype=np.uint64)
+    # the recording holds the program's activations (its runtime and step buffers): the spec's stand-in for
+    # them, ``scratch``, would count them twice
+    scratch = np.array([r["kind"] == "scratch" for r in regions], dtype=bool)
     base = min((r["first_page"] for r in regions if r["kind"] in ("runtime", "step-buffers")), default=0)
-    alive = bytearray(recorded.runtime_pages + recorded.buffer_pages)
+    alive = bytearray(recorded.runtime_pages + recorded.buffer_pages + recorded.unrecorded_pages)
 
     def recorded_part(step: int) -> tuple[np.ndarray, ...]:
         p, w, e, g = recorded.rows[recorded.recording_step(step)]
@@ -487,7 +556,7 @@ def with_recording(chunks: Iterator[tuple[np.ndarray, ...]], recorded: RecordedR
             while done < s:
                 done += 1
                 yield recorded_part(done)
-            m = trace_step == s
+            m = (trace_step == s) & ~scratch[rg.astype(np.int64)]
             yield (trace_step[m], pg[m].astype(np.uint64), wr[m].astype(bool), rg[m].astype(np.uint16),
                    np.zeros(int(m.sum()), np.uint8))
     while done < steps:
@@ -542,7 +611,7 @@ class Recording:
             raise ConfigError("--runtime: a recording is of 4 KiB pages; give --page-bytes 4096")
         model_pages = int(meta["footprint_pages"])
         rt, regions = reduce_recording(self.path, spec, meta["regions"], model_pages)
-        extra = rt.runtime_pages + rt.buffer_pages
+        extra = rt.runtime_pages + rt.buffer_pages + rt.unrecorded_pages
         footprint = model_pages + extra
         steps = int(meta["steps"])
         meta.update(regions=regions, footprint_pages=footprint, footprint_bytes=footprint * PAGE_BYTES,

@@ -524,10 +524,11 @@ def _write_trace(spec: ModelSpec | str, out: str | os.PathLike, *, steps: int | 
     # tallied on this thread (the kernels' thread is the pipeline's slower stage)
     direct = runtime is None
     spare: queue.Queue | None = queue.Queue() if direct else None
-    chunks = _chunks(plan, steps, first_step, reuse, dedup == "step", chunk_rows=DEFAULT_ROW_GROUP, seen=seen,
-                     progress=progress, spare=spare)
-    # a process source of its own (swaptrace.capture.process_trace.Recording): it lays out the process itself
+    # a process source of its own (swaptrace.capture.process_trace.Recording): it lays out the process itself,
+    # and may leave some of the model's accesses out (its scratch): the pages seen are those written
     recorded = runtime is not None and hasattr(runtime, "as_process")
+    chunks = _chunks(plan, steps, first_step, reuse, dedup == "step", chunk_rows=DEFAULT_ROW_GROUP,
+                     seen=np.zeros(1, dtype=np.uint8) if recorded else seen, progress=progress, spare=spare)
     if recorded:
         chunks, extra_pages = runtime.as_process(meta, spec, chunks, first_step)
     elif runtime is not None:
