@@ -40,6 +40,7 @@ MODE_HELP = re.compile(r"^(?:With )?(?:--[a-z][a-z-]*|-- CMD|TRACE|linux|steady|
 LIBRARY_CHECKED = {
     ("emulate", "--writeback-lag"): ["--policy", "lru", "--writeback-lag", "4"],
     ("emulate", "--zero-page"): ["--policy", "lru", "--zero-page"],
+    ("emulate", "--zeromap"): ["--policy", "lru", "--zeromap"],
     ("emulate", "--stats-flush-steps"): ["--policy", "lru", "--stats-flush-steps", "4"],
     ("emulate", "--scan-priorities"): ["--policy", "lru", "--scan-priorities"],
     ("emulate", "--writeback-completes"): ["--policy", "lru", "--writeback-completes", "call"],
