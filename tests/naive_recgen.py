@@ -7,14 +7,17 @@ these hold (no brk, mremap, fork): written as a plain dictionary of pages, no in
 Output: the rows ``(step, page, write, event, region)`` of every trace step, in order.
 
 Two rules of docs/process.md beyond the events: the model's ``scratch`` region gets none of the model's
-accesses (the recording holds the program's activations), and, given the anonymous RSS at each start-up
-reading, the pages it holds beyond those first-touched and not unmapped by then are stored to in an
-``unrecorded`` region, at the reading, before its loads (only the growth past the most stored so far).
+accesses (the recording holds the program's activations), and, given the anonymous RSS at the readings, the
+pages it holds beyond those first-touched and not unmapped by then (the gap) are stored to in an
+``unrecorded`` region at each start-up reading, before its loads: the gap, but no more than the median gap of
+the training steps' readings (what persists; the rest is the recorder's lag), and only the growth past the
+most stored so far.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 
 P = 4096
 
@@ -26,7 +29,8 @@ def _pages_of(address, length):
 def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, training_steps, rss=None):
     """See the module docstring; ``startup``: model pages a program writes at start-up, in order; ``steps``:
     the trace's training steps; ``training_steps``: the recording's (exit rows must not be in ``raw``);
-    ``rss``: the anonymous RSS in pages at each start-up reading, in order (None: not measured)."""
+    ``rss``: the anonymous RSS in pages at each reading, in order from start-up's first (None, or a list
+    shorter than the readings: not measured at the rest)."""
     by_step = {s: [r for r in raw if r["step"] == s] for s in range(training_steps + 1)}
     # 1. mappings never unmapped: (pid, first page, pages), in the order they were made
     maps = []
@@ -78,8 +82,23 @@ def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, traini
             nxt += 1
         n_regions += 1
     unrec_first, unrec_region = nxt, n_regions  # the unrecorded region comes last
-    readings_left = list(rss or [])
-    in_rss, unrec_made = set(), 0  # every page first touched and not unmapped; unrecorded pages stored
+    # the gap at each reading: a pass of its own over the rows (faults add a page, unmaps take pages away)
+    gaps, in_rss, n_read = [], set(), 0
+    for s in range(training_steps + 1):
+        for j, r in enumerate(by_step[s]):
+            if r["event"] == "fault":
+                in_rss.add((r["pid"], r["address"] // P))
+            elif r["event"] == "munmap":
+                in_rss -= {(r["pid"], p) for p in _pages_of(r["address"], r["length"])}
+            elif r["event"] == "referenced" and not (j + 1 < len(by_step[s])
+                                                     and by_step[s][j + 1]["event"] == "referenced"):
+                if rss is not None and n_read < len(rss):
+                    gaps.append((s, rss[n_read] - len(in_rss)))
+                n_read += 1
+    persistent = [g for s, g in gaps if s > 0]
+    cap = int(statistics.median(persistent)) if persistent else None
+    startup_gaps = [g if cap is None else min(g, cap) for s, g in gaps if s == 0]
+    unrec_made = 0
     # 4. rows of each recording step
     rec_rows, alive, stamp, clock = [], set(), {}, 0
     for s in range(training_steps + 1):
@@ -95,8 +114,8 @@ def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, traini
                     if by_step[s][q]["event"] != "referenced":
                         break
                     run.insert(0, by_step[s][q])
-                if s == 0 and readings_left:
-                    need = readings_left.pop(0) - len(in_rss)
+                if s == 0 and startup_gaps:
+                    need = startup_gaps.pop(0)
                     rows += [(unrec_first + i, True, 0, unrec_region) for i in range(unrec_made, max(need, unrec_made))]
                     unrec_made = max(need, unrec_made)
                 for rr in run:
@@ -110,7 +129,6 @@ def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, traini
                 touched = set()
             elif r["event"] == "fault":
                 key = (r["pid"], r["address"] // P)
-                in_rss.add(key)
                 if key in model_page:
                     if model_page[key] is not None and key not in alive:
                         alive.add(key)
@@ -126,7 +144,6 @@ def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, traini
             elif r["event"] == "munmap":
                 for p in _pages_of(r["address"], r["length"]):
                     key = (r["pid"], p)
-                    in_rss.discard(key)
                     if key in alive:
                         alive.discard(key)
                         touched.discard(key)

@@ -498,6 +498,21 @@ def test_start_up_memory_the_recording_did_not_see_is_stored_where_a_reading_fou
     assert [r[1] for r in step0 if r[4] == 5] == [46, 47, 48, 49, 50]
     assert _rows(out4) == naive_recorded_rows(two, regions, arrays, model_rows,
                                               startup_pages(regions, spec.optimizer).tolist(), 3, 3, rss=[34, 41])
+    # what persists caps it: each training step's reading (36 pages alive: the buffer is unmapped before it) finds
+    # RSS 40, a gap of 4, so start-up's gap of 5 counts 4 (the 5th was the recorder's lag); without the cap a
+    # transient spike would stay in the trace for good
+    times = _times(raw)
+    reads = [i for i, r in enumerate(raw) if r["event"] == "referenced" and raw[i - 1]["event"] != "referenced"]
+    assert len(reads) == 4  # start-up and each of the 3 steps
+    rec5 = write_recording(tmp_path / "z.recording.parquet", raw, steps=4,
+                           readings=[{"t_us": float(times[i]), "step": raw[i]["step"], "pids": 1,
+                                      "anon_rss_bytes": (41 if raw[i]["step"] == 0 else 40) * P} for i in reads])
+    out5 = generate_trace(str(spec_path), tmp_path / "z.access.parquet", steps=3, runtime=Recording(str(rec5)))
+    assert open_trace(out5, "access").meta["regions"][-1] == {"name": "unrecorded", "kind": "unrecorded",
+                                                              "first_page": 46, "pages": 4}
+    assert _rows(out5) == naive_recorded_rows(raw, regions, arrays, model_rows,
+                                              startup_pages(regions, spec.optimizer).tolist(), 3, 3,
+                                              rss=[41, 40, 40, 40])
     # an RSS at or below what was recorded adds nothing
     rec2 = write_recording(tmp_path / "v.recording.parquet", raw, steps=4,
                            readings=[{"t_us": t_reading, "step": 0, "anon_rss_bytes": 30 * P, "pids": 1}])

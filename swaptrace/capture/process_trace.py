@@ -370,42 +370,49 @@ def reduce_recording(path: str | os.PathLike, spec: ModelSpec, regions: list[dic
 
 
 def _unrecorded(rec, norm, starts) -> list[tuple[int, int]]:
-    """Start-up's anonymous memory that no recorded first touch accounts for, as ``(rows before, pages)``: at
-    each start-up reading, the process's anonymous RSS less the pages recorded alive then (their running
-    maximum, each with the number of start-up rows that come before the reading).
+    """Start-up's anonymous memory that no recorded first touch accounts for, as ``(ops before, pages)``.
 
-    What is in it: copy-on-write pages of private file mappings (the ``.data`` of every shared library,
-    written by the dynamic linker's relocations: ``RssAnon`` counts them, and the recorder follows anonymous
-    mappings only), the main stack and ``.bss`` (mapped by ``exec``), and pages the kernel first touches for
-    the program (``read`` into a new buffer). The limited run holds them too; the trace stores to them once,
-    where they appeared, and never again (nothing says which are used later).
+    At each reading the gap is the process's anonymous RSS less the pages recorded alive then. What persists
+    into training (the median gap of the training steps' readings) is memory the recorder cannot see:
+    copy-on-write pages of private file mappings (the ``.data`` of every shared library, written by the
+    dynamic linker's relocations: ``RssAnon`` counts them, and the recorder follows anonymous mappings only),
+    the main stack and ``.bss`` (mapped by ``exec``), pages the kernel first touches for the program
+    (``read`` into a new buffer). A start-up reading's gap beyond it is the recorder's lag (faults still in
+    its buffer when the RSS was read: gaps of 12-26 k pages for one reading, 8 k before and after), so each
+    start-up reading counts ``min(gap, persistent)``, and the region grows to the most counted so far. The
+    limited run holds these pages too; the trace stores to them where they appeared, and never again
+    (nothing says which are used later). No training reading: the start-up gaps as they are.
     """
-    readings = rec.meta.get("readings") or []
     rss = {round(float(r["t_us"])): int(r["anon_rss_bytes"]) // PAGE_BYTES
-           for r in readings if r.get("step", 0) == 0 and r.get("anon_rss_bytes") is not None}
+           for r in rec.meta.get("readings") or [] if r.get("anon_rss_bytes") is not None}
     if not rss or not norm:
         return []
-    ref = rec.steps[0].referenced
-    if not len(ref["pid"]):
-        return []
-    times = ref["t_us"]
-    cuts = [0, *(np.flatnonzero(times[1:] != times[:-1]) + 1).tolist()]
-    at = {starts[0][int(ref["at"][c])]: round(float(times[c])) for c in cuts}  # ops before -> reading time
     alive: set[int] = set()
+    gaps: list[tuple[int, int, int]] = []  # step, ops before, gap
+    for k, ops in enumerate(norm):
+        ref = rec.steps[k].referenced
+        at: dict[int, int] = {}  # ops before -> reading time
+        if len(ref["pid"]):
+            times = ref["t_us"]
+            for c in [0, *(np.flatnonzero(times[1:] != times[:-1]) + 1).tolist()]:
+                at[starts[k][int(ref["at"][c])]] = round(float(times[c]))
+        for i in range(len(ops) + 1):
+            if i in at and at[i] in rss:
+                gaps.append((k, i, rss[at[i]] - len(alive)))
+            if i == len(ops):
+                break
+            code, key, _ = ops[i]
+            if code == TOUCH:
+                alive.add(key)
+            elif code == FREE:
+                alive.discard(key)
+    training = [g for k, _, g in gaps if k > 0]
+    cap = int(np.median(training)) if training else None
     out: list[tuple[int, int]] = []
-    ops = norm[0]
-    for i in range(len(ops) + 1):
-        if i in at and at[i] in rss:
-            need = rss[at[i]] - len(alive)
-            if need > (out[-1][1] if out else 0):
-                out.append((i, need))
-        if i == len(ops):
-            break
-        code, key, _ = ops[i]
-        if code == TOUCH:
-            alive.add(key)
-        elif code == FREE:
-            alive.discard(key)
+    for k, i, gap in gaps:
+        need = gap if cap is None else min(gap, cap)
+        if k == 0 and need > (out[-1][1] if out else 0):
+            out.append((i, need))
     return out
 
 
