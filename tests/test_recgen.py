@@ -104,6 +104,17 @@ def _rows(path):
     return list(zip(*(d[k].tolist() for k in ("step", "page", "write", "event", "region")), strict=True))
 
 
+def _twin_rows(spec_path, raw, steps=3, training_steps=3, rss=None):
+    """The slow twin's rows for a recording's raw rows and the spec at ``spec_path``."""
+    spec = load_spec(str(spec_path))
+    regions = build_layout(spec).region_dicts()
+    arrays = [(a.name, a.region, a.offset, a.nbytes) for a in model_arrays(spec, regions)]
+    model = generate_arrays(spec, steps=steps)
+    model_rows = list(zip(*(model[k].tolist() for k in ("step", "page", "write", "region")), strict=True))
+    return naive_recorded_rows(raw, regions, arrays, model_rows, startup_pages(regions, spec.optimizer).tolist(),
+                               steps, training_steps, rss=rss)
+
+
 def test_fit_tolerance_by_hand():
     assert fits(131072, 32) and fits(131072, 33) and not fits(131072, 34) and not fits(131072, 31)
     assert fits(64 * P * 10, 640 + 1 + 10) and not fits(64 * P * 10, 640 + 12)
@@ -164,13 +175,7 @@ def test_a_mapping_alive_at_a_steps_end_is_runtime_and_referenced_less_its_fresh
     assert [r for r in rows if r[0] == 2 and 38 <= r[1] <= 41] == [(2, 40, True, 0, 3), (2, 41, True, 0, 3),
                                                                    (2, 39, False, 0, 3)]
     assert [r for r in rows if r[0] == 3 and 38 <= r[1] <= 41] == [(3, p, False, 2, 3) for p in range(38, 42)]
-    spec = load_spec(str(spec_path))
-    regions = build_layout(spec).region_dicts()
-    arrays = [(a.name, a.region, a.offset, a.nbytes) for a in model_arrays(spec, regions)]
-    model = generate_arrays(spec, steps=3)
-    model_rows = list(zip(*(model[k].tolist() for k in ("step", "page", "write", "region")), strict=True))
-    assert rows == naive_recorded_rows(raw, regions, arrays, model_rows,
-                                       startup_pages(regions, spec.optimizer).tolist(), 3, 3)
+    assert rows == _twin_rows(spec_path, raw)
 
 
 def test_hand_worked_trace(case, tmp_path):
@@ -466,13 +471,7 @@ def test_start_up_memory_the_recording_did_not_see_is_stored_where_a_reading_fou
              + [(0, 32, True, 0, 1)])
     assert [r for r in rows if r[0] == 0] == want0
     assert not [r for r in rows if r[0] > 0 and r[4] == 5]  # never touched again
-    spec = load_spec(str(spec_path))
-    regions = build_layout(spec).region_dicts()
-    arrays = [(a.name, a.region, a.offset, a.nbytes) for a in model_arrays(spec, regions)]
-    model = generate_arrays(spec, steps=3)
-    model_rows = list(zip(*(model[k].tolist() for k in ("step", "page", "write", "region")), strict=True))
-    assert rows == naive_recorded_rows(raw, regions, arrays, model_rows,
-                                       startup_pages(regions, spec.optimizer).tolist(), 3, 3, rss=[41])
+    assert rows == _twin_rows(spec_path, raw, rss=[41])
     # pages freed before the reading are not recorded memory: a 3-page buffer mapped, written and unmapped in
     # start-up leaves the 5 as they were (36 alive again at the reading)
     ref = next(i for i, r in enumerate(raw) if r["event"] == "referenced")
@@ -483,8 +482,7 @@ def test_start_up_memory_the_recording_did_not_see_is_stored_where_a_reading_fou
                            readings=[{"t_us": t_freed, "step": 0, "anon_rss_bytes": 41 * P, "pids": 1}])
     out3 = generate_trace(str(spec_path), tmp_path / "w.access.parquet", steps=3, runtime=Recording(str(rec3)))
     assert open_trace(out3, "access").meta["regions"][-1]["pages"] == 5
-    assert _rows(out3) == naive_recorded_rows(freed, regions, arrays, model_rows,
-                                              startup_pages(regions, spec.optimizer).tolist(), 3, 3, rss=[41])
+    assert _rows(out3) == _twin_rows(spec_path, freed, rss=[41])
     # two readings: after the table's 32 stores the RSS is 34 (2 unrecorded: 46, 47, stored there), at the end 41
     # (5 in all: 3 more, 48..50)
     two = raw[:33] + [ev(0, "referenced", TA, 33 * P, referenced=32 * P)] + raw[33:]
@@ -496,8 +494,7 @@ def test_start_up_memory_the_recording_did_not_see_is_stored_where_a_reading_fou
     step0 = [r for r in _rows(out4) if r[0] == 0]
     assert step0[32:34] == [(0, 46, True, 0, 5), (0, 47, True, 0, 5)]
     assert [r[1] for r in step0 if r[4] == 5] == [46, 47, 48, 49, 50]
-    assert _rows(out4) == naive_recorded_rows(two, regions, arrays, model_rows,
-                                              startup_pages(regions, spec.optimizer).tolist(), 3, 3, rss=[34, 41])
+    assert _rows(out4) == _twin_rows(spec_path, two, rss=[34, 41])
     # what persists caps it: each training step's reading (36 pages alive: the buffer is unmapped before it) finds
     # RSS 40, a gap of 4, so start-up's gap of 5 counts 4 (the 5th was the recorder's lag); without the cap a
     # transient spike would stay in the trace for good
@@ -510,9 +507,7 @@ def test_start_up_memory_the_recording_did_not_see_is_stored_where_a_reading_fou
     out5 = generate_trace(str(spec_path), tmp_path / "z.access.parquet", steps=3, runtime=Recording(str(rec5)))
     assert open_trace(out5, "access").meta["regions"][-1] == {"name": "unrecorded", "kind": "unrecorded",
                                                               "first_page": 46, "pages": 4}
-    assert _rows(out5) == naive_recorded_rows(raw, regions, arrays, model_rows,
-                                              startup_pages(regions, spec.optimizer).tolist(), 3, 3,
-                                              rss=[41, 40, 40, 40])
+    assert _rows(out5) == _twin_rows(spec_path, raw, rss=[41, 40, 40, 40])
     # an RSS at or below what was recorded adds nothing
     rec2 = write_recording(tmp_path / "v.recording.parquet", raw, steps=4,
                            readings=[{"t_us": t_reading, "step": 0, "anon_rss_bytes": 30 * P, "pids": 1}])
