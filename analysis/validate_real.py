@@ -312,9 +312,10 @@ def slowdowns(shape: str, run: int, meta: dict, emu: Path) -> dict:
     """Measured and predicted training slowdown, the last step (the program's exit) left out of both.
 
     Measured: the limited run's step walls over the unlimited run's (the shape's first capture of the run).
-    Predicted: ``swaptrace time`` of the emulated stream on this disk's fio profile with this host's
+    Predicted: 1 + the stall ``swaptrace time`` gives the emulated stream (this disk's fio profile, this host's
     measured fault and write costs, each step's compute the unlimited run's median step, on the threads the
-    stream carries (a recording's measured ``threads``; one for a six-number profile).
+    stream carries: a recording's measured ``threads``, one for a six-number profile) over the unlimited
+    run's time for the same steps, the measured slowdown's denominator.
     """
     free = _meta(capture_path(shape, LIMITS[0], run))["kernel"]["unlimited"]["step_wall_us"][:-1]
     limited = meta["kernel"]["limited"]["step_wall_us"][:-1]
@@ -327,11 +328,15 @@ def slowdowns(shape: str, run: int, meta: dict, emu: Path) -> dict:
         sh(SWAPTRACE, "time", str(emu), "--device", str(DISK), "--step-compute-us", f"{compute:.1f}",
            "--fault-cpu-us", f"{fault_us:.2f}", "--write-cpu-us", f"{host['write_overhead_us']:.2f}",
            "-o", str(timing), "--force")
-        t = pq.read_table(timing, columns=["step", "step_us", "fault_wait_us", "queue_us", "fault_cpu_us",
-                                           "reclaim_cpu_us"])
+        t = pq.read_table(timing, columns=["step", "step_us", "compute_us", "fault_wait_us", "queue_us",
+                                           "fault_cpu_us", "reclaim_cpu_us"])
         step = t["step"].to_numpy()
         training = (step > 0) & (step < step.max())
-        return t, training, float(t["step_us"].to_numpy()[training].sum() / (compute * training.sum()))
+        # the same compute on both sides: the unlimited run's own steps (its first ones are slower than the
+        # median the model computes with), plus the model's stall; dividing the model's time by its own
+        # compute instead inflated the slowdown by the unlimited run's sum over its median (1.1-1.8x here)
+        stall = float((t["step_us"].to_numpy() - t["compute_us"].to_numpy())[training].sum())
+        return t, training, 1.0 + stall / float(np.sum(free[:int(training.sum())]))
 
     timing = emu.with_suffix(".timing.parquet")
     t, training, predicted = predict(host["overhead_us"], timing)
