@@ -390,12 +390,8 @@ def _unrecorded(rec, norm, starts) -> list[tuple[int, int]]:
     alive: set[int] = set()
     gaps: list[tuple[int, int, int]] = []  # step, ops before, gap
     for k, ops in enumerate(norm):
-        ref = rec.steps[k].referenced
-        at: dict[int, int] = {}  # ops before -> reading time
-        if len(ref["pid"]):
-            times = ref["t_us"]
-            for c in [0, *(np.flatnonzero(times[1:] != times[:-1]) + 1).tolist()]:
-                at[starts[k][int(ref["at"][c])]] = round(float(times[c]))
+        # ops before each reading -> its time
+        at = {i: round(float(rows["t_us"][0])) for i, rows in _readings(rec.steps[k].referenced, starts[k])}
         for i in range(len(ops) + 1):
             if i in at and at[i] in rss:
                 gaps.append((k, i, rss[at[i]] - len(alive)))
@@ -444,6 +440,16 @@ def _step_rows(rec, norm, starts, matched, page_of, unrecorded) -> list[tuple[np
     grow, unrec_first, unrec_region = unrecorded
     grow = list(grow)
     made = 0
+
+    def unrecorded_rows(upto: int) -> list[tuple[int, bool, int, int]]:
+        """Stores to the unrecorded pages start-up's readings before op ``upto`` found."""
+        nonlocal made
+        out_rows: list[tuple[int, bool, int, int]] = []
+        while grow and grow[0][0] <= upto:
+            out_rows += [(unrec_first + p, True, EVENT_ACCESS, unrec_region) for p in range(made, grow[0][1])]
+            made = grow.pop(0)[1]
+        return out_rows
+
     alive: dict[int, int] = {}  # key -> first-touch sequence number (runtime and buffer keys)
     seq = 0
     out = []
@@ -452,9 +458,8 @@ def _step_rows(rec, norm, starts, matched, page_of, unrecorded) -> list[tuple[np
         touched: set[int] = set()  # first touched since the step's previous reading
         readings = _readings(rec.steps[k].referenced, starts[k])
         for i, (code, key, arg) in enumerate(ops):
-            while k == 0 and grow and grow[0][0] <= i:  # memory a start-up reading found unrecorded
-                rows += [(unrec_first + p, True, EVENT_ACCESS, unrec_region) for p in range(made, grow[0][1])]
-                made = grow.pop(0)[1]
+            if k == 0:  # memory a start-up reading found unrecorded, before that reading's loads
+                rows += unrecorded_rows(i)
             while readings and readings[0][0] <= i:  # a reading taken before this op: its window's loads here
                 rows += _loads_rows(readings.pop(0)[1], alive, touched, matched, page_of)
                 touched = set()
@@ -476,9 +481,8 @@ def _step_rows(rec, norm, starts, matched, page_of, unrecorded) -> list[tuple[np
             else:  # ALLOC: the range's pages that have a trace page
                 a, b = np.searchsorted(keys_sorted, [key, key + int(arg)])
                 rows += [(page_of[kk][0], False, EVENT_ALLOC, page_of[kk][1]) for kk in keys_sorted[a:b].tolist()]
-        while k == 0 and grow:  # found by a reading after the step's last op: before that reading's loads
-            rows += [(unrec_first + p, True, EVENT_ACCESS, unrec_region) for p in range(made, grow[0][1])]
-            made = grow.pop(0)[1]
+        if k == 0:  # found by a reading after the step's last op
+            rows += unrecorded_rows(len(ops))
         for _, reading in readings:  # those taken after the step's last op (a step's end)
             rows += _loads_rows(reading, alive, touched, matched, page_of)
             touched = set()
