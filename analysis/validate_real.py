@@ -41,9 +41,15 @@ SPECS = ROOT / "analysis" / "real_specs"
 PY = str(ROOT / ".venv" / "bin" / "python")
 SWAPTRACE = str(ROOT / ".venv" / "bin" / "swaptrace")
 PROFILE_OUT = ROOT / "swaptrace" / "profiles" / "runtime" / "pytorch-cpu.toml"
-#: this disk's fio profile and host costs, measured as root by analysis/validate_timing.py (0.7.1)
-DISK = ROOT / "research" / "results" / "timing" / "disk.toml"
+#: this disk's fio profile and host costs, measured as root by analysis/validate_timing.py (0.7.1, another boot)
 HOST = ROOT / "research" / "results" / "timing" / "fault_overhead.json"
+#: the costs a slowdown is priced with must be measured on the boot its captures were taken on (they do not
+#: repeat across boots: research/results/real-training/fresh-boot/README.md): the study's captures' boot's
+#: fio profile (``--device``) and host costs (``--costs``, ``swaptrace time --measure-fault-overhead
+#: --save-costs``: fault, reclaim and write costs and the fault cost's spread; None: HOST's)
+FRESH_BOOT = ROOT / "research" / "results" / "real-training" / "fresh-boot"
+DISK = FRESH_BOOT / "disk-measured-12-43.toml"
+COSTS: Path | None = FRESH_BOOT / "host-costs-measured-12-16.toml"
 
 #: shape name -> spec file (analysis/real_specs)
 SHAPES = {
@@ -321,13 +327,12 @@ def slowdowns(shape: str, run: int, meta: dict, emu: Path) -> dict:
     limited = meta["kernel"]["limited"]["step_wall_us"][:-1]
     measured = float(np.sum(limited) / np.sum(free))
     compute = float(np.median(free))
-    host = json.loads(HOST.read_text())
+    fault, costs, spread = host_costs()
     import pyarrow.parquet as pq
 
     def predict(fault_us: float, timing: Path):
         sh(SWAPTRACE, "time", str(emu), "--device", str(DISK), "--step-compute-us", f"{compute:.1f}",
-           "--fault-cpu-us", f"{fault_us:.2f}", "--write-cpu-us", f"{host['write_overhead_us']:.2f}",
-           "-o", str(timing), "--force")
+           *costs, "--fault-cpu-us", f"{fault_us:.2f}", "-o", str(timing), "--force")
         t = pq.read_table(timing, columns=["step", "step_us", "compute_us", "fault_wait_us", "queue_us",
                                            "fault_cpu_us", "reclaim_cpu_us"])
         step = t["step"].to_numpy()
@@ -339,14 +344,25 @@ def slowdowns(shape: str, run: int, meta: dict, emu: Path) -> dict:
         return t, training, 1.0 + stall / float(np.sum(free[:int(training.sum())]))
 
     timing = emu.with_suffix(".timing.parquet")
-    t, training, predicted = predict(host["overhead_us"], timing)
+    t, training, predicted = predict(fault, timing)
     summary = json.loads(pq.read_schema(timing).metadata[b"swaptrace"])["summary"]
-    # the host's fault overhead measured over several runs (33-51 us): the prediction at its lowest and highest
-    spread = sorted(r["overhead_us"] for r in host.get("runs", []))
+    # the host's fault overhead measured over several runs: the prediction at its lowest and highest
     ends = [predict(f, emu.with_suffix(".timing-spread.parquet"))[2] for f in (spread[0], spread[-1])] if spread else []
     return {"slowdown_measured": measured, "slowdown_predicted": predicted,
             **({"slowdown_predicted_range": ends} if ends else {}), "threads": summary.get("threads", 1),
             "terms": stall_terms(meta, {c: t[c].to_numpy()[training] for c in t.column_names})}
+
+
+def host_costs() -> tuple[float, list[str], list[float]]:
+    """The host's fault cost (us), the ``swaptrace time`` options for its other costs, and the fault cost's
+    lowest and highest measurement: from :data:`COSTS` if given, else from :data:`HOST`."""
+    if COSTS is not None:
+        import tomllib
+        c = tomllib.loads(COSTS.read_text())
+        return float(c["fault_cpu_us"]), ["--costs", str(COSTS)], sorted(c.get("fault_cpu_us_range", []))
+    host = json.loads(HOST.read_text())
+    return (float(host["overhead_us"]), ["--write-cpu-us", f"{host['write_overhead_us']:.2f}"],
+            sorted(r["overhead_us"] for r in host.get("runs", [])))
 
 
 def stall_terms(meta: dict, model: dict) -> dict:
@@ -474,7 +490,7 @@ def render(results: list[dict]) -> str:
 
 
 def main(argv=None) -> int:
-    global LIMITS, TAKE
+    global LIMITS, TAKE, COSTS, DISK
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("capture")
@@ -492,6 +508,10 @@ def main(argv=None) -> int:
     pr.add_argument("--shapes", nargs="*")
     pr.add_argument("--own", action="store_true", help="also a six-number profile from each held-out shape's capture")
     pr.add_argument("-o", "--output", default=str(ROOT / "research" / "results" / "real-training"))
+    pr.add_argument("--costs", help="host-costs TOML (swaptrace time --save-costs) measured on the captures' boot "
+                    f"(default: {COSTS.relative_to(ROOT)}); 'host' for research/results/timing's")
+    pr.add_argument("--device", help=f"fio device profile TOML measured on the captures' boot (default: "
+                    f"{DISK.relative_to(ROOT)})")
     for sp in (c, pr):
         sp.add_argument("--limits", type=float, nargs="+", help=f"fractions of the unlimited peak (default "
                         f"{' '.join(map(str, LIMITS))}); the first is captured with the unlimited run")
@@ -502,6 +522,10 @@ def main(argv=None) -> int:
     if getattr(args, "limits", None):
         LIMITS = tuple(args.limits)
     TAKE = getattr(args, "take", 0)
+    if getattr(args, "costs", None):
+        COSTS = None if args.costs == "host" else Path(args.costs).resolve()
+    if getattr(args, "device", None):
+        DISK = Path(args.device).resolve()
     {"capture": do_capture, "record": do_record, "profile": do_profile, "predict": do_predict}[args.cmd](args)
     return 0
 
