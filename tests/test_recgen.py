@@ -402,8 +402,18 @@ def test_recorded_tiny_training_gives_a_process_trace(tmp_path, monkeypatch):
                                  "-m", "swaptrace.cli", "train", "--preset", "tiny", "--steps", "3"],
                            catch_exceptions=False)
     assert r.exit_code == 0, r.output
+    from swaptrace.capture import cgroup, leftovers
+    assert not [g for g in cgroup.list_groups(leftovers.PREFIX) if g.name.endswith("-record")]  # removed
     out = generate_trace("tiny", tmp_path / "p.access.parquet", steps=5, runtime=Recording(str(rec)))
     meta = open_trace(out, "access").meta
+    # the program ran in a group of its own: page tables and slab charged beyond its anonymous memory
+    # (a 300 MiB process maps at least 150 page-table pages; less than 16 MiB in all)
+    try:
+        cgroup.memory_hierarchy()
+    except SwaptraceError:
+        assert meta["process"]["kernel_bytes"] == 0
+    else:
+        assert 150 * 4096 <= meta["process"]["kernel_bytes"] < 16 << 20, meta["process"]["recording"]["kernel_note"]
     matched = meta["process"]["recording"]["matched"]
     spec = load_spec("tiny")
     # the tables of 2 MiB or more (C3, C12, C21, C16, C4) are found; smaller ones may sit in the heap
@@ -513,3 +523,42 @@ def test_start_up_memory_the_recording_did_not_see_is_stored_where_a_reading_fou
                            readings=[{"t_us": t_reading, "step": 0, "anon_rss_bytes": 30 * P, "pids": 1}])
     out2 = generate_trace(str(spec_path), tmp_path / "v.access.parquet", steps=3, runtime=Recording(str(rec2)))
     assert [r["name"] for r in open_trace(out2, "access").meta["regions"]][-1] == "step-buffers"
+
+
+def test_kernel_memory_is_the_median_of_the_training_readings_by_hand():
+    """The group's usage less anonymous memory and page cache, at the training steps' readings only (start-up
+    and the exit left out, a reading without the group skipped); the median, at least 0; None unmeasured."""
+    from swaptrace.capture.process_trace import kernel_memory
+
+    def r(step, usage, anon, file):
+        return {"step": step, "group_bytes": usage * P, "group_anon_bytes": anon * P, "group_file_bytes": file * P}
+
+    readings = [r(0, 100, 10, 0),  # start-up: 90 pages, left out
+                r(1, 50, 40, 2), r(2, 60, 45, 3), r(3, 59, 45, 4),  # 8, 12, 10 pages
+                {"step": 3, "anon_rss_bytes": 5 * P},  # no group reading: skipped
+                r(4, 500, 1, 0)]  # the exit (4 recording steps: start-up and 1..3): left out
+    k = kernel_memory(readings, 4)
+    assert k["kernel_bytes"] == 10 * P and "median of 3" in k["kernel_note"]
+    assert kernel_memory([r(1, 5, 6, 0)], 4)["kernel_bytes"] == 0  # usage read below anon (a race): 0, not less
+    assert kernel_memory([{"step": 1, "anon_rss_bytes": P}], 4)["kernel_bytes"] is None
+    assert kernel_memory([], 4)["kernel_bytes"] is None
+
+
+def test_the_kernel_memory_a_recording_measured_comes_out_of_the_budget(case, tmp_path):
+    """A recording whose readings hold its cgroup: the trace's ``kernel_bytes`` is their kernel memory and
+    ``emulate --memory X`` gives the trace X less it (pages of memory, swap I/O); without them, the whole X."""
+    spec_path, old = case
+    readings = [{"t_us": 1e9 + s, "step": s, "group_bytes": (60 + s) * P, "group_anon_bytes": 50 * P,
+                 "group_file_bytes": (7 + s) * P} for s in (1, 2, 3)]  # 3 pages of kernel memory each
+    new = write_recording(tmp_path / "k.recording.parquet", hand_recording(), steps=4, readings=readings)
+    got = {}
+    for name, rec in (("old", old), ("new", new)):
+        out = generate_trace(str(spec_path), tmp_path / f"{name}.access.parquet", steps=4, runtime=Recording(str(rec)))
+        stream = tmp_path / f"{name}.swapio.parquet"
+        r = CliRunner().invoke(cli, ["emulate", str(out), "--memory", str(24 * P), "-o", str(stream), "--json"])
+        assert r.exit_code == 0, r.output
+        got[name] = (open_trace(out, "access").meta["process"], json.loads(r.output))
+    assert got["old"][0]["kernel_bytes"] == 0 and "not measured" in got["old"][0]["recording"]["kernel_note"]
+    assert got["new"][0]["kernel_bytes"] == 3 * P
+    assert got["old"][1]["memory_pages"] == 24 and got["new"][1]["memory_pages"] == 21
+    assert got["new"][1]["pages_out"] > got["old"][1]["pages_out"]  # three pages less room: more swapped

@@ -186,12 +186,20 @@ def test_a_signal_during_recording_leaves_nothing(tmp_path, sig):
     assert child.stdout.readline().strip() == "up"  # the program runs, so the instance is there
     from swaptrace.capture.tracing import list_instances
 
+    from swaptrace.capture.cgroup import list_groups, memory_hierarchy
+
     assert [p for p in list_instances(f"{PREFIX}{child.pid}-record")]
+    try:
+        memory_hierarchy()
+        assert list_groups(f"{PREFIX}{child.pid}-record"), "the program runs in a memory cgroup of its own"
+    except SwaptraceError:
+        pass
     child.send_signal(sig)
     _, err = child.communicate(timeout=30)
     assert child.returncode != 0 and "Traceback" not in err
     assert not out.exists() and list(tmp_path.iterdir()) == []
     assert list_instances(f"{PREFIX}{child.pid}") == []
+    assert list_groups(f"{PREFIX}{child.pid}") == []
     assert not list(Path("/var/tmp").glob(f"{PREFIX}{child.pid}*"))
     ps = subprocess.run(["pgrep", "-f", tag], capture_output=True, text=True).stdout.split()
     assert not [p for p in ps if int(p) != os.getpid()], "the program outlived the recording"

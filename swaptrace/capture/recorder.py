@@ -19,7 +19,12 @@ program dies with the recorder, ``PR_SET_PDEATHSIG``, and the next capture remov
    ``/proc/PID/smaps`` (``Referenced:``, ``Anonymous:``) and ``/proc/PID/status`` (``RssAnon:``), then
    ``/proc/PID/clear_refs`` gets ``1`` (fs/proc/task_mmu.c): the next reading counts the pages the next
    step referenced; ``/proc/PID/task/TID/stat`` gives each thread's CPU time, so the file can say how many
-   threads the program keeps busy in its steps (:func:`parallelism`, the time model's ``threads``).
+   threads the program keeps busy in its steps (:func:`parallelism`, the time model's ``threads``);
+4. the program runs in a memory cgroup of its own with no limit (``swaptrace-capture-<pid>-record``, v1 or
+   v2, :class:`~swaptrace.capture.cgroup.MemoryCgroup`), read at each reading: what the kernel charges to
+   a group beyond the program's anonymous memory and page cache (page tables, slab: ``kernel``) counts
+   against any limit the program later runs under, so a trace made from the recording leaves it out of
+   the budget. No limit, so nothing is reclaimed; without a memory controller the readings lack it.
 
 Steps (:class:`~swaptrace.capture.recording.Steps`): the program's ``swaptrace step N`` marks; else the
 lines of its output matching ``--step-line`` (each ends a step; the recorder writes a ``swaptrace line
@@ -47,6 +52,7 @@ from typing import Any
 import numpy as np
 
 from swaptrace.capture import leftovers, tracing
+from swaptrace.capture.cgroup import MemoryCgroup
 from swaptrace.capture.record_parse import EV, ParsedRecording, parse_lines
 from swaptrace.capture.recording import AnonTracker, Steps, assign_steps, detect_steps
 from swaptrace.core.signals import sigterm_as_interrupt
@@ -163,8 +169,9 @@ class ReferencedReader:
     """Per-mapping referenced pages of the program's processes, read and cleared at each step boundary, and
     the processes' CPU time (for :func:`parallelism`)."""
 
-    def __init__(self, root_pid: int):
+    def __init__(self, root_pid: int, group: MemoryCgroup | None = None):
         self.root_pid = root_pid
+        self.group = group
         self.rows: list[tuple] = []  # (t_ns, t_from_ns, pid, start, end, referenced, anonymous)
         self.readings: list[dict[str, Any]] = []
         self.seconds = 0.0
@@ -191,11 +198,27 @@ class ReferencedReader:
                 m = re.search(r"^RssAnon:\s+(\d+) kB", status, re.M)
                 rss += int(m.group(1)) * 1024 if m else 0
                 self.rows += [(t0, self._last, pid, *mp) for mp in maps]
+            group = self._group_reading()
             t1 = time.monotonic_ns()
             self.seconds += (t1 - t0) / 1e9
             self.readings.append({"t_ns": t0, "t_from_ns": self._last, "anon_rss_bytes": rss, "pids": len(pids),
-                                  "threads_cpu_s": threads, "seconds": round((t1 - t0) / 1e9, 4)})
+                                  "threads_cpu_s": threads, "seconds": round((t1 - t0) / 1e9, 4), **group})
             self._last = t0
+
+    def _group_reading(self) -> dict[str, int]:
+        """The program's group now: usage, anonymous memory and page cache (bytes; empty without a group)."""
+        if self.group is None:
+            return {}
+        try:
+            kinds = self.group.memory_kinds()
+            usage = self.group.usage_bytes()
+        except (OSError, ValueError) as exc:
+            if len(self.errors) < 3:
+                self.errors.append(f"group {self.group.name}: {exc}")
+            return {}
+        if kinds.get("anon") is None or kinds.get("file") is None:
+            return {}
+        return {"group_bytes": usage, "group_anon_bytes": int(kinds["anon"]), "group_file_bytes": int(kinds["file"])}
 
     def _threads_cpu(self, pid: int) -> dict[int, float]:
         """CPU time (s) of each thread of process ``pid``; a thread, or the process, that ended meanwhile is left
@@ -303,8 +326,10 @@ def _check_request(req: RecordRequest) -> re.Pattern | None:
 class _Run:
     """One recorded run of the program: the instance, the process, the tees, the readings."""
 
-    def __init__(self, req: RecordRequest, pattern: re.Pattern | None, name: str, workdir: Path):
+    def __init__(self, req: RecordRequest, pattern: re.Pattern | None, name: str, workdir: Path,
+                 group: MemoryCgroup | None = None):
         self.req, self.pattern = req, pattern
+        self.group = group
         self.trace = tracing.BlockTrace(name, None, workdir / "trace.txt", buffer_kb=req.buffer_kb,
                                         extra_events=TRACED_EVENTS, on_marker=self._on_marker)
         self.live = _Live()
@@ -368,7 +393,9 @@ class _Run:
         hold_w, pipes = self._spawn()
         try:
             (self.trace.dir / "set_event_pid").write_text(str(self.proc.pid))
-            self.reader = ReferencedReader(self.proc.pid)
+            if self.group is not None:  # held before exec: the program and all it starts are charged there
+                self.group.procs_file.write_text(str(self.proc.pid))
+            self.reader = ReferencedReader(self.proc.pid, self.group)
             self.trace.start()
             with open(self.trace.marker_path(), "w") as fh:
                 fh.write("swaptrace start\n")
@@ -522,15 +549,20 @@ def _facilities(run: _Run, buffer_stats: dict[str, int]) -> dict[str, Any]:
             "smaps_seconds": round(reader.seconds, 4) if reader else 0.0,
             "smaps_errors": reader.errors if reader else [],
             "referenced": "/proc/PID/smaps Referenced: per anonymous mapping, clear_refs=1 after each reading",
-            "anon_rss": "/proc/PID/status RssAnon: summed over the program's processes"}
+            "anon_rss": "/proc/PID/status RssAnon: summed over the program's processes",
+            "group": (None if run.group is None else
+                      f"memory cgroup v{run.group.version} without a limit: usage, anonymous memory and page cache "
+                      "at each reading")}
 
 
 def _readings(reader: ReferencedReader | None, t0: int, steps: Steps) -> list[dict[str, Any]]:
     if reader is None or not reader.readings:
         return []
     step, _ = assign_steps(np.asarray([r["t_from_ns"] for r in reader.readings], np.int64), steps)
+    group = ("group_bytes", "group_anon_bytes", "group_file_bytes")
     return [{"t_us": round((r["t_ns"] - t0) / 1e3, 3), "step": int(s), "anon_rss_bytes": r["anon_rss_bytes"],
-             "pids": r["pids"], "seconds": r["seconds"]} for r, s in zip(reader.readings, step, strict=True)]
+             "pids": r["pids"], "seconds": r["seconds"], **{k: r[k] for k in group if k in r}}
+            for r, s in zip(reader.readings, step, strict=True)]
 
 
 def _parallelism(reader: ReferencedReader | None, steps: Steps, t_exit_ns: int) -> dict[str, Any] | None:
@@ -557,6 +589,16 @@ def _finish(req: RecordRequest, out_path: Path, run: _Run, facts: dict[str, Any]
     with TraceWriter(out_path, "recording", meta, force=req.force) as w:
         w.write(**columns)
     return RecordResult(path=out_path, meta=meta)
+
+
+def _record_group(name: str) -> MemoryCgroup | None:
+    """The program's memory cgroup, without a limit; None where no memory controller can make one."""
+    try:
+        group = MemoryCgroup(name)
+        group.create()
+    except PrivilegeError:
+        return None
+    return group
 
 
 def record_program(req: RecordRequest) -> RecordResult:
@@ -590,7 +632,10 @@ def record_program(req: RecordRequest) -> RecordResult:
         workdir = base / name
         workdir.mkdir(parents=True, exist_ok=True)
         stack.callback(shutil.rmtree, workdir, ignore_errors=True)
-        run = _Run(req, pattern, name, workdir)
+        group = _record_group(name)
+        if group is not None:
+            stack.callback(group.remove)  # after the program is gone (callbacks run last first)
+        run = _Run(req, pattern, name, workdir, group)
         stack.callback(run.trace.teardown)
         stack.callback(run.end)
         facts = run.run()

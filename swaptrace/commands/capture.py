@@ -270,7 +270,8 @@ def _capture_command(argv, out, options, *, window_s: float, sample_ms: float, a
 @click.option("--trace-reclaim", is_flag=True,
               help="TRACE: also record the vmscan/memcg reclaim tracepoints; counters per step go to the metadata.")
 @click.option("--record", is_flag=True, help="-- CMD: record the program's memory once, without a limit (mappings, "
-              "frees, first touches, referenced pages per step) into a recording file; no swap, no cgroup.")
+              "frees, first touches, referenced pages per step, the kernel memory charged to its cgroup) into a "
+              "recording file; no swap, no limit.")
 @click.option("--step-line", help="--record: a regular expression; a line of the program's output that matches ends "
               "a step (used when the program writes no step marks).")
 @click.option("--steps", "record_steps", type=count(1, 1 << 31),
@@ -326,7 +327,7 @@ def command(*, trace, out, memory, memory_fraction, window_s, sample_ms, compute
 
     --record -- CMD [ARGS]...: runs the program once without any limit and
     records its memory (mappings, frees, first touches of anonymous pages,
-    pages referenced per step) into a recording file (no swap, no cgroup).
+    pages referenced per step) into a recording file (no swap, no limit).
     Steps come from its marks, else from output lines matching --step-line,
     else from its repeating allocations (docs/capture.md).
 
