@@ -562,3 +562,11 @@ def test_the_kernel_memory_a_recording_measured_comes_out_of_the_budget(case, tm
     assert got["new"][0]["kernel_bytes"] == 3 * P
     assert got["old"][1]["memory_pages"] == 24 and got["new"][1]["memory_pages"] == 21
     assert got["new"][1]["pages_out"] > got["old"][1]["pages_out"]  # three pages less room: more swapped
+    # inspect says the same of each recording
+    for rec, want in ((new, "0.01 MiB (median of 3 training readings"), (old, "not measured")):
+        r = CliRunner().invoke(cli, ["inspect", str(rec)])
+        assert r.exit_code == 0, r.output
+        line = next(x for x in r.output.splitlines() if x.startswith("kernel memory"))
+        assert want in line, line
+    r = CliRunner().invoke(cli, ["inspect", str(new), "--json"])
+    assert json.loads(r.output)["kernel_memory"]["kernel_bytes"] == 3 * P

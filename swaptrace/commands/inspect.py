@@ -93,8 +93,13 @@ def describe(path: str, top: int = 10) -> dict[str, Any]:
     elif trace.kind == "recording":
         from swaptrace.capture.recording import step_table
 
+        from swaptrace.capture.process_trace import kernel_memory
+
         facts["steps"] = trace.meta.get("steps")
         facts["per_step"] = step_table(path)
+        # the training steps: all but start-up, and but the last where the exit was not told apart from it
+        steps = int(trace.meta.get("steps") or 0) - (0 if trace.meta.get("exit_step") is not None else 1)
+        facts["kernel_memory"] = kernel_memory(trace.meta.get("readings") or [], steps)
     elif "steps" in trace.meta:
         facts["steps"] = trace.meta["steps"]
     stalls = _stalls(trace.meta.get("kernel") or {})
@@ -156,6 +161,10 @@ def _render(facts: dict[str, Any]) -> str:
             ref = "-" if r["referenced_pages"] is None else r["referenced_pages"]
             touched = f"{r['first_touched_pages']} ({r['first_written_pages']})"
             lines.append(f"  {r['step']!s:>6} {r['allocated_pages']:>10} {r['freed_pages']:>10} {touched:>16} {ref!s:>10}")
+    km = facts.get("kernel_memory")
+    if km is not None:
+        said = km["kernel_note"] if km["kernel_bytes"] is None else f"{km['kernel_bytes'] / 2**20:.2f} MiB ({km['kernel_note']})"
+        lines.append(f"kernel memory charged to the program's cgroup while training: {said}")
     if facts.get("stalls"):
         lines += _stall_lines(facts["stalls"])
     lines.append("metadata:")
@@ -174,7 +183,8 @@ def command(file: str, top: int, as_json: bool) -> None:
     read/write split, alloc and free events and busiest regions (access traces), and its metadata.
 
     A recording (capture --record) shows pages allocated, freed,
-    first-touched and referenced per step.
+    first-touched and referenced per step, and the kernel memory (page
+    tables, slab) charged to the program's cgroup while it trained.
 
     \b
     Example:
