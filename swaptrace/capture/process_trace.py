@@ -313,8 +313,7 @@ def reduce_recording(path: str | os.PathLike, spec: ModelSpec, regions: list[dic
         ``step-buffers``).
     """
     rec = page_events(path)
-    # a recording whose exit is not told apart holds it in its last step (exit_mmap frees every page): left out
-    n_steps = len(rec.steps) - (1 if rec.exit is None and len(rec.steps) > 1 else 0)
+    n_steps = steps_used(len(rec.steps), rec.exit is not None)
     if n_steps < 2:
         raise ConfigError(f"--runtime {path}: the recording has no training step (only its start-up"
                           f"{'' if rec.exit is not None else ' and a last step holding the exit'}): record a "
@@ -370,12 +369,18 @@ def reduce_recording(path: str | os.PathLike, spec: ModelSpec, regions: list[dic
                            unrecorded[-1][1] if unrecorded else 0), out_regions
 
 
+def steps_used(recorded: int, exit_told: bool) -> int:
+    """Steps a trace takes from a recording of ``recorded`` steps (start-up included): all of them, but the last
+    when the exit was not told apart from it (it holds the exit: ``exit_mmap`` frees every page)."""
+    return recorded - (1 if not exit_told and recorded > 1 else 0)
+
+
 def kernel_memory(readings: list[dict[str, Any]], n_steps: int) -> dict[str, Any]:
     """Kernel memory charged to the recorded program's group while it trained (bytes), and how it was read.
 
-    At each reading of a training step (1 .. ``n_steps`` - 1: not start-up, not the exit), the group's usage
-    less its anonymous memory and page cache (``group_bytes`` - ``group_anon_bytes`` - ``group_file_bytes``:
-    page tables, slab); the median of those readings, at least 0. A limit charges it as well and it is never
+    At each reading of a training step (1 .. ``n_steps`` - 1, :func:`steps_used`: not start-up, not the exit),
+    the group's usage less its anonymous memory and page cache (``group_bytes`` - ``group_anon_bytes`` -
+    ``group_file_bytes``: page tables, slab); the median of those readings, at least 0. A limit charges it as well and it is never
     swapped, so it comes out of a trace's budget (:func:`swaptrace.workload.process.anon_budget_bytes`).
     ``kernel_bytes`` is None for a recording whose readings lack the group (no memory controller, or
     recordings made before the field): the budget is then the whole limit.

@@ -91,15 +91,13 @@ def describe(path: str, top: int = 10) -> dict[str, Any]:
     if trace.kind == "access":
         facts.update(_access_facts(trace, top))
     elif trace.kind == "recording":
+        from swaptrace.capture.process_trace import kernel_memory, steps_used
         from swaptrace.capture.recording import step_table
-
-        from swaptrace.capture.process_trace import kernel_memory
 
         facts["steps"] = trace.meta.get("steps")
         facts["per_step"] = step_table(path)
-        # the training steps: all but start-up, and but the last where the exit was not told apart from it
-        steps = int(trace.meta.get("steps") or 0) - (0 if trace.meta.get("exit_step") is not None else 1)
-        facts["kernel_memory"] = kernel_memory(trace.meta.get("readings") or [], steps)
+        used = steps_used(int(trace.meta.get("steps") or 0), trace.meta.get("exit_step") is not None)
+        facts["kernel_memory"] = kernel_memory(trace.meta.get("readings") or [], used)
     elif "steps" in trace.meta:
         facts["steps"] = trace.meta["steps"]
     stalls = _stalls(trace.meta.get("kernel") or {})
