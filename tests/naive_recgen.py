@@ -42,7 +42,7 @@ def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, traini
     kept = [m for m in maps if not any(pid == m[0] and i > m[3] and set(range(m[1], m[1] + m[2])) & pages
                                        for pid, pages, i in unmapped)]
     # 2. arrays, largest first, to a kept mapping of ceil(b/P) .. ceil(b/P) + 1 + ceil(b/P)//64 pages
-    model_page = {}
+    model_page, model_from = {}, {}  # (pid, page) -> model page; -> the row of the mmap that made it the model's
     used = set()
     for _name, region, offset, nbytes in sorted(arrays, key=lambda a: (-a[3], a[0])):
         need = math.ceil(nbytes / P)
@@ -56,13 +56,20 @@ def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, traini
         first = regions[region]["first_page"] + offset // P
         for i in range(m[2]):
             model_page[(m[0], m[1] + i)] = (first + i, region) if i < need else None
+            model_from[(m[0], m[1] + i)] = m[3]
+    row_of = {id(r): i for i, r in enumerate(raw)}
+
+    def is_model(key, r):
+        """The page is the model's at row ``r``: its kept mapping was made by then (before it, the same address
+        was some other mapping of the program's)."""
+        return key in model_page and row_of[id(r)] >= model_from[key]
     # 3. runtime: alive at some step's end; else step-buffers; numbered in first-touch order
     alive, first_touch, runtime = set(), [], set()
     for s in range(training_steps + 1):
         for r in by_step[s]:
             if r["event"] == "fault":
                 key = (r["pid"], r["address"] // P)
-                if key in model_page or key in alive:
+                if is_model(key, r) or key in alive:
                     continue
                 alive.add(key)
                 if key not in first_touch:
@@ -119,7 +126,7 @@ def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, traini
                     rows += [(unrec_first + i, True, 0, unrec_region) for i in range(unrec_made, max(need, unrec_made))]
                     unrec_made = max(need, unrec_made)
                 for rr in run:
-                    if (rr["pid"], rr["address"] // P) in model_page:
+                    if is_model((rr["pid"], rr["address"] // P), rr):
                         continue
                     inside = [k for k in alive if k[0] == rr["pid"] and k in trace_page
                               and k[1] in _pages_of(rr["address"], rr["length"])]
@@ -129,7 +136,7 @@ def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, traini
                 touched = set()
             elif r["event"] == "fault":
                 key = (r["pid"], r["address"] // P)
-                if key in model_page:
+                if is_model(key, r):
                     if model_page[key] is not None and key not in alive:
                         alive.add(key)
                         rows.append((model_page[key][0], r["write"], 0, model_page[key][1]))
@@ -150,7 +157,7 @@ def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, traini
                         rows.append((trace_page[key][0], False, 2, trace_page[key][1]))
             elif r["event"] == "mmap":
                 for p in _pages_of(r["address"], r["length"]):
-                    if (r["pid"], p) in trace_page:
+                    if (r["pid"], p) in trace_page and not is_model((r["pid"], p), r):
                         rows.append((trace_page[(r["pid"], p)][0], False, 1, trace_page[(r["pid"], p)][1]))
         rec_rows.append(rows)
     # 5. the trace: step 0, start-up stores not written yet, then each training step's recorded and model rows

@@ -226,6 +226,41 @@ def test_trace_equals_twin(case, tmp_path, steps):
     assert _rows(out) == want
 
 
+def test_a_matched_mapping_is_the_model_s_only_from_when_it_was_made(tmp_path):
+    """By hand: step 1 maps 33 pages at XA, writes them and unmaps them (a gradient); step 2 maps 33 pages at XA
+    again and writes 32, kept to the end (Adagrad's state for T, made at the first update). The state is
+    matched to step 2's mapping and the table to start-up's (both fit; the earliest first). Step 1's pages at
+    XA are the program's: 33 stores to step buffers and 33 frees, beside the buffer's 8 and 8, not stores to
+    the state that vanish when freed; step 2's 32 first touches are stores to the state's 32 pages."""
+    xa = 0x7F3000000000
+    spec_path = tmp_path / "rt.toml"
+    spec_path.write_text(SPEC.format(rows=2048).replace('"sgd"', '"adagrad"'))
+    raw = hand_recording()
+    cut = next(i for i, r in enumerate(raw) if r["step"] == 1)
+    grad = [ev(1, "mmap", xa, 33 * P)] + [ev(1, "fault", xa + i * P, write=True) for i in range(33)]
+    grad += [ev(1, "munmap", xa, 33 * P)]
+    cut2 = next(i for i, r in enumerate(raw) if r["step"] == 2)
+    state = [ev(2, "mmap", xa, 33 * P)] + [ev(2, "fault", xa + i * P + 16, write=True) for i in range(32)]
+    raw = raw[:cut] + grad + raw[cut:cut2] + state + raw[cut2:]
+    rec = write_recording(tmp_path / "s.recording.parquet", raw, steps=4)
+    out = generate_trace(str(spec_path), tmp_path / "p.access.parquet", steps=3, runtime=Recording(str(rec)))
+    tr = open_trace(out, "access")
+    matched = tr.meta["process"]["recording"]["matched"]
+    assert matched["state:T"]["address"] == xa and matched["emb:T"]["address"] == TA
+    regions = tr.meta["regions"]
+    kind = {i: g["kind"] for i, g in enumerate(regions)}
+    state_region = next(i for i, g in enumerate(regions) if g["name"] == "state:T")
+    rows = _rows(out)
+    step1 = [r for r in rows if r[0] == 1]
+    assert sum(1 for r in step1 if r[3] == 2) == 33 + 8  # frees: the gradient's and the buffer's
+    assert sum(1 for r in step1 if r[3] == 0 and kind[r[4]] == "step-buffers") == 33 + 8
+    # a step's recorded rows come before the model's: step 2 opens with the state's 32 first touches (its mmap
+    # allocates no trace page: XA is the model's from there)
+    first = regions[state_region]["first_page"]
+    assert [r for r in rows if r[0] == 2][:32] == [(2, first + i, True, 0, state_region) for i in range(32)]
+    assert rows == _twin_rows(spec_path, raw)
+
+
 def test_repeated_steps_do_not_allocate_again_what_they_kept(tmp_path):
     spec_path = tmp_path / "rt.toml"
     spec_path.write_text(SPEC.format(rows=2048))

@@ -184,9 +184,8 @@ def test_a_signal_during_recording_leaves_nothing(tmp_path, sig):
                               sys.executable, "-c", f"import time; print('up', flush=True); time.sleep(60)  # {tag}"],
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert child.stdout.readline().strip() == "up"  # the program runs, so the instance is there
-    from swaptrace.capture.tracing import list_instances
-
     from swaptrace.capture.cgroup import list_groups, memory_hierarchy
+    from swaptrace.capture.tracing import list_instances
 
     assert [p for p in list_instances(f"{PREFIX}{child.pid}-record")]
     try:

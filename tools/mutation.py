@@ -344,10 +344,16 @@ MUTANTS: dict[str, tuple[list[str], list[tuple[str, str, str, str]]]] = {
         ("swaptrace/capture/process_trace.py", "            while readings and readings[0][0] <= i:",
          "            while False:", "every reading's loads at the step's end, not where it was taken"),
         ("swaptrace/capture/process_trace.py",
-         "                rows += _loads_rows(readings.pop(0)[1], alive, touched, matched, page_of)\n"
+         "                rows += _loads_rows(readings.pop(0)[1], alive, touched, (matched, base + i), page_of)\n"
          "                touched = set()",
-         "                rows += _loads_rows(readings.pop(0)[1], alive, touched, matched, page_of)",
+         "                rows += _loads_rows(readings.pop(0)[1], alive, touched, (matched, base + i), page_of)",
          "a reading's window not restarted: pages first touched before it counted as fresh"),
+        ("swaptrace/capture/process_trace.py", "    return None if m is None or pos < m[2] else (m[0], m[1])",
+         "    return None if m is None else (m[0], m[1])",
+         "a matched array's addresses are the model's before it was allocated (a freed buffer's life before it)"),
+        ("swaptrace/capture/process_trace.py", "                    born[firsts[f][1]] = pos",
+         "                    born[firsts[f][1]] = min(born[firsts[f][1]], pos) if born[firsts[f][1]] else pos",
+         "a matched range born at the first allocation over it, not the last"),
         ("swaptrace/capture/process_trace.py", "            if alive[j] and repeat:", "            if repeat:",
          "a repeated step drops every alloc, not only those over live memory"),
         ("swaptrace/capture/process_trace.py", "    return pages[~np.isin(pages, written)]", "    return pages",

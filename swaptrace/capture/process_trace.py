@@ -17,7 +17,9 @@ as its size plus a 16-byte header, ``posix_memalign`` adds the alignment, rounde
 page more; the 1/64 allows an allocator that rounds sizes up); among fits the closest in size, then the
 earliest. Its first touches become the same stores (loads) to the model's region at the same page offset
 (the start-up writes the spec does not describe, in the order the program made them); its other events
-and referenced pages are dropped (the model's accesses come from the spec). Smaller arrays live in heap
+and referenced pages are dropped (the model's accesses come from the spec), from the allocation on
+(:func:`_births`): what its addresses held before (a gradient freed and made again at one address each
+step, when the last step's is the match) stays the program's memory. Smaller arrays live in heap
 mappings, as do larger ones once glibc's mmap threshold has risen (malloc/malloc.c: to the largest freed
 mmapped chunk, at most :data:`MMAP_THRESHOLD_MAX`): they stay in the runtime and are listed
 ``in_heap``. A recording whose largest table, or any array of :data:`MMAP_THRESHOLD_MAX` or more, has no
@@ -279,14 +281,42 @@ def _allocs_never_freed(norm: list[list[tuple]]) -> list[tuple[int, int, int]]:
     return out
 
 
-def _classify(norm: list[list[tuple]], matched: dict[int, tuple[int, int]]) -> tuple[dict[int, int], set[int]]:
+def _births(norm: list[list[tuple]], ranges: list[tuple[int, int, int]]) -> list[int]:
+    """Position (ops before it, over all steps) of the allocation that made each matched range ``(pid, first
+    page, pages)``: the last ``ALLOC`` covering its first page. The same addresses before it held other memory
+    (a buffer freed and allocated again at one address, as a gradient is each step)."""
+    firsts = sorted((_key(pid, lo), j) for j, (pid, lo, _) in enumerate(ranges))
+    starts = np.array([f for f, _ in firsts], dtype=np.int64)
+    born = [0] * len(ranges)
+    pos = 0
+    for ops in norm:
+        for code, key, arg in ops:
+            if code == ALLOC:
+                a, b = np.searchsorted(starts, [key, key + int(arg)])
+                for f in range(int(a), int(b)):
+                    born[firsts[f][1]] = pos
+            pos += 1
+    return born
+
+
+def _model_page(matched: dict[int, tuple[int, int, int]], key: int, pos: int) -> tuple[int, int] | None:
+    """The model's ``(page, region)`` for ``key`` at op position ``pos``: only once its matched allocation was
+    made (:func:`_births`); before, the key is the program's own memory."""
+    m = matched.get(key)
+    return None if m is None or pos < m[2] else (m[0], m[1])
+
+
+def _classify(norm: list[list[tuple]], matched: dict[int, tuple[int, int, int]]
+              ) -> tuple[dict[int, int], set[int]]:
     """Each non-model key's first-touch order, and the keys alive at the end of some step (the runtime)."""
     order: dict[int, int] = {}
     alive: set[int] = set()
     runtime: set[int] = set()
+    pos = -1
     for ops in norm:
         for code, key, _ in ops:
-            if code == TOUCH and key not in matched:
+            pos += 1
+            if code == TOUCH and _model_page(matched, key, pos) is None:
                 order.setdefault(key, len(order))
                 alive.add(key)
             elif code == FREE:
@@ -324,14 +354,17 @@ def reduce_recording(path: str | os.PathLike, spec: ModelSpec, regions: list[dic
     largest = max(spec.tables, key=lambda t: t.weight_bytes).name
     allocs, packed = split_packed(arrays, _allocs_never_freed(norm))
     taken, in_heap = match_arrays(arrays, allocs, f"emb:{largest}", packed)
-    # key of a matched page -> the model's page at the same offset (pages past the array's end: dropped, -1)
-    matched: dict[int, tuple[int, int]] = {}
-    for index, (a, pid, lo) in taken.items():
+    # key of a matched page -> the model's page at the same offset (pages past the array's end: dropped, -1),
+    # its region, and the position from which the key is the model's (_births)
+    matched: dict[int, tuple[int, int, int]] = {}
+    born = _births(norm, [allocs[index] for index in taken])
+    for (index, (a, pid, lo)), since in zip(taken.items(), born, strict=True):
         r = regions[a.region]
         first, need = r["first_page"] + a.offset // PAGE_BYTES, -(-a.nbytes // PAGE_BYTES)
         for i in range(allocs[index][2]):
             page = first + i
-            matched[_key(pid, lo + i)] = (page if i < need and page < r["first_page"] + r["pages"] else -1, a.region)
+            matched[_key(pid, lo + i)] = (page if i < need and page < r["first_page"] + r["pages"] else -1,
+                                          a.region, since)
     order, runtime = _classify(norm, matched)
     run_keys = sorted((k for k in order if k in runtime), key=order.__getitem__)
     buf_keys = sorted((k for k in order if k not in runtime), key=order.__getitem__)
@@ -480,6 +513,7 @@ def _step_rows(rec, norm, starts, matched, page_of, unrecorded) -> list[tuple[np
     alive: dict[int, int] = {}  # key -> first-touch sequence number (runtime and buffer keys)
     seq = 0
     out = []
+    base = 0  # ops of the steps before this one
     for k, ops in enumerate(norm):
         rows: list[tuple[int, bool, int, int]] = []  # page, write, event, region
         touched: set[int] = set()  # first touched since the step's previous reading
@@ -488,11 +522,12 @@ def _step_rows(rec, norm, starts, matched, page_of, unrecorded) -> list[tuple[np
             if k == 0:  # memory a start-up reading found unrecorded, before that reading's loads
                 rows += unrecorded_rows(i)
             while readings and readings[0][0] <= i:  # a reading taken before this op: its window's loads here
-                rows += _loads_rows(readings.pop(0)[1], alive, touched, matched, page_of)
+                rows += _loads_rows(readings.pop(0)[1], alive, touched, (matched, base + i), page_of)
                 touched = set()
             if code == TOUCH:
-                if key in matched:
-                    p, g = matched[key]
+                model = _model_page(matched, key, base + i)
+                if model is not None:
+                    p, g = model
                     if p >= 0:
                         rows.append((p, arg, EVENT_ACCESS, g))
                     continue
@@ -505,27 +540,29 @@ def _step_rows(rec, norm, starts, matched, page_of, unrecorded) -> list[tuple[np
                 touched.discard(key)
                 if key in page_of:
                     rows.append((page_of[key][0], False, EVENT_FREE, page_of[key][1]))
-            else:  # ALLOC: the range's pages that have a trace page
+            else:  # ALLOC: the range's pages that have a trace page (not a model array's, made here)
                 a, b = np.searchsorted(keys_sorted, [key, key + int(arg)])
-                rows += [(page_of[kk][0], False, EVENT_ALLOC, page_of[kk][1]) for kk in keys_sorted[a:b].tolist()]
+                rows += [(page_of[kk][0], False, EVENT_ALLOC, page_of[kk][1]) for kk in keys_sorted[a:b].tolist()
+                         if _model_page(matched, kk, base + i) is None]
         if k == 0:  # found by a reading after the step's last op
             rows += unrecorded_rows(len(ops))
         for _, reading in readings:  # those taken after the step's last op (a step's end)
-            rows += _loads_rows(reading, alive, touched, matched, page_of)
+            rows += _loads_rows(reading, alive, touched, (matched, base + len(ops)), page_of)
             touched = set()
+        base += len(ops)
         cols = list(zip(*rows, strict=True)) if rows else [(), (), (), ()]
         out.append((np.asarray(cols[0], np.uint64), np.asarray(cols[1], bool), np.asarray(cols[2], np.uint8),
                     np.asarray(cols[3], np.uint16)))
     return out
 
 
-def _loads_rows(reading, alive, touched, matched, page_of) -> list[tuple[int, bool, int, int]]:
+def _loads_rows(reading, alive, touched, model, page_of) -> list[tuple[int, bool, int, int]]:
     return [(page_of[kk][0], False, EVENT_ACCESS, page_of[kk][1])
-            for kk in _referenced_loads(reading, alive, touched, matched)]
+            for kk in _referenced_loads(reading, alive, touched, model)]
 
 
 def _referenced_loads(ref: dict[str, np.ndarray], alive: dict[int, int], touched: set[int],
-                      matched: dict) -> list[int]:
+                      model: tuple[dict, int]) -> list[int]:
     """Keys loaded for the step's referenced pages: per runtime mapping, ``referenced - touched`` of its alive
     pages not touched in the step, most recently first-touched first."""
     if not len(ref["pid"]) or not alive:
@@ -537,7 +574,7 @@ def _referenced_loads(ref: dict[str, np.ndarray], alive: dict[int, int], touched
     out: list[int] = []
     for pid, lo, n, refd in zip(ref["pid"].tolist(), ref["page"].tolist(), ref["pages"].tolist(),
                                 ref["referenced_pages"].tolist(), strict=True):
-        if _key(pid, lo) in matched:
+        if _model_page(model[0], _key(pid, lo), model[1]) is not None:  # a model array's mapping
             continue
         a, b = np.searchsorted(keys, [_key(pid, lo), _key(pid, lo + n)])
         in_map = keys[a:b].tolist()
