@@ -50,6 +50,8 @@ HOST = ROOT / "research" / "results" / "timing" / "fault_overhead.json"
 FRESH_BOOT = ROOT / "research" / "results" / "real-training" / "fresh-boot"
 DISK = FRESH_BOOT / "disk-measured-12-43.toml"
 COSTS: Path | None = FRESH_BOOT / "host-costs-measured-12-16.toml"
+#: emulate with the swap device size each capture had (``params.swap_bytes``) instead of emulate's default
+CAPTURE_SWAP = False
 
 #: shape name -> spec file (analysis/real_specs)
 SHAPES = {
@@ -285,7 +287,10 @@ def predict_point(shape: str, frac: float, profile: str) -> dict:
             continue
         meta = _meta(cap)
         emu = WORK / f"{shape}-{frac:.2f}-r{run}-{Path(profile).stem}.emu.swapio.parquet"
-        r = sh(SWAPTRACE, "emulate", str(trace), "--memory", str(int(meta["memory_bytes"])), *write_cost,
+        # --capture-swap: the capture's own swap device size (default: emulate's, the footprint)
+        swap = (["--swap-bytes", str(int(meta["params"]["swap_bytes"]))]
+                if CAPTURE_SWAP and meta.get("params", {}).get("swap_bytes") else [])
+        r = sh(SWAPTRACE, "emulate", str(trace), "--memory", str(int(meta["memory_bytes"])), *write_cost, *swap,
                "-o", str(emu), "--force", check=False)
         if r.returncode != 0:  # the model alone fits in the limit: nothing is swapped
             print(r.stderr.strip(), flush=True)
@@ -490,7 +495,7 @@ def render(results: list[dict]) -> str:
 
 
 def main(argv=None) -> int:
-    global LIMITS, TAKE, COSTS, DISK
+    global LIMITS, TAKE, COSTS, DISK, CAPTURE_SWAP
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("capture")
@@ -512,6 +517,9 @@ def main(argv=None) -> int:
                     f"(default: {COSTS.relative_to(ROOT)}); 'host' for research/results/timing's")
     pr.add_argument("--device", help=f"fio device profile TOML measured on the captures' boot (default: "
                     f"{DISK.relative_to(ROOT)})")
+    pr.add_argument("--capture-swap", action="store_true",
+                    help="emulate each point with its capture's swap device size (2.25 GiB at 0.65-0.4; default: "
+                         "emulate's own, the trace's footprint)")
     for sp in (c, pr):
         sp.add_argument("--limits", type=float, nargs="+", help=f"fractions of the unlimited peak (default "
                         f"{' '.join(map(str, LIMITS))}); the first is captured with the unlimited run")
@@ -526,6 +534,7 @@ def main(argv=None) -> int:
         COSTS = None if args.costs == "host" else Path(args.costs).resolve()
     if getattr(args, "device", None):
         DISK = Path(args.device).resolve()
+    CAPTURE_SWAP = bool(getattr(args, "capture_swap", False))
     {"capture": do_capture, "record": do_record, "profile": do_profile, "predict": do_predict}[args.cmd](args)
     return 0
 
