@@ -344,9 +344,9 @@ MUTANTS: dict[str, tuple[list[str], list[tuple[str, str, str, str]]]] = {
         ("swaptrace/capture/process_trace.py", "            while readings and readings[0][0] <= i:",
          "            while False:", "every reading's loads at the step's end, not where it was taken"),
         ("swaptrace/capture/process_trace.py",
-         "                rows += _loads_rows(readings.pop(0)[1], alive, touched, (matched, base + i), page_of)\n"
+         "                rows += _loads_rows(readings.pop(0)[1], alive, touched, matched, base + i, page_of)\n"
          "                touched = set()",
-         "                rows += _loads_rows(readings.pop(0)[1], alive, touched, (matched, base + i), page_of)",
+         "                rows += _loads_rows(readings.pop(0)[1], alive, touched, matched, base + i, page_of)",
          "a reading's window not restarted: pages first touched before it counted as fresh"),
         ("swaptrace/capture/process_trace.py", "    return None if m is None or pos < m[2] else (m[0], m[1])",
          "    return None if m is None else (m[0], m[1])",

@@ -522,7 +522,7 @@ def _step_rows(rec, norm, starts, matched, page_of, unrecorded) -> list[tuple[np
             if k == 0:  # memory a start-up reading found unrecorded, before that reading's loads
                 rows += unrecorded_rows(i)
             while readings and readings[0][0] <= i:  # a reading taken before this op: its window's loads here
-                rows += _loads_rows(readings.pop(0)[1], alive, touched, (matched, base + i), page_of)
+                rows += _loads_rows(readings.pop(0)[1], alive, touched, matched, base + i, page_of)
                 touched = set()
             if code == TOUCH:
                 model = _model_page(matched, key, base + i)
@@ -547,7 +547,7 @@ def _step_rows(rec, norm, starts, matched, page_of, unrecorded) -> list[tuple[np
         if k == 0:  # found by a reading after the step's last op
             rows += unrecorded_rows(len(ops))
         for _, reading in readings:  # those taken after the step's last op (a step's end)
-            rows += _loads_rows(reading, alive, touched, (matched, base + len(ops)), page_of)
+            rows += _loads_rows(reading, alive, touched, matched, base + len(ops), page_of)
             touched = set()
         base += len(ops)
         cols = list(zip(*rows, strict=True)) if rows else [(), (), (), ()]
@@ -556,15 +556,16 @@ def _step_rows(rec, norm, starts, matched, page_of, unrecorded) -> list[tuple[np
     return out
 
 
-def _loads_rows(reading, alive, touched, model, page_of) -> list[tuple[int, bool, int, int]]:
+def _loads_rows(reading, alive, touched, matched, pos, page_of) -> list[tuple[int, bool, int, int]]:
     return [(page_of[kk][0], False, EVENT_ACCESS, page_of[kk][1])
-            for kk in _referenced_loads(reading, alive, touched, model)]
+            for kk in _referenced_loads(reading, alive, touched, matched, pos)]
 
 
 def _referenced_loads(ref: dict[str, np.ndarray], alive: dict[int, int], touched: set[int],
-                      model: tuple[dict, int]) -> list[int]:
+                      matched: dict, pos: int) -> list[int]:
     """Keys loaded for the step's referenced pages: per runtime mapping, ``referenced - touched`` of its alive
-    pages not touched in the step, most recently first-touched first."""
+    pages not touched in the step, most recently first-touched first (a reading taken after ``pos`` ops; a
+    model array's mapping, :func:`_model_page`, is skipped)."""
     if not len(ref["pid"]) or not alive:
         return []
     keys = np.fromiter(alive.keys(), dtype=np.int64, count=len(alive))
@@ -574,7 +575,7 @@ def _referenced_loads(ref: dict[str, np.ndarray], alive: dict[int, int], touched
     out: list[int] = []
     for pid, lo, n, refd in zip(ref["pid"].tolist(), ref["page"].tolist(), ref["pages"].tolist(),
                                 ref["referenced_pages"].tolist(), strict=True):
-        if _model_page(model[0], _key(pid, lo), model[1]) is not None:  # a model array's mapping
+        if _model_page(matched, _key(pid, lo), pos) is not None:
             continue
         a, b = np.searchsorted(keys, [_key(pid, lo), _key(pid, lo + n)])
         in_map = keys[a:b].tolist()
