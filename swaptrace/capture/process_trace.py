@@ -62,7 +62,7 @@ from typing import Any
 
 import numpy as np
 
-from swaptrace.capture.recording import ALLOC, FREE, MOVE, PAGE_BYTES, TOUCH, page_events
+from swaptrace.capture.recording import ALLOC, FREE, MOVE, PAGE_BYTES, RETOUCH, TOUCH, page_events
 from swaptrace.core import bounds
 from swaptrace.core.traceio import EVENT_ACCESS, EVENT_ALLOC, EVENT_FREE, open_trace
 from swaptrace.errors import ConfigError
@@ -196,7 +196,8 @@ class _Ops:
 
 
 def _normalise(rec, n_steps: int, starts: list[list[int]] | None = None) -> list[list[tuple]]:
-    """Per step, the page events as (code, key, write) touches/frees and (ALLOC, key, pages); moves expanded.
+    """Per step, the page events as (code, key, write) touches/re-touches/frees and (ALLOC, key, pages); moves
+    expanded.
 
     ``starts`` (if given) gets, per step, the number of ops before each page event and, last, the step's total
     (so a reading taken after ``at`` page events comes after ``starts[k][at]`` ops).
@@ -219,6 +220,8 @@ def _normalise(rec, n_steps: int, starts: list[list[int]] | None = None) -> list
                 alive.discard(_key(pid, page))
             elif kind == ALLOC:
                 ops.append((ALLOC, _key(pid, page), int(pages)))
+            elif kind == RETOUCH:
+                ops.append((RETOUCH, _key(pid, page), bool(write)))
             elif kind == MOVE:  # the moved pages: freed at the old place, stored to at the new
                 moved = [p for p in range(page, page + pages) if _key(pid, p) in alive]
                 for p in moved:
@@ -393,7 +396,7 @@ def reduce_recording(path: str | os.PathLike, spec: ModelSpec, regions: list[dic
             "unrecorded_pages": unrecorded[-1][1] if unrecorded else 0,
             "thp_disabled": rec.thp_disabled, "cpu": rec.meta.get("cpu"),
             "file_bytes": "0: page cache is reclaimed first under a limit (the study's captures held 0-2 MiB)",
-            **kernel_memory(rec.meta.get("readings") or [], n_steps)}
+            **kernel_memory(rec.meta.get("readings") or [], n_steps, bool(rec.meta.get("pageout")))}
     run_first = footprint_pages
     active = set()
     for p, _, e, _ in rows[1:]:
@@ -408,25 +411,31 @@ def steps_used(recorded: int, exit_told: bool) -> int:
     return recorded - (1 if not exit_told and recorded > 1 else 0)
 
 
-def kernel_memory(readings: list[dict[str, Any]], n_steps: int) -> dict[str, Any]:
+def kernel_memory(readings: list[dict[str, Any]], n_steps: int, pageout: bool = False) -> dict[str, Any]:
     """Kernel memory charged to the recorded program's group while it trained (bytes), and how it was read.
 
     At each reading of a training step (1 .. ``n_steps`` - 1, :func:`steps_used`: not start-up, not the exit),
     the group's usage less its anonymous memory and page cache (``group_bytes`` - ``group_anon_bytes`` -
-    ``group_file_bytes``: page tables, slab); the median of those readings, at least 0. A limit charges it as well and it is never
+    ``group_file_bytes``: page tables, slab); the median of those readings, at least 0. A ``--pageout``
+    recording's group holds swap cache that neither term counts, so there the kernel's own count is read
+    (``group_kernel_bytes``: v1 kmem usage, v2 ``kernel``). A limit charges it as well and it is never
     swapped, so it comes out of a trace's budget (:func:`swaptrace.workload.process.anon_budget_bytes`).
     ``kernel_bytes`` is None for a recording whose readings lack the group (no memory controller, or
     recordings made before the field): the budget is then the whole limit.
     """
-    values = [int(r["group_bytes"]) - int(r["group_anon_bytes"]) - int(r["group_file_bytes"])
-              for r in readings if 1 <= int(r.get("step", -1)) < n_steps
-              and all(r.get(k) is not None for k in ("group_bytes", "group_anon_bytes", "group_file_bytes"))]
+    training = [r for r in readings if 1 <= int(r.get("step", -1)) < n_steps]
+    if pageout:
+        values = [int(r["group_kernel_bytes"]) for r in training if r.get("group_kernel_bytes") is not None]
+        how = "the group's kernel memory (kmem)"
+    else:
+        values = [int(r["group_bytes"]) - int(r["group_anon_bytes"]) - int(r["group_file_bytes"]) for r in training
+                  if all(r.get(k) is not None for k in ("group_bytes", "group_anon_bytes", "group_file_bytes"))]
+        how = "the group's usage - anonymous - page cache"
     if not values:
         return {"kernel_bytes": None, "kernel_note": "not measured: the recording's readings lack its cgroup"}
     kernel = max(0, int(np.median(values)))
     return {"kernel_bytes": kernel,
-            "kernel_note": f"median of {len(values)} training readings of the group's usage - anonymous - page "
-                           f"cache ({min(values)}..{max(values)} B)"}
+            "kernel_note": f"median of {len(values)} training readings of {how} ({min(values)}..{max(values)} B)"}
 
 
 def _unrecorded(rec, norm, starts) -> list[tuple[int, int]]:
@@ -514,16 +523,28 @@ def _step_rows(rec, norm, starts, matched, page_of, unrecorded) -> list[tuple[np
     seq = 0
     out = []
     base = 0  # ops of the steps before this one
+    window = _Window() if rec.meta.get("pageout") else None
     for k, ops in enumerate(norm):
         rows: list[tuple[int, bool, int, int]] = []  # page, write, event, region
         touched: set[int] = set()  # first touched since the step's previous reading
         readings = _readings(rec.steps[k].referenced, starts[k])
+
+        def reading_rows(reading, pos):
+            if window is not None:
+                return window.dirty_rows(reading, matched, pos, page_of)
+            return _loads_rows(reading, alive, touched, matched, pos, page_of)
+
         for i, (code, key, arg) in enumerate(ops):
             if k == 0:  # memory a start-up reading found unrecorded, before that reading's loads
                 rows += unrecorded_rows(i)
             while readings and readings[0][0] <= i:  # a reading taken before this op: its window's loads here
-                rows += _loads_rows(readings.pop(0)[1], alive, touched, matched, base + i, page_of)
+                rows += reading_rows(readings.pop(0)[1], base + i)
                 touched = set()
+            if code == RETOUCH:  # a --pageout recording's: the page used again (a model page's uses: the spec's)
+                if _model_page(matched, key, base + i) is None and key in page_of:
+                    rows.append((page_of[key][0], arg, EVENT_ACCESS, page_of[key][1]))
+                    window.used(key, arg, base + i)
+                continue
             if code == TOUCH:
                 model = _model_page(matched, key, base + i)
                 if model is not None:
@@ -535,9 +556,13 @@ def _step_rows(rec, norm, starts, matched, page_of, unrecorded) -> list[tuple[np
                 seq += 1
                 alive[key] = seq
                 touched.add(key)
+                if window is not None:
+                    window.used(key, arg, base + i)
             elif code == FREE:
                 alive.pop(key, None)
                 touched.discard(key)
+                if window is not None:
+                    window.freed(key)
                 if key in page_of:
                     rows.append((page_of[key][0], False, EVENT_FREE, page_of[key][1]))
             else:  # ALLOC: the range's pages that have a trace page (not a model array's, made here)
@@ -547,13 +572,58 @@ def _step_rows(rec, norm, starts, matched, page_of, unrecorded) -> list[tuple[np
         if k == 0:  # found by a reading after the step's last op
             rows += unrecorded_rows(len(ops))
         for _, reading in readings:  # those taken after the step's last op (a step's end)
-            rows += _loads_rows(reading, alive, touched, matched, base + len(ops), page_of)
+            rows += reading_rows(reading, base + len(ops))
             touched = set()
         base += len(ops)
         cols = list(zip(*rows, strict=True)) if rows else [(), (), (), ()]
         out.append((np.asarray(cols[0], np.uint64), np.asarray(cols[1], bool), np.asarray(cols[2], np.uint8),
                     np.asarray(cols[3], np.uint16)))
     return out
+
+
+class _Window:
+    """A ``--pageout`` recording's pages used since the last reading: stored to, and loaded but not stored to
+    (with the position of their last load), for :meth:`dirty_rows`."""
+
+    def __init__(self):
+        self.stored: set[int] = set()
+        self.loaded: dict[int, int] = {}
+
+    def used(self, key: int, write: bool, pos: int) -> None:
+        if write:
+            self.stored.add(key)
+            self.loaded.pop(key, None)
+        elif key not in self.stored:
+            self.loaded[key] = pos
+
+    def freed(self, key: int) -> None:
+        self.stored.discard(key)
+        self.loaded.pop(key, None)
+
+    def dirty_rows(self, ref: dict[str, np.ndarray], matched: dict, pos: int, page_of) -> list[tuple]:
+        """Stores the window made without a fault: per runtime mapping, ``dirty - stored`` of its pages loaded in
+        the window and not stored to, most recently loaded first; then the window starts over.
+
+        A page read back after a page-out is mapped writable, so a later store to it does not fault: smaps
+        ``Private_Dirty:`` counts it with the faulting stores, and only pages loaded in the window can be it.
+        A model array's mapping (:func:`_model_page`) is skipped: the model's stores come from the spec.
+        """
+        out: list[tuple] = []
+        if len(ref["pid"]) and self.loaded:
+            stored = np.array(sorted(self.stored), dtype=np.int64)
+            loaded = np.array(sorted(self.loaded), dtype=np.int64)
+            for pid, lo, n, dirty in zip(ref["pid"].tolist(), ref["page"].tolist(), ref["pages"].tolist(),
+                                         ref["dirty_pages"].tolist(), strict=True):
+                if _model_page(matched, _key(pid, lo), pos) is not None:
+                    continue
+                a, b = np.searchsorted(stored, [_key(pid, lo), _key(pid, lo + n)])
+                c, d = np.searchsorted(loaded, [_key(pid, lo), _key(pid, lo + n)])
+                want = min(int(dirty) - int(b - a), int(d - c))
+                if want > 0:
+                    pick = sorted(loaded[c:d].tolist(), key=lambda kk: -self.loaded[kk])[:want]
+                    out += [(page_of[kk][0], True, EVENT_ACCESS, page_of[kk][1]) for kk in pick]
+        self.stored, self.loaded = set(), {}
+        return out
 
 
 def _loads_rows(reading, alive, touched, matched, pos, page_of) -> list[tuple[int, bool, int, int]]:

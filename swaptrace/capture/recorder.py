@@ -51,10 +51,12 @@ from typing import Any
 
 import numpy as np
 
-from swaptrace.capture import leftovers, tracing
+from swaptrace.capture import host, leftovers, tracing
 from swaptrace.capture.cgroup import MemoryCgroup
+from swaptrace.capture.pageout import READING_CPU_S, default_swap_bytes, page_out
 from swaptrace.capture.record_parse import EV, ParsedRecording, parse_lines
 from swaptrace.capture.recording import AnonTracker, Steps, assign_steps, detect_steps
+from swaptrace.capture.swapdev import SwapDevice
 from swaptrace.core.signals import sigterm_as_interrupt
 from swaptrace.core.traceio import TraceWriter, check_output_path
 from swaptrace.errors import ConfigError, PrivilegeError, ToolError
@@ -106,8 +108,9 @@ def program_pids(root_pid: int, proc: Path = Path("/proc")) -> list[int]:
     return sorted(out)
 
 
-def anon_mappings(smaps_text: str) -> list[tuple[int, int, int, int]]:
-    """``(start, end, referenced_bytes, anonymous_bytes)`` of each anonymous mapping in ``smaps`` text.
+def anon_mappings(smaps_text: str) -> list[tuple[int, int, int, int, int]]:
+    """``(start, end, referenced_bytes, anonymous_bytes, private_dirty_bytes)`` of each anonymous mapping in
+    ``smaps`` text.
 
     A mapping is anonymous when it has no backing file (no name, ``[heap]``, ``[stack...]``,
     ``[anon:...]``): the others' referenced pages are page cache.
@@ -122,13 +125,16 @@ def anon_mappings(smaps_text: str) -> list[tuple[int, int, int, int]]:
             name = fields[5].strip() if len(fields) > 5 else ""
             anon = name == "" or name == "[heap]" or name.startswith("[stack") or name.startswith("[anon")
             lo, hi = head.split("-")
-            cur = [int(lo, 16), int(hi, 16), 0, 0] if anon else None
-        elif cur is not None and line.startswith(("Referenced:", "Anonymous:")):
-            value = int(line.split()[1]) * 1024
-            cur[2 if line.startswith("R") else 3] = value
+            cur = [int(lo, 16), int(hi, 16), 0, 0, 0] if anon else None
+        elif cur is not None and line.startswith(_SMAPS_FIELDS):
+            cur[2 + _SMAPS_FIELDS.index(line.split(":", 1)[0] + ":")] = int(line.split()[1]) * 1024
     if cur is not None:
         out.append(tuple(cur))
     return out
+
+
+#: the smaps fields :func:`anon_mappings` reads, in the order it returns them
+_SMAPS_FIELDS = ("Referenced:", "Anonymous:", "Private_Dirty:")
 
 
 def cpu_seconds(stat_text: str, ticks_per_s: int) -> float:
@@ -167,18 +173,35 @@ def parallelism(readings: list[dict[str, Any]], t_from_ns: int, t_to_ns: int) ->
 
 class ReferencedReader:
     """Per-mapping referenced pages of the program's processes, read and cleared at each step boundary, and
-    the processes' CPU time (for :func:`parallelism`)."""
+    the processes' CPU time (for :func:`parallelism`); with ``pageout``, the mappings' dirty pages too, and
+    then all their pages paged out (:mod:`swaptrace.capture.pageout`)."""
 
-    def __init__(self, root_pid: int, group: MemoryCgroup | None = None):
+    def __init__(self, root_pid: int, group: MemoryCgroup | None = None, *, pageout: bool = False):
         self.root_pid = root_pid
         self.group = group
-        self.rows: list[tuple] = []  # (t_ns, t_from_ns, pid, start, end, referenced, anonymous)
+        self.pageout = pageout
+        self.paged_out_bytes = 0
+        self.rows: list[tuple] = []  # (t_ns, t_from_ns, pid, start, end, referenced, anonymous, dirty)
         self.readings: list[dict[str, Any]] = []
         self.seconds = 0.0
         self.errors: list[str] = []
         self._lock = threading.Lock()
         self._last = time.monotonic_ns()
         self.ticks_per_s = os.sysconf("SC_CLK_TCK")
+        self._pids: list[int] = [root_pid]
+        self._user_at_last = 0.0
+
+    def user_cpu_since_reading(self) -> float:
+        """User CPU time (s) the program's processes (as of the last reading) spent since that reading."""
+        return self._user_cpu() - self._user_at_last
+
+    def _user_cpu(self) -> float:
+        total = 0
+        for pid in self._pids:
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                text = Path(f"/proc/{pid}/stat").read_text()
+                total += int(text[text.rindex(")") + 2:].split()[11])  # utime: field 14, all its threads
+        return total / self.ticks_per_s
 
     def read(self) -> None:
         """Read every process's anonymous mappings, then clear their referenced bits (any thread)."""
@@ -190,13 +213,17 @@ class ReferencedReader:
                     maps = anon_mappings(Path(f"/proc/{pid}/smaps").read_text(errors="replace"))
                     status = Path(f"/proc/{pid}/status").read_text()
                     Path(f"/proc/{pid}/clear_refs").write_text("1")
+                    if self.pageout:  # after the reading: the next window's uses fault back in
+                        self.paged_out_bytes += page_out(pid, [(lo, hi) for lo, hi, *_ in maps])
                 except OSError as exc:  # exited meanwhile, or a kernel thread
                     if len(self.errors) < 3 and Path(f"/proc/{pid}").exists():
                         self.errors.append(f"pid {pid}: {exc}")
                     continue
                 threads.update(self._threads_cpu(pid))  # after the mappings: a process ending now keeps them
-                m = re.search(r"^RssAnon:\s+(\d+) kB", status, re.M)
-                rss += int(m.group(1)) * 1024 if m else 0
+                # paged out, the program's memory is still its own: resident plus swapped
+                for name in ("RssAnon", "VmSwap") if self.pageout else ("RssAnon",):
+                    m = re.search(rf"^{name}:\s+(\d+) kB", status, re.M)
+                    rss += int(m.group(1)) * 1024 if m else 0
                 self.rows += [(t0, self._last, pid, *mp) for mp in maps]
             group = self._group_reading()
             t1 = time.monotonic_ns()
@@ -204,6 +231,8 @@ class ReferencedReader:
             self.readings.append({"t_ns": t0, "t_from_ns": self._last, "anon_rss_bytes": rss, "pids": len(pids),
                                   "threads_cpu_s": threads, "seconds": round((t1 - t0) / 1e9, 4), **group})
             self._last = t0
+            self._pids = pids
+            self._user_at_last = self._user_cpu()
 
     def _group_reading(self) -> dict[str, int]:
         """The program's group now: usage, anonymous memory and page cache (bytes; empty without a group)."""
@@ -218,7 +247,9 @@ class ReferencedReader:
             return {}
         if kinds.get("anon") is None or kinds.get("file") is None:
             return {}
-        return {"group_bytes": usage, "group_anon_bytes": int(kinds["anon"]), "group_file_bytes": int(kinds["file"])}
+        out = {"group_bytes": usage, "group_anon_bytes": int(kinds["anon"]), "group_file_bytes": int(kinds["file"])}
+        kernel = self.group.kernel_bytes()
+        return out if kernel is None else {**out, "group_kernel_bytes": kernel}
 
     def _threads_cpu(self, pid: int) -> dict[int, float]:
         """CPU time (s) of each thread of process ``pid``; a thread, or the process, that ended meanwhile is left
@@ -296,6 +327,8 @@ class RecordRequest:
     work_base: str | os.PathLike | None = None
     timeout_s: float | None = None
     keep_thp: bool = False
+    pageout: bool = False
+    swap_bytes: int | None = None
     stdout: Any = None
     stderr: Any = None
 
@@ -337,6 +370,7 @@ class _Run:
         self.proc: subprocess.Popen | None = None
         self.tees: list[_Tee] = []
         self.setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
+        self.swap_facts: dict[str, Any] | None = None  # --pageout: the swap device's (swapdev.SwapDevice.facts)
 
     def _boundary(self, count: int) -> None:
         if self.reader is not None:
@@ -395,7 +429,7 @@ class _Run:
             (self.trace.dir / "set_event_pid").write_text(str(self.proc.pid))
             if self.group is not None:  # held before exec: the program and all it starts are charged there
                 self.group.procs_file.write_text(str(self.proc.pid))
-            self.reader = ReferencedReader(self.proc.pid, self.group)
+            self.reader = ReferencedReader(self.proc.pid, self.group, pageout=self.req.pageout)
             self.trace.start()
             with open(self.trace.marker_path(), "w") as fh:
                 fh.write("swaptrace start\n")
@@ -430,9 +464,16 @@ class _Run:
                     self._signal(signal.SIGKILL)
                     return self.proc.wait()
                 raise ToolError(f"{self.req.argv[0]} ran longer than --timeout {self.req.timeout_s:g} s")
-            if auto and self.live.marks == 0 and now >= next_read:
+            if auto and self.live.marks == 0 and self._reading_due(now, next_read):
                 self.reader.read()
                 next_read = time.monotonic() + READING_INTERVAL_S
+
+    def _reading_due(self, now: float, next_read: float) -> bool:
+        """An unmarked window ends after READING_INTERVAL_S; with --pageout, after READING_CPU_S of the program's
+        user CPU time (paging out slows it, and its windows should not depend on how much)."""
+        if self.req.pageout:
+            return self.reader.user_cpu_since_reading() >= READING_CPU_S
+        return now >= next_read
 
     def _signal(self, sig: int) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -477,7 +518,8 @@ def resolve_steps(parsed: ParsedRecording, steps_cap: int | None, t_exit_ns: int
 
 
 def build_rows(parsed: ParsedRecording, reader: ReferencedReader | None, steps: Steps, t0_ns: int):
-    """The file's columns: every event (faults only in anonymous memory), then the readings, by time.
+    """The file's columns: every event (faults only in anonymous memory), then the readings, by time; with
+    ``--pageout`` also ``dirty`` (a reading's smaps ``Private_Dirty:`` bytes).
 
     Returns ``(columns, exit_step, dropped_faults)``.
     """
@@ -492,11 +534,11 @@ def build_rows(parsed: ParsedRecording, reader: ReferencedReader | None, steps: 
             sp = tracker.spaces.get(pid)
             old_address = sp.brk if sp is not None and sp.brk is not None else 0
         tracker.apply(ev)
-        rows.append((t, t, code, pid, address, length, write, flags, old_address, old_length, 0, 0))
-    for t, t_from, pid, start, end, ref, anon in (reader.rows if reader is not None else []):
-        rows.append((t, t_from, EV["referenced"], pid, start, end - start, False, 0, 0, 0, ref, anon))
+        rows.append((t, t, code, pid, address, length, write, flags, old_address, old_length, 0, 0, 0))
+    for t, t_from, pid, start, end, ref, anon, dirty in (reader.rows if reader is not None else []):
+        rows.append((t, t_from, EV["referenced"], pid, start, end - start, False, 0, 0, 0, ref, anon, dirty))
     rows.sort(key=lambda r: r[0])  # stable: events keep their trace order
-    cols = list(zip(*rows, strict=True)) if rows else [[]] * 12
+    cols = list(zip(*rows, strict=True)) if rows else [[]] * 13
     t_ns = np.asarray(cols[0], np.int64)
     # a reading belongs to the step its window began in (a boundary's reading ends the step before it)
     step, exit_step = assign_steps(np.asarray(cols[1], np.int64), steps)
@@ -508,6 +550,8 @@ def build_rows(parsed: ParsedRecording, reader: ReferencedReader | None, steps: 
         "old_length": np.asarray(cols[9], np.uint64), "referenced": np.asarray(cols[10], np.uint64),
         "anonymous": np.asarray(cols[11], np.uint64),
     }
+    if reader is not None and reader.pageout:  # the optional column: bytes written in the window (smaps)
+        columns["dirty"] = np.asarray(cols[12], np.uint64)
     return columns, exit_step, dropped
 
 
@@ -538,6 +582,7 @@ def _metadata(req: RecordRequest, run_facts: dict[str, Any], parsed: ParsedRecor
         "loadavg_end": round(os.getloadavg()[0], 2), "facilities": extra["facilities"],
         "readings": extra["readings"], "lost_events": extra["lost"], "malformed_lines": parsed.malformed,
         "failed_calls": parsed.failed_calls, "faults_not_anonymous": extra["dropped"], "cpu": extra["cpu"],
+        "pageout": req.pageout,
     }
 
 
@@ -549,17 +594,34 @@ def _facilities(run: _Run, buffer_stats: dict[str, int]) -> dict[str, Any]:
             "smaps_seconds": round(reader.seconds, 4) if reader else 0.0,
             "smaps_errors": reader.errors if reader else [],
             "referenced": "/proc/PID/smaps Referenced: per anonymous mapping, clear_refs=1 after each reading",
-            "anon_rss": "/proc/PID/status RssAnon: summed over the program's processes",
+            "anon_rss": "/proc/PID/status RssAnon:" + (" + VmSwap:" if reader and reader.pageout else "")
+                        + " summed over the program's processes",
+            "pageout": None if not (reader and reader.pageout) else {
+                "how": "process_madvise(MADV_PAGEOUT) of every anonymous mapping after each reading; smaps "
+                       "Private_Dirty: per mapping at the next (the dirty column); re-faults are re-touches",
+                "advised_bytes": reader.paged_out_bytes, "swap": run.swap_facts,
+                "reading_cpu_s": READING_CPU_S, "warning": _pageout_warning(reader, run.swap_facts)},
             "group": (None if run.group is None else
                       f"memory cgroup v{run.group.version} without a limit: usage, anonymous memory and page cache "
                       "at each reading")}
+
+
+def _pageout_warning(reader: ReferencedReader, swap: dict[str, Any] | None) -> str | None:
+    """A line when the program's memory passed half the swap area: the kernel then frees the slot of a page
+    read back (``vm_swap_full``) and dirties it, so some loads of those windows count as stores."""
+    peak = max((r["anon_rss_bytes"] for r in reader.readings), default=0)
+    size = int((swap or {}).get("device_bytes") or 0)
+    if not size or 2 * peak <= size:
+        return None
+    return (f"the program held {peak / 2**20:.0f} MiB, more than half the {size / 2**20:.0f} MiB swap area: "
+            "pages read back may have counted as written; give --swap-size at least twice its memory")
 
 
 def _readings(reader: ReferencedReader | None, t0: int, steps: Steps) -> list[dict[str, Any]]:
     if reader is None or not reader.readings:
         return []
     step, _ = assign_steps(np.asarray([r["t_from_ns"] for r in reader.readings], np.int64), steps)
-    group = ("group_bytes", "group_anon_bytes", "group_file_bytes")
+    group = ("group_bytes", "group_anon_bytes", "group_file_bytes", "group_kernel_bytes")
     return [{"t_us": round((r["t_ns"] - t0) / 1e3, 3), "step": int(s), "anon_rss_bytes": r["anon_rss_bytes"],
              "pids": r["pids"], "seconds": r["seconds"], **{k: r[k] for k in group if k in r}}
             for r, s in zip(reader.readings, step, strict=True)]
@@ -586,7 +648,8 @@ def _finish(req: RecordRequest, out_path: Path, run: _Run, facts: dict[str, Any]
         "exit_step": exit_step if steps.exit_ns is not None else None, "dropped": dropped, "lost": lost,
         "facilities": _facilities(run, buffer_stats), "readings": _readings(run.reader, facts["t0_ns"], steps),
         "cpu": _parallelism(run.reader, steps, facts["t_exit_ns"])})
-    with TraceWriter(out_path, "recording", meta, force=req.force) as w:
+    with TraceWriter(out_path, "recording", meta, force=req.force,
+                     optional=("dirty",) if "dirty" in columns else ()) as w:
         w.write(**columns)
     return RecordResult(path=out_path, meta=meta)
 
@@ -601,6 +664,22 @@ def _record_group(name: str) -> MemoryCgroup | None:
     return group
 
 
+def _pageout_swap(stack: contextlib.ExitStack, req: RecordRequest, workdir: Path, name: str) -> dict[str, Any]:
+    """--pageout: a swap area of our own for the recording, removed when it ends (``stack``); its facts."""
+    swap = SwapDevice(workdir / f"{name}.swap", req.swap_bytes or default_swap_bytes(workdir))
+    stack.callback(swap.teardown)
+    swap.setup()
+    return {**swap.facts, "size_source": "--swap-size" if req.swap_bytes else
+            "the machine's RAM, at most half the free space of the work folder"}
+
+
+def _check_pageout(req: RecordRequest, base: Path, stack: contextlib.ExitStack) -> None:
+    """--pageout: the machine checks of a capture (swap file not in RAM, no zswap), its lock, no other swap."""
+    host.check_machine(base)
+    stack.callback(os.close, host.hold_capture_lock(host.LOCK_PATH))
+    host.refuse_other_swap()
+
+
 def record_program(req: RecordRequest) -> RecordResult:
     """Run a program once, without a memory limit, and record what its memory does (root only).
 
@@ -612,8 +691,10 @@ def record_program(req: RecordRequest) -> RecordResult:
         line of the program's stdout or stderr that matches ends a step), ``steps`` (stop the program
         with SIGTERM once N steps after start-up are recorded), ``force``, ``buffer_kb`` (tracefs ring
         buffer per CPU, KiB), ``work_base`` (scratch folder, default /var/tmp), ``timeout_s``,
-        ``keep_thp`` (leave transparent huge pages on: a fault may then map 2 MiB), and the
-        ``stdout``/``stderr`` binary streams the program's output is passed to.
+        ``keep_thp`` (leave transparent huge pages on: a fault may then map 2 MiB), ``pageout`` (page the
+        program out at every reading, on a swap area of ``swap_bytes`` made for it:
+        :mod:`swaptrace.capture.pageout`), and the ``stdout``/``stderr`` binary streams the program's output
+        is passed to.
 
     Returns
     -------
@@ -627,6 +708,8 @@ def record_program(req: RecordRequest) -> RecordResult:
     name = f"{leftovers.PREFIX}{os.getpid()}-record"
     with contextlib.ExitStack() as stack:
         stack.enter_context(sigterm_as_interrupt(hangup=True))
+        if req.pageout:
+            _check_pageout(req, base, stack)
         leftovers.cleanup_leftovers(base)
         load_start = round(os.getloadavg()[0], 2)
         workdir = base / name
@@ -636,6 +719,8 @@ def record_program(req: RecordRequest) -> RecordResult:
         if group is not None:
             stack.callback(group.remove)  # after the program is gone (callbacks run last first)
         run = _Run(req, pattern, name, workdir, group)
+        if req.pageout:
+            run.swap_facts = _pageout_swap(stack, req, workdir, name)
         stack.callback(run.trace.teardown)
         stack.callback(run.end)
         facts = run.run()

@@ -16,7 +16,10 @@ order, the events another stage turns into access-trace rows:
   ``MADV_DONTNEED``/``MADV_FREE``/``MADV_REMOVE``/``MADV_DONTNEED_LOCKED``, a ``brk`` that lowers the
   break, the part an ``mremap`` cuts off, an ``mmap(MAP_FIXED)`` over it, and every touched page of a
   process at its exit (mm/mmap.c ``exit_mmap``);
-* **move** (code 3): ``mremap`` moved a range; its touched pages keep their memory at the new place.
+* **move** (code 3): ``mremap`` moved a range; its touched pages keep their memory at the new place;
+* **retouch** (code 4, only for a recording made with ``--pageout``, whose pages were paged out at every
+  reading, :mod:`swaptrace.capture.pageout`): a later fault on a touched page -- the page used again after
+  a reading (``write`` as for a touch).
 
 The codes 0, 1, 2 are those of the access trace's ``event`` (access, alloc, free).
 
@@ -50,8 +53,8 @@ from swaptrace.capture.record_parse import EV
 PAGE_BYTES = 4096
 PAGE_SHIFT = 12
 #: page event codes (0, 1, 2 as the access trace's ``event``)
-TOUCH, ALLOC, FREE, MOVE = 0, 1, 2, 3
-PAGE_EVENTS = ("touch", "alloc", "free", "move")
+TOUCH, ALLOC, FREE, MOVE, RETOUCH = 0, 1, 2, 3, 4
+PAGE_EVENTS = ("touch", "alloc", "free", "move", "retouch")
 #: mmap flags (include/uapi/linux/mman.h, asm-generic/mman-common.h)
 MAP_TYPE, MAP_PRIVATE, MAP_ANONYMOUS = 0x0F, 0x02, 0x20
 #: madvise advice that drops a page's memory (include/uapi/asm-generic/mman-common.h)
@@ -150,12 +153,14 @@ class AnonTracker:
     flags, old_address, old_length)``, :class:`~swaptrace.capture.record_parse.ParsedRecording`) and
     returns its page events ``(kind, pid, page, pages, write, to_page)``; ``mapped_delta`` is the change
     of anonymous mapped pages the event made (for :func:`detect_steps`); :meth:`is_anon` says whether a
-    fault's address lies in anonymous memory.
+    fault's address lies in anonymous memory. With ``retouch``, a fault on a touched page is a re-touch
+    (a ``--pageout`` recording's) rather than nothing.
     """
 
-    def __init__(self):
+    def __init__(self, *, retouch: bool = False):
         self.spaces: dict[int, _Space] = {}
         self.mapped_delta = 0
+        self.retouch = retouch
 
     def space(self, pid: int) -> _Space:
         sp = self.spaces.get(pid)
@@ -181,8 +186,10 @@ class AnonTracker:
         if code == EV["fault"]:
             sp = self.spaces.get(pid)
             page = int(address) >> PAGE_SHIFT
-            if sp is None or page in sp.touched or not sp.anon.contains(page):
+            if sp is None or not sp.anon.contains(page):
                 return []
+            if page in sp.touched:
+                return [(RETOUCH, pid, page, 1, bool(write), 0)] if self.retouch else []
             sp.touched.add(page)
             return [(TOUCH, pid, page, 1, bool(write), 0)]
         if code in (EV["fork"], EV["exec"], EV["exit"]):
@@ -389,8 +396,10 @@ class StepPages:
     ``to_page`` (a move's new first page), ``t_us``. ``referenced``: one row per anonymous mapping and
     reading (one reading at the step's end; start-up without marks every 0.5 s), arrays ``pid``, ``page``
     (first page), ``pages`` (mapping size), ``referenced_pages`` (its pages referenced since the previous
-    reading, from smaps ``Referenced:``), ``t_us`` (the reading's time: its rows share it) and ``at`` (how many
-    of the step's page events came before the reading); empty when no reading was taken in the step.
+    reading, from smaps ``Referenced:``), ``dirty_pages`` (a ``--pageout`` recording's: its pages written since
+    the previous reading, smaps ``Private_Dirty:``; else 0), ``t_us`` (the reading's time: its rows share it) and
+    ``at`` (how many of the step's page events came before the reading); empty when no reading was taken in the
+    step.
     """
 
     step: int
@@ -442,17 +451,22 @@ def _step_pages(step: int, rows: list[tuple], ref: dict[str, list]) -> StepPages
         referenced={"pid": np.asarray(ref["pid"], np.int32), "page": np.asarray(ref["page"], np.uint64),
                     "pages": np.asarray(ref["pages"], np.uint64),
                     "referenced_pages": np.asarray(ref["referenced_pages"], np.uint64),
+                    "dirty_pages": np.asarray(ref["dirty_pages"], np.uint64),
                     "t_us": np.asarray(ref["t_us"], np.float64), "at": np.asarray(ref["at"], np.int64)})
 
 
 #: a step's referenced readings: per row, a mapping's ``pid``, first ``page``, ``pages`` and ``referenced_pages``,
 #: the reading's time ``t_us`` and ``at``, how many of the step's page events came before it
-_REF_KEYS = ("pid", "page", "pages", "referenced_pages", "t_us", "at")
+_REF_KEYS = ("pid", "page", "pages", "referenced_pages", "dirty_pages", "t_us", "at")
 
 
-def reduce_rows(cols: dict[str, np.ndarray], n_steps: int, exit_step: int | None) -> tuple[list, list]:
-    """Page events and referenced readings per step from a recording's columns (``event`` as codes)."""
-    tracker = AnonTracker()
+def reduce_rows(cols: dict[str, np.ndarray], n_steps: int, exit_step: int | None, *,
+                retouch: bool = False) -> tuple[list, list]:
+    """Page events and referenced readings per step from a recording's columns (``event`` as codes); with
+    ``retouch`` (a ``--pageout`` recording) faults on touched pages are re-touches."""
+    tracker = AnonTracker(retouch=retouch)
+    if "dirty" not in cols:
+        cols = {**cols, "dirty": np.zeros(len(cols["event"]), np.uint64)}
     per_step: dict[int, list[tuple]] = {}
     refs: dict[int, dict[str, list]] = {}
     ref_code = EV["referenced"]
@@ -465,6 +479,7 @@ def reduce_rows(cols: dict[str, np.ndarray], n_steps: int, exit_step: int | None
             r["page"].append(int(cols["address"][i]) >> PAGE_SHIFT)
             r["pages"].append(_pages(int(cols["length"][i])))
             r["referenced_pages"].append(int(cols["referenced"][i]) >> PAGE_SHIFT)
+            r["dirty_pages"].append(int(cols["dirty"][i]) >> PAGE_SHIFT)
             r["t_us"].append(float(cols["t_us"][i]))
             r["at"].append(len(per_step.get(step, ())))
             continue
@@ -493,15 +508,15 @@ def page_events(path: str | os.PathLike) -> RecordingPages:
         phase (None when it was not told apart); pages are 4 KiB (``page_bytes``). See the module
         docstring for what each event means.
     """
-    from swaptrace.core.traceio import RECORD_EVENTS, open_trace
+    from swaptrace.core.traceio import KINDS, RECORD_EVENTS, open_trace
 
     trace = open_trace(path, kind="recording")
     meta = trace.meta
-    cols = trace.read_all()
+    cols = trace.read_all([*KINDS["recording"].names, "dirty"] if trace.has_column("dirty") else None)
     cols["event"] = _codes(cols["event"], RECORD_EVENTS)
     n_steps = int(meta.get("steps", int(cols["step"].max()) + 1 if len(cols["step"]) else 1))
     exit_step = meta.get("exit_step")
-    steps, ex = reduce_rows(cols, n_steps, exit_step)
+    steps, ex = reduce_rows(cols, n_steps, exit_step, retouch=bool(meta.get("pageout")))
     return RecordingPages(steps=tuple(steps), exit=ex, page_bytes=PAGE_BYTES, thp=meta.get("thp"),
                           thp_disabled=bool(meta.get("thp_disabled")), meta=meta)
 
@@ -523,6 +538,8 @@ def step_table(path: str | os.PathLike) -> list[dict[str, Any]]:
         out.append({"step": "exit" if sp is rec.exit else sp.step, "allocated_pages": alloc,
                     "freed_pages": int(np.count_nonzero(sp.kind == FREE)), "first_touched_pages": touched,
                     "first_written_pages": int(np.count_nonzero((sp.kind == TOUCH) & sp.write)),
+                    "retouched_pages": int(np.count_nonzero(sp.kind == RETOUCH)),
+                    "dirty_pages": int(sp.referenced["dirty_pages"].sum()),
                     "referenced_pages": int(sp.referenced["referenced_pages"].sum())
                     if len(sp.referenced["pid"]) else None})
     return out

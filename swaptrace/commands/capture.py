@@ -197,17 +197,22 @@ def _record_lines(meta: dict, table: list[dict]) -> str:
              f"exit phase {exit_at}" + (f" ({meta['step_note']})" if meta.get("step_note") else ""),
              f"run           {meta['duration_us'] / 1e6:.2f} s; smaps read {fac['smaps_readings']} times "
              f"({fac['smaps_seconds']:.3f} s); {meta['faults_not_anonymous']} faults on file memory dropped",
-             f"{'step':>6} {'alloc':>9} {'freed':>9} {'touched':>9} {'written':>9} {'referenced':>10}  (4 KiB pages)"]
+             f"{'step':>6} {'alloc':>9} {'freed':>9} {'touched':>9} {'written':>9} {'referenced':>10}"
+             + (f" {'retouched':>9} {'dirty':>9}" if meta.get("pageout") else "") + "  (4 KiB pages)"]
     for row in table:
         ref = "-" if row["referenced_pages"] is None else row["referenced_pages"]
         lines.append(f"{row['step']!s:>6} {row['allocated_pages']:>9} {row['freed_pages']:>9} "
-                     f"{row['first_touched_pages']:>9} {row['first_written_pages']:>9} {ref!s:>10}")
+                     f"{row['first_touched_pages']:>9} {row['first_written_pages']:>9} {ref!s:>10}"
+                     + (f" {row['retouched_pages']:>9} {row['dirty_pages']:>9}" if meta.get("pageout") else ""))
+    warning = (fac.get("pageout") or {}).get("warning")
+    if warning:
+        lines.append(f"WARNING: {warning}")
     if meta["lost_events"]:
         lines.append(f"WARNING: the trace buffer lost {meta['lost_events']} events (raise --buffer-size)")
     return "\n".join(lines)
 
 
-def _record(argv, out, *, step_line, steps, options, as_json: bool) -> None:
+def _record(argv, out, *, step_line, steps, pageout, options, as_json: bool) -> None:
     """The ``--record -- CMD`` form: run the program once without a limit and record its memory."""
     import sys
 
@@ -218,6 +223,7 @@ def _record(argv, out, *, step_line, steps, options, as_json: bool) -> None:
     # with --json, stdout holds only the summary: the program's stdout goes to stderr
     req = RecordRequest(argv=list(argv), out=out, step_line=step_line, steps=steps, force=options.force,
                         buffer_kb=options.buffer_kb, work_base=options.work_base, timeout_s=options.timeout_s,
+                        pageout=pageout, swap_bytes=options.swap_bytes,
                         stdout=err if as_json else getattr(sys.stdout, "buffer", None) or sys.stdout, stderr=err)
     result = record_program(req)
     table = step_table(result.path)
@@ -276,6 +282,9 @@ def _capture_command(argv, out, options, *, window_s: float, sample_ms: float, a
               "a step (used when the program writes no step marks).")
 @click.option("--steps", "record_steps", type=count(1, 1 << 31),
               help="--record: stop the program (SIGTERM) once this many steps after start-up are recorded.")
+@click.option("--pageout", is_flag=True,
+              help="--record: page the program out at every reading (a swap area of its own, --swap-size, default "
+                   "the machine's RAM), so the pages each window uses fault back in and are recorded exactly.")
 @click.option("--wait-quiet", "wait_quiet", type=number(0, 1e4), metavar="LOAD",
               help="Before each run wait (at most --quiet-timeout) until the 1-min load average is <= LOAD, e.g. 0.5.")
 @click.option("--quiet-timeout", "quiet_timeout_s", type=number(0, 1e7), default=600.0, show_default=True,
@@ -285,7 +294,6 @@ def _capture_command(argv, out, options, *, window_s: float, sample_ms: float, a
 @json_option
 @never_with("--memory", "--record", why="a recording runs without a limit")
 @never_with("--memory-fraction", "--record", why="a recording runs without a limit")
-@never_with("--swap-size", "--record", why="a recording uses no swap")
 @never_with("--rotational", "--record", why="a recording uses no swap")
 @never_with("--window", "--record", why="a recording finds its steps from marks, --step-line or its allocations")
 @never_with("--sample-ms", "--record", why="a recording reads memory at each step")
@@ -301,11 +309,12 @@ def _capture_command(argv, out, options, *, window_s: float, sample_ms: float, a
 @only_with("--step-line", "--record", why="a recording's steps")
 @only_with("--steps", "--record", why="a recording's steps")
 @only_with("--record", "-- CMD", why="it records a program")
+@only_with("--pageout", "--record", why="how a recording reads which pages each window uses")
 @writes(("out", "raw_trace"), ("trace",), neither={
     "work_dir": "a scratch folder: capture makes its own uniquely named folder in it and removes it"})
 def command(*, trace, out, memory, memory_fraction, window_s, sample_ms, compute, unlimited_run, lock_baseline, swap_size,
             rotational, work_dir, buffer_size, timeout_s, raw_trace, trace_reclaim, record, step_line, record_steps,
-            wait_quiet, quiet_timeout_s, cleanup, force, as_json):
+            pageout, wait_quiet, quiet_timeout_s, cleanup, force, as_json):
     """Record swap I/O under the real kernel: replay TRACE, or run -- CMD (root only).
 
     Makes a swap file on a loop device, runs a child inside a memory cgroup,
@@ -329,7 +338,9 @@ def command(*, trace, out, memory, memory_fraction, window_s, sample_ms, compute
     records its memory (mappings, frees, first touches of anonymous pages,
     pages referenced per step) into a recording file (no swap, no limit).
     Steps come from its marks, else from output lines matching --step-line,
-    else from its repeating allocations (docs/capture.md).
+    else from its repeating allocations (docs/capture.md). With --pageout
+    the program is paged out at every reading, so each page a step uses
+    faults back in and is recorded (slower; a swap area of its own).
 
     \b
     Examples:
@@ -368,7 +379,10 @@ def command(*, trace, out, memory, memory_fraction, window_s, sample_ms, compute
                              timeout_s=timeout_s, raw_trace_out=raw_trace, force=force, wait_quiet=wait_quiet,
                              quiet_timeout_s=quiet_timeout_s)
     if record:
-        _record(argv, out, step_line=step_line, steps=record_steps, options=options, as_json=as_json)
+        if swap_size is not None and not pageout:
+            raise ConfigError("--swap-size: a recording uses swap only with --pageout")
+        _record(argv, out, step_line=step_line, steps=record_steps, pageout=pageout, options=options,
+                as_json=as_json)
         return
     if argv is not None:
         _capture_command(argv, out, options, window_s=window_s, sample_ms=sample_ms, as_json=as_json)

@@ -97,7 +97,7 @@ def describe(path: str, top: int = 10) -> dict[str, Any]:
         facts["steps"] = trace.meta.get("steps")
         facts["per_step"] = step_table(path)
         used = steps_used(int(trace.meta.get("steps") or 0), trace.meta.get("exit_step") is not None)
-        facts["kernel_memory"] = kernel_memory(trace.meta.get("readings") or [], used)
+        facts["kernel_memory"] = kernel_memory(trace.meta.get("readings") or [], used, bool(trace.meta.get("pageout")))
     elif "steps" in trace.meta:
         facts["steps"] = trace.meta["steps"]
     stalls = _stalls(trace.meta.get("kernel") or {})

@@ -121,9 +121,11 @@ EVENT_ACCESS, EVENT_ALLOC, EVENT_FREE = 0, 1, 2
 ACCESS_CODE_LOAD, ACCESS_CODE_STORE, ACCESS_CODE_ALLOC, ACCESS_CODE_FREE, ACCESS_CODE_ZERO_STORE = 0, 1, 2, 3, 4
 #: per kind, columns a file may have beyond its schema (readers that ignore them read it as before). ``zero``
 #: marks stores of zeros (``torch.zeros``, an optimizer's zeroed state): a reader that ignores it sees a store,
-#: the emulator a page Linux >= 6.12 swaps without I/O while it stays zeros (docs/formats.md)
+#: the emulator a page Linux >= 6.12 swaps without I/O while it stays zeros (docs/formats.md). A recording made
+#: with ``--pageout`` has ``dirty``: a reading's bytes of the mapping written in its window (smaps Private_Dirty)
 OPTIONAL_COLUMNS: dict[str, tuple[pa.Field, ...]] = {"access": (pa.field("event", pa.uint8()),
-                                                                pa.field("zero", pa.bool_()))}
+                                                                pa.field("zero", pa.bool_())),
+                                                     "recording": (pa.field("dirty", pa.uint64()),)}
 
 SWAPIO_SCHEMA = pa.schema(
     [
