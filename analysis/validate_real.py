@@ -107,6 +107,10 @@ def train_argv(shape: str, steps: int) -> list[str]:
 TAKE = 0
 
 
+#: ``record --pageout``: the recording's swap area, more than twice any shape's memory (pageout's vm_swap_full)
+PAGEOUT_SWAP = "4GiB"
+
+
 def recording_path(shape: str) -> Path:
     return WORK / (f"{shape}.recording.parquet" if TAKE == 0 else f"{shape}.take{TAKE}.recording.parquet")
 
@@ -118,7 +122,8 @@ def do_record(args) -> None:
         out = recording_path(shape)
         if out.exists():
             continue
-        r = sh(SWAPTRACE, "capture", "--record", "-o", str(out), "--json", "--force", "--",
+        pageout = ["--pageout", "--swap-size", PAGEOUT_SWAP] if args.pageout else []
+        r = sh(SWAPTRACE, "capture", "--record", *pageout, "-o", str(out), "--json", "--force", "--",
                *train_argv(shape, args.steps), check=False)
         if r.returncode != 0:
             print(f"recording failed: {r.stderr.strip()}", flush=True)
@@ -508,6 +513,8 @@ def main(argv=None) -> int:
     rec = sub.add_parser("record")
     rec.add_argument("--steps", type=int, default=STEPS)
     rec.add_argument("--shapes", nargs="*")
+    rec.add_argument("--pageout", action="store_true", help="capture --record --pageout: page the program out at "
+                     "every reading (which pages each window uses)")
     sub.add_parser("profile")
     pr = sub.add_parser("predict")
     pr.add_argument("--shapes", nargs="*")

@@ -12,6 +12,12 @@ pages it holds beyond those first-touched and not unmapped by then (the gap) are
 ``unrecorded`` region at each start-up reading, before its loads: the gap, but no more than the median gap of
 the training steps' readings (what persists; the rest is the recorder's lag), and only the growth past the
 most stored so far.
+
+A recording made with ``--pageout`` (``pageout=True``: its program was paged out at every reading) differs at
+two places of docs/process.md, and only for the program's own pages (a model array's are the spec's): a fault
+on a page already touched and not unmapped is a use of it (a load or store as the fault says, where it was),
+and a reading stores, per mapping, to ``dirty - stored`` of the pages loaded since the previous reading and not
+stored to in that time (most recently loaded first), instead of the referenced loads.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ def _pages_of(address, length):
     return list(range(address // P, address // P + math.ceil(length / P)))
 
 
-def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, training_steps, rss=None):
+def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, training_steps, rss=None, pageout=False):
     """See the module docstring; ``startup``: model pages a program writes at start-up, in order; ``steps``:
     the trace's training steps; ``training_steps``: the recording's (exit rows must not be in ``raw``);
     ``rss``: the anonymous RSS in pages at each reading, in order from start-up's first (None, or a list
@@ -108,6 +114,7 @@ def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, traini
     unrec_made = 0
     # 4. rows of each recording step
     rec_rows, alive, stamp, clock = [], set(), {}, 0
+    stored, loaded_at = set(), {}  # --pageout: the window's own pages stored to; loaded (not stored) -> when
     for s in range(training_steps + 1):
         rows, touched = [], set()
         for j, r in enumerate(by_step[s]):
@@ -128,12 +135,21 @@ def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, traini
                 for rr in run:
                     if is_model((rr["pid"], rr["address"] // P), rr):
                         continue
+                    if pageout:
+                        span = set(_pages_of(rr["address"], rr["length"]))
+                        n_stored = len([k for k in stored if k[0] == rr["pid"] and k[1] in span])
+                        cands = sorted((k for k in loaded_at if k[0] == rr["pid"] and k[1] in span),
+                                       key=lambda k: -loaded_at[k])
+                        take = min(rr.get("dirty", 0) // P - n_stored, len(cands))
+                        rows += [(trace_page[k][0], True, 0, trace_page[k][1]) for k in cands[:max(take, 0)]]
+                        continue
                     inside = [k for k in alive if k[0] == rr["pid"] and k in trace_page
                               and k[1] in _pages_of(rr["address"], rr["length"])]
                     want = rr["referenced"] // P - len([k for k in inside if k in touched])
                     rest = sorted((k for k in inside if k not in touched), key=lambda k: -stamp[k])
                     rows += [(trace_page[k][0], False, 0, trace_page[k][1]) for k in rest[:max(want, 0)]]
                 touched = set()
+                stored, loaded_at = set(), {}
             elif r["event"] == "fault":
                 key = (r["pid"], r["address"] // P)
                 if is_model(key, r):
@@ -141,16 +157,26 @@ def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, traini
                         alive.add(key)
                         rows.append((model_page[key][0], r["write"], 0, model_page[key][1]))
                     continue
+                clock += 1
+                if pageout:
+                    if r["write"]:
+                        stored.add(key)
+                        loaded_at.pop(key, None)
+                    elif key not in stored:
+                        loaded_at[key] = clock
                 if key in alive:
+                    if pageout:  # used again after a page-out
+                        rows.append((trace_page[key][0], r["write"], 0, trace_page[key][1]))
                     continue  # no first touch
                 alive.add(key)
                 touched.add(key)
-                clock += 1
                 stamp[key] = clock
                 rows.append((trace_page[key][0], r["write"], 0, trace_page[key][1]))
             elif r["event"] == "munmap":
                 for p in _pages_of(r["address"], r["length"]):
                     key = (r["pid"], p)
+                    stored.discard(key)
+                    loaded_at.pop(key, None)
                     if key in alive:
                         alive.discard(key)
                         touched.discard(key)

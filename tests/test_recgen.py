@@ -43,9 +43,9 @@ lookups = 1
 """
 
 
-def ev(step, event, address=0, length=0, write=False, referenced=0, pid=7):
+def ev(step, event, address=0, length=0, write=False, referenced=0, pid=7, dirty=0):
     return {"step": step, "event": event, "pid": pid, "address": address, "length": length, "write": write,
-            "referenced": referenced}
+            "referenced": referenced, "dirty": dirty}
 
 
 def hand_recording(training_steps=3, grow=False):
@@ -75,19 +75,21 @@ def _times(raw):
     return np.asarray(out)
 
 
-def write_recording(path, raw, steps, exit_told=True, cpu=None, readings=None):
+def write_recording(path, raw, steps, exit_told=True, cpu=None, readings=None, pageout=False):
     n = len(raw)
-    col = lambda k, dt: np.asarray([r[k] for r in raw], dtype=dt)  # noqa: E731
+    col = lambda k, dt: np.asarray([r.get(k, 0) for r in raw], dtype=dt)  # noqa: E731
     flags = np.asarray([ANON if r["event"] == "mmap" else (2 if r["write"] else 0) for r in raw], np.uint64)
     with TraceWriter(path, "recording", {"page_bytes": P, "steps": steps, "exit_step": steps if exit_told else None,
-                                         "command": ["hand-built"], "step_source": "marks",
+                                         "command": ["hand-built"], "step_source": "marks", "pageout": pageout,
                                          **({"cpu": cpu} if cpu is not None else {}),
-                                         **({"readings": readings} if readings is not None else {})}) as w:
+                                         **({"readings": readings} if readings is not None else {})},
+                     optional=("dirty",) if pageout else ()) as w:
         w.write(t_us=_times(raw), step=col("step", np.uint32),
                 event=np.asarray([RECORD_EVENTS.index(r["event"]) for r in raw], np.int8), pid=col("pid", np.int32),
                 address=col("address", np.uint64), length=col("length", np.uint64), write=col("write", bool),
                 flags=flags, old_address=np.zeros(n, np.uint64), old_length=np.zeros(n, np.uint64),
-                referenced=col("referenced", np.uint64), anonymous=np.zeros(n, np.uint64))
+                referenced=col("referenced", np.uint64), anonymous=np.zeros(n, np.uint64),
+                **({"dirty": col("dirty", np.uint64)} if pageout else {}))
     return path
 
 
@@ -104,7 +106,7 @@ def _rows(path):
     return list(zip(*(d[k].tolist() for k in ("step", "page", "write", "event", "region")), strict=True))
 
 
-def _twin_rows(spec_path, raw, steps=3, training_steps=3, rss=None):
+def _twin_rows(spec_path, raw, steps=3, training_steps=3, rss=None, pageout=False):
     """The slow twin's rows for a recording's raw rows and the spec at ``spec_path``."""
     spec = load_spec(str(spec_path))
     regions = build_layout(spec).region_dicts()
@@ -112,7 +114,7 @@ def _twin_rows(spec_path, raw, steps=3, training_steps=3, rss=None):
     model = generate_arrays(spec, steps=steps)
     model_rows = list(zip(*(model[k].tolist() for k in ("step", "page", "write", "region")), strict=True))
     return naive_recorded_rows(raw, regions, arrays, model_rows, startup_pages(regions, spec.optimizer).tolist(),
-                               steps, training_steps, rss=rss)
+                               steps, training_steps, rss=rss, pageout=pageout)
 
 
 def test_fit_tolerance_by_hand():
@@ -259,6 +261,58 @@ def test_a_matched_mapping_is_the_model_s_only_from_when_it_was_made(tmp_path):
     first = regions[state_region]["first_page"]
     assert [r for r in rows if r[0] == 2][:32] == [(2, first + i, True, 0, state_region) for i in range(32)]
     assert rows == _twin_rows(spec_path, raw)
+
+
+def _paged_out_recording():
+    """:func:`hand_recording` as made with --pageout: step 1, after its buffer, loads the long-lived pages 0 and
+    1, stores to page 2 and loads a table page again; its reading finds 2 pages of the long-lived mapping and 5
+    of the table dirty. Steps 2 and 3 re-touch nothing."""
+    raw = hand_recording()
+    cut = next(i for i, r in enumerate(raw) if r["step"] == 1 and r["event"] == "referenced")
+    again = [ev(1, "fault", LA), ev(1, "fault", LA + P + 8), ev(1, "fault", LA + 2 * P, write=True),
+             ev(1, "fault", TA + 16)]
+    raw = raw[:cut] + again + raw[cut:]
+    for r in raw:
+        if r["event"] == "referenced":
+            r["dirty"] = {(0, LA): 4 * P, (1, LA): 2 * P, (1, TA): 5 * P}.get((r["step"], r["address"]), 0)
+    return raw
+
+
+def test_a_paged_out_recording_gives_its_uses_again_and_the_stores_that_did_not_fault(tmp_path):
+    """By hand (docs/process.md, --pageout): step 1's re-touches of the long-lived mapping (trace pages 34..37)
+    are a load of 34, a load of 35 and a store to 36, where they were made; its reading's 2 dirty pages are the
+    store to 36 and one store that did not fault, put on the most recently loaded page, 35. No referenced loads
+    (steps 2 and 3 have none), and the table's re-touch and dirty pages are the spec's business (none). Start-up's
+    4 dirty pages are its 4 first stores: nothing more."""
+    spec_path = tmp_path / "rt.toml"
+    spec_path.write_text(SPEC.format(rows=2048))
+    raw = _paged_out_recording()
+    rec = write_recording(tmp_path / "po.recording.parquet", raw, steps=4, pageout=True)
+    out = generate_trace(str(spec_path), tmp_path / "p.access.parquet", steps=3, runtime=Recording(str(rec)))
+    rows = _rows(out)
+    buffer = lambda t: ([(t, p, False, 1, 4) for p in range(38, 46)] + [(t, p, True, 0, 4) for p in range(38, 46)]  # noqa: E731
+                        + [(t, p, False, 2, 4) for p in range(38, 46)])
+    step = lambda t: [r for r in rows if r[0] == t and r[4] >= 3]  # noqa: E731 (the recorded rows)
+    assert step(1) == buffer(1) + [(1, 34, False, 0, 3), (1, 35, False, 0, 3), (1, 36, True, 0, 3), (1, 35, True, 0, 3)]
+    assert step(2) == buffer(2) and step(3) == buffer(3)
+    assert [r for r in rows if r[0] == 0 and r[4] == 3] == ([(0, p, False, 1, 3) for p in range(34, 38)]
+                                                           + [(0, p, True, 0, 3) for p in range(34, 38)])
+    assert rows == _twin_rows(spec_path, raw, pageout=True)
+    # the same events read without --pageout: the re-faults are no first touches, the referenced loads come back
+    plain = write_recording(tmp_path / "plain.recording.parquet", raw, steps=4)
+    out2 = generate_trace(str(spec_path), tmp_path / "q.access.parquet", steps=3, runtime=Recording(str(plain)))
+    assert [r for r in _rows(out2) if r[0] == 1 and r[4] == 3] == [(1, 37, False, 0, 3), (1, 36, False, 0, 3)]
+
+
+@pytest.mark.parametrize("steps", [1, 3, 7])
+def test_a_paged_out_trace_equals_twin(tmp_path, steps):
+    spec_path = tmp_path / "rt.toml"
+    spec_path.write_text(SPEC.format(rows=2048))
+    raw = _paged_out_recording() + [ev(3, "fault", LA + 3 * P), ev(3, "fault", LA + 3 * P, write=True),
+                                    ev(3, "referenced", LA, 4 * P, dirty=3 * P)]
+    rec = write_recording(tmp_path / "po.recording.parquet", raw, steps=4, pageout=True)
+    out = generate_trace(str(spec_path), tmp_path / "p.access.parquet", steps=steps, runtime=Recording(str(rec)))
+    assert _rows(out) == _twin_rows(spec_path, raw, steps=steps, pageout=True)
 
 
 def test_repeated_steps_do_not_allocate_again_what_they_kept(tmp_path):
@@ -577,6 +631,11 @@ def test_kernel_memory_is_the_median_of_the_training_readings_by_hand():
     assert kernel_memory([r(1, 5, 6, 0)], 4)["kernel_bytes"] == 0  # usage read below anon (a race): 0, not less
     assert kernel_memory([{"step": 1, "anon_rss_bytes": P}], 4)["kernel_bytes"] is None
     assert kernel_memory([], 4)["kernel_bytes"] is None
+    # a --pageout recording's group holds swap cache the subtraction would count: the kernel's own kmem count
+    paged = [{**x, "group_kernel_bytes": (3 + i) * P} for i, x in enumerate(readings) if "group_bytes" in x]
+    k = kernel_memory(paged, 4, pageout=True)  # steps 1..3 at 4, 5, 6 pages
+    assert k["kernel_bytes"] == 5 * P and "kmem" in k["kernel_note"]
+    assert kernel_memory(paged, 4)["kernel_bytes"] == 10 * P  # without --pageout, as before
 
 
 def test_the_kernel_memory_a_recording_measured_comes_out_of_the_budget(case, tmp_path):
