@@ -528,17 +528,11 @@ def _step_rows(rec, norm, starts, matched, page_of, unrecorded) -> list[tuple[np
         rows: list[tuple[int, bool, int, int]] = []  # page, write, event, region
         touched: set[int] = set()  # first touched since the step's previous reading
         readings = _readings(rec.steps[k].referenced, starts[k])
-
-        def reading_rows(reading, pos):
-            if window is not None:
-                return window.dirty_rows(reading, matched, pos, page_of)
-            return _loads_rows(reading, alive, touched, matched, pos, page_of)
-
         for i, (code, key, arg) in enumerate(ops):
             if k == 0:  # memory a start-up reading found unrecorded, before that reading's loads
                 rows += unrecorded_rows(i)
             while readings and readings[0][0] <= i:  # a reading taken before this op: its window's loads here
-                rows += reading_rows(readings.pop(0)[1], base + i)
+                rows += _reading_rows(readings.pop(0)[1], window, alive, touched, matched, base + i, page_of)
                 touched = set()
             if code == RETOUCH:  # a --pageout recording's: the page used again (a model page's uses: the spec's)
                 if _model_page(matched, key, base + i) is None and key in page_of:
@@ -572,13 +566,21 @@ def _step_rows(rec, norm, starts, matched, page_of, unrecorded) -> list[tuple[np
         if k == 0:  # found by a reading after the step's last op
             rows += unrecorded_rows(len(ops))
         for _, reading in readings:  # those taken after the step's last op (a step's end)
-            rows += reading_rows(reading, base + len(ops))
+            rows += _reading_rows(reading, window, alive, touched, matched, base + len(ops), page_of)
             touched = set()
         base += len(ops)
         cols = list(zip(*rows, strict=True)) if rows else [(), (), (), ()]
         out.append((np.asarray(cols[0], np.uint64), np.asarray(cols[1], bool), np.asarray(cols[2], np.uint8),
                     np.asarray(cols[3], np.uint16)))
     return out
+
+
+def _reading_rows(reading, window, alive, touched, matched, pos, page_of) -> list[tuple[int, bool, int, int]]:
+    """A reading's rows: a ``--pageout`` recording's stores that did not fault (``window``), else the
+    referenced loads."""
+    if window is not None:
+        return window.dirty_rows(reading, matched, pos, page_of)
+    return _loads_rows(reading, alive, touched, matched, pos, page_of)
 
 
 class _Window:
