@@ -50,8 +50,10 @@ HOST = ROOT / "research" / "results" / "timing" / "fault_overhead.json"
 FRESH_BOOT = ROOT / "research" / "results" / "real-training" / "fresh-boot"
 DISK = FRESH_BOOT / "disk-measured-12-43.toml"
 COSTS: Path | None = FRESH_BOOT / "host-costs-measured-12-16.toml"
-#: emulate with the swap device size each capture had (``params.swap_bytes``) instead of emulate's default
-CAPTURE_SWAP = False
+#: emulate with the swap device size each capture had (``params.swap_bytes``: like for like) instead of emulate's
+#: default, the trace's footprint (``--footprint-swap``), whose swap is more than half full at tight limits and so
+#: frees every read-back page's slot (vm_swap_full), which the captures' 2.25 GiB never did
+CAPTURE_SWAP = True
 
 #: shape name -> spec file (analysis/real_specs)
 SHAPES = {
@@ -292,7 +294,7 @@ def predict_point(shape: str, frac: float, profile: str) -> dict:
             continue
         meta = _meta(cap)
         emu = WORK / f"{shape}-{frac:.2f}-r{run}-{Path(profile).stem}.emu.swapio.parquet"
-        # --capture-swap: the capture's own swap device size (default: emulate's, the footprint)
+        # the capture's own swap device size (--footprint-swap: emulate's default, the footprint)
         swap = (["--swap-bytes", str(int(meta["params"]["swap_bytes"]))]
                 if CAPTURE_SWAP and meta.get("params", {}).get("swap_bytes") else [])
         r = sh(SWAPTRACE, "emulate", str(trace), "--memory", str(int(meta["memory_bytes"])), *write_cost, *swap,
@@ -524,9 +526,10 @@ def main(argv=None) -> int:
                     f"(default: {COSTS.relative_to(ROOT)}); 'host' for research/results/timing's")
     pr.add_argument("--device", help=f"fio device profile TOML measured on the captures' boot (default: "
                     f"{DISK.relative_to(ROOT)})")
-    pr.add_argument("--capture-swap", action="store_true",
-                    help="emulate each point with its capture's swap device size (2.25 GiB at 0.65-0.4; default: "
-                         "emulate's own, the trace's footprint)")
+    pr.add_argument("--footprint-swap", action="store_true",
+                    help="emulate each point with emulate's default swap size, the trace's footprint (default: "
+                         "its capture's swap device size, 2.25 GiB at 0.65-0.4)")
+    pr.add_argument("--capture-swap", action="store_true", help="the default (kept for the commands of earlier notes)")
     for sp in (c, pr):
         sp.add_argument("--limits", type=float, nargs="+", help=f"fractions of the unlimited peak (default "
                         f"{' '.join(map(str, LIMITS))}); the first is captured with the unlimited run")
@@ -541,7 +544,7 @@ def main(argv=None) -> int:
         COSTS = None if args.costs == "host" else Path(args.costs).resolve()
     if getattr(args, "device", None):
         DISK = Path(args.device).resolve()
-    CAPTURE_SWAP = bool(getattr(args, "capture_swap", False))
+    CAPTURE_SWAP = not getattr(args, "footprint_swap", False)
     {"capture": do_capture, "record": do_record, "profile": do_profile, "predict": do_predict}[args.cmd](args)
     return 0
 

@@ -347,6 +347,8 @@ def _run(args):
     (["--record", "-o", "{out}", "--memory", "1GiB", "--", "true"], "--memory"),
     (["--record", "--", "true"], "-o OUTPUT"),
     (["--step-line", "x", "-o", "{out}", "--memory", "1GiB", "--", "true"], "--record"),
+    (["--pageout", "-o", "{out}", "--memory", "1GiB", "--", "true"], "--pageout"),
+    (["--record", "--swap-size", "1GiB", "-o", "{out}", "--", "true"], "only with --pageout"),
 ])
 def test_bad_record_inputs_are_one_line(tmp_path, args, needle):
     out = tmp_path / "r.recording.parquet"
@@ -400,3 +402,22 @@ def test_threads_are_the_effective_number_of_busy_threads_in_the_window():
     two = [r(0, {1: 0.0, 2: 0.0}), r(1, {1: 0.8, 2: 0.8})]
     assert parallelism(two, 0, s)["threads"] == 2
     assert parallelism([r(0, {1: 0.0}), r(1, {1: 0.0})], 0, s) is None  # no CPU time: nothing measured
+
+
+def test_pageout_swap_size_and_warning_by_hand(tmp_path):
+    """--pageout's default swap is the machine's RAM, at most half the free space where it goes; a program
+    that held more than half the swap area is warned about (the kernel frees a read-back page's slot then)."""
+    import shutil
+
+    from swaptrace.capture.pageout import default_swap_bytes, page_out
+    from swaptrace.capture.recorder import ReferencedReader, _pageout_warning
+
+    assert default_swap_bytes(tmp_path, "MemTotal:       10000 kB\nMemFree: 5 kB\n") == 10000 * 1024
+    free = shutil.disk_usage(tmp_path).free
+    assert default_swap_bytes(tmp_path, f"MemTotal: {free} kB\n") == free // 2  # RAM above half the free space
+    assert page_out(os.getpid(), []) == 0  # nothing asked, no call
+    reader = ReferencedReader(os.getpid(), pageout=True)
+    reader.readings = [{"anon_rss_bytes": 100 << 20}, {"anon_rss_bytes": 300 << 20}]
+    assert _pageout_warning(reader, {"device_bytes": 600 << 20}) is None  # exactly half: the kernel's test is >
+    line = _pageout_warning(reader, {"device_bytes": 512 << 20})
+    assert line.startswith("the program held 300 MiB, more than half the 512 MiB swap area")

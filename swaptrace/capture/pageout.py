@@ -21,7 +21,8 @@ Requirements and costs, all checked or recorded:
   and stay resident: their uses go unseen, as without ``--pageout``;
 * the program runs slower (each window re-reads what it uses from the swap file): 4-7x in start-up in
   the study; readings in start-up are therefore taken by the program's **CPU time**
-  (:data:`READING_CPU_S` of user time), not the clock, so the windows do not depend on how slow the swap is.
+  (:data:`READING_CPU_S` of user time), not the clock, so the windows do not depend on how slow the swap is,
+  and more often than without ``--pageout`` (0.5 s), since each window is one use per page.
 """
 
 from __future__ import annotations
@@ -37,8 +38,12 @@ SYS_PROCESS_MADVISE = 440
 MADV_PAGEOUT = 21
 #: IOV_MAX: the most ranges one process_madvise call takes (include/uapi/linux/uio.h UIO_MAXIOV)
 IOV_MAX = 1024
-#: with --pageout and no step marks yet, a reading after this much user CPU time of the program, seconds
-READING_CPU_S = 0.5
+#: with --pageout and no step marks yet, a reading after this much user CPU time of the program, seconds. The
+#: windows set the trace's resolution (one use per page and window), so finer is truer and costs page-outs.
+#: Chosen on the study's fit shapes (kaggle-tenth, dlrm-random; research/results/real-training/fresh-boot):
+#: start-up's pages read back, median error against the kernel 37 % at 0.5 s (4-5 windows), 13 % at 0.1 s,
+#: 9 % at 0.05 s (34-35 windows; the recording 30 % longer than at 0.1 s)
+READING_CPU_S = 0.05
 
 
 class _Iovec(ctypes.Structure):
