@@ -148,7 +148,7 @@ torchrec-extra: torch-extra
 # How close to real training (root): PyTorch DLRM runs captured under the kernel against generate --runtime +
 # emulate at the same whole-process limits (docs/process.md). Captures are cached in traces/real-validation.
 validate-real: setup torch-extra torchrec-extra
-	$(PY) analysis/validate_real.py record
+	$(PY) analysis/validate_real.py record --pageout
 	$(PY) analysis/validate_real.py capture
 	$(PY) analysis/validate_real.py predict -o research/results/real-training
 
