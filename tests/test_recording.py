@@ -17,6 +17,7 @@ from swaptrace.capture.recording import (
     ALLOC,
     FREE,
     MOVE,
+    RETOUCH,
     TOUCH,
     AnonTracker,
     Steps,
@@ -70,6 +71,11 @@ def test_hand_worked_mmap_fault_madvise_munmap():
             (FREE, 1, 17, 1, False, 0)]
     assert product(events) == want
     assert naive_page_events(events) == want
+    # read as a --pageout recording: the second fault on page 17 is a use again (a store); the file page's
+    # fault and the unmapped page's are still nothing
+    tr = AnonTracker(retouch=True)
+    paged = [pe for e in events for pe in tr.apply(e)]
+    assert paged == want[:3] + [(RETOUCH, 1, 17, 1, True, 0)] + want[3:]
 
 
 def test_hand_worked_brk_mremap_fork_exec():
@@ -217,6 +223,9 @@ TRACE = """\
           python-100   (    100) [000] ..... 10.000020: sys_mmap(addr: 0, len: 3000, prot: 3, flags: 22, fd: ffffffffffffffff, off: 0)
           python-100   (    100) [000] ..... 10.000021: sys_mmap -> 0x7f0000000000
           python-100   (    100) [000] d.... 10.000030: page_fault_user: address=0x7f0000001010 ip=0x55d000001000 error_code=0x6
+          python-100   (    100) [000] d.... 10.000031: page_fault_kernel: address=0x7f0000002000 ip=__put_user_8 error_code=0x2
+          python-100   (    100) [000] d.... 10.000032: page_fault_kernel: address=vmalloc_area+0x10 ip=x error_code=0x0
+          python-100   (    100) [000] d.... 10.000033: page_fault_kernel: address=0xffff888000001000 ip=x error_code=0x0
           python-100   (    100) [001] ..... 10.000040: sys_mmap(addr: 0, len: 1000, prot: 3, flags: 22, fd: ffffffffffffffff, off: 0)
           python-100   (    100) [001] ..... 10.000041: sys_mmap -> 0xfffffffffffffff4
           python-100   (    100) [001] ..... 10.000050: sched_process_fork: comm=python pid=100 child_comm=python child_pid=101
@@ -239,8 +248,10 @@ def test_parse_lines_reads_every_event_exactly():
     assert p.markers == [(10_000_001_000, "swaptrace start"), (10_500_000_000, "swaptrace step 0")]
     names = [list(EV)[e[1]] for e in p.events]
     # the thread (101, of process 100) is no fork; its munmap is process 100's; its exit is no group exit
-    assert names == ["brk", "mmap", "fault", "munmap", "fork", "madvise", "mremap", "exit"]
-    brk, mmap, fault, munmap, fork, madvise, mremap, exit_ = p.events
+    # the kernel's fault at a user address is a fault (a store, for copy_to_user); at kernel addresses, none
+    assert names == ["brk", "mmap", "fault", "fault", "munmap", "fork", "madvise", "mremap", "exit"]
+    brk, mmap, fault, kfault, munmap, fork, madvise, mremap, exit_ = p.events
+    assert kfault[3] == 0x7F0000002000 and kfault[5] is True and kfault[6] == 2 and kfault[2] == 100
     assert brk[3] == 0x5000 and brk[6] == 0
     assert mmap[3] == 0x7F0000000000 and mmap[4] == 0x3000 and mmap[6] == 0x22 | 3 << PROT_SHIFT
     assert fault[3] == 0x7F0000001010 and fault[5] is True and fault[6] == 6 and fault[0] == 10_000_030_000

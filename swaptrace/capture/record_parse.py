@@ -15,7 +15,10 @@ syscall printer writes ``%lx``): both are read as hexadecimal, so addresses stay
 An enter event and its exit are paired per thread (the exit carries the result: the mapped address of
 ``mmap``/``mremap``, the new break of ``brk``). The fault's address and error code come from
 ``exceptions:page_fault_user`` (arch/x86/include/asm/trace/exceptions.h; error code bit 1 = write,
-bit 0 = the page was present: a protection fault, not a first touch; arch/x86/include/asm/trap_pf.h).
+bit 0 = the page was present: a protection fault, not a first touch; arch/x86/include/asm/trap_pf.h), and from
+``exceptions:page_fault_kernel`` at a user address: the kernel writing into the program's memory for it (a
+``read`` into a new buffer, ``copy_to_user``; bit 2 of its error code, user mode, is clear). A kernel fault at
+a kernel address prints a symbol and is skipped.
 
 Every event is keyed by the process (the thread group id): threads share one address space. A
 ``sched_process_fork`` whose child later shows up as a thread of its parent is a thread and is dropped.
@@ -28,6 +31,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from swaptrace.core.traceio import RECORD_EVENTS
+
+#: x86-64 user addresses end here (47-bit: arch/x86/include/asm/page_64_types.h TASK_SIZE_MAX, 4-level paging)
+USER_ADDRESS_END = 1 << 47
+_HEXNUM = re.compile(r"^(0x)?[0-9a-fA-F]+$")
 
 #: event codes (positions in :data:`~swaptrace.core.traceio.RECORD_EVENTS`)
 EV = {name: i for i, name in enumerate(RECORD_EVENTS)}
@@ -130,6 +137,11 @@ def _other(out: ParsedRecording, st: _State, head: tuple[int, int, int], name: s
         if name == "page_fault_user":
             err = _hex(kv["error_code"])
             out.events.append((t, EV["fault"], pid, _hex(kv["address"]), 0, bool(err & 2), err, 0, 0))
+        elif name == "page_fault_kernel":  # the kernel touching the program's memory for it (copy_to_user)
+            address = kv["address"]
+            if _HEXNUM.match(address) and _hex(address) < USER_ADDRESS_END:  # else a kernel address (a symbol)
+                err = _hex(kv["error_code"])
+                out.events.append((t, EV["fault"], pid, _hex(address), 0, bool(err & 2), err, 0, 0))
         elif name == "sched_process_fork":
             st.forks.append((len(out.events), int(kv["child_pid"])))
             out.events.append((t, EV["fork"], int(kv["child_pid"]), 0, 0, False, 0, pid, 0))

@@ -66,7 +66,8 @@ from swaptrace.markers import MARKER_ENV
 TRACED_EVENTS = (
     "syscalls/sys_enter_mmap", "syscalls/sys_exit_mmap", "syscalls/sys_enter_munmap", "syscalls/sys_enter_brk",
     "syscalls/sys_exit_brk", "syscalls/sys_enter_madvise", "syscalls/sys_enter_mremap", "syscalls/sys_exit_mremap",
-    "exceptions/page_fault_user", "sched/sched_process_fork", "sched/sched_process_exec", "sched/sched_process_exit",
+    "exceptions/page_fault_user", "exceptions/page_fault_kernel", "sched/sched_process_fork",
+    "sched/sched_process_exec", "sched/sched_process_exit",
 )
 #: without marks or --step-line, smaps is read (and referenced bits cleared) this often, seconds
 READING_INTERVAL_S = 0.5
