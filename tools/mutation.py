@@ -355,9 +355,8 @@ MUTANTS: dict[str, tuple[list[str], list[tuple[str, str, str, str]]]] = {
         ("swaptrace/capture/process_trace.py", "            while readings and readings[0][0] <= i:",
          "            while False:", "every reading's loads at the step's end, not where it was taken"),
         ("swaptrace/capture/process_trace.py",
-         "                rows += _reading_rows(readings.pop(0)[1], window, alive, touched, matched, base + i, page_of)\n"
-         "                touched = set()",
-         "                rows += _reading_rows(readings.pop(0)[1], window, alive, touched, matched, base + i, page_of)",
+         "                                      pos=base + i, page_of=page_of)\n                touched = set()",
+         "                                      pos=base + i, page_of=page_of)",
          "a reading's window not restarted: pages first touched before it counted as fresh"),
         ("swaptrace/capture/process_trace.py",
          "sorted(loaded[c:d].tolist(), key=lambda kk: -self.loaded[kk])[:want]",

@@ -532,7 +532,8 @@ def _step_rows(rec, norm, starts, matched, page_of, unrecorded) -> list[tuple[np
             if k == 0:  # memory a start-up reading found unrecorded, before that reading's loads
                 rows += unrecorded_rows(i)
             while readings and readings[0][0] <= i:  # a reading taken before this op: its window's loads here
-                rows += _reading_rows(readings.pop(0)[1], window, alive, touched, matched, base + i, page_of)
+                rows += _reading_rows(readings.pop(0)[1], window, alive=alive, touched=touched, matched=matched,
+                                      pos=base + i, page_of=page_of)
                 touched = set()
             if code == RETOUCH:  # a --pageout recording's: the page used again (a model page's uses: the spec's)
                 if _model_page(matched, key, base + i) is None and key in page_of:
@@ -566,7 +567,8 @@ def _step_rows(rec, norm, starts, matched, page_of, unrecorded) -> list[tuple[np
         if k == 0:  # found by a reading after the step's last op
             rows += unrecorded_rows(len(ops))
         for _, reading in readings:  # those taken after the step's last op (a step's end)
-            rows += _reading_rows(reading, window, alive, touched, matched, base + len(ops), page_of)
+            rows += _reading_rows(reading, window, alive=alive, touched=touched, matched=matched,
+                                  pos=base + len(ops), page_of=page_of)
             touched = set()
         base += len(ops)
         cols = list(zip(*rows, strict=True)) if rows else [(), (), (), ()]
@@ -575,7 +577,7 @@ def _step_rows(rec, norm, starts, matched, page_of, unrecorded) -> list[tuple[np
     return out
 
 
-def _reading_rows(reading, window, alive, touched, matched, pos, page_of) -> list[tuple[int, bool, int, int]]:
+def _reading_rows(reading, window, *, alive, touched, matched, pos, page_of) -> list[tuple[int, bool, int, int]]:
     """A reading's rows: a ``--pageout`` recording's stores that did not fault (``window``), else the
     referenced loads."""
     if window is not None:

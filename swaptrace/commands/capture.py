@@ -219,6 +219,8 @@ def _record(argv, out, *, step_line, steps, pageout, options, as_json: bool) -> 
     from swaptrace.capture.recorder import RecordRequest, record_program
     from swaptrace.capture.recording import step_table
 
+    if options.swap_bytes is not None and not pageout:
+        raise ConfigError("--swap-size: a recording uses swap only with --pageout")
     err = getattr(sys.stderr, "buffer", None) or sys.stderr
     # with --json, stdout holds only the summary: the program's stdout goes to stderr
     req = RecordRequest(argv=list(argv), out=out, step_line=step_line, steps=steps, force=options.force,
@@ -338,9 +340,7 @@ def command(*, trace, out, memory, memory_fraction, window_s, sample_ms, compute
     records its memory (mappings, frees, first touches of anonymous pages,
     pages referenced per step) into a recording file (no swap, no limit).
     Steps come from its marks, else from output lines matching --step-line,
-    else from its repeating allocations (docs/capture.md). With --pageout
-    the program is paged out at every reading, so each page a step uses
-    faults back in and is recorded (slower; a swap area of its own).
+    else from its repeating allocations (docs/capture.md).
 
     \b
     Examples:
@@ -379,10 +379,7 @@ def command(*, trace, out, memory, memory_fraction, window_s, sample_ms, compute
                              timeout_s=timeout_s, raw_trace_out=raw_trace, force=force, wait_quiet=wait_quiet,
                              quiet_timeout_s=quiet_timeout_s)
     if record:
-        if swap_size is not None and not pageout:
-            raise ConfigError("--swap-size: a recording uses swap only with --pageout")
-        _record(argv, out, step_line=step_line, steps=record_steps, pageout=pageout, options=options,
-                as_json=as_json)
+        _record(argv, out, step_line=step_line, steps=record_steps, pageout=pageout, options=options, as_json=as_json)
         return
     if argv is not None:
         _capture_command(argv, out, options, window_s=window_s, sample_ms=sample_ms, as_json=as_json)
