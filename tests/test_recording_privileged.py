@@ -247,7 +247,10 @@ def test_pageout_records_each_use_and_the_stores_that_did_not_fault(tmp_path):
     which the 256 stores that found their page out; smaps then finds 512 of its pages dirty (those 256 and the
     256 loaded first and stored to after, which did not fault: the read-in page is mapped writable). Within
     1 %: reclaim skips a page it cannot lock at that moment (``reclaim_pages``), and that page then does not
-    fault. The swap area is gone afterwards."""
+    fault. Dirty pages may be more by what the page-out could not take: a page start-up wrote last may still
+    sit in another CPU's batch of pages on their way to the LRU (``folio_batch``, 31 pages; ``madvise`` drains
+    only its own CPU's), stays resident and is dirty at the next reading (one run under load: 535). The swap
+    area is gone afterwards."""
     from swaptrace.capture.recording import RETOUCH, page_events
     from swaptrace.core import blockdev
 
@@ -269,7 +272,7 @@ def test_pageout_records_each_use_and_the_stores_that_did_not_fault(tmp_path):
     assert set((s1.page[in_big] - lo).tolist()) <= set(range(1024))
     ref = s1.referenced
     dirty = int(ref["dirty_pages"][(ref["page"] == lo) & (ref["pages"] == 12 * PAGES_PER_MIB)][0])
-    assert abs(dirty - 512) <= 5
+    assert 512 - 5 <= dirty <= 512 + 5 + 31 * (os.cpu_count() or 1)
     s2 = rec.steps[2]
     assert not ((s2.page >= lo) & (s2.page < lo + 12 * PAGES_PER_MIB) & (s2.kind == RETOUCH)).any()
     fac = rec.meta["facilities"]["pageout"]
