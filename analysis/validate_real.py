@@ -111,6 +111,10 @@ TAKE = 0
 
 #: ``record --pageout``: the recording's swap area, more than twice any shape's memory (pageout's vm_swap_full)
 PAGEOUT_SWAP = "4GiB"
+#: ``record --unmarked``: the line ``swaptrace train --step-lines`` prints after each step (as DLRM's own script)
+STEP_LINE = r"^Finished training it \d+/\d+"
+#: the variable through which a program finds the marker file (swaptrace.markers.MARKER_ENV)
+MARKER_ENV = "SWAPTRACE_MARKER"
 
 
 def recording_path(shape: str) -> Path:
@@ -125,8 +129,12 @@ def do_record(args) -> None:
         if out.exists():
             continue
         pageout = ["--pageout", "--swap-size", PAGEOUT_SWAP] if args.pageout else []
-        r = sh(SWAPTRACE, "capture", "--record", *pageout, "-o", str(out), "--json", "--force", "--",
-               *train_argv(shape, args.steps), check=False)
+        argv = train_argv(shape, args.steps)
+        if args.unmarked:  # as an unmodified program: no marks, its steps from the lines it prints
+            argv = ["env", "-u", MARKER_ENV, *argv, "--step-lines"]
+            pageout += ["--step-line", STEP_LINE]
+        r = sh(SWAPTRACE, "capture", "--record", *pageout, "-o", str(out), "--json", "--force", "--", *argv,
+               check=False)
         if r.returncode != 0:
             print(f"recording failed: {r.stderr.strip()}", flush=True)
 
@@ -515,6 +523,8 @@ def main(argv=None) -> int:
     rec = sub.add_parser("record")
     rec.add_argument("--steps", type=int, default=STEPS)
     rec.add_argument("--shapes", nargs="*")
+    rec.add_argument("--unmarked", action="store_true", help="record each program as an unmodified one: without "
+                     "its step marks (SWAPTRACE_MARKER unset), its steps from the line it prints after each step")
     rec.add_argument("--pageout", action="store_true", help="capture --record --pageout: page the program out at "
                      "every reading (which pages each window uses)")
     sub.add_parser("profile")

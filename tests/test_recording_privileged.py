@@ -211,7 +211,7 @@ def test_overhead_is_reported(tmp_path):
 
     meta = read_metadata(out)
     fac = meta["facilities"]
-    assert fac["smaps_readings"] == 2 and 0 < fac["smaps_seconds"] < 5
+    assert fac["smaps_readings"] >= 2 and 0 < fac["smaps_seconds"] < 5  # a line each, and start-up every 0.5 s
     assert meta["loadavg_start"] >= 0 and meta["loadavg_end"] >= 0 and meta["kernel"]["release"]
     assert np.isfinite(meta["duration_us"]) and meta["faults_not_anonymous"] > 0
 

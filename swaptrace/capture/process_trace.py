@@ -33,7 +33,7 @@ trace page (in first-touch order), the same for every reuse of the address.
 the last step of a recording that does not tell its exit apart, since that step holds it): the
 recorded events in order (first touches as stores or loads, frees as ``free``, allocations as ``alloc``
 of the range's pages that have a trace page, an ``mremap`` move as frees of the old pages and stores to the
-new); at each reading of the step (one at its end; start-up without marks every 0.5 s), where it was taken
+new); at each reading of the step (one at its end; start-up every 0.5 s until the first boundary), where it was taken
 among the events, for each runtime mapping ``referenced - touched`` loads, where ``touched`` is its pages
 first-touched since the previous reading and still alive; the loads go to its alive pages not touched since
 then, **most recently first-touched first** (``Referenced:`` counts pages, not which:

@@ -69,7 +69,7 @@ TRACED_EVENTS = (
     "exceptions/page_fault_user", "exceptions/page_fault_kernel", "sched/sched_process_fork",
     "sched/sched_process_exec", "sched/sched_process_exit",
 )
-#: without marks or --step-line, smaps is read (and referenced bits cleared) this often, seconds
+#: before the first step boundary (and throughout a program with none), smaps is read this often, seconds
 READING_INTERVAL_S = 0.5
 #: after SIGTERM (--steps reached), the program gets this long before SIGKILL, seconds
 STOP_GRACE_S = 5.0
@@ -448,7 +448,6 @@ class _Run:
 
     def _wait(self) -> int:
         deadline = None if self.req.timeout_s is None else time.monotonic() + self.req.timeout_s
-        auto = self.pattern is None
         next_read = time.monotonic() + READING_INTERVAL_S
         while True:
             try:
@@ -465,7 +464,8 @@ class _Run:
                     self._signal(signal.SIGKILL)
                     return self.proc.wait()
                 raise ToolError(f"{self.req.argv[0]} ran longer than --timeout {self.req.timeout_s:g} s")
-            if auto and self.live.marks == 0 and self._reading_due(now, next_read):
+            # until the first boundary (a mark, or a --step-line line), and throughout without either: by time
+            if self.live.marks == 0 and (self.pattern is None or self.live.lines == 0) and self._reading_due(now, next_read):
                 self.reader.read()
                 next_read = time.monotonic() + READING_INTERVAL_S
 

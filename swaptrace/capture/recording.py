@@ -394,7 +394,7 @@ class StepPages:
     ``kind`` (uint8, :data:`PAGE_EVENTS` codes), ``page`` (first page number = address / 4096),
     ``pages`` (1 for a touch or free; the range for an alloc or move), ``write`` (touches), ``pid``,
     ``to_page`` (a move's new first page), ``t_us``. ``referenced``: one row per anonymous mapping and
-    reading (one reading at the step's end; start-up without marks every 0.5 s), arrays ``pid``, ``page``
+    reading (one reading at the step's end; start-up every 0.5 s until the first boundary), arrays ``pid``, ``page``
     (first page), ``pages`` (mapping size), ``referenced_pages`` (its pages referenced since the previous
     reading, from smaps ``Referenced:``), ``dirty_pages`` (a ``--pageout`` recording's: its pages written since
     the previous reading, smaps ``Private_Dirty:``; else 0), ``t_us`` (the reading's time: its rows share it) and

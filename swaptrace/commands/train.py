@@ -34,6 +34,19 @@ class _Progress:
                    nl=done == self.steps)
 
 
+class _StepLines:
+    """A line per step on stdout, as training scripts print (``Finished training it K/N``): what ``capture
+    --record --step-line`` finds the steps of a program by when it writes no marks."""
+
+    def __init__(self, steps: int, then=None, *, err: bool = False):
+        self.steps, self.then, self.err = steps, then, err
+
+    def __call__(self, done: int, seconds: float, loss: float) -> None:
+        click.echo(f"Finished training it {done}/{self.steps} loss {loss:.4f}", err=self.err)  # flushed: a line
+        if self.then is not None:
+            self.then(done, seconds, loss)
+
+
 @click.command("train")
 @click.option("--preset", default=None, metavar="NAME", help="Model preset (see `swaptrace presets`); default tiny.")
 @click.option("--spec", "spec_file", default=None, metavar="FILE.toml", help="Your own model spec instead of a preset.")
@@ -45,9 +58,11 @@ class _Progress:
                    "with the tables' optimizer fused (make torchrec-extra).")
 @click.option("--threads", type=count_type(1, MAX_THREADS), default=None, help="Threads for torch (default: torch's).")
 @click.option("--quiet", is_flag=True, help="No progress line.")
+@click.option("--step-lines", is_flag=True, help="Print 'Finished training it K/N' on stdout after each step (for "
+              "`capture --record --step-line` of a program that writes no marks).")
 @json_option
 @writes((), ("preset", "spec_file"))
-def command(*, preset, spec_file, steps, seed, framework, threads, quiet, as_json) -> None:
+def command(*, preset, spec_file, steps, seed, framework, threads, quiet, step_lines, as_json) -> None:
     """Train a DLRM in PyTorch on exactly the lookups `generate` draws for the same spec and seed.
 
     EmbeddingBag tables (sum, sparse gradients), the spec's bottom and top
@@ -80,7 +95,10 @@ def command(*, preset, spec_file, steps, seed, framework, threads, quiet, as_jso
     spec = check_trainable(spec)
     n_steps = spec.default_steps if steps is None else steps
     show = not quiet and progress_enabled()
-    result = train(spec, steps=n_steps, seed=seed, threads=threads, progress=_Progress(n_steps) if show else None)
+    progress = _Progress(n_steps) if show else None
+    if step_lines:
+        progress = _StepLines(n_steps, progress, err=as_json)  # with --json, stdout holds only the summary
+    result = train(spec, steps=n_steps, seed=seed, threads=threads, progress=progress)
     summary = result.to_dict()
     if not as_json:
         summary = {**summary, **{k: f"{format_bytes(summary[k])} ({summary[k]} B)"
