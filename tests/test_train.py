@@ -227,6 +227,21 @@ def test_cli_json_summary(tmp_path):
     assert summary["step_s_median"] > 0 and math.isfinite(summary["loss_last"])
 
 
+@needs_torch
+def test_step_lines_one_per_step_and_off_stdout_with_json(tmp_path):
+    """--step-lines prints a training script's line after each step (what capture --record --step-line reads);
+    with --json they go to stderr, so stdout stays the summary alone."""
+    spec = tmp_path / "s.toml"
+    spec.write_text('batch_size = 8\noptimizer = "sgd"\nbottom_mlp = [3, 4]\ntop_mlp = [2, 1]\n'
+                    '[[tables]]\nrows = 100\ndim = 4\nlookups = 1\n')
+    r = run_cli("train", "--spec", spec, "--steps", "3", "--threads", "1", "--quiet", "--step-lines")
+    assert r.exit_code == 0, r.output
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("Finished")]
+    assert [ln.rsplit(" loss ", 1)[0] for ln in lines] == [f"Finished training it {k}/3" for k in (1, 2, 3)]
+    r = run_cli("train", "--spec", spec, "--steps", "2", "--threads", "1", "--quiet", "--step-lines", "--json")
+    assert json.loads(r.stdout)["steps"] == 2 and r.stderr.count("Finished training it") == 2
+
+
 def test_missing_torch_is_one_line(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now raises ImportError
     line = the_error(run_cli("train", "--preset", "tiny", "--steps", "1"))
