@@ -117,7 +117,9 @@ def plan_remap(end_bytes: int, max_length: int, target_bytes: int, align_bytes: 
         raise ConfigError(
             f"size: target of {target_bytes} bytes is too small for requests of up to {max_length} bytes"
         )
-    return Remap(target_bytes=target_bytes, align_bytes=align_bytes, wrap=end_bytes > target_bytes)
+    # a request's aligned end (offset down, length up) is at most the stream's end rounded up
+    aligned_end = -(-end_bytes // align_bytes) * align_bytes
+    return Remap(target_bytes=target_bytes, align_bytes=align_bytes, wrap=aligned_end > target_bytes)
 
 
 @dataclass(frozen=True)
