@@ -38,7 +38,10 @@ among the events, for each runtime mapping ``referenced - touched`` loads, where
 first-touched since the previous reading and still alive; the loads go to its alive pages not touched since
 then, **most recently first-touched first** (``Referenced:`` counts pages, not which:
 allocators reuse the memory they handed out last, while start-up's oldest pages hold import-time objects
-seldom used again); then the model's accesses of the step. Trace step 0 ends with stores to the model
+seldom used again); then the model's accesses of the step. A recording made with ``--pageout`` (:mod:`swaptrace.capture.pageout`)
+has no guess to make: each re-touch of one of the program's own pages is an access where it was made, and a
+reading stores, per runtime mapping, to ``dirty - stored`` of the pages loaded and not stored to in its window,
+most recently loaded first (:class:`_Window`) instead of the referenced loads. Trace step 0 ends with stores to the model
 arrays a program writes at start-up (:func:`swaptrace.workload.process.startup_pages`) that no match wrote.
 The model's ``scratch`` region (the spec's stand-in for activations) gets no accesses: the recording holds the
 program's own activations, in its runtime and step buffers. **Unrecorded memory**: at each start-up reading

@@ -19,7 +19,9 @@ program dies with the recorder, ``PR_SET_PDEATHSIG``, and the next capture remov
    ``/proc/PID/smaps`` (``Referenced:``, ``Anonymous:``) and ``/proc/PID/status`` (``RssAnon:``), then
    ``/proc/PID/clear_refs`` gets ``1`` (fs/proc/task_mmu.c): the next reading counts the pages the next
    step referenced; ``/proc/PID/task/TID/stat`` gives each thread's CPU time, so the file can say how many
-   threads the program keeps busy in its steps (:func:`parallelism`, the time model's ``threads``);
+   threads the program keeps busy in its steps (:func:`parallelism`, the time model's ``threads``); with
+   ``--pageout`` the mappings' ``Private_Dirty:`` too, and then the program is paged out
+   (:mod:`swaptrace.capture.pageout`: a swap area of its own, under the capture lock);
 4. the program runs in a memory cgroup of its own with no limit (``swaptrace-capture-<pid>-record``, v1 or
    v2, :class:`~swaptrace.capture.cgroup.MemoryCgroup`), read at each reading: what the kernel charges to
    a group beyond the program's anonymous memory and page cache (page tables, slab: ``kernel``) counts
