@@ -175,12 +175,6 @@ class MemoryCgroup:
         """Anon, file (page cache) and swapped bytes now: :func:`memory_kinds` of ``memory.stat``."""
         return memory_kinds(self.stat(), self.version, self.swap_bytes())
 
-    def kernel_bytes(self) -> int | None:
-        """Kernel memory charged to the group (page tables, slab, kernel stacks), bytes: v1
-        ``memory.kmem.usage_in_bytes``, v2 ``memory.stat`` ``kernel`` (Linux >= 5.18); None where not reported.
-        Unlike usage less anonymous memory and page cache, it holds no swap cache."""
-        return self.stat().get("kernel")
-
     def stat(self) -> dict[str, int]:
         """``memory.stat`` as integers (v1 adds ``kernel``: kmem usage, page tables and slab)."""
         out = {}

@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 
 from swaptrace.capture import host, leftovers, tracing
-from swaptrace.capture.cgroup import MemoryCgroup
+from swaptrace.capture.cgroup import MemoryCgroup, memory_kinds
 from swaptrace.capture.pageout import READING_CPU_S, default_swap_bytes, page_out
 from swaptrace.capture.record_parse import EV, ParsedRecording, parse_lines
 from swaptrace.capture.recording import AnonTracker, Steps, assign_steps, detect_steps
@@ -140,11 +140,16 @@ def anon_mappings(smaps_text: str) -> list[tuple[int, int, int, int, int]]:
 _SMAPS_FIELDS = ("Referenced:", "Anonymous:", "Private_Dirty:")
 
 
-def cpu_seconds(stat_text: str, ticks_per_s: int) -> float:
-    """User plus system CPU time (s) from a ``/proc/PID/stat`` or ``/proc/PID/task/TID/stat`` line (proc(5):
-    fields 14 and 15, in clock ticks; a process's sums its threads, the exited ones included)."""
+def _cpu_ticks(stat_text: str) -> tuple[int, int]:
+    """``(utime, stime)`` in clock ticks from a ``/proc/PID/stat`` or ``/proc/PID/task/TID/stat`` line (proc(5):
+    fields 14 and 15; a process's sum its threads, the exited ones included)."""
     rest = stat_text[stat_text.rindex(")") + 2:].split()  # the command name may hold spaces and parentheses
-    return (int(rest[11]) + int(rest[12])) / ticks_per_s
+    return int(rest[11]), int(rest[12])
+
+
+def cpu_seconds(stat_text: str, ticks_per_s: int) -> float:
+    """User plus system CPU time (s) from a ``/proc/PID/stat`` or ``/proc/PID/task/TID/stat`` line."""
+    return sum(_cpu_ticks(stat_text)) / ticks_per_s
 
 
 def parallelism(readings: list[dict[str, Any]], t_from_ns: int, t_to_ns: int) -> dict[str, Any] | None:
@@ -202,8 +207,7 @@ class ReferencedReader:
         total = 0
         for pid in self._pids:
             with contextlib.suppress(OSError, ValueError, IndexError):
-                text = Path(f"/proc/{pid}/stat").read_text()
-                total += int(text[text.rindex(")") + 2:].split()[11])  # utime: field 14, all its threads
+                total += _cpu_ticks(Path(f"/proc/{pid}/stat").read_text())[0]
         return total / self.ticks_per_s
 
     def read(self) -> None:
@@ -242,7 +246,8 @@ class ReferencedReader:
         if self.group is None:
             return {}
         try:
-            kinds = self.group.memory_kinds()
+            stat = self.group.stat()  # read once: the kinds, and the kernel memory where the kernel reports it
+            kinds = memory_kinds(stat, self.group.version, self.group.swap_bytes())
             usage = self.group.usage_bytes()
         except (OSError, ValueError) as exc:
             if len(self.errors) < 3:
@@ -251,8 +256,9 @@ class ReferencedReader:
         if kinds.get("anon") is None or kinds.get("file") is None:
             return {}
         out = {"group_bytes": usage, "group_anon_bytes": int(kinds["anon"]), "group_file_bytes": int(kinds["file"])}
-        kernel = self.group.kernel_bytes()
-        return out if kernel is None else {**out, "group_kernel_bytes": kernel}
+        # the group's own count (v1 kmem usage, v2 memory.stat "kernel", Linux >= 5.18): page tables, slab,
+        # kernel stacks; unlike usage less anonymous memory and page cache, it holds no swap cache
+        return out if stat.get("kernel") is None else {**out, "group_kernel_bytes": int(stat["kernel"])}
 
     def _threads_cpu(self, pid: int) -> dict[int, float]:
         """CPU time (s) of each thread of process ``pid``; a thread, or the process, that ended meanwhile is left
