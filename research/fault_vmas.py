@@ -18,8 +18,7 @@ Usage (root; the machine otherwise idle)::
 
     .venv/bin/python research/fault_vmas.py SHAPE FRAC --take K [--run R] -o DIR
 
-writes ``DIR/SHAPE-FRAC.json`` (and the capture, ``DIR/SHAPE-FRAC.kernel.swapio.parquet``) and prints both
-breakdowns; with ``--knee 0 4 8 16`` it only emulates the
+writes ``DIR/SHAPE-FRAC.json`` and prints both breakdowns (the capture and its trace text are removed); with ``--knee 0 4 8 16`` it only emulates the
 point with that many MiB less memory (no capture) and writes ``DIR/SHAPE-FRAC-rR.knee.json``. Costs: the tracing slows the program down
 (2.2 M faults at ``dlrm-random`` 0.4: about 10 %), and the trace is parsed as text (~10 s per million
 events).
@@ -35,6 +34,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -306,11 +306,11 @@ def main(argv=None) -> int:
         (out / f"{args.shape}-{args.frac:.2f}-r{args.run}.knee.json").write_text(json.dumps(rows, indent=1))
         return 0
     load0 = os.getloadavg()[0]
-    text, snaps = trace_capture(args.shape, args.frac, args.run, out)
-    faults, first_read = faults_that_read(text, snaps.tids)
-    text.unlink()
-    kernel = {ph: by_mapping(fs, snaps) for ph, fs in
-              phases(faults, first_read, out / f"{args.shape}-{args.frac:.2f}.kernel.swapio.parquet").items()}
+    with tempfile.TemporaryDirectory(dir=vr.WORK) as tmp:
+        text, snaps = trace_capture(args.shape, args.frac, args.run, Path(tmp))
+        faults, first_read = faults_that_read(text, snaps.tids)
+        capture = Path(tmp) / f"{args.shape}-{args.frac:.2f}.kernel.swapio.parquet"
+        kernel = {ph: by_mapping(fs, snaps) for ph, fs in phases(faults, first_read, capture).items()}
     meta = _meta(vr.capture_path(args.shape, args.frac, args.run))
     emu = emulated(args.shape, args.take, int(meta["memory_bytes"]), int(meta["params"]["swap_bytes"]))
     result = {"shape": args.shape, "frac": args.frac, "run": args.run, "take": args.take,
