@@ -56,6 +56,16 @@ def _render(s: dict[str, Any]) -> str:
         lines.append(f"ensemble        {e['runs']:>14} runs: pages in {e['pages_in'][0]:,}..{e['pages_in'][1]:,}, "
                      f"mean {e['mean_pages_in']:,.0f} / {e['mean_pages_out']:,.0f} out; written: write cost "
                      f"{e['written']['write_cost']}, budget {format_bytes(e['written']['memory_bytes'])}")
+    if "sensitivity" in s:
+        e, pct = s["sensitivity"], 100 * s["sensitivity"]["fraction"]
+
+        def change(key: str, i: int) -> str:
+            return f"{e[key][i]:,} ({(e[key][i] / s[key] - 1) * 100:+.0f} %)" if s[key] else f"{e[key][i]:,}"
+
+        lines.append(f"{f'memory -{pct:g} %':<16}{format_bytes(e['memory_bytes'][0]):>14}: pages in "
+                     f"{change('pages_in', 0)}, out {change('pages_out', 0)}")
+        lines.append(f"{f'memory +{pct:g} %':<16}{format_bytes(e['memory_bytes'][1]):>14}: pages in "
+                     f"{change('pages_in', 1)}, out {change('pages_out', 1)}")
     for op in ("read", "write"):
         total = sum(hist[op].values())
         if total:
@@ -121,13 +131,16 @@ def _render(s: dict[str, Any]) -> str:
               help="linux, --writeback-completes device, no --write-cost: run the profile's ensemble (one counting "
                    "run per device speed and room offset, side by side) and write the stream of the run nearest "
                    "their mean pages in and out [default: on where it applies].")
+@click.option("--sensitivity", type=number(0, 100, min_open=True, max_open=True), default=None, metavar="PCT",
+              help="Also count the run at PCT % less and more memory and report its pages in and out there: how "
+                   "steep the miss-ratio curve is at this budget (one more pass over the trace).")
 @force_option
 @json_option
 @writes(("out",), ("trace", "profile"))
 def command(*, trace, out, memory, memory_fraction, policy, readahead, page_cluster, cluster_slots, swap_bytes,
             max_request, step_us, initial_state, reclaim_batch, writeback_lag, zero_page, zeromap, stats_flush_steps,
-            scan_priorities,
-            writeback_completion, write_cost, fill_write_credit, write_latency, profile, ensemble, force, as_json):
+            scan_priorities, writeback_completion, write_cost, fill_write_credit, write_latency, profile, ensemble,
+            sensitivity, force, as_json):
     """Emulate Linux swapping of TRACE under a DRAM budget; write the swap I/O stream.
 
     Each access of the trace goes through a page cache of the given size; the
@@ -161,8 +174,11 @@ def command(*, trace, out, memory, memory_fraction, policy, readahead, page_clus
     elif ensemble and write_cost is not None:
         raise ConfigError("--ensemble varies the write cost: leave out --write-cost (or give --no-ensemble)")
     with progressbar(tf.num_rows, "emulating") as bar:
-        result = emulate(trace, out, config, profile=prof, ensemble=ensemble, force=force, progress=bar.update)
+        result = emulate(trace, out, config, profile=prof, ensemble=ensemble, force=force, progress=bar.update,
+                         sensitivity=sensitivity / 100 if sensitivity is not None else None)
     summary = dict(result.summary, output=str(result.path))
+    if "sensitivity" in result.params:
+        summary["sensitivity"] = result.params["sensitivity"]
     ens = result.params.get("ensemble")
     if ens:
         chosen = ens["members"][ens["chosen"]]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,13 @@ from swaptrace.core.traceio import (
 )
 from swaptrace.emulate.config import EmulatorConfig
 from swaptrace.emulate.engine import Emulator, StepsOutOfOrder, kernel_batches, step_counts
-from swaptrace.emulate.ensemble import describe_members, ensemble_configs, nearest_member, run_members
+from swaptrace.emulate.ensemble import (
+    describe_members,
+    ensemble_configs,
+    member_budget_pages,
+    nearest_member,
+    run_members,
+)
 from swaptrace.emulate.kernel_profile import KernelProfile, load_profile
 from swaptrace.errors import ConfigError
 
@@ -59,6 +65,7 @@ def emulate(
     progress: Callable[[int], None] | None = None,
     chunk_rows: int = CHUNK_ROWS,
     workers: int | None = None,
+    sensitivity: float | None = None,
     **options: Any,
 ) -> EmulationResult:
     """Replay an access trace against a DRAM budget; write the swap I/O stream.
@@ -92,6 +99,9 @@ def emulate(
         Accesses decoded per chunk.
     workers : int, optional
         Threads for the ensemble's members (default: the CPUs available).
+    sensitivity : float, optional
+        A fraction in (0, 1): also count the run written at ``1 -/+ sensitivity`` times its budget (one more
+        pass); ``params["sensitivity"]`` holds their budgets, major faults, pages in and out (docs/emulate.md).
 
     Returns
     -------
@@ -105,6 +115,8 @@ def emulate(
         config = EmulatorConfig.resolve(tf.meta, profile=prof, source=str(tf.path), **options)
     elif options:
         raise TypeError(f"emulate: give a config or options, not both ({', '.join(options)})")
+    if sensitivity is not None and not 0 < sensitivity < 1:
+        raise ConfigError(f"sensitivity: a fraction of the budget in (0, 1), got {sensitivity!r}")
     # a process trace's runtime states the device's speed (swaptrace.workload.process): a given write cost, as --write-cost
     given = options.get("write_cost") is not None or bool(config.runtime is not None and config.runtime.write_cost)
     members = _members(config, prof, ensemble, write_cost_given=given,
@@ -116,16 +128,17 @@ def emulate(
     # trace); a trace that turns out not to be in step order is run again with its counts taken first
     counts = None if nsteps > 0 else step_counts(tf, first_step, chunk_rows)
     run = dict(config=config, prof=prof, members=members, nsteps=nsteps or counts.size, first_step=first_step,
-               out=out, force=force, chunk_rows=chunk_rows, workers=workers)
+               out=out, force=force, chunk_rows=chunk_rows, workers=workers, sensitivity=sensitivity)
     try:
-        return _run(tf, counts=counts, progress=_share(progress, 2 if members else 1), **run)
+        passes = 1 + bool(members) + bool(sensitivity)
+        return _run(tf, counts=counts, progress=_share(progress, passes), **run)
     except StepsOutOfOrder:
         return _run(tf, counts=step_counts(tf, first_step, chunk_rows), progress=None, **run)
 
 
 def _run(tf: TraceFile, *, config: EmulatorConfig, prof: KernelProfile, members: list[EmulatorConfig], counts: Any,
          nsteps: int, first_step: int, out, force: bool, chunk_rows: int, workers: int | None,
-         progress: Callable[[int], None] | None) -> EmulationResult:
+         progress: Callable[[int], None] | None, sensitivity: float | None = None) -> EmulationResult:
     """One emulation of ``tf`` written to ``out`` (:func:`emulate`); ``counts`` as :class:`Emulator` takes them."""
     run_cfg, emu, skip, described = config, None, 0, None
     if members:
@@ -136,6 +149,9 @@ def _run(tf: TraceFile, *, config: EmulatorConfig, prof: KernelProfile, members:
                        regions=tf.meta.get("regions"))
     params = {**run_cfg.describe(), "requested_memory_bytes": config.memory_bytes, "profile": prof.describe(),
               "ensemble": described}
+    if sensitivity:
+        params["sensitivity"] = _sensitivity(tf, run_cfg, sensitivity, nsteps=nsteps, first_step=first_step,
+                                             chunk_rows=chunk_rows, workers=workers, progress=progress)
     path, summary, step_faults = _write_stream(tf, emu, out, params, force=force, progress=progress,
                                                chunk_rows=chunk_rows, skip=skip)
     keys = ("accesses hits faults zero_fill major_faults pages_in pages_out readahead_issued readahead_hit "
@@ -251,6 +267,18 @@ def _threads(trace_meta: dict[str, Any]) -> dict[str, Any]:
     if not bounds.within("threads", n):
         return {}
     return {"threads": int(n), "threads_source": str(process.get("threads_source") or process.get("name") or "the trace")}
+
+
+def _sensitivity(tf: TraceFile, cfg: EmulatorConfig, fraction: float, *, nsteps: int, first_step: int,
+                 chunk_rows: int, workers: int | None, progress: Callable[[int], None] | None) -> dict[str, Any]:
+    """The run of ``cfg`` counted at ``1 - fraction`` and ``1 + fraction`` times its budget (:func:`emulate`)."""
+    footprint = int(tf.meta["footprint_pages"])
+    configs = [replace(cfg, budget_pages=member_budget_pages(cfg.budget_pages, d, footprint))
+               for d in (-fraction, fraction)]
+    runs = run_members(tf, configs, nsteps=nsteps, first_step=first_step, chunk_rows=chunk_rows, workers=workers,
+                       progress=progress)
+    return {"fraction": fraction, "memory_bytes": [c.memory_bytes for c in configs],
+            **{key: [getattr(c, key) for c in runs.counters] for key in ("major_faults", "pages_in", "pages_out")}}
 
 
 def _share(progress: Callable[[int], None] | None, passes: int) -> Callable[[int], None] | None:
