@@ -50,6 +50,9 @@ HOST = ROOT / "research" / "results" / "timing" / "fault_overhead.json"
 FRESH_BOOT = ROOT / "research" / "results" / "real-training" / "fresh-boot"
 DISK = FRESH_BOOT / "disk-measured-12-43.toml"
 COSTS: Path | None = FRESH_BOOT / "host-costs-measured-12-16.toml"
+#: each point is also emulated with this % less and more memory (``emulate --sensitivity``): how far the answer
+#: moves there, beside the kernel's (a limit near the knee of the miss-ratio curve moves it most)
+SENSITIVITY_PCT = 1
 #: emulate with the swap device size each capture had (``params.swap_bytes``: like for like) instead of emulate's
 #: default, the trace's footprint (``--footprint-swap``), whose swap is more than half full at tight limits and so
 #: frees every read-back page's slot (vm_swap_full), which the captures' 2.25 GiB never did
@@ -306,12 +309,13 @@ def predict_point(shape: str, frac: float, profile: str) -> dict:
         swap = (["--swap-bytes", str(int(meta["params"]["swap_bytes"]))]
                 if CAPTURE_SWAP and meta.get("params", {}).get("swap_bytes") else [])
         r = sh(SWAPTRACE, "emulate", str(trace), "--memory", str(int(meta["memory_bytes"])), *write_cost, *swap,
-               "-o", str(emu), "--force", check=False)
+               "--sensitivity", str(SENSITIVITY_PCT), "-o", str(emu), "--force", check=False)
         if r.returncode != 0:  # the model alone fits in the limit: nothing is swapped
             print(r.stderr.strip(), flush=True)
             continue
         k, e = phase_numbers(cap), phase_numbers(emu)
         rows.append({"run": run, "limit_bytes": int(meta["memory_bytes"]), "kernel": k, "emulator": e,
+                     "sensitivity": sensitivity_band(_meta(emu), e["all"]),
                      "zero_pages": zero_pages(meta, _meta(emu)),
                      "load": run_load(meta), "training_wall_us": training_wall_us(meta),
                      "ks_write": {p: _ks(k[p]["write_hist"], e[p]["write_hist"]) for p in k},
@@ -320,6 +324,14 @@ def predict_point(shape: str, frac: float, profile: str) -> dict:
                          if capture_path(shape, frac, run).exists()])
     return {"shape": shape, "frac": frac, "profile": profile, "held_out": shape not in FIT, "runs": rows,
             "run_spread": spread, "noisy": spread is not None and spread > NOISY}
+
+
+def sensitivity_band(emu_meta: dict, emulated: dict) -> dict:
+    """Pages in and out (all phases) at :data:`SENSITIVITY_PCT` % less and more memory: the emulation's own
+    phase numbers scaled by how much its whole-run counts moved there (``emulate --sensitivity``)."""
+    sens, whole = emu_meta["params"]["sensitivity"], emu_meta["summary"]
+    return {key: [round(emulated[key] * n / whole[key]) if whole[key] else emulated[key] for n in sens[key]]
+            for key in ("pages_in", "pages_out")}
 
 
 def zero_pages(kernel_meta: dict, emu_meta: dict) -> dict:
@@ -461,6 +473,16 @@ def _noisy_text(point: dict) -> str:
     return f"yes ({spread:.0%})" if point.get("noisy") else f"no ({spread:.0%})"
 
 
+def _band_text(x: dict) -> str:
+    """The emulation's pages in at 1 % less and more memory, and whether the kernel's lies between them."""
+    band = (x.get("sensitivity") or {}).get("pages_in")
+    if not band:
+        return "-"
+    k, e = x["kernel"]["all"]["pages_in"], x["emulator"]["all"]["pages_in"]
+    inside = min(band + [e]) <= k <= max(band + [e])
+    return f"{band[0]} .. {band[1]}{' (kernel inside)' if inside else ''}"
+
+
 def _range_text(x: dict) -> str:
     """The predicted slowdown at the host's lowest and highest measured fault overhead, in brackets."""
     r = x.get("slowdown_predicted_range")
@@ -469,8 +491,9 @@ def _range_text(x: dict) -> str:
 
 def render(results: list[dict]) -> str:
     lines = ["| shape | held out | profile | limit (of peak) | run | pages in k / e | err | pages out k / e | err "
-             "| write KiB k / e | KS write | slowdown k / e (range) | pages within | load | noisy |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| write KiB k / e | KS write | slowdown k / e (range) | pages within | pages in at -/+1 % memory "
+             "| load | noisy |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         for x in r["runs"]:
             k, e = x["kernel"]["all"], x["emulator"]["all"]
@@ -483,7 +506,7 @@ def render(results: list[dict]) -> str:
                 f"{_err(k['pages_out'], e['pages_out'])} | "
                 f"{(k['write_kib'] or 0):.1f} / {(e['write_kib'] or 0):.1f} | {'-' if ks is None else f'{ks:.2f}'} | "
                 f"{x['slowdown_measured']:.2f} / {x['slowdown_predicted']:.2f}{_range_text(x)} | {'yes' if ok else 'no'} | "
-                f"{_load_text(x.get('load') or {})} | {_noisy_text(r)} |")
+                f"{_band_text(x)} | {_load_text(x.get('load') or {})} | {_noisy_text(r)} |")
     lines += ["", "Stalls, training steps (s; the program's delays summed over its threads, the model's terms over "
               "its threads, the stream's count):", "",
               "| shape | profile | limit | run | model threads | I/O wait k / model | reclaim k / model | thrashing k "
