@@ -36,6 +36,11 @@ from swaptrace.errors import ConfigError
 from swaptrace.workload.spec import MAX_STEPS
 
 
+def _moved(value: int, base: int) -> str:
+    """``value`` and its change from the run's own ``base``."""
+    return f"{value:,} ({(value / base - 1) * 100:+.0f} %)" if base else f"{value:,}"
+
+
 def _render(s: dict[str, Any]) -> str:
     hist = s["request_size_hist"]
     lines = [
@@ -58,14 +63,9 @@ def _render(s: dict[str, Any]) -> str:
                      f"{e['written']['write_cost']}, budget {format_bytes(e['written']['memory_bytes'])}")
     if "sensitivity" in s:
         e, pct = s["sensitivity"], 100 * s["sensitivity"]["fraction"]
-
-        def change(key: str, i: int) -> str:
-            return f"{e[key][i]:,} ({(e[key][i] / s[key] - 1) * 100:+.0f} %)" if s[key] else f"{e[key][i]:,}"
-
-        lines.append(f"{f'memory -{pct:g} %':<16}{format_bytes(e['memory_bytes'][0]):>14}: pages in "
-                     f"{change('pages_in', 0)}, out {change('pages_out', 0)}")
-        lines.append(f"{f'memory +{pct:g} %':<16}{format_bytes(e['memory_bytes'][1]):>14}: pages in "
-                     f"{change('pages_in', 1)}, out {change('pages_out', 1)}")
+        for i, sign in enumerate("-+"):
+            lines.append(f"{f'memory {sign}{pct:g} %':<16}{format_bytes(e['memory_bytes'][i]):>14}: pages in "
+                         f"{_moved(e['pages_in'][i], s['pages_in'])}, out {_moved(e['pages_out'][i], s['pages_out'])}")
     for op in ("read", "write"):
         total = sum(hist[op].values())
         if total:
