@@ -491,6 +491,7 @@ def test_recorded_tiny_training_gives_a_process_trace(tmp_path, monkeypatch):
                                  "-m", "swaptrace.cli", "train", "--preset", "tiny", "--steps", "3"],
                            catch_exceptions=False)
     assert r.exit_code == 0, r.output
+    assert "without --pageout" in r.output  # the summary says what the default leaves out
     from swaptrace.capture import cgroup, leftovers
     assert not [g for g in cgroup.list_groups(leftovers.PREFIX) if g.name.endswith("-record")]  # removed
     out = generate_trace("tiny", tmp_path / "p.access.parquet", steps=5, runtime=Recording(str(rec)))

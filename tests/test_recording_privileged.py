@@ -262,6 +262,7 @@ def test_pageout_records_each_use_and_the_stores_that_did_not_fault(tmp_path):
     r = CliRunner().invoke(cli, ["capture", "--record", "--pageout", "--swap-size", "256MiB", "-o", str(out),
                                  "--timeout", "60", "--", sys.executable, str(prog)], catch_exceptions=False)
     assert r.exit_code == 0, r.output
+    assert "without --pageout" not in r.output
     assert blockdev.swap_areas() == [], "the recording's swap area is left on"
     rec = page_events(out)
     assert rec.meta["pageout"] is True and rec.meta["steps"] == 3
