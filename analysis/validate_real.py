@@ -136,7 +136,7 @@ def do_record(args) -> None:
         # one unlimited step first, as before a capture: the program's files in the page cache (this machine's
         # DAMON scheme pages out idle page cache) and its numba kernels compiled -- a cold first run compiled
         # them inside a recording (take 92's first: 72 k more 16 KiB mappings, start-up 55 s against 18 s)
-        sh(*train_argv(shape, 1))
+        sh(*train_argv(shape, 1), check=False)  # only to warm: TorchRec's program now and then aborts at exit
         if args.unmarked:  # as an unmodified program: no marks, its steps from the lines it prints
             argv = ["env", "-u", MARKER_ENV, *argv, "--step-lines"]
             pageout += ["--step-line", STEP_LINE]

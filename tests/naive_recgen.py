@@ -69,7 +69,7 @@ def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, traini
         """The page is the model's at row ``r``: its kept mapping was made by then (before it, the same address
         was some other mapping of the program's)."""
         return key in model_page and row_of[id(r)] >= model_from[key]
-    # 3. runtime: alive at some step's end; else step-buffers; numbered in first-touch order
+    # 3. runtime: alive at some step's end; else step-buffers; each numbered in address order (pid, then page)
     alive, first_touch, runtime = set(), [], set()
     for s in range(training_steps + 1):
         for r in by_step[s]:
@@ -87,7 +87,7 @@ def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, traini
     nxt = sum(r["pages"] for r in regions)
     trace_page = {}
     n_regions = len(regions)
-    for keys in ([k for k in first_touch if k in runtime], [k for k in first_touch if k not in runtime]):
+    for keys in (sorted(k for k in first_touch if k in runtime), sorted(k for k in first_touch if k not in runtime)):
         if not keys:
             continue  # no such region: the next takes its index
         for k in keys:

@@ -228,6 +228,26 @@ def test_trace_equals_twin(case, tmp_path, steps):
     assert _rows(out) == want
 
 
+def test_runtime_pages_are_numbered_by_address_not_by_first_touch(tmp_path):
+    """By hand: start-up writes the long-lived mapping from its top page down (LA + 3P first). Its four pages
+    are the runtime's, numbered by address: start-up's stores to them go to the runtime region's pages 3, 2,
+    1, 0 in that order (swap readahead reads a fault's neighbours by address, so the trace keeps them), where
+    first-touch order would give 0, 1, 2, 3. Then the twin."""
+    spec_path = tmp_path / "rt.toml"
+    spec_path.write_text(SPEC.format(rows=2048))
+    raw = hand_recording()
+    first_la = next(i for i, r in enumerate(raw) if r["event"] == "fault" and r["address"] == LA)
+    raw[first_la:first_la + 4] = [ev(0, "fault", LA + i * P, write=True) for i in (3, 2, 1, 0)]
+    rec = write_recording(tmp_path / "d.recording.parquet", raw, steps=4)
+    out = generate_trace(str(spec_path), tmp_path / "d.access.parquet", steps=3, runtime=Recording(str(rec)))
+    regions = open_trace(out, "access").meta["regions"]
+    rt = next(i for i, g in enumerate(regions) if g["kind"] == "runtime")
+    first = regions[rt]["first_page"]
+    stores = [r[1] - first for r in _rows(out) if r[0] == 0 and r[4] == rt and r[3] == 0]
+    assert stores[:4] == [3, 2, 1, 0], stores
+    assert _rows(out) == _twin_rows(spec_path, raw)
+
+
 def test_a_matched_mapping_is_the_model_s_only_from_when_it_was_made(tmp_path):
     """By hand: step 1 maps 33 pages at XA, writes them and unmaps them (a gradient); step 2 maps 33 pages at XA
     again and writes 32, kept to the end (Adagrad's state for T, made at the first update). The state is

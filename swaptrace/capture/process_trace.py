@@ -27,7 +27,8 @@ match is of another model: refused in one line naming the array.
 
 **The rest** is each recorded page ``(pid, 4 KiB address)``: ``runtime`` if it is alive (touched, not
 freed) at the end of some step, else ``step-buffers`` (allocated and freed within steps). Each gets one
-trace page (in first-touch order), the same for every reuse of the address.
+trace page (in address order, so that swap readahead finds the program's neighbours as the kernel's
+``swap_vma_readahead`` does), the same for every reuse of the address.
 
 **Per step** (recording step ``k`` is trace step ``k``; start-up 0; the exit phase is left out, and so is
 the last step of a recording that does not tell its exit apart, since that step holds it): the
@@ -372,8 +373,10 @@ def reduce_recording(path: str | os.PathLike, spec: ModelSpec, regions: list[dic
             matched[_key(pid, lo + i)] = (page if i < need and page < r["first_page"] + r["pages"] else -1,
                                           a.region, since)
     order, runtime = _classify(norm, matched)
-    run_keys = sorted((k for k in order if k in runtime), key=order.__getitem__)
-    buf_keys = sorted((k for k in order if k not in runtime), key=order.__getitem__)
+    # numbered in address order (process, then virtual page): swap readahead reads the pages around a fault's
+    # address (swap_vma_readahead, mm/swap_state.c), so the program's neighbours must be the trace's
+    run_keys = sorted(k for k in order if k in runtime)
+    buf_keys = sorted(k for k in order if k not in runtime)
     out_regions = list(regions)
     page_of: dict[int, tuple[int, int]] = {}
     next_page = footprint_pages

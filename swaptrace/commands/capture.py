@@ -210,7 +210,7 @@ def _record_lines(meta: dict, table: list[dict]) -> str:
     if not meta.get("pageout"):
         # what the default leaves out, measured on the real-training study (docs/capture.md)
         lines.append("note: without --pageout the pages a step uses again are inferred from smaps' Referenced "
-                     "counts; --pageout records them (study: 33 of 40 limits within +-15 % against 22)")
+                     "counts; --pageout records them (study: 33 of 40 limits within +-15 % against 20)")
     if meta["lost_events"]:
         lines.append(f"WARNING: the trace buffer lost {meta['lost_events']} events (raise --buffer-size)")
     return "\n".join(lines)
