@@ -205,7 +205,11 @@ class NaiveLinux:
                 # pageout: unmapped, written, back at the inactive head until the write completes
                 if page not in emu.slot_of and emu.alloc_slot(page) is None:
                     break
-                emu.submit(1, emu.slot_of[page], 2)
+                if emu.plug_rules:
+                    emu.plug_add(1, emu.slot_of[page], 2)
+                    emu.nested_writes += emu.in_swapin
+                else:
+                    emu.submit(1, emu.slot_of[page], 2)
                 emu.c["pages_out"] += 1
                 emu.mapped.discard(page)
                 emu.dirty.discard(page)
@@ -274,6 +278,9 @@ class NaiveLinux:
                     break
             if self.inactive_is_low() or not self.inactive:
                 self.deactivate(SWAP_CLUSTER_MAX)
+            if emu.in_swapin:  # the swap-in's plug is the task's: this level's plug was never its own
+                prio -= 1
+                continue
             emu.flush()  # shrink_lruvec's blk_finish_plug: one level's requests never merge with the next's
             if emu.writeback_completion == "level":  # the level's plug is finished: its writes are done
                 emu.complete_writes(None)
@@ -329,6 +336,7 @@ class NaiveEmulator:
         write_cost=None,
         fill_write_credit=None,
         write_latency=None,
+        plug_rules=False,
     ):
         self.F = footprint_pages
         self.budget = budget_pages
@@ -378,6 +386,13 @@ class NaiveEmulator:
         self.fill_seen = 0  # zero fills paid for
         self.device_done = 0  # clock by which the device has written everything handed to it
         self.plugged = 0  # the newest writes in flight, not yet handed over
+        # "device", linux: blk_add_rq_to_plug's rules (a request joining a plug of 32, or one whose first request
+        # is 128 KiB or more, first sends it to the device) and a swap-in's plug around its own reclaim
+        self.plug_rules = bool(plug_rules) and device and policy == "linux"
+        self.plug_sizes = []  # pages of each request in the task's plug (rows already written for all but the last)
+        self.in_swapin = False  # reclaim inside a swap-in's plug: its own plugs are no-ops
+        self.plug_sends = {"count": 0, "head": 0}
+        self.nested_writes = 0  # pages written by reclaim inside a swap-in's plug
         self.wb_mark = -1  # "next-level": the writeback clock as the last level ended
         self.writes_in_flight = deque()
         self.wb_pages = set()
@@ -488,6 +503,22 @@ class NaiveEmulator:
         self.rows.append((t, step, op, slot * self.page_bytes, n * self.page_bytes, cause))
         self.pending = None
 
+    def plug_add(self, op, slot, cause):
+        """A one-page bio joins the plug: a new request first sends a full plug (32 requests, or its first at
+        128 KiB or more) to the device."""
+        p = self.pending
+        merges = p is not None and p[0] == op and slot == p[1] + p[2] and p[2] < self.max_req
+        if not merges:
+            count = len(self.plug_sizes) >= 32
+            head = bool(self.plug_sizes) and self.plug_sizes[0] * self.page_bytes >= 128 << 10
+            if count or head:
+                self.plug_sends["count" if count else "head"] += 1  # which rule sent it (for the tests)
+                self.flush()
+                self.unplug()
+            self.plug_sizes.append(0)
+        self.submit(op, slot, cause)
+        self.plug_sizes[-1] = self.pending[2]
+
     def submit(self, op, slot, cause):
         p = self.pending
         if p is not None and p[0] == op and slot == p[1] + p[2] and p[2] < self.max_req:
@@ -506,6 +537,7 @@ class NaiveEmulator:
             self.device_done = max(self.device_done, self.wb_clock) + self.write_cost
             q[i][1] = self.device_done + self.write_latency
         self.plugged = 0
+        self.plug_sizes = []
 
     def complete_writes(self, upto):
         """Complete, oldest first, the writes issued at clock ``upto`` or before (all with None).
@@ -516,6 +548,8 @@ class NaiveEmulator:
         if upto is None and q and self.writeback_completion == "device":
             self.unplug()
             self.wb_clock = max(self.wb_clock, self.device_done + self.write_latency)
+        if upto is None:  # the task slept: its plug went out, whatever it held
+            self.plug_sizes = []
         while q and (upto is None or q[0][1] <= upto):
             page, _ = q.popleft()
             self.wb_pages.discard(page)
@@ -559,7 +593,8 @@ class NaiveEmulator:
             n = max(self.batch, len(self.resident) + k - self.budget)
             self.c["reclaim_calls"] += 1
             self.policy.reclaim(n, self)
-            self.flush()
+            if not self.in_swapin:
+                self.flush()
 
     # ---- readahead -------------------------------------------------------
     def vma_window(self, page):
@@ -716,21 +751,33 @@ class NaiveEmulator:
             cands = [page]
         if len(cands) > self.budget:
             cands = [page]
-        self.make_room(len(cands))
+        # plug rules: swap_vma_readahead charges each page just before reading it, all under one plug
+        if not self.plug_rules:
+            self.make_room(len(cands))
         if self.error:
             return
         waits = not self.skips_io(page)  # the faulting page is read: the process sleeps until the read is done
         self.zero_faults += not waits
         filled = 0
         for q in cands:
+            if self.plug_rules:
+                self.in_swapin = True
+                self.make_room(1)  # the pages already read count among the resident
+                self.in_swapin = False
+                if self.error:
+                    return
             if self.skips_io(q):  # swap_read_folio: a slot marked in the zero map is filled with zeros, no bio
                 filled += 1
+            elif self.plug_rules:
+                self.plug_add(0, self.slot_of[q], 0 if q == page else 1)
             else:
                 self.submit(0, self.slot_of[q], 0 if q == page else 1)
             self.resident.add(q)
             if q != page:
                 self.ra_pages.add(q)
         self.flush()
+        if self.plug_rules:  # the plug ends: the writes its reclaim left in it go to the device
+            self.unplug()
         self.c["pages_in"] += len(cands) - filled
         self.c["zero_in"] += filled
         self.c["readahead_issued"] += len(cands) - 1

@@ -652,6 +652,7 @@ _KPROFILE_SUBS = {
     "negative-credit": ("fill_write_credit = 6", "fill_write_credit = -1"),
     "negative-flush": ("stats_flush_steps = 1", "stats_flush_steps = -1"),
     "bad-completion": ('writeback_completion = "device"', 'writeback_completion = "bogus"'),
+    "plug-rules-not-bool": ("plug_rules = false", "plug_rules = 1"),
     "missing-key": ("write_cost = 4", ""),
     "linux-not-table": ("[linux]", "linux = 1\n[nothing]"),
     "ensemble-nan": ("room_offsets = [-0.005, 0.0, 0.005]", "room_offsets = [nan]"),

@@ -64,6 +64,8 @@ def run_both(pages, writes, steps, footprint, budget, **kw):
     )
     if "writeback_throttle" in kw:
         cfg = dataclasses.replace(cfg, writeback_throttle=kw["writeback_throttle"])
+    if "plug_rules" in kw:  # a kernel profile's setting, no option: set as a profile would
+        cfg = dataclasses.replace(cfg, plug_rules=kw["plug_rules"])
     counts = np.bincount(steps, minlength=int(steps.max()) + 1 if steps.size else 0)
     regions = [{"name": "t", "kind": "table", "first_page": 0, "pages": footprint // 2}]
     emu = Emulator(cfg, footprint, None if running else counts, nsteps=counts.size, regions=regions)

@@ -59,10 +59,12 @@ LEVEL_CASES = [("random", 300, 7), ("runs", 300, 40), ("random", 300, 120), ("ra
 #: the rules compared: a level's writes done as it ends, and the device of write cost 1, 6 and 40 (the level's
 #: writes handed over as it ends, then done at the device's pace)
 RULES = [{"writeback_completion": "level"},
-         *({"writeback_completion": "device", "write_cost": c} for c in (1, 6, 40))]
+         *({"writeback_completion": "device", "write_cost": c} for c in (1, 6, 40)),
+         *({"writeback_completion": "device", "write_cost": c, "plug_rules": True} for c in (1, 6))]
 
 
-@pytest.mark.parametrize("rule", RULES, ids=lambda r: f"{r['writeback_completion']}{r.get('write_cost', '')}")
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: f"{r['writeback_completion']}{r.get('write_cost', '')}"
+                         f"{'-plug' if r.get('plug_rules') else ''}")
 @pytest.mark.parametrize("flush", [0, 1])
 @pytest.mark.parametrize("readahead", ["none", "vma"])
 @pytest.mark.parametrize(("kind", "footprint", "budget"), LEVEL_CASES)
@@ -80,6 +82,55 @@ def test_level_equals_naive(kind, footprint, budget, readahead, flush, rule):
     assert s["pages_out"] > 0 and s["evictions"] == s["clean_drops"]  # written asynchronously, freed clean
     if rule["writeback_completion"] == "level":
         assert emu.state.reg[ks.R_WB_N] == 0  # every level completed its writes
+
+
+@pytest.mark.parametrize("write_cost", [1, 6])
+def test_plug_rules_equal_the_twin_and_reach_each_rule(write_cost):
+    """``plug_rules`` (a kernel profile's setting): against the twin on a random trace with 512 KiB requests and
+    VMA readahead (rewrites to old slots make plugs of many small requests, fresh slots long ones), where a
+    plug is sent both for holding 32 requests and for a first request of 128 KiB, and reclaim runs inside
+    swap-ins; and the run differs from the one without the rules."""
+    pages, writes, steps = small_trace(3, 4000, 30000, steps=5, write_p=0.5, runs=False)
+    kw = {**LEVEL, "writeback_completion": "device", "write_cost": write_cost, "readahead": "vma",
+          "cluster_slots": 64, "max_request_pages": 128, "stats_flush_steps": 1}
+    got = run_both(pages, writes, steps, 4000, 1000, plug_rules=True, **kw)
+    assert_same(*got)
+    naive = got[2]
+    assert naive.plug_sends["count"] > 0 and naive.plug_sends["head"] > 0, naive.plug_sends
+    assert naive.nested_writes > 0
+    without = run_both(pages, writes, steps, 4000, 1000, **kw)
+    assert_same(*without)
+    assert without[1] != got[1]
+
+
+def test_plug_add_by_hand():
+    """``_plug_add``, bio by bio on a fresh plug: a 1-page read, then 41 contiguous writes (one request), then a
+    write elsewhere: the first request is 1 page, so the 128 KiB rule does not send the plug (3 requests in
+    it). Then 29 more one-page requests make 32; the 33rd sends them all and starts a plug of its own. A long
+    first request does send the plug as the next joins. A sleep's wait (``_wb_complete`` of all) empties it."""
+    from swaptrace.kernels.emulate.linux_lists import _plug_add, _wb_complete
+
+    _, st = dirty_memory(writeback_completion="device", write_cost=1, fill_write_credit=0, write_latency=0)
+    m, f = st.m, st.f
+    _plug_add(m, f, ks.OP_READ, 100, ks.CAUSE_FAULT)
+    for slot in range(200, 241):
+        _plug_add(m, f, ks.OP_WRITE, slot, ks.CAUSE_RECLAIM)
+    _plug_add(m, f, ks.OP_WRITE, 300, ks.CAUSE_RECLAIM)
+    assert m[ks.R_PLUG_REQS] == 3 and m[ks.R_PLUG_HEAD] == 1
+    for slot in range(302, 360, 2):  # 29 one-page requests: 32 in the plug
+        _plug_add(m, f, ks.OP_WRITE, slot, ks.CAUSE_RECLAIM)
+    assert m[ks.R_PLUG_REQS] == 32
+    _plug_add(m, f, ks.OP_WRITE, 400, ks.CAUSE_RECLAIM)
+    assert m[ks.R_PLUG_REQS] == 1 and m[ks.R_PLUG_HEAD] == 1
+    for slot in range(401, 440):  # the new first request grows to 40 pages (160 KiB)
+        _plug_add(m, f, ks.OP_WRITE, slot, ks.CAUSE_RECLAIM)
+    assert m[ks.R_PLUG_REQS] == 1 and m[ks.R_PLUG_HEAD] == 40
+    _plug_add(m, f, ks.OP_WRITE, 500, ks.CAUSE_RECLAIM)  # joins a plug whose first request is 160 KiB: sent
+    assert m[ks.R_PLUG_REQS] == 1 and m[ks.R_PLUG_HEAD] == 1
+    _plug_add(m, f, ks.OP_WRITE, 600, ks.CAUSE_RECLAIM)
+    assert m[ks.R_PLUG_REQS] == 2
+    _wb_complete(st.b, m, ks.WB_ALL)
+    assert m[ks.R_PLUG_REQS] == 0 and m[ks.R_PLUG_HEAD] == 0
 
 
 # ---- worked out by hand ---------------------------------------------------------------------------------
@@ -368,3 +419,24 @@ def test_metadata_records_the_rule(trace, tmp_path):
     res = emulate(trace, tmp_path / "lag.swapio.parquet", memory_fraction=0.3, writeback_lag=200)
     assert res.params["writeback_completion"] == "lag" and res.params["writeback_lag"] == 200
     assert open_trace(res.path, kind="swapio").meta["params"]["writeback_completion"] == "lag"
+
+
+def test_a_profile_turns_the_plug_rules_on(trace, tmp_path):
+    """``plug_rules = true`` in a kernel profile reaches the run (params, and other requests than without);
+    the shipped profile leaves them off, and the lag rule has no plug to rule."""
+    from pathlib import Path
+
+    import swaptrace
+
+    text = (Path(swaptrace.__file__).parent / "profiles" / "linux-6.x-cgroup1.toml").read_text()
+    on = tmp_path / "plug.toml"
+    assert "plug_rules = false" in text
+    on.write_text(text.replace("plug_rules = false", "plug_rules = true"))
+    a = emulate(trace, tmp_path / "on.swapio.parquet", memory_fraction=0.3, profile=str(on), ensemble=False)
+    b = emulate(trace, tmp_path / "off.swapio.parquet", memory_fraction=0.3, ensemble=False)
+    assert a.params["plug_rules"] is True and b.params["plug_rules"] is False
+    ra = open_trace(a.path, kind="swapio").read_all(["offset", "length"])
+    rb = open_trace(b.path, kind="swapio").read_all(["offset", "length"])
+    assert ra["length"].tolist() != rb["length"].tolist() or ra["offset"].tolist() != rb["offset"].tolist()
+    lag = emulate(trace, tmp_path / "lag.swapio.parquet", memory_fraction=0.3, profile=str(on), writeback_lag=200)
+    assert lag.params["plug_rules"] is None

@@ -112,6 +112,9 @@ class EmulatorConfig:
     fill_write_credit: int = 0
     #: "device" only: pages reclaim isolates between the device's service of a write and its completion
     write_latency: int = 0
+    #: "device" only: the block layer's plug rules (a plug sent at 32 requests or a 128 KiB first request; a
+    #: swap-in's reclaim inside the swap-in's plug); from the kernel profile, off unless it says so
+    plug_rules: bool = False
     #: pages a reclaim call may write beyond the lag before it waits for all of them (a safety bound on
     #: the requests of one access, "lag" rule only; tests lower it to reach it)
     writeback_throttle: int = 2 * ks.SWAP_CLUSTER_MAX
@@ -264,6 +267,7 @@ class EmulatorConfig:
             "write_cost": d["write_cost"] or None,
             "fill_write_credit": d["fill_write_credit"] if device else None,
             "write_latency": d["write_latency"] if device else None,
+            "plug_rules": d["plug_rules"] if device else None,
         }
 
     @property
@@ -314,6 +318,7 @@ class EmulatorConfig:
             "write_cost": self.write_cost,
             "fill_write_credit": self.fill_write_credit,
             "write_latency": self.write_latency,
+            "plug_rules": int(self.plug_rules),
         }
 
 
@@ -405,7 +410,7 @@ def _linux_settings(defaults: dict[str, Any], policy: str, *, writeback_lag, zer
             raise ConfigError(f"--writeback-lag applies to --writeback-completes lag; {rule} has no lag")
         lag = 0  # no lag clock: the kernel gets WB_ALL (kernel_params)
     return {"writeback_lag": lag, "zero_page": zero, "zeromap": zmap, "stats_flush_steps": flush, "scan_priorities": levels,
-            "writeback_completion": rule,
+            "writeback_completion": rule, "plug_rules": policy == "linux" and rule == "device" and bool(defaults["plug_rules"]),
             **_device_settings(defaults, rule, write_cost, fill_write_credit, write_latency)}
 
 

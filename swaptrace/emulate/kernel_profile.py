@@ -34,9 +34,10 @@ LINUX_KEYS: dict[str, type] = {
     "fill_write_credit": int,
     "writeback_lag": int,
     "write_latency": int,
+    "plug_rules": bool,
 }
 #: settings a profile may leave out (profiles written before them stay valid), and their values then
-LINUX_OPTIONAL: dict[str, Any] = {"write_latency": 0, "zeromap": True}
+LINUX_OPTIONAL: dict[str, Any] = {"write_latency": 0, "zeromap": True, "plug_rules": False}
 #: the range of each integer setting: the same bounds as the emulate options that override them
 LINUX_RANGES: dict[str, tuple[int, int]] = {
     "stats_flush_steps": (0, (1 << 32) - 1),

@@ -74,6 +74,15 @@
   at another. A wait for all writes (a read, or the cgroup v1 wait) first
   hands the plug to the device (``schedule`` flushes it) and moves the clock
   to the device's: the process slept meanwhile.
+* The block layer's plug rules (``P_PLUG_RULES``, with ``WB_BY_DEVICE``; a kernel profile's ``plug_rules``).
+  A bio that starts a new request first sends the task's plug to the device when the plug holds
+  ``BLK_MAX_REQUEST_COUNT`` (32) requests or its *first* request has reached ``BLK_PLUG_FLUSH_SIZE``
+  (128 KiB) (``blk_add_rq_to_plug``, block/blk-mq.c). A swap-in (``swap_vma_readahead``, mm/swap_state.c)
+  holds a plug while it charges and reads each page of its window in turn; the reclaim a charge runs nests
+  its own per-level plug inside, a no-op (``blk_start_plug`` on a task that has one), so its writes merge
+  across levels and calls and none reaches the device before 32 requests or the swap-in's end -- the
+  kernel's bursts of 31 requests of 512 KiB at once (research/plug_flushes.py). Without the rules a level's
+  plug is sent whole as the level ends.
 * Flushed statistics (``P_STATS_FLUSH`` > 0). ``inactive_is_low``, the refault
   test and ``may_deactivate`` read ``lruvec_page_state``: the memory cgroup's
   rstat counters, folded together only at a flush (``memcg_flush_stats``:
@@ -87,7 +96,7 @@ from __future__ import annotations
 
 from swaptrace.kernels.emulate.dlist import _push_head, _push_tail, _unlink
 from swaptrace.kernels.emulate.evict import _evict
-from swaptrace.kernels.emulate.plug import _flush, _submit
+from swaptrace.kernels.emulate.plug import _flush, _merges, _submit
 from swaptrace.kernels.emulate.release import _drop
 from swaptrace.kernels.emulate.slots import _alloc_slot, _free_slot, _swap_full
 from swaptrace.kernels.emulate.state import (
@@ -116,6 +125,7 @@ from swaptrace.kernels.emulate.state import (
     P_FILL_CREDIT,
     P_FOOTPRINT,
     P_PAGE_BYTES,
+    P_PLUG_RULES,
     P_SCAN_PRIO,
     P_STATS_FLUSH,
     P_WB_COST,
@@ -128,7 +138,11 @@ from swaptrace.kernels.emulate.state import (
     R_FILL_SEEN,
     R_N_ACTIVE,
     R_N_INACTIVE,
+    R_NESTED,
     R_NONRES_AGE,
+    R_PEND_N,
+    R_PLUG_HEAD,
+    R_PLUG_REQS,
     R_REFAULT_SNAP,
     R_RESIDENT,
     R_STAT_ACTIVE,
@@ -163,6 +177,10 @@ DEF_PRIORITY = 12
 #: fp = 140 * 3c / c = 420, so 90 / 510 (the kernel's tracepoints show a call scanning about a fifth of
 #: ``size >> priority`` per level)
 SCAN_ANON_SHARE = (90, 510)
+#: requests a plug holds before the next one sends them all to the device (include/linux/blkdev.h)
+BLK_MAX_REQUEST_COUNT = 32
+#: a plug whose first request has reached this many bytes is sent as the next request joins (block/blk-mq.c)
+BLK_PLUG_FLUSH_SIZE = 128 * 1024
 
 
 @jit_noref
@@ -276,6 +294,8 @@ def _unplug(m):
         m[R_WB_DEV] = max(m[R_WB_DEV], m[R_WB_CLOCK]) + m[P_WB_COST]
         m[t + i] = m[R_WB_DEV] + m[P_WB_LATENCY]
     m[R_WB_PLUGGED] = 0
+    m[R_PLUG_REQS] = 0
+    m[R_PLUG_HEAD] = 0
 
 
 @jit_noref
@@ -294,6 +314,9 @@ def _wb_complete(b, m, upto):
     if upto == WB_ALL and m[P_WB_LEVEL] == WB_BY_DEVICE and m[R_WB_N] > 0:  # slept until the device was done
         _unplug(m)
         m[R_WB_CLOCK] = max(m[R_WB_CLOCK], m[R_WB_DEV] + m[P_WB_LATENCY])
+    if upto == WB_ALL:  # a sleep sent the plug (schedule -> blk_flush_plug): the next request starts a new one
+        m[R_PLUG_REQS] = 0
+        m[R_PLUG_HEAD] = 0
     while m[R_WB_N] > 0:
         h = m[R_WB_HEAD]
         if m[t + h] > upto:
@@ -311,6 +334,26 @@ def _wb_complete(b, m, upto):
 
 
 @jit_noref
+def _plug_add(m, f, op, slot, cause):
+    """``P_PLUG_RULES``: a bio joins the task's plug as ``blk_add_rq_to_plug`` has it (block/blk-mq.c).
+
+    A bio that starts a new request first sends the plug to the device (:func:`_unplug`) when the plug already
+    holds ``BLK_MAX_REQUEST_COUNT`` requests or its first request has reached ``BLK_PLUG_FLUSH_SIZE``. The
+    kernel's captures show the count at work: 16-33 requests of up to 512 KiB sent within 30 us, each run led
+    by a request under 32 pages (research/plug_flushes.py).
+    """
+    if not _merges(m, op, slot):
+        head_full = m[R_PLUG_HEAD] * m[P_PAGE_BYTES] >= BLK_PLUG_FLUSH_SIZE
+        if m[R_PLUG_REQS] > 0 and (m[R_PLUG_REQS] >= BLK_MAX_REQUEST_COUNT or head_full):
+            _flush(m, f)
+            _unplug(m)
+        m[R_PLUG_REQS] += 1
+    _submit(m, f, op, slot, cause)
+    if m[R_PLUG_REQS] == 1:  # the first request grows while it is the only one
+        m[R_PLUG_HEAD] = m[R_PEND_N]
+
+
+@jit_noref
 def _writeout(b, m, f, page):
     """``pageout``: unmap ``page``, start its write, put it back at the inactive head under writeback.
 
@@ -320,7 +363,10 @@ def _writeout(b, m, f, page):
     so = m[O_SLOT]
     if m[so + page] < 0 and _alloc_slot(m, page) < 0:
         return False
-    _submit(m, f, OP_WRITE, m[so + page], CAUSE_RECLAIM)
+    if m[P_PLUG_RULES] and m[P_WB_LEVEL] == WB_BY_DEVICE:
+        _plug_add(m, f, OP_WRITE, m[so + page], CAUSE_RECLAIM)
+    else:
+        _submit(m, f, OP_WRITE, m[so + page], CAUSE_RECLAIM)
     m[C_PAGES_OUT] += 1
     b[page] = (b[page] & ~(MAPPED | DIRTY | YOUNG | REFERENCED)) | WRITEBACK
     _push_head(m, m[O_NEXT], m[O_PREV], F + 1, page)
@@ -485,6 +531,9 @@ def _linux_reclaim_levels(b, m, f, n):
                 break
         if _inactive_is_low(m) or m[R_N_INACTIVE] == 0:  # the end of shrink_lruvec: keep the inactive list fed
             _deactivate(b, m, SWAP_CLUSTER_MAX)
+        if m[R_NESTED]:  # inside a swap-in's plug: this level's blk_finish_plug does nothing
+            prio -= 1
+            continue
         # blk_finish_plug: the level's last request is issued, so no write merges across levels (the
         # kernel's requests are the levels' writes, 1, 3, 6 ... pages; research/notes/swapout-merge.md)
         _flush(m, f)

@@ -37,6 +37,8 @@ from swaptrace.kernels.emulate.linux_lists import (
     _linux_insert,
     _linux_reclaim,
     _linux_stats_tick,
+    _plug_add,
+    _unplug,
     _wb_complete,
 )
 from swaptrace.kernels.emulate.lru import _lru_hit, _lru_insert, _lru_reclaim
@@ -89,8 +91,10 @@ from swaptrace.kernels.emulate.state import (
     P_MAX_ROWS_PER_ACCESS,
     P_NSTEPS,
     P_OUT_CAP,
+    P_PLUG_RULES,
     P_POLICY,
     P_RA_MODE,
+    P_WB_LEVEL,
     P_ZERO_PAGE,
     P_ZEROMAP,
     POLICY_CLOCK,
@@ -100,6 +104,7 @@ from swaptrace.kernels.emulate.state import (
     R_ERROR,
     R_EV_AT,
     R_EV_N,
+    R_NESTED,
     R_OUT_N,
     R_RA_HITS,
     R_RA_PREV,
@@ -116,6 +121,7 @@ from swaptrace.kernels.emulate.state import (
     SWAP_RA_HITS_MAX,
     TMP_CANDIDATES,
     TOUCHED,
+    WB_BY_DEVICE,
     WRITEBACK,
     YOUNG,
     ZERO_PAGE,
@@ -161,7 +167,8 @@ def _make_room(b, m, f, k):
             _clock_reclaim(b, m, f, n)
         else:
             _linux_reclaim(b, m, f, n)
-        _flush(m, f)
+        if not m[R_NESTED]:  # a swap-in's plug stays open across its reclaim calls
+            _flush(m, f)
 
 
 @jit_noref
@@ -191,7 +198,10 @@ def _swap_in(b, m, f, page, write):
     if k > m[P_BUDGET]:  # a window larger than memory: read the page alone
         m[cand] = page
         k = 1
-    _make_room(b, m, f, k)
+    # P_PLUG_RULES: swap_vma_readahead charges each page as it reads it, under its own plug (mm/swap_state.c)
+    charged = m[P_PLUG_RULES] != 0 and m[P_POLICY] == POLICY_LINUX and m[P_WB_LEVEL] == WB_BY_DEVICE
+    if not charged:
+        _make_room(b, m, f, k)
     if m[R_ERROR] != 0:
         return
     zeromap = m[P_ZEROMAP]
@@ -199,16 +209,26 @@ def _swap_in(b, m, f, page, write):
     waits = True  # for the faulting page's read
     for i in range(k):
         q = m[cand + i]
+        if charged:  # room for this page, its reclaim inside the plug
+            m[R_NESTED] = 1
+            _make_room(b, m, f, i + 1)
+            m[R_NESTED] = 0
+            if m[R_ERROR] != 0:
+                return
         zero = b[q] & ZEROED
         if zero and zeromap:  # filled with zeros, no bio: the reads on either side do not merge across it
             zeros += 1
             if q == page:
                 waits = False
                 m[C_ZERO_FAULTS] += 1
+        elif charged:
+            _plug_add(m, f, OP_READ, m[so + q], CAUSE_FAULT if q == page else CAUSE_READAHEAD)
         else:
             _submit(m, f, OP_READ, m[so + q], CAUSE_FAULT if q == page else CAUSE_READAHEAD)
         b[q] = RESIDENT | TOUCHED | zero | (0 if q == page else READAHEAD)
     _flush(m, f)
+    if charged:  # blk_finish_plug: the writes its reclaim plugged go to the device with the reads
+        _unplug(m)
     m[C_PAGES_IN] += k - zeros
     m[C_ZERO_IN] += zeros
     m[C_RA_ISSUED] += k - 1

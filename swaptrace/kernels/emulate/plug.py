@@ -77,9 +77,15 @@ def _flush(m, f):
 
 
 @jit_noref
+def _merges(m, op, slot):
+    """Whether a one-page bio for ``slot`` back-merges into the plugged request."""
+    return m[R_PEND_OP] == op and slot == m[R_PEND_SLOT] + m[R_PEND_N] and m[R_PEND_N] < m[P_MAX_REQ_PAGES]
+
+
+@jit_noref
 def _submit(m, f, op, slot, cause):
     """Add a one-page bio for ``slot``; back-merge it or start a new request."""
-    if m[R_PEND_OP] == op and slot == m[R_PEND_SLOT] + m[R_PEND_N] and m[R_PEND_N] < m[P_MAX_REQ_PAGES]:
+    if _merges(m, op, slot):
         m[R_PEND_N] += 1
         if cause == CAUSE_FAULT:
             m[R_PEND_CAUSE] = CAUSE_FAULT

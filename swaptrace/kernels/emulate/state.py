@@ -195,7 +195,15 @@ C_ZERO_IN = 116  # swap-ins of all-zero pages, faulting or read ahead, filled wi
 P_ZEROMAP = 117  # linux: all-zero pages skip swap I/O (Linux >= 6.12); 0: they are written and read like any
 C_ZERO_FAULTS = 118  # major faults on pages of zeros (counted in C_MAJOR, as the kernel's pgmajfault; no read waited)
 
-HEADER = 119
+# ---- added later (m[119:123]): the block layer's plug rules (blk_add_rq_to_plug, block/blk-mq.c)
+P_PLUG_RULES = 119  # linux, WB_BY_DEVICE: 1: a plug goes to the device at 32 requests, or when a request joins
+# one whose first request reached 128 KiB, and a swap-in charges each window page under its own plug, which the
+# reclaim it runs shares; 0: one plug per priority level, sent whole as the level ends
+R_PLUG_REQS = 120  # requests started in the current plug
+R_PLUG_HEAD = 121  # pages of the current plug's first request
+R_NESTED = 122  # 1 while reclaim runs inside a swap-in's plug (its own blk_start_plug is then a no-op)
+
+HEADER = 123
 TMP_CANDIDATES = 64
 
 # ---- f -------------------------------------------------------------------
@@ -472,6 +480,7 @@ def new_state(
     m[P_WB_COST] = params.get("write_cost", 0)
     m[P_FILL_CREDIT] = params.get("fill_write_credit", 0)
     m[P_WB_LATENCY] = params.get("write_latency", 0)
+    m[P_PLUG_RULES] = params.get("plug_rules", 0)
     m[P_EV_CAP] = event_rows
     m[R_STAT_STEP] = params["first_step"]  # flushed as the run starts: every list empty
     st.f[F_STEP_US] = step_us
