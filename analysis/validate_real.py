@@ -99,6 +99,25 @@ def spec_of(shape: str) -> Path:
     return SPECS / SHAPES[shape.split("@")[0]]
 
 
+def warm(shape: str) -> None:
+    """One unlimited step of the shape's program, before a recording or a repeated capture: its files in the page
+    cache (this machine's DAMON scheme pages out idle page cache) and its numba kernels compiled -- a cold first
+    run compiled them inside a recording (take 92's first: 72 k more 16 KiB mappings, start-up 55 s against 18 s).
+    Its exit status is not checked: TorchRec's program now and then aborts at exit ("terminate called without an
+    active exception"), warm all the same."""
+    subprocess.run(train_argv(shape, 1), check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def repeat_capture(shape: str, frac: float, run: int, out: Path) -> None:
+    """The study's capture of ``shape`` at ``frac`` again, at run ``run``'s limit (no unlimited baseline), into
+    ``out``; for the research tools that watch a capture from beside it (they :func:`warm` the program first,
+    before they start watching)."""
+    meta = _meta(capture_path(shape, frac, run))
+    subprocess.run([SWAPTRACE, "capture", "--memory", str(int(meta["memory_bytes"])), "-o", str(out), "--json",
+                    "--force", "--no-baseline", "--wait-quiet", str(WAIT_QUIET), "--", *train_argv(shape, STEPS)],
+                   check=True, stdout=subprocess.DEVNULL)
+
+
 def train_argv(shape: str, steps: int) -> list[str]:
     framework = shape.split("@")[1] if "@" in shape else "pytorch"
     if framework not in FRAMEWORKS:
@@ -133,10 +152,7 @@ def do_record(args) -> None:
             continue
         pageout = ["--pageout", "--swap-size", PAGEOUT_SWAP] if args.pageout else []
         argv = train_argv(shape, args.steps)
-        # one unlimited step first, as before a capture: the program's files in the page cache (this machine's
-        # DAMON scheme pages out idle page cache) and its numba kernels compiled -- a cold first run compiled
-        # them inside a recording (take 92's first: 72 k more 16 KiB mappings, start-up 55 s against 18 s)
-        sh(*train_argv(shape, 1), check=False)  # only to warm: TorchRec's program now and then aborts at exit
+        warm(shape)
         if args.unmarked:  # as an unmodified program: no marks, its steps from the lines it prints
             argv = ["env", "-u", MARKER_ENV, *argv, "--step-lines"]
             pageout += ["--step-line", STEP_LINE]

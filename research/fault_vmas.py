@@ -32,7 +32,6 @@ import collections
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import threading
@@ -46,13 +45,6 @@ sys.path.insert(0, str(ROOT / "analysis"))
 import validate_real as vr  # noqa: E402  (the study's shapes, paths and capture command)
 
 TRACEFS = Path("/sys/kernel/tracing/instances")
-
-
-def _meta(path: Path) -> dict:
-    """A swap stream's metadata (the capture's kernel block, summary and parameters)."""
-    from swaptrace import open_trace
-
-    return open_trace(path, kind="swapio").meta
 LINE = re.compile(r"^\s*(\S+)-(\d+)\s+\[\d+\]\s+\S+\s+([\d.]+): (page_fault_user|block_bio_queue): (.*)$")
 BIO = re.compile(r"(\d+),(\d+) (\S+) (\d+) \+ (\d+)")
 
@@ -105,12 +97,9 @@ class Snapshots(threading.Thread):
 
 def trace_capture(shape: str, frac: float, run: int, out: Path) -> tuple[Path, Snapshots]:
     """Repeat the study's capture of ``shape`` at ``frac`` (run ``run``'s limit) with the fault/bio instance."""
-    meta = _meta(vr.capture_path(shape, frac, run))
+    meta = vr._meta(vr.capture_path(shape, frac, run))
     device = meta["kernel"].get("loop_device") or "/dev/loop0"
-    # one unlimited step first, as the study's unlimited run precedes its captures: the program's files are then
-    # in the page cache, charged to no limited group (this machine's DAMON scheme pages out idle page cache)
-    # only to warm: TorchRec's program now and then aborts at exit ("terminate called without an active exception")
-    subprocess.run(vr.train_argv(shape, 1), check=False, stdout=subprocess.DEVNULL)
+    vr.warm(shape)  # before the instance records: the warming run's faults are not the capture's
     inst = TRACEFS / "fault_vmas"
     inst.mkdir(exist_ok=True)
     try:
@@ -125,10 +114,7 @@ def trace_capture(shape: str, frac: float, run: int, out: Path) -> tuple[Path, S
         snaps = Snapshots()
         snaps.start()
         (inst / "tracing_on").write_text("1")
-        cap = out / f"{shape}-{frac:.2f}.kernel.swapio.parquet"
-        subprocess.run([vr.SWAPTRACE, "capture", "--memory", str(int(meta["memory_bytes"])), "-o", str(cap), "--json",
-                        "--force", "--no-baseline", "--wait-quiet", str(vr.WAIT_QUIET), "--",
-                        *vr.train_argv(shape, vr.STEPS)], check=True, stdout=subprocess.DEVNULL)
+        vr.repeat_capture(shape, frac, run, out / f"{shape}-{frac:.2f}.kernel.swapio.parquet")
         (inst / "tracing_on").write_text("0")
         snaps.stop.set()
         snaps.join()
@@ -177,7 +163,7 @@ def phases(faults, first_read: float, capture: Path) -> dict[str, list]:
     ends ``startup_s`` later, training after every step's wall but the last's."""
     import pyarrow.parquet as pq
 
-    meta = _meta(capture)
+    meta = vr._meta(capture)
     t = pq.read_table(capture, columns=["t_us", "op"])
     reads = np.flatnonzero(np.asarray(t["op"].to_pylist(), dtype=object) == "read")
     start = first_read - float(t["t_us"].to_numpy()[reads[0]]) / 1e6
@@ -262,7 +248,7 @@ def knee(shape: str, frac: float, run: int, take: int, less_mib: list[int]) -> l
     """Training pages in of the point's emulation with ``less_mib`` MiB less memory than its capture's limit
     (how steep the miss-ratio curve is there), beside the capture's."""
     capture = vr.capture_path(shape, frac, run)
-    meta, kernel = _meta(capture), vr.phase_numbers(capture)["training"]
+    meta, kernel = vr._meta(capture), vr.phase_numbers(capture)["training"]
     trace = vr.WORK / f"{shape}-{shape}.take{take}.recording.access.parquet"
     out = vr.WORK / f"{shape}.knee.emu.swapio.parquet"
     rows = []
@@ -312,7 +298,7 @@ def main(argv=None) -> int:
         faults, first_read = faults_that_read(text, snaps.tids)
         capture = Path(tmp) / f"{args.shape}-{args.frac:.2f}.kernel.swapio.parquet"
         kernel = {ph: by_mapping(fs, snaps) for ph, fs in phases(faults, first_read, capture).items()}
-    meta = _meta(vr.capture_path(args.shape, args.frac, args.run))
+    meta = vr._meta(vr.capture_path(args.shape, args.frac, args.run))
     emu = emulated(args.shape, args.take, int(meta["memory_bytes"]), int(meta["params"]["swap_bytes"]))
     result = {"shape": args.shape, "frac": args.frac, "run": args.run, "take": args.take,
               "load_before": load0, "load_after": os.getloadavg()[0], "threads": sorted(snaps.tids),

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import threading
 import time
@@ -125,8 +124,7 @@ def rotated(shape: str, frac: float, run: int, out: Path) -> dict[str, float]:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analysis"))
     import validate_real as vr
 
-    meta = vr._meta(vr.capture_path(shape, frac, run))
-    subprocess.run(vr.train_argv(shape, 1), check=True, stdout=subprocess.DEVNULL)  # the program's files cached
+    vr.warm(shape)
     samples: list[tuple[float, dict[str, int]]] = []
     stop = threading.Event()
 
@@ -140,10 +138,7 @@ def rotated(shape: str, frac: float, run: int, out: Path) -> dict[str, float]:
     load = [Path("/proc/loadavg").read_text().split()[0]]
     thread.start()
     try:
-        subprocess.run([vr.SWAPTRACE, "capture", "--memory", str(int(meta["memory_bytes"])), "--json", "--force",
-                        "--no-baseline", "--wait-quiet", str(vr.WAIT_QUIET),
-                        "-o", str(out / f"{shape}-{frac:.2f}-r{run}.kernel.swapio.parquet"), "--",
-                        *vr.train_argv(shape, vr.STEPS)], check=True, stdout=subprocess.DEVNULL)
+        vr.repeat_capture(shape, frac, run, out / f"{shape}-{frac:.2f}-r{run}.kernel.swapio.parquet")
     finally:
         stop.set()
         thread.join()

@@ -267,7 +267,7 @@ class EmulatorConfig:
             "write_cost": d["write_cost"] or None,
             "fill_write_credit": d["fill_write_credit"] if device else None,
             "write_latency": d["write_latency"] if device else None,
-            "plug_rules": d["plug_rules"] if device else None,
+            "plug_rules": d["plug_rules"] and self.policy == "linux" if device else None,
         }
 
     @property
@@ -318,7 +318,8 @@ class EmulatorConfig:
             "write_cost": self.write_cost,
             "fill_write_credit": self.fill_write_credit,
             "write_latency": self.write_latency,
-            "plug_rules": int(self.plug_rules),
+            # the rules govern the device's plug, which only the linux policy's device rule has
+            "plug_rules": int(self.plug_rules and self.policy == "linux" and self.writeback_completion == "device"),
         }
 
 
@@ -410,7 +411,7 @@ def _linux_settings(defaults: dict[str, Any], policy: str, *, writeback_lag, zer
             raise ConfigError(f"--writeback-lag applies to --writeback-completes lag; {rule} has no lag")
         lag = 0  # no lag clock: the kernel gets WB_ALL (kernel_params)
     return {"writeback_lag": lag, "zero_page": zero, "zeromap": zmap, "stats_flush_steps": flush, "scan_priorities": levels,
-            "writeback_completion": rule, "plug_rules": policy == "linux" and rule == "device" and bool(defaults["plug_rules"]),
+            "writeback_completion": rule, "plug_rules": bool(defaults["plug_rules"]),
             **_device_settings(defaults, rule, write_cost, fill_write_credit, write_latency)}
 
 

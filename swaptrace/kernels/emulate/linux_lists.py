@@ -363,7 +363,7 @@ def _writeout(b, m, f, page):
     so = m[O_SLOT]
     if m[so + page] < 0 and _alloc_slot(m, page) < 0:
         return False
-    if m[P_PLUG_RULES] and m[P_WB_LEVEL] == WB_BY_DEVICE:
+    if m[P_PLUG_RULES]:  # (set only with WB_BY_DEVICE)
         _plug_add(m, f, OP_WRITE, m[so + page], CAUSE_RECLAIM)
     else:
         _submit(m, f, OP_WRITE, m[so + page], CAUSE_RECLAIM)

@@ -94,7 +94,6 @@ from swaptrace.kernels.emulate.state import (
     P_PLUG_RULES,
     P_POLICY,
     P_RA_MODE,
-    P_WB_LEVEL,
     P_ZERO_PAGE,
     P_ZEROMAP,
     POLICY_CLOCK,
@@ -121,7 +120,6 @@ from swaptrace.kernels.emulate.state import (
     SWAP_RA_HITS_MAX,
     TMP_CANDIDATES,
     TOUCHED,
-    WB_BY_DEVICE,
     WRITEBACK,
     YOUNG,
     ZERO_PAGE,
@@ -199,7 +197,7 @@ def _swap_in(b, m, f, page, write):
         m[cand] = page
         k = 1
     # P_PLUG_RULES: swap_vma_readahead charges each page as it reads it, under its own plug (mm/swap_state.c)
-    charged = m[P_PLUG_RULES] != 0 and m[P_POLICY] == POLICY_LINUX and m[P_WB_LEVEL] == WB_BY_DEVICE
+    charged = m[P_PLUG_RULES] != 0  # (set only for the linux policy with WB_BY_DEVICE)
     if not charged:
         _make_room(b, m, f, k)
     if m[R_ERROR] != 0:

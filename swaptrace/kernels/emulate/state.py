@@ -196,7 +196,7 @@ P_ZEROMAP = 117  # linux: all-zero pages skip swap I/O (Linux >= 6.12); 0: they 
 C_ZERO_FAULTS = 118  # major faults on pages of zeros (counted in C_MAJOR, as the kernel's pgmajfault; no read waited)
 
 # ---- added later (m[119:123]): the block layer's plug rules (blk_add_rq_to_plug, block/blk-mq.c)
-P_PLUG_RULES = 119  # linux, WB_BY_DEVICE: 1: a plug goes to the device at 32 requests, or when a request joins
+P_PLUG_RULES = 119  # linux with WB_BY_DEVICE only (EmulatorConfig.kernel_params sets it): 1: a plug goes to the device at 32 requests, or when a request joins
 # one whose first request reached 128 KiB, and a swap-in charges each window page under its own plug, which the
 # reclaim it runs shares; 0: one plug per priority level, sent whole as the level ends
 R_PLUG_REQS = 120  # requests started in the current plug
