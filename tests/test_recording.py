@@ -432,3 +432,86 @@ def test_pageout_swap_size_and_warning_by_hand(tmp_path):
     assert _pageout_warning(reader, {"device_bytes": 600 << 20}) is None  # exactly half: the kernel's test is >
     line = _pageout_warning(reader, {"device_bytes": 512 << 20})
     assert line.startswith("the program held 300 MiB, more than half the 512 MiB swap area")
+
+
+def _listen(fifo: Path, marks: list, n: int) -> None:
+    """Stamp each line written to the marker FIFO (the writer opens, writes one mark, closes)."""
+    import time
+
+    while len(marks) < n:
+        with open(fifo) as fh:
+            marks += [(time.monotonic(), line.strip()) for line in fh]
+
+
+def _line_run(tmp_path, reading_s: float):
+    """A recorder run with only what ``--step-line`` uses: its marker (a FIFO, stamped as read), its tee, and
+    a reading that takes ``reading_s`` (``--pageout`` pages the program out in it: seconds)."""
+    import io
+    import re
+    import threading
+    import time
+    import types
+
+    from swaptrace.capture import recorder
+
+    fifo = tmp_path / "trace_marker"
+    os.mkfifo(fifo)
+    marks: list = []
+    readings: list = []
+
+    def boundary(count: int) -> None:
+        t0 = time.monotonic()
+        time.sleep(reading_s)
+        readings.append((count, t0, time.monotonic()))
+
+    run = recorder._Run.__new__(recorder._Run)
+    run.live = recorder._Live()
+    run.trace = types.SimpleNamespace(marker_path=lambda: fifo)
+    run.line_readings = recorder._LineReadings(boundary)
+    run.line_readings.start()
+    r, w = os.pipe()
+    tee = recorder._Tee(r, io.BytesIO(), re.compile(r"^Finished training it"), run._on_line)
+    return run, tee, w, marks, readings, threading.Thread(target=_listen, args=(fifo, marks, 3), daemon=True)
+
+
+def test_a_step_line_is_marked_while_the_previous_reading_runs(tmp_path):
+    """Two lines 50 ms apart while the first line's reading takes 0.5 s: the second is marked ~50 ms after
+    the first, not after the reading (a mark held back behind a reading put the program's exit, which follows
+    the last line at once, into its last step); a line that comes during a reading gets the next reading."""
+    import time
+
+    run, tee, w, marks, readings, listener = _line_run(tmp_path, 0.5)
+    listener.start()
+    tee.start()
+    os.write(w, b"Finished training it 1/3 loss 0.1\n")
+    time.sleep(0.05)
+    os.write(w, b"Finished training it 2/3 loss 0.1\n")
+    time.sleep(0.05)
+    os.write(w, b"Finished training it 3/3 loss 0.1\n")
+    os.close(w)
+    tee.join(timeout=5)
+    listener.join(timeout=5)
+    assert [m for _, m in marks] == ["swaptrace line 1", "swaptrace line 2", "swaptrace line 3"]
+    assert marks[2][0] - marks[0][0] < 0.3  # lines 100 ms apart, a reading of 500 ms between them
+    time.sleep(0.6)  # the first reading ends; lines 2 and 3 came during it: one reading for both
+    run.line_readings.finish(timeout=5)
+    assert [c for c, _, _ in readings] == [1, 3]
+    assert marks[1][0] < readings[0][2] and marks[2][0] < readings[0][2]
+    assert not run.line_readings.is_alive()
+
+
+def test_no_reading_starts_after_the_run_finishes(tmp_path):
+    """finish() lets the reading under way end and starts no other (the program has exited)."""
+    import time
+
+    run, tee, w, marks, readings, listener = _line_run(tmp_path, 0.3)
+    listener.start()
+    tee.start()
+    os.write(w, b"Finished training it 1/3\nFinished training it 2/3\nFinished training it 3/3\n")
+    os.close(w)
+    tee.join(timeout=5)
+    listener.join(timeout=5)
+    run.line_readings.finish(timeout=5)
+    assert len(marks) == 3 and [c for c, _, _ in readings] == [1]
+    time.sleep(0.4)
+    assert [c for c, _, _ in readings] == [1]

@@ -290,6 +290,12 @@ MUTANTS: dict[str, tuple[list[str], list[tuple[str, str, str, str]]]] = {
          "    if False:\n        pass", "a failed mmap recorded as a mapping"),
         ("swaptrace/capture/record_parse.py", "        elif name == \"sched_process_exit\" and kv.get(\"group_dead\") == \"true\":",
          "        elif name == \"sched_process_exit\":", "a thread's exit frees its process's memory"),
+        ("swaptrace/capture/recorder.py", "            self.line_readings.queue.put(self.live.lines)",
+         "            self._boundary(self.live.lines)", "--step-line: the reading runs in the tee (the next line waits)"),
+        ("swaptrace/capture/recorder.py", "                latest = nxt\n", "                self.boundary(latest)\n                latest = nxt\n",
+         "--step-line: lines that came during a reading each read again"),
+        ("swaptrace/capture/recorder.py", "            if latest is None:\n                return\n",
+         "            if latest is None:\n                continue\n", "--step-line: readings go on after finish()"),
     ]),
     "process": (["tests/test_process.py", "tests/test_runtime_profile.py"], [
         ("swaptrace/workload/process.py", "        kinds += [\"table-state\", \"mlp-state\"]", "        kinds += [\"table-state\"]",

@@ -41,6 +41,7 @@ import ctypes
 import math
 import os
 import platform
+import queue
 import re
 import shutil
 import signal
@@ -308,6 +309,42 @@ class _Tee(threading.Thread):
                 self.on_line()
 
 
+class _LineReadings(threading.Thread):
+    """The readings at ``--step-line`` boundaries, off the tee that finds the lines.
+
+    A line's mark goes into the trace the moment the tee reads it; the reading it starts (every mapping's
+    smaps, ``clear_refs`` and, with ``--pageout``, paging the program out: up to seconds) runs here. Read in
+    the tee, it held the next line back for as long: after the last line the program's exit had begun, and
+    its first frees fell before the line's mark, in the last step (a recording whose model arrays seemed
+    freed before the exit). Lines that come while a reading runs share the next reading (a reading covers
+    everything since the last one); none is read once :meth:`finish` is called.
+    """
+
+    def __init__(self, boundary):
+        super().__init__(daemon=True, name="swaptrace-record-readings")
+        self.boundary = boundary
+        self.queue: queue.SimpleQueue = queue.SimpleQueue()
+
+    def run(self) -> None:
+        while True:
+            latest = self.queue.get()
+            while latest is not None:
+                try:
+                    nxt = self.queue.get_nowait()
+                except queue.Empty:
+                    break
+                latest = nxt
+            if latest is None:
+                return
+            self.boundary(latest)
+
+    def finish(self, timeout: float) -> None:
+        """Stop after the reading under way (no other); wait for it at most ``timeout`` seconds."""
+        self.queue.put(None)
+        if self.is_alive():
+            self.join(timeout=timeout)
+
+
 @dataclass
 class _Live:
     """What the run learns as it goes: boundaries seen, and whether --steps asks it to stop."""
@@ -378,6 +415,7 @@ class _Run:
         self.reader: ReferencedReader | None = None
         self.proc: subprocess.Popen | None = None
         self.tees: list[_Tee] = []
+        self.line_readings = _LineReadings(self._boundary)
         self.setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
         self.swap_facts: dict[str, Any] | None = None  # --pageout: the swap device's (swapdev.SwapDevice.facts)
 
@@ -403,7 +441,7 @@ class _Run:
             with open(self.trace.marker_path(), "w") as fh:
                 fh.write(f"swaptrace line {self.live.lines}\n")
         if self.live.marks == 0:
-            self._boundary(self.live.lines)
+            self.line_readings.queue.put(self.live.lines)
 
     def _spawn(self) -> tuple[int, list[tuple[int, Any]]]:
         """Start the program held before ``exec``; returns the hold pipe's write end and the pipes to tee."""
@@ -446,12 +484,14 @@ class _Run:
         finally:
             os.close(hold_w)  # the program runs now (or, on an error above, its shell ends)
         self.tees = [_Tee(fd, sink, self.pattern, self._on_line) for fd, sink in pipes]
+        self.line_readings.start()
         for t in self.tees:
             t.start()
         returncode = self._wait()
         t_exit = time.monotonic_ns()
         for t in self.tees:
             t.join(timeout=10)
+        self.line_readings.finish(timeout=30)
         return {"returncode": returncode, "t_spawn_ns": t_spawn, "t_exit_ns": t_exit}
 
     def _wait(self) -> int:
@@ -497,6 +537,7 @@ class _Run:
             self.proc.wait()
         for t in self.tees:
             t.join(timeout=5)
+        self.line_readings.finish(timeout=30)
 
 
 def resolve_steps(parsed: ParsedRecording, steps_cap: int | None, t_exit_ns: int) -> Steps:
