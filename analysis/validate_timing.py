@@ -126,20 +126,44 @@ def use_results(results: Path) -> None:
     FAULT_OVERHEAD = results / "fault_overhead.json"
 
 
+#: ``profile --loop``: the loop device's backing file (next to ``--target``) and its size
+LOOP_BYTES = 512 << 20
+
+
 def do_profile(args) -> None:
-    """fio's sweep and profile jobs on a file under /tmp, then the device profile."""
+    """fio's sweep and profile jobs on a file under /tmp, then the device profile.
+
+    ``--loop`` (root): on a loop device over a file instead, set up as a capture's swap device is
+    (:class:`swaptrace.capture.swapdev.SwapDevice`, without the swap area): the device the captures' faults
+    wait for. Its profile is ``disk-loop.toml`` beside ``disk.toml``.
+    """
     base = stream_path("tiny", 0.35)
     if not base.exists():
         sh(SWAPTRACE, "emulate", str(trace_path("tiny")), "--memory-fraction", "0.35", "-o", str(base))
     if not FIO_JOBS.exists():
         sh(SWAPTRACE, "fio", "jobs", str(base), "-o", str(FIO_JOBS))
-    if not (FIO_RUN / "results.parquet").exists():
+    run, profile, name = FIO_RUN, PROFILE, "this-machine-vda"
+    if args.loop:
+        run, profile, name = FIO_RUN.with_name(FIO_RUN.name + "-loop"), PROFILE.with_name("disk-loop.toml"), \
+            "this-machine-vda-loop"
+    if not (run / "results.parquet").exists():
         manifest = json.loads((FIO_JOBS / "manifest.json").read_text())
         names = [j["name"] for j in manifest["jobs"] if j["group"] in ("sweep", "profile") and j["request_bytes"] > 0]
-        sh(SWAPTRACE, "fio", "run", str(FIO_JOBS), "--target", args.target, "--size", "512MiB", "--runtime", "3",
-           "--jobs", ",".join(names), "-o", str(FIO_RUN), "--force")
-    PROFILE.parent.mkdir(parents=True, exist_ok=True)
-    sh(SWAPTRACE, "fio", "profile", str(FIO_RUN), "-o", str(PROFILE), "--name", "this-machine-vda", "--force")
+        fio = [SWAPTRACE, "fio", "run", str(FIO_JOBS), "--size", "512MiB", "--runtime", "3",
+               "--jobs", ",".join(names), "-o", str(run), "--force"]
+        if not args.loop:
+            sh(*fio, "--target", args.target)
+        else:
+            from swaptrace.capture.swapdev import SwapDevice
+
+            dev = SwapDevice(Path(args.target).with_suffix(".loop"), LOOP_BYTES, make_swap=False)
+            try:
+                dev.setup()
+                sh(*fio, "--target", dev.loop, "--allow-device")
+            finally:
+                dev.teardown()
+    profile.parent.mkdir(parents=True, exist_ok=True)
+    sh(SWAPTRACE, "fio", "profile", str(run), "-o", str(profile), "--name", name, "--force")
 
 
 def do_calibrate(args) -> None:
@@ -366,6 +390,8 @@ def main(argv=None) -> int:
     c.add_argument("--paired", action="store_true", help="run the fault-overhead micro-benchmark before each capture")
     p = sub.add_parser("profile")
     p.add_argument("--target", default="/tmp/swaptrace-time-fio.dat")
+    p.add_argument("--loop", action="store_true", help="root: profile a loop device over a file next to --target, "
+                   "set up as a capture's swap device is (its disk-loop.toml)")
     k = sub.add_parser("calibrate")
     k.add_argument("--repeats", type=int, default=5)
     q = sub.add_parser("predict")

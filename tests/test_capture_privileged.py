@@ -273,3 +273,25 @@ def test_capture_refuses_beside_another_active_swap_area(tmp_path):
     finally:
         subprocess.run(["swapoff", dev], capture_output=True)
         subprocess.run(["losetup", "-d", dev], capture_output=True)
+
+
+def test_a_loop_device_alone_is_set_up_as_a_captures_swap_and_removed(tmp_path):
+    """``SwapDevice(make_swap=False)`` (what ``analysis/validate_timing.py profile --loop`` gives fio): the same
+    loop device a capture swaps on -- direct I/O, non-rotational -- with no swap area; teardown removes the
+    device and its file."""
+    require_root()
+    from swaptrace.capture.swapdev import SwapDevice
+    from swaptrace.core.blockdev import loop_devices, swap_areas
+
+    path = tmp_path / f"{PREFIX}loop-only.loop"
+    dev = SwapDevice(path, 8 << 20, make_swap=False)
+    try:
+        dev.setup()
+        sys_dir = Path("/sys/block") / Path(dev.loop).name
+        assert (sys_dir / "loop" / "dio").read_text().strip() == "1"
+        assert (sys_dir / "queue" / "rotational").read_text().strip() == "0"
+        assert dev.loop in loop_devices() and dev.loop not in swap_areas()
+        assert not dev.active and path.stat().st_size == 8 << 20
+    finally:
+        dev.teardown()
+    assert dev.loop is None and not path.exists() and not ours_left()

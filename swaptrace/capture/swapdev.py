@@ -55,11 +55,17 @@ def parse_block_stat(text: str) -> dict[str, int]:
 
 @dataclass
 class SwapDevice:
-    """A swap area on a loop device over ``path``; use :meth:`setup` then :meth:`teardown`."""
+    """A swap area on a loop device over ``path``; use :meth:`setup` then :meth:`teardown`.
+
+    ``make_swap=False`` sets up the loop device alone, exactly as a capture's swap sits on it, and no swap
+    area: the device whose latency a capture's faults wait for, for fio to measure (a loop device adds a
+    worker's hop to each request over the backing file's own latency).
+    """
 
     path: Path
     size_bytes: int
     rotational: bool = False
+    make_swap: bool = True
     loop: str | None = None
     active: bool = False
     created_file: bool = False
@@ -81,12 +87,13 @@ class SwapDevice:
             (queue / "rotational").write_text("1" if self.rotational else "0")
         except OSError:
             pass  # reported in facts; the kernel keeps the backing device's value
-        _run("mkswap", self.loop)
-        try:
-            _run("swapon", "-p", str(SWAP_PRIORITY), self.loop)
-        except ToolError as exc:
-            raise PrivilegeError(f"swapon failed ({exc}); capture needs root and swap support") from None
-        self.active = True
+        if self.make_swap:
+            _run("mkswap", self.loop)
+            try:
+                _run("swapon", "-p", str(SWAP_PRIORITY), self.loop)
+            except ToolError as exc:
+                raise PrivilegeError(f"swapon failed ({exc}); capture needs root and swap support") from None
+            self.active = True
         self.facts = {
             "loop_device": self.loop,
             "device": list(blockdev.device_numbers(self.loop)),
