@@ -23,6 +23,7 @@ Usage (root; captures are cached under ``traces/real-validation``)::
     .venv/bin/python analysis/validate_real.py profile     # derive the runtime profile from the FIT shapes
     .venv/bin/python analysis/validate_real.py predict -o research/results/real-training
     .venv/bin/python analysis/validate_real.py score DIR... [--render]   # the checks over stored predictions
+    .venv/bin/python analysis/validate_real.py variant --take K -- --write-cost 4   # other emulate options
 """
 
 from __future__ import annotations
@@ -308,16 +309,33 @@ def _ks(a: dict, b: dict) -> float | None:
 _GENERATED: set[Path] = set()
 
 
-def predict_point(shape: str, frac: float, profile: str) -> dict:
-    """Generate the shape as a process with ``profile`` (``model-only``: the model alone; a runtime profile; or
-    the shape's own recording, at the write cost of :data:`WRITE_COST`) and emulate it at each run's limit;
-    numbers per phase."""
+def trace_for(shape: str, profile: str) -> Path:
+    """The access trace of ``shape`` generated with ``profile`` (``model-only``, a runtime profile or a
+    recording), made anew the first time a run asks for it (a profile may have changed since)."""
     trace = WORK / f"{shape}-{Path(profile).stem}.access.parquet"
-    if trace not in _GENERATED:  # made anew by every predict: a profile may have changed since
+    if trace not in _GENERATED:
         _GENERATED.add(trace)
         runtime = [] if profile == "model-only" else ["--runtime", profile]
         sh(SWAPTRACE, "generate", "--spec", str(spec_of(shape)), "--steps", str(STEPS), "--seed", str(SEED),
            *runtime, "-o", str(trace), "--force")
+    return trace
+
+
+def emulate_at(trace: Path, cap: Path, emu: Path, options: list[str]) -> subprocess.CompletedProcess:
+    """``emulate`` ``trace`` at capture ``cap``'s limit, with its swap device size (unless ``--footprint-swap``:
+    emulate's default, the footprint) and ``options``, into ``emu``; not checked (the model alone may fit)."""
+    meta = _meta(cap)
+    swap = (["--swap-bytes", str(int(meta["params"]["swap_bytes"]))]
+            if CAPTURE_SWAP and meta.get("params", {}).get("swap_bytes") else [])
+    return sh(SWAPTRACE, "emulate", str(trace), "--memory", str(int(meta["memory_bytes"])), *options, *swap,
+              "-o", str(emu), "--force", check=False)
+
+
+def predict_point(shape: str, frac: float, profile: str) -> dict:
+    """Generate the shape as a process with ``profile`` (``model-only``: the model alone; a runtime profile; or
+    the shape's own recording, at the write cost of :data:`WRITE_COST`) and emulate it at each run's limit;
+    numbers per phase."""
+    trace = trace_for(shape, profile)
     write_cost = ["--write-cost", str(WRITE_COST)] if profile.endswith(".recording.parquet") else []
     rows = []
     for run in range(RUNS):
@@ -326,11 +344,7 @@ def predict_point(shape: str, frac: float, profile: str) -> dict:
             continue
         meta = _meta(cap)
         emu = WORK / f"{shape}-{frac:.2f}-r{run}-{Path(profile).stem}.emu.swapio.parquet"
-        # the capture's own swap device size (--footprint-swap: emulate's default, the footprint)
-        swap = (["--swap-bytes", str(int(meta["params"]["swap_bytes"]))]
-                if CAPTURE_SWAP and meta.get("params", {}).get("swap_bytes") else [])
-        r = sh(SWAPTRACE, "emulate", str(trace), "--memory", str(int(meta["memory_bytes"])), *write_cost, *swap,
-               "--sensitivity", str(SENSITIVITY_PCT), "-o", str(emu), "--force", check=False)
+        r = emulate_at(trace, cap, emu, [*write_cost, "--sensitivity", str(SENSITIVITY_PCT)])
         if r.returncode != 0:  # the model alone fits in the limit: nothing is swapped
             print(r.stderr.strip(), flush=True)
             continue
@@ -515,9 +529,10 @@ CHECK_NAMES = {"pages": f"pages in and out ±{PAGES_TOL:.0%} (or {PAGES_FLOOR:,}
                "slowdown": f"training slowdown ±{SLOWDOWN_TOL:.0%}"}
 
 
-def tally(results: list[dict]) -> dict[str, dict[str, int]]:
-    """Per check: runs that pass it, all / fit / held out, and how many runs each group has (``n_*``)."""
-    out = {name: {"all": 0, "fit": 0, "held_out": 0} for name in CHECK_NAMES}
+def tally(results: list[dict], names=tuple(CHECK_NAMES)) -> dict[str, dict[str, int]]:
+    """Per check of ``names``: runs that pass it, all / fit / held out, and how many runs each group has
+    (``n_*``)."""
+    out = {name: {"all": 0, "fit": 0, "held_out": 0} for name in names}
     n = {"n_all": 0, "n_fit": 0, "n_held_out": 0}
     for r in results:
         group = "held_out" if r["held_out"] else "fit"
@@ -525,15 +540,16 @@ def tally(results: list[dict]) -> dict[str, dict[str, int]]:
             n["n_all"] += 1
             n["n_" + group] += 1
             for name, ok in checks(x).items():
-                out[name]["all"] += ok
-                out[name][group] += ok
+                if name in out:
+                    out[name]["all"] += ok
+                    out[name][group] += ok
     return {name: {**c, **n} for name, c in out.items()}
 
 
-def render_tally(results: list[dict]) -> str:
+def render_tally(results: list[dict], names=tuple(CHECK_NAMES)) -> str:
     """The summary table: each check's runs within its target, all / fit / held out, and whether ≥ 75 %."""
     lines = ["| check | all | fit | held out | held out ≥ 75 % |", "|---|---|---|---|---|"]
-    for name, c in tally(results).items():
+    for name, c in tally(results, names).items():
         met = c["held_out"] >= TARGET_SHARE * c["n_held_out"] if c["n_held_out"] else None
         lines.append(f"| {CHECK_NAMES[name]} | {c['all']} of {c['n_all']} | {c['fit']} of {c['n_fit']} | "
                      f"{c['held_out']} of {c['n_held_out']} | {'-' if met is None else 'yes' if met else 'no'} |")
@@ -614,6 +630,35 @@ def render(results: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def do_variant(args) -> None:
+    """Emulate every captured run of the study with other ``emulate`` options and count pages, mean write and
+    KS (no slowdown): a setting tried on the fit shapes in a minute, and then scored on the held-out ones,
+    before it goes into ``predict``. The traces are those ``predict --take K`` made (made again if missing)."""
+    out = WORK / "variant"
+    out.mkdir(parents=True, exist_ok=True)
+    results = []
+    for shape in args.shapes or list(SHAPES):
+        if not recording_path(shape).exists():
+            print(f"variant: no recording {recording_path(shape).name} (record --take {TAKE} first)", file=sys.stderr)
+            raise SystemExit(2)
+        trace = trace_for(shape, str(recording_path(shape)))
+        for frac in LIMITS:
+            rows = []
+            for run in range(RUNS):
+                cap = capture_path(shape, frac, run)
+                if not cap.exists():
+                    continue
+                emu = out / f"{shape}-{frac:.2f}-r{run}.swapio.parquet"
+                if emulate_at(trace, cap, emu, args.emulate).returncode != 0:
+                    continue
+                k, e = phase_numbers(cap), phase_numbers(emu)
+                rows.append({"kernel": k, "emulator": e, "slowdown_measured": None, "slowdown_predicted": None,
+                             "ks_write": {p: _ks(k[p]["write_hist"], e[p]["write_hist"]) for p in k}})
+            results.append({"shape": shape, "frac": frac, "held_out": shape not in FIT, "runs": rows})
+    print(f"emulate {' '.join(args.emulate)}, take {TAKE}:")
+    print(render_tally(results, ("pages", "write", "ks")), end="")
+
+
 def do_score(args) -> None:
     """Each result set's tally side by side (one column a set: all runs, held out in brackets); ``--render``
     writes each set's results.md again from its results.json (with the summary these rules give)."""
@@ -659,6 +704,10 @@ def main(argv=None) -> int:
     sc = sub.add_parser("score", help="the issue's checks counted over stored predictions (results.json)")
     sc.add_argument("results", nargs="+", help="predict's output folders (or their results.json)")
     sc.add_argument("--render", action="store_true", help="write each folder's results.md again")
+    va = sub.add_parser("variant", help="pages, mean write and KS of every captured run with other emulate "
+                        "options (no slowdown), in a minute")
+    va.add_argument("--shapes", nargs="*")
+    va.add_argument("emulate", nargs="+", metavar="OPTION", help="emulate options, after --")
     pr = sub.add_parser("predict")
     pr.add_argument("--shapes", nargs="*")
     pr.add_argument("--own", action="store_true", help="also a six-number profile from each held-out shape's capture")
@@ -674,7 +723,7 @@ def main(argv=None) -> int:
     for sp in (c, pr):
         sp.add_argument("--limits", type=float, nargs="+", help=f"fractions of the unlimited peak (default "
                         f"{' '.join(map(str, LIMITS))}); the first is captured with the unlimited run")
-    for sp in (rec, pr):
+    for sp in (rec, pr, va):
         sp.add_argument("--take", type=int, default=0, help="which recording of each shape: 0 the first, K the "
                         "K-th more (another file; predict then leaves the six-number profile out)")
     args = p.parse_args(argv)
@@ -687,7 +736,7 @@ def main(argv=None) -> int:
         DISK = Path(args.device).resolve()
     CAPTURE_SWAP = not getattr(args, "footprint_swap", False)
     {"capture": do_capture, "record": do_record, "profile": do_profile, "predict": do_predict,
-     "score": do_score}[args.cmd](args)
+     "score": do_score, "variant": do_variant}[args.cmd](args)
     return 0
 
 
