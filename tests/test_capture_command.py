@@ -256,6 +256,16 @@ def calls(monkeypatch):
     return seen
 
 
+def test_trace_reclaim_reaches_a_program_capture(calls, tmp_path):
+    """``--trace-reclaim -- CMD``: the program's capture traces its reclaim calls (the flag reaches
+    capture_command); without it, it does not."""
+    out = str(tmp_path / "o.swapio.parquet")
+    for flag, want in ((["--trace-reclaim"], True), ([], False)):
+        res = CliRunner().invoke(cli, ["capture", "--memory", "32MiB", "-o", out, *flag, "--", "true"])
+        assert res.exit_code == 2 and "stop here" in res.output
+        assert calls[-1][2]["trace_reclaim"] is want
+
+
 def test_dashes_take_a_command_with_its_own_options(calls, tmp_path):
     out = str(tmp_path / "o.swapio.parquet")
     res = CliRunner().invoke(cli, ["capture", "--memory", "32MiB", "-o", out, "--window", "0.5", "--",
@@ -288,7 +298,6 @@ def test_wait_quiet_reaches_the_capture(calls, tmp_path):
     ([], "TRACE"),
     (["--"], "nothing after --"),
     (["--compute", "mlp", "--", "true"], "--compute goes only with TRACE"),
-    (["--trace-reclaim", "--", "true"], "--trace-reclaim goes only with TRACE"),
     (["--no-lock-baseline", "--", "true"], "--lock-baseline goes only with TRACE"),
 ])
 def test_trace_or_command_but_one_of_them(calls, tmp_path, args, message):

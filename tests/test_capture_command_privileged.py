@@ -248,3 +248,21 @@ def test_killed_program_fails_the_capture(tmp_path):
     assert proc.returncode == 2 and "was killed by SIGKILL in the limited run" in err, err
     assert len(err.strip().splitlines()) == 1
     assert _gone(pids) and not out.exists()
+
+
+def test_trace_reclaim_counts_the_programs_reclaim_by_step(tmp_path):
+    """``--trace-reclaim -- CMD``: the limited run's memcg reclaim calls counted per step, start-up as step 0
+    (64 MiB written into 48 MiB must reclaim there), and every call in the raw trace's text."""
+    out, raw = tmp_path / "r.swapio.parquet", tmp_path / "r.trace.txt"
+    steps_run = 20
+    res = _invoke(["--memory", "48MiB", "-o", str(out), "--no-baseline", "--trace-reclaim", "--raw-trace", str(raw),
+                   "--json", "--", PY, "-c", PROGRAM, "64", "16", str(steps_run)])
+    assert res.exit_code == 0, res.output
+    rec = open_trace(out, kind="swapio").meta["kernel"]["reclaim"]
+    assert rec["steps"] == list(range(steps_run + 1)) and rec["missing_events"] == []
+    calls = rec["calls"]
+    # start-up reclaimed, and so did the first training step (the hot 16 MiB, written first, went out during
+    # start-up and come back); steps 2 .. 19 rewrite a resident hot set: none
+    assert len(calls) == steps_run + 1 and calls[0] > 0 and calls[1] > 0 and calls[2:steps_run] == [0] * (steps_run - 2)
+    begins = raw.read_text(errors="replace").count("mm_vmscan_memcg_reclaim_begin:")
+    assert sum(calls) + rec["unfinished_calls"] + rec["outside_calls"] == begins  # every call counted once

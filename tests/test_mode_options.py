@@ -154,7 +154,7 @@ EXPECTED = {
     ("ssd synth", "--hot-writes", "--pattern hotcold"), ("ssd synth", "--hot-fraction", "--pattern hotcold"),
     ("ssd synth", "--rwmix-read", "--pattern randrw"),
     *(("designs", o, "--fio-target") for o in ("--fio-size", "--fio-runtime", "--fio-requests", "--fio-repeats")),
-    *(("capture", o, "TRACE") for o in ("--compute", "--trace-reclaim", "--lock-baseline")),
+    *(("capture", o, "TRACE") for o in ("--compute", "--lock-baseline")), ("capture", "--trace-reclaim", "not --record"),
     ("capture", "--window", "-- CMD"), ("capture", "--sample-ms", "-- CMD"), ("capture", "--record", "-- CMD"),
     ("capture", "--step-line", "--record"), ("capture", "--steps", "--record"), ("capture", "--pageout", "--record"),
     ("capture", "--wait-quiet", "not --record"), ("capture", "--quiet-timeout", "--wait-quiet"),

@@ -522,6 +522,15 @@ MUTANTS: dict[str, tuple[list[str], list[tuple[str, str, str, str]]]] = {
         ("swaptrace/workload/export.py", "            pages = np.ascontiguousarray(pages[kept])", "            pass",
          "next-access times count event rows"),
     ]),
+    "command reclaim": (["tests/test_capture_command_privileged.py::test_trace_reclaim_counts_the_programs_reclaim_by_step",
+                         "tests/test_capture_command.py::test_trace_reclaim_reaches_a_program_capture"], [
+        ("swaptrace/capture/command.py", "        marks = [(t, \"step\", n + 1) for t, n in run.marks]",
+         "        marks = [(t, \"step\", n) for t, n in run.marks]", "a program's mark n starts step n (start-up lost)"),
+        ("swaptrace/capture/command.py", "            self.extra_events = RECLAIM_EVENTS", "            pass",
+         "--trace-reclaim -- CMD traces no reclaim event"),
+        ("swaptrace/commands/capture.py", "                         trace_reclaim=trace_reclaim)\n        return",
+         "                         trace_reclaim=False)\n        return", "the flag does not reach the program's capture"),
+    ]),
 }
 
 

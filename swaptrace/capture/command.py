@@ -47,6 +47,7 @@ from swaptrace.capture.host import vmstat
 from swaptrace.capture.memwatch import MemorySampler, ReferencedProbe
 from swaptrace.capture.oom_guard import OomGuard
 from swaptrace.capture.options import CaptureOptions
+from swaptrace.capture.reclaim import RECLAIM_EVENTS, parse_reclaim
 from swaptrace.capture.session import CaptureSession
 from swaptrace.core.units import format_bytes
 from swaptrace.errors import ConfigError, ToolError
@@ -188,8 +189,11 @@ class CommandChild:
     extra_events: tuple[str, ...] = ()
 
     def __init__(self, argv, *, memory_bytes=None, memory_fraction=None, window_s=DEFAULT_WINDOW_S,
-                 sample_interval_s=SAMPLE_INTERVAL_S, progress=None, say=None):
+                 sample_interval_s=SAMPLE_INTERVAL_S, progress=None, say=None, trace_reclaim=False):
         self.argv = [str(a) for a in argv]
+        self.trace_reclaim = trace_reclaim
+        if trace_reclaim:  # the limited run's trace also holds the reclaim tracepoints (raw text: --raw-trace)
+            self.extra_events = RECLAIM_EVENTS
         self.memory_bytes, self.memory_fraction, self.window_s = memory_bytes, memory_fraction, window_s
         self.sample_interval_s, self.progress, self.say = sample_interval_s, progress, say
         self.page_bytes = os.sysconf("SC_PAGE_SIZE")
@@ -408,8 +412,20 @@ class CommandChild:
 
     def describe(self, ctx: ChildContext, free: ProgramRun | None, run: ProgramRun,
                  recording: Recording) -> Description:
-        """See :mod:`swaptrace.capture.command_record`."""
-        return describe_command(self, free, run, recording)
+        """See :mod:`swaptrace.capture.command_record`; with ``trace_reclaim``, ``kernel.reclaim`` too."""
+        desc = describe_command(self, free, run, recording)
+        if self.trace_reclaim:
+            desc.kernel["reclaim"] = self._reclaim(ctx, run, recording, desc.steps)
+        return desc
+
+    def _reclaim(self, ctx: ChildContext, run: ProgramRun, recording: Recording, steps: int) -> dict[str, Any]:
+        """The reclaim tracepoints counted per step (:func:`swaptrace.capture.reclaim.parse_reclaim`): the
+        program's mark ``n`` starts step ``n + 1`` (start-up is step 0); a program without marks is one step."""
+        marks = [(t, "step", n + 1) for t, n in run.marks]
+        with open(ctx.raw_path, errors="replace") as fh:
+            reclaim = parse_reclaim(fh, marks, first_step=0, last_step=max(steps, 1) - 1 if marks else 0).to_meta()
+        reclaim["missing_events"] = list(recording.missing_events)
+        return reclaim
 
 
 def _step_marks(markers: list[tuple[int, str, int]]) -> list[tuple[int, int]]:
@@ -424,6 +440,7 @@ def capture_command(
     window_s: float = DEFAULT_WINDOW_S,
     sample_interval_s: float = SAMPLE_INTERVAL_S,
     say=None,
+    trace_reclaim: bool = False,
     **changes: Any,
 ):
     """Run a program under a whole-process memory limit and record its swap I/O (root only).
@@ -448,6 +465,9 @@ def capture_command(
         How often the group's ``memory.stat`` is read during each run, in seconds.
     say : callable, optional
         Called with a short line as each run starts.
+    trace_reclaim : bool
+        Also trace the limited run's memcg reclaim calls and vmscan levels (``kernel.reclaim``: counters per
+        step; with ``raw_trace_out`` every call in the raw text, for ``research/write_bursts.py``).
     **changes
         Fields of :class:`~swaptrace.capture.options.CaptureOptions` as keywords, each replacing that
         field of ``options``.
@@ -456,5 +476,6 @@ def capture_command(
     """
     options = CaptureOptions.of(options, **changes)
     child = CommandChild(argv, memory_bytes=options.memory_bytes, memory_fraction=options.memory_fraction,
-                         window_s=window_s, sample_interval_s=sample_interval_s, progress=options.progress, say=say)
+                         window_s=window_s, sample_interval_s=sample_interval_s, progress=options.progress, say=say,
+                         trace_reclaim=trace_reclaim)
     return CaptureSession(child, out, options).run()

@@ -240,13 +240,14 @@ def _record(argv, out, *, step_line, steps, pageout, options, as_json: bool) -> 
         click.echo(_record_lines(result.meta, table))
 
 
-def _capture_command(argv, out, options, *, window_s: float, sample_ms: float, as_json: bool) -> None:
+def _capture_command(argv, out, options, *, window_s: float, sample_ms: float, as_json: bool,
+                     trace_reclaim: bool) -> None:
     """The ``-- CMD`` form: run the program, print what it did."""
     from swaptrace.capture.command import capture_command
 
     say = (lambda text: click.echo(text, err=True)) if progress_enabled() else None
     result = capture_command(argv, out, options=options, window_s=window_s, sample_interval_s=sample_ms / 1e3,
-                             say=say)
+                             say=say, trace_reclaim=trace_reclaim)
     if as_json:
         echo_summary(_command_json(result), True)
         for w in result.kernel["warnings"]:  # the JSON has them too; a person running it should see them
@@ -280,7 +281,8 @@ def _capture_command(argv, out, options, *, window_s: float, sample_ms: float, a
 @click.option("--timeout", "timeout_s", type=number(0, 1e7, min_open=True), help="Give up if a replay takes longer (seconds).")
 @click.option("--raw-trace", type=click.Path(dir_okay=False), help="Also keep the raw ftrace text in this file.")
 @click.option("--trace-reclaim", is_flag=True,
-              help="TRACE: also record the vmscan/memcg reclaim tracepoints; counters per step go to the metadata.")
+              help="Also record the vmscan/memcg reclaim tracepoints of the limited run; counters per step go to the "
+                   "metadata (every call in --raw-trace's text).")
 @click.option("--record", is_flag=True, help="-- CMD: record the program's memory once, without a limit (mappings, "
               "frees, first touches, referenced pages per step, the kernel memory charged to its cgroup) into a "
               "recording file; no swap, no limit.")
@@ -308,7 +310,7 @@ def _capture_command(argv, out, options, *, window_s: float, sample_ms: float, a
 @never_with("--wait-quiet", "--record", why="a recording measures no stalls")
 @only_with("--quiet-timeout", "--wait-quiet", why="the longest quiet wait")
 @only_with("--compute", "TRACE", why="a replay's option; a program (-- CMD) computes what it computes")
-@only_with("--trace-reclaim", "TRACE", why="a replay's option, not a program's (-- CMD)")
+@never_with("--trace-reclaim", "--record", why="a recording runs without a limit: nothing is reclaimed")
 @only_with("--lock-baseline", "TRACE", why="a replay's option, not a program's (-- CMD)")
 @only_with("--window", "-- CMD", why="a program's steps without markers; a TRACE has its steps")
 @only_with("--sample-ms", "-- CMD", why="a program's memory readings")
@@ -323,10 +325,9 @@ def command(*, trace, out, memory, memory_fraction, window_s, sample_ms, compute
             pageout, wait_quiet, quiet_timeout_s, cleanup, force, as_json):
     """Record swap I/O under the real kernel: replay TRACE, or run -- CMD (root only).
 
-    Makes a swap file on a loop device, runs a child inside a memory cgroup,
-    records each block request on the swap device with the block_rq_issue
-    tracepoint, and undoes all of it. First runs the same child once
-    without a limit, for the slowdown.
+    Makes a swap file on a loop device, runs a child inside a memory cgroup, records each block
+    request on the swap device with the block_rq_issue tracepoint, and undoes all of it. First
+    runs the same child once without a limit, for the slowdown.
 
     TRACE: the child replays every access as a real load or store on
     anonymous memory, in a cgroup limited to its own (locked) baseline plus
@@ -386,7 +387,8 @@ def command(*, trace, out, memory, memory_fraction, window_s, sample_ms, compute
         _record(argv, out, step_line=step_line, steps=record_steps, pageout=pageout, options=options, as_json=as_json)
         return
     if argv is not None:
-        _capture_command(argv, out, options, window_s=window_s, sample_ms=sample_ms, as_json=as_json)
+        _capture_command(argv, out, options, window_s=window_s, sample_ms=sample_ms, as_json=as_json,
+                         trace_reclaim=trace_reclaim)
         return
     steps = int(open_trace(trace, kind="access").meta.get("steps", 0))
     with progressbar(steps, "replaying") as bar:
