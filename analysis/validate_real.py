@@ -588,7 +588,8 @@ def _range_text(x: dict) -> str:
 
 
 def render(results: list[dict]) -> str:
-    lines = [render_tally(results), "| shape | held out | profile | limit (of peak) | run | pages in k / e | err | pages out k / e | err "
+    lines = [render_tally(results),
+             "| shape | held out | profile | limit (of peak) | run | pages in k / e | err | pages out k / e | err "
              "| write KiB k / e | KS write | slowdown k / e (range) | pages within | pages in at -/+1 % memory "
              "| load | noisy |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -633,7 +634,8 @@ def render(results: list[dict]) -> str:
 def do_variant(args) -> None:
     """Emulate every captured run of the study with other ``emulate`` options and count pages, mean write and
     KS (no slowdown): a setting tried on the fit shapes in a minute, and then scored on the held-out ones,
-    before it goes into ``predict``. The traces are those ``predict --take K`` made (made again if missing)."""
+    before it goes into ``predict``. Each shape's trace is generated again from its recording, as ``predict``
+    does; the streams go to ``traces/real-validation/variant``."""
     out = WORK / "variant"
     out.mkdir(parents=True, exist_ok=True)
     results = []

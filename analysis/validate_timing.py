@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -126,7 +127,7 @@ def use_results(results: Path) -> None:
     FAULT_OVERHEAD = results / "fault_overhead.json"
 
 
-#: ``profile --loop``: the loop device's backing file (next to ``--target``) and its size
+#: ``profile --loop``: the size of the loop device's backing file (made next to ``--target``)
 LOOP_BYTES = 512 << 20
 
 
@@ -154,9 +155,13 @@ def do_profile(args) -> None:
         if not args.loop:
             sh(*fio, "--target", args.target)
         else:
+            from swaptrace.capture.leftovers import PREFIX
             from swaptrace.capture.swapdev import SwapDevice
 
-            dev = SwapDevice(Path(args.target).with_suffix(".loop"), LOOP_BYTES, make_swap=False)
+            # named as a capture's own (pid first): never a file of the user's, and `capture --cleanup` finds it
+            # if this run is killed before its teardown
+            backing = Path(args.target).parent / f"{PREFIX}{os.getpid()}-fio.loop"
+            dev = SwapDevice(backing, LOOP_BYTES, make_swap=False)
             try:
                 dev.setup()
                 sh(*fio, "--target", dev.loop, "--allow-device")
@@ -390,7 +395,7 @@ def main(argv=None) -> int:
     c.add_argument("--paired", action="store_true", help="run the fault-overhead micro-benchmark before each capture")
     p = sub.add_parser("profile")
     p.add_argument("--target", default="/tmp/swaptrace-time-fio.dat")
-    p.add_argument("--loop", action="store_true", help="root: profile a loop device over a file next to --target, "
+    p.add_argument("--loop", action="store_true", help="root: profile a loop device over a new file beside --target, "
                    "set up as a capture's swap device is (its disk-loop.toml)")
     k = sub.add_parser("calibrate")
     k.add_argument("--repeats", type=int, default=5)

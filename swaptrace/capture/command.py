@@ -47,7 +47,7 @@ from swaptrace.capture.host import vmstat
 from swaptrace.capture.memwatch import MemorySampler, ReferencedProbe
 from swaptrace.capture.oom_guard import OomGuard
 from swaptrace.capture.options import CaptureOptions
-from swaptrace.capture.reclaim import RECLAIM_EVENTS, parse_reclaim
+from swaptrace.capture.reclaim import RECLAIM_EVENTS, reclaim_record
 from swaptrace.capture.session import CaptureSession
 from swaptrace.core.units import format_bytes
 from swaptrace.errors import ConfigError, ToolError
@@ -422,10 +422,7 @@ class CommandChild:
         """The reclaim tracepoints counted per step (:func:`swaptrace.capture.reclaim.parse_reclaim`): the
         program's mark ``n`` starts step ``n + 1`` (start-up is step 0); a program without marks is one step."""
         marks = [(t, "step", n + 1) for t, n in run.marks]
-        with open(ctx.raw_path, errors="replace") as fh:
-            reclaim = parse_reclaim(fh, marks, first_step=0, last_step=max(steps, 1) - 1 if marks else 0).to_meta()
-        reclaim["missing_events"] = list(recording.missing_events)
-        return reclaim
+        return reclaim_record(ctx.raw_path, marks, 0, max(steps, 1) - 1 if marks else 0, recording.missing_events)
 
 
 def _step_marks(markers: list[tuple[int, str, int]]) -> list[tuple[int, int]]:

@@ -249,3 +249,13 @@ def reclaim_calls(lines: Iterable[str], markers: list[tuple[int, str, int]],
     step_of, _ = _step_of(markers, first_step)
     out = ReclaimTrace(np.zeros(0, np.int64), {}, np.zeros(0), [0] * (DEF_PRIORITY + 1))
     return [call for _, call in _walk(lines, out, step_of) if call is not None], out
+
+
+def reclaim_record(raw_path, markers: list[tuple[int, str, int]], first_step: int, last_step: int,
+                   missing_events) -> dict[str, Any]:
+    """A capture's ``kernel.reclaim``: :func:`parse_reclaim` of its raw ftrace text at ``raw_path`` (steps
+    ``first_step`` .. ``last_step`` by ``markers``), with the tracepoints this kernel lacks."""
+    with open(raw_path, errors="replace") as fh:
+        record = parse_reclaim(fh, markers, first_step=first_step, last_step=last_step).to_meta()
+    record["missing_events"] = list(missing_events)
+    return record

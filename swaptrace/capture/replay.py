@@ -22,7 +22,7 @@ from swaptrace.capture import tracing
 from swaptrace.capture.contract import STAT_KEYS, SWAP_HEADROOM_BYTES, ChildContext, Description, Recording
 from swaptrace.capture.convert import ParsedTrace, StreamColumns, to_stream
 from swaptrace.capture.options import CaptureOptions
-from swaptrace.capture.reclaim import RECLAIM_EVENTS, parse_reclaim
+from swaptrace.capture.reclaim import RECLAIM_EVENTS, reclaim_record
 from swaptrace.capture.replay_process import RunResult, run_replay
 from swaptrace.core.traceio import open_trace
 from swaptrace.emulate.config import EmulatorConfig
@@ -135,11 +135,9 @@ class ReplayChild:
     def _reclaim(self, ctx: ChildContext, recording: Recording) -> dict[str, Any] | None:
         if not self.trace_reclaim:
             return None
-        with open(ctx.raw_path, errors="replace") as fh:
-            reclaim = parse_reclaim(fh, recording.parsed.markers, first_step=self.prep["first_step"],
-                                    last_step=self.prep["first_step"] + self.prep["steps"] - 1).to_meta()
-        reclaim["missing_events"] = list(recording.missing_events)
-        return reclaim
+        first = self.prep["first_step"]
+        return reclaim_record(ctx.raw_path, recording.parsed.markers, first, first + self.prep["steps"] - 1,
+                              recording.missing_events)
 
     def describe(self, ctx: ChildContext, free: RunResult | None, run: LimitedReplay,
                  recording: Recording) -> Description:
