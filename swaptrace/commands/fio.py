@@ -121,6 +121,9 @@ def jobs_cmd(*, stream, out, size, max_requests, ioengine, iodepth, buffered, sw
               help="With --steady: discard the whole device (needs --allow-device) or punch the file first.")
 @click.option("--capacity-fraction", type=number(0, 1, min_open=True), default=None,
               help="Use this fraction of the target (a device's size, or the file's) instead of --size.")
+@click.option("--busy-cpus", default=0, show_default=True, type=count(0, 4096),
+              help="Keep N CPUs busy (fio's cpuio engine) beside every measurement: the device as a program "
+                   "that occupies them sees it (docs/timing.md, \"Busy CPUs\").")
 @only_with("--round", "--steady")
 @only_with("--steady-cap", "--steady")
 @only_with("--ss-ramp", "--steady")
@@ -128,13 +131,14 @@ def jobs_cmd(*, stream, out, size, max_requests, ioengine, iodepth, buffered, sw
 @only_with("--purge", "--steady", why="the purge is the first step of SNIA preconditioning")
 @writes(("out", "target"), ("fio_path",), folder_files("jobs_dir", "JOBS_DIR", recursive=False))
 def run_cmd(*, jobs_dir, target, size, runtime, only, out, no_precondition, allow_device, force, dry_run, fio_path,
-            steady, round_s, steady_cap, ss_ramp, fill_cap, purge, capacity_fraction) -> None:
+            steady, round_s, steady_cap, ss_ramp, fill_cap, purge, capacity_fraction, busy_cpus) -> None:
     """Run a job folder on TARGET and write parsed results.
 
     \b
     Example:
       swaptrace fio run fio_jobs/demo --target /tmp/swaptrace-fio.dat --size 1GiB
       swaptrace fio run fio_jobs/demo --target /dev/nvme1n1 --allow-device --size 64GiB --runtime 60
+      swaptrace fio run fio_jobs/demo --target /tmp/swaptrace-fio.dat --busy-cpus 2 -o fio_jobs/demo/runs/busy
       swaptrace fio run fio_jobs/lab --target /dev/nvme1n1 --allow-device --steady --purge \\
           --capacity-fraction 0.25 --steady-cap 7200 -o fio_jobs/lab/runs/nvme1
     """
@@ -162,6 +166,7 @@ def run_cmd(*, jobs_dir, target, size, runtime, only, out, no_precondition, allo
         fio=fio_path,
         echo=lambda line: click.echo(line, err=not dry_run),
         steady=ss,
+        busy_cpus=busy_cpus,
     )
     if dry_run:
         return

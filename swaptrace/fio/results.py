@@ -53,6 +53,7 @@ import pyarrow as pa
 from swaptrace.core import traceio
 from swaptrace.core.inputs import check_file
 from swaptrace.errors import TraceFileError
+from swaptrace.fio.busy import measured_job
 
 RESULTS_SCHEMA = pa.schema(
     [
@@ -123,10 +124,9 @@ def parse_fio_json(path: str | os.PathLike, instance: str, job: dict, manifest: 
         The output has no job, or fio reported an error for it.
     """
     data = load_fio_json(path)
-    jobs = data.get("jobs") or []
-    if not jobs:
+    j = measured_job(data.get("jobs") or [])  # CPU burners (``--busy-cpus``) beside it are not results
+    if j is None:
         raise TraceFileError(f"{path}: fio's output has no job")
-    j = jobs[0]
     if j.get("error"):
         raise TraceFileError(f"{path}: fio reported error {j['error']} for job {j.get('jobname')}")
     replay = (manifest or {}).get("replay", {}) if job.get("kind") == "replay" else {}

@@ -48,6 +48,7 @@ from swaptrace.core import blockdev, traceio
 from swaptrace.core.signals import sigterm_as_interrupt
 from swaptrace.core.units import format_bytes
 from swaptrace.errors import ConfigError, ToolError
+from swaptrace.fio import busy as busymod
 from swaptrace.fio import jobs as jobsmod
 from swaptrace.fio import results as resmod
 from swaptrace.fio import steady as ssmod
@@ -355,6 +356,7 @@ class RunContext:
     runtime_s: int
     precondition: bool = True
     steady: ssmod.SteadyOptions | None = None
+    busy_cpus: int = 0
     out_dir: Path | None = None
     fio_name: str | None = None
     dry_run: bool = False
@@ -382,23 +384,33 @@ class RunContext:
         }
 
     def command(self, step: Step, raw_dir: Path) -> list[str]:
-        """fio's command line for ``step``, its JSON going to ``raw_dir``."""
+        """fio's command line for ``step``, its JSON going to ``raw_dir``.
+
+        With ``busy_cpus``, a measured step's job file is followed by the burners' (``raw_dir``'s
+        :data:`~swaptrace.fio.busy.BUSY_FILE`): fio runs the jobs of all its files at once.
+        """
+        burners = [str(raw_dir / busymod.BUSY_FILE)] if self.busy_cpus and busymod.applies_to(step.job) else []
         return [
             self.fio.path,
             "--output-format=json",
             f"--output={raw_dir / (step.instance + '.json')}",
             str((self.jobs_dir / step.job["file"]).resolve()),
+            *burners,
         ]
 
-    def run_info(self, *, purge: str | None, fill: dict, steady: dict) -> dict:
+    def run_info(self, *, purge: str | None, fill: dict, steady: dict, busy: dict) -> dict:
         """The run's record (``meta["run"]`` of its results): target, engine and how the drive was prepared.
 
         ``purge``, ``fill`` and ``steady`` are what the preconditioning did: the purge's outcome, each fill's
-        bytes written, and fio's steady-state verdict of each round (by step instance).
+        bytes written, and fio's steady-state verdict of each round (by step instance); ``busy`` is the CPU
+        (% of one CPU) each burner got beside each measured step (by step instance), empty without
+        ``busy_cpus``.
         """
         return {"target": str(self.target_path), "target_is_device": self.target.is_device,
                 "size_bytes": self.size_bytes, "runtime_s": self.runtime_s, "fio": self.fio.text,
                 "jobs_dir": str(self.jobs_dir), "engine": self.manifest.get("engine"),
+                "busy_cpus": {"count": self.busy_cpus, "engine": "fio cpuio, cpuload=100",
+                              "cpu_pct": busy} if self.busy_cpus else None,
                 "preconditioning": {"mode": "steady" if self.steady else ("fill" if self.precondition else "none"),
                                     "criteria": self.steady.describe() if self.steady else None,
                                     "purge": purge, "fill": fill, "steady": steady}}
@@ -419,6 +431,7 @@ def run_jobs(
     fio: str | None = None,
     echo: Callable[[str], None] = print,
     steady: ssmod.SteadyOptions | None = None,
+    busy_cpus: int = 0,
 ) -> RunOutcome:
     """Run the jobs of a folder on ``target`` and parse the results.
 
@@ -446,6 +459,10 @@ def run_jobs(
     steady : SteadyOptions, optional
         SNIA-style preconditioning before ``write_rand`` (:mod:`swaptrace.fio.steady`); its verdict
         and every round's throughput go to the run's metadata.
+    busy_cpus : int
+        CPUs kept busy (fio's ``cpuio`` engine) beside every time-based measurement job
+        (:mod:`swaptrace.fio.busy`): the device's latency as a program that occupies them sees it.
+        At most the machine's CPUs.
     fio, echo
         fio executable (default: ``fio`` on ``$PATH``); where progress lines go.
 
@@ -455,6 +472,9 @@ def run_jobs(
         Paths of the results (``None`` for a dry run), the commands, the rows and measured ratios.
     """
     # absolute paths: fio runs in the results folder, not the jobs folder
+    cpus = os.cpu_count() or 1
+    if not 0 <= busy_cpus <= cpus:
+        raise ConfigError(f"--busy-cpus {busy_cpus}: this machine has {cpus} CPU(s); give 0 to {cpus}")
     jdir = Path(jobs_dir).resolve()
     out_dir = Path(out_dir).resolve() if out_dir is not None else None
     manifest = jobsmod.load_manifest(jdir)
@@ -463,7 +483,8 @@ def run_jobs(
     tgt = check_target(target, size_bytes, allow_device=allow_device, force=force)
     ctx = RunContext(jobs_dir=jdir, manifest=manifest, target=tgt,
                      target_path=tgt.path.resolve() if not tgt.is_device else tgt.path, size_bytes=size_bytes,
-                     runtime_s=runtime_s, precondition=precondition, steady=steady, out_dir=out_dir, fio_name=fio,
+                     runtime_s=runtime_s, precondition=precondition, steady=steady, busy_cpus=busy_cpus,
+                     out_dir=out_dir, fio_name=fio,
                      dry_run=dry_run, echo=echo)
     for s in steps:
         validate_job_file(jdir / s.job["file"], ctx.env(s))
@@ -553,16 +574,21 @@ def _run_into(ctx: RunContext, steps: list[Step], final: Path, *, fd: int | None
             purged = _prepare_target(ctx, fd)
             raw = tmp / RAW_DIR
             raw.mkdir()
-            parsed, fills, verdicts = [], {}, {}
+            if ctx.busy_cpus:
+                (raw / busymod.BUSY_FILE).write_text(busymod.job_text(ctx.busy_cpus))
+            parsed, fills, verdicts, busy = [], {}, {}, {}
             for i, s in enumerate(steps, start=1):
                 command, rows = _run_step(ctx, s, raw, index=i, count=len(steps))
                 commands.append(command)
+                if ctx.busy_cpus and busymod.applies_to(s.job):
+                    jobs = resmod.load_fio_json(raw / f"{s.instance}.json").get("jobs") or []
+                    busy[s.instance] = [round(v, 1) for v in busymod.burner_cpu_pct(jobs)]
                 if s.job["kind"] == "precondition":
                     fills[s.instance] = _fill_record(ctx, s, rows)
                 elif s.job["kind"] == "steady" and ctx.steady is not None:
                     verdicts[s.instance], rows = _steady_record(ctx, s, rows, raw)
                 parsed.append((s, rows))
-            run_info = ctx.run_info(purge=purged, fill=fills, steady=verdicts)
+            run_info = ctx.run_info(purge=purged, fill=fills, steady=verdicts, busy=busy)
             res_path, bw_path, rows, ratios = resmod.write_run_results(tmp, parsed, ctx.manifest,
                                                                        {**run_info, "commands": commands})
             traceio.install_folder(tmp, final, last=res_path.name)  # a user's other files there stay
@@ -607,7 +633,7 @@ def _steady_record(ctx: RunContext, step: Step, rows: list[dict], raw: Path) -> 
     The verdict is about the window's mean only, so the returned rows carry that mean as their write bandwidth
     (bytes/s) and IOPS; ``rows`` themselves are left as they are.
     """
-    job = (resmod.load_fio_json(raw / f"{step.instance}.json").get("jobs") or [{}])[0]
+    job = busymod.measured_job(resmod.load_fio_json(raw / f"{step.instance}.json").get("jobs") or []) or {}
     verdict = ssmod.verdict(job, ctx.steady)
     logs = resmod.find_bw_logs(raw, step.instance)
     if logs:

@@ -22,6 +22,7 @@ import numpy as np
 
 from swaptrace.errors import ConfigError, TraceFileError
 from swaptrace.fio import results as resmod
+from swaptrace.fio.busy import measured_job
 
 #: engines that keep one request in flight whatever ``iodepth`` says (fio's HOWTO, "ioengine")
 SYNC_ENGINES = {"psync", "sync", "pvsync", "pvsync2", "vsync"}
@@ -33,10 +34,9 @@ def _job_depth_and_latency(raw_json: Path, direction: str) -> tuple[int | None, 
         return None, None
     data = resmod.load_fio_json(raw_json)  # a damaged output is an error, not a cell quietly left out
     try:
-        jobs = data.get("jobs") or []
-        if not jobs:
+        j = measured_job(data.get("jobs") or [])
+        if j is None:
             return None, None
-        j = jobs[0]
         opts = {**(data.get("global options") or {}), **(j.get("job options") or {})}
         depth = None
         if "iodepth" in opts or "ioengine" in opts:
@@ -128,7 +128,7 @@ def build_profile(run_dir: str | os.PathLike, name: str | None = None):
         read_latency_us=tables["read"],
         write_latency_us=tables["write"],
         notes={"run_dir": str(d), "target": str(run.get("target", "")), "fio": str(run.get("fio", "")),
-               "measured_points": len(points)},
+               "measured_points": len(points), "busy_cpus": int((run.get("busy_cpus") or {}).get("count", 0))},
     )
 
 

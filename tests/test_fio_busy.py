@@ -1,0 +1,107 @@
+"""``fio run --busy-cpus N``: CPU burners beside every measured job, never beside a fill; results read the measured job."""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+
+import pytest
+from click.testing import CliRunner
+from fio_helpers import make_stream
+
+from swaptrace.cli import cli
+from swaptrace.fio import busy, jobs, results
+
+
+@pytest.fixture(scope="module")
+def read_write_jobs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("busyjobs")
+    s = make_stream(d / "s.parquet", n=200, device_bytes=4 << 20, duration_us=2e5)
+    return jobs.build_jobs(s, d / "jobs", sweep_sizes=("4k",), profile_sizes=("4k",), profile_depths=(4,)).path
+
+
+def _invoke(*args):
+    return CliRunner().invoke(cli, ["fio", *args])
+
+
+@pytest.mark.fio
+def test_burners_run_beside_measured_jobs_only(read_write_jobs, tmp_path, fio_bin):
+    """One burner beside each 1 s sweep job (it got CPU, fio says), none beside the fill; one row per measured job."""
+    out = tmp_path / "run"
+    res = _invoke("run", str(read_write_jobs), "--target", str(tmp_path / "t.dat"), "--size", "4MiB", "--runtime", "1",
+                  "--jobs", "sweep_read_4k,sweep_write_4k", "--busy-cpus", "1", "-o", str(out))
+    assert res.exit_code == 0, res.output
+    rows, meta = results.read_results(out / "results.parquet")
+    assert sorted((r["instance"], r["direction"]) for r in rows if r["kind"] == "sweep") == \
+        [("sweep_read_4k", "read"), ("sweep_write_4k", "write")]
+    record = meta["run"]["busy_cpus"]
+    assert record["count"] == 1
+    assert sorted(record["cpu_pct"]) == ["sweep_read_4k", "sweep_write_4k"]  # the fill is not among them
+    for pct in record["cpu_pct"].values():
+        # a burner fio ran for the job's second: most of a CPU on an idle machine, some even under a loaded test run
+        assert len(pct) == 1 and 5.0 < pct[0] <= 101.0
+    raw = out / "raw"
+    assert "numjobs=1" in (raw / busy.BUSY_FILE).read_text()
+    fill_jobs = results.load_fio_json(raw / "precondition@sweep.json")["jobs"]
+    assert [j["jobname"] for j in fill_jobs] == ["precondition"]
+    measured = results.load_fio_json(raw / "sweep_read_4k.json")["jobs"]
+    assert [j["jobname"] for j in measured] == ["sweep_read_4k", busy.BUSY_JOB]
+    # the profile says under which load it was measured
+    prof = tmp_path / "disk.toml"
+    res = _invoke("profile", str(out), "-o", str(prof))
+    assert res.exit_code == 0, res.output
+    assert tomllib.loads(prof.read_text())["busy_cpus"] == 1
+
+
+def test_dry_run_names_the_burners_beside_time_based_jobs_only(read_write_jobs, tmp_path):
+    res = _invoke("run", str(read_write_jobs), "--target", str(tmp_path / "t.dat"), "--size", "4MiB",
+                  "--jobs", "sweep_read_4k,replay", "--busy-cpus", "2", "--dry-run")
+    assert res.exit_code == 0, res.output
+    lines = [ln for ln in res.output.splitlines() if "--output-format=json" in ln]
+    by_job = {next(p for p in ln.split() if p.endswith(".fio") and busy.BUSY_FILE not in p).rsplit("/", 1)[-1]:
+              busy.BUSY_FILE in ln for ln in lines}
+    assert by_job == {"precondition.fio": False, "sweep_read_4k.fio": True, "replay.fio": False}
+    assert not (tmp_path / "t.dat").exists()
+
+
+@pytest.mark.parametrize("value", [str((os.cpu_count() or 1) + 1), "-1", "two"])
+def test_bad_busy_cpus_one_line_exit_2(read_write_jobs, tmp_path, value):
+    res = _invoke("run", str(read_write_jobs), "--target", str(tmp_path / "t.dat"), "--size", "4MiB",
+                  "--jobs", "sweep_read_4k", "--runtime", "1", "--busy-cpus", value, "-o", str(tmp_path / "run"))
+    assert res.exit_code == 2, res.output
+    assert len(res.output.strip().splitlines()) == 1 and "busy-cpus" in res.output
+    assert not (tmp_path / "t.dat").exists() and not (tmp_path / "run").exists()
+
+
+def test_measured_job_and_burner_cpu_by_hand():
+    """Whatever the order fio lists them in, the measured job is the one not named as a burner."""
+    burner = {"jobname": busy.BUSY_JOB, "usr_cpu": 97.5, "sys_cpu": 1.5}
+    measured = {"jobname": "sweep_read_4k", "usr_cpu": 3.0, "sys_cpu": 20.0}
+    assert busy.measured_job([burner, measured]) is measured
+    assert busy.measured_job([measured, burner]) is measured
+    assert busy.measured_job([burner]) is None
+    assert busy.burner_cpu_pct([measured, burner, {**burner, "usr_cpu": 50.0, "sys_cpu": 0.0}]) == [99.0, 50.0]
+    assert busy.applies_to({"kind": "sweep", "time_based": True})
+    assert not busy.applies_to({"kind": "replay", "time_based": False})
+    assert not busy.applies_to({"kind": "precondition", "time_based": False})
+    assert not busy.applies_to({"kind": "steady", "time_based": True})
+    text = busy.job_text(3)
+    assert f"[{busy.BUSY_JOB}]" in text and "numjobs=3" in text and "ioengine=cpuio" in text \
+        and "cpuload=100" in text and "runtime=${SWAPTRACE_RUNTIME}" in text
+    with pytest.raises(ValueError):
+        busy.job_text(0)
+
+
+def test_parse_reads_the_measured_job_when_a_burner_is_listed_first(tmp_path):
+    out = {"fio version": "fio-3.33", "jobs": [
+        {"jobname": busy.BUSY_JOB, "error": 0, "usr_cpu": 99.0, "sys_cpu": 0.0, "read": {"total_ios": 0},
+         "write": {"total_ios": 0}},
+        {"jobname": "sweep_read_4k", "error": 0, "read": {"total_ios": 10, "io_bytes": 40960, "bw_bytes": 4096.0,
+                                                          "iops": 1.0, "runtime": 10000}, "write": {"total_ios": 0}},
+    ]}
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps(out))
+    rows = results.parse_fio_json(path, "sweep_read_4k", {"name": "sweep_read_4k", "group": "sweep", "kind": "sweep",
+                                                          "request_bytes": 4096})
+    assert [(r["instance"], r["direction"], r["ios"]) for r in rows] == [("sweep_read_4k", "read", 10)]
