@@ -137,6 +137,9 @@ def do_profile(args) -> None:
     ``--loop`` (root): on a loop device over a file instead, set up as a capture's swap device is
     (:class:`swaptrace.capture.swapdev.SwapDevice`, without the swap area): the device the captures' faults
     wait for. Its profile is ``disk-loop.toml`` beside ``disk.toml``.
+
+    ``--busy-cpus N``: every measurement with ``N`` CPUs kept busy beside it (``swaptrace fio run --busy-cpus``):
+    the device as a program whose threads occupy them sees it; ``-busy`` is added to the profile's name.
     """
     base = stream_path("tiny", 0.35)
     if not base.exists():
@@ -147,11 +150,14 @@ def do_profile(args) -> None:
     if args.loop:
         run, profile, name = FIO_RUN.with_name(FIO_RUN.name + "-loop"), PROFILE.with_name("disk-loop.toml"), \
             "this-machine-vda-loop"
+    if args.busy_cpus:
+        run, profile, name = run.with_name(run.name + "-busy"), profile.with_name(profile.stem + "-busy.toml"), \
+            name + "-busy"
     if not (run / "results.parquet").exists():
         manifest = json.loads((FIO_JOBS / "manifest.json").read_text())
         names = [j["name"] for j in manifest["jobs"] if j["group"] in ("sweep", "profile") and j["request_bytes"] > 0]
         fio = [SWAPTRACE, "fio", "run", str(FIO_JOBS), "--size", "512MiB", "--runtime", "3",
-               "--jobs", ",".join(names), "-o", str(run), "--force"]
+               "--jobs", ",".join(names), "-o", str(run), "--force", "--busy-cpus", str(args.busy_cpus)]
         if not args.loop:
             sh(*fio, "--target", args.target)
         else:
@@ -395,6 +401,7 @@ def main(argv=None) -> int:
     c.add_argument("--paired", action="store_true", help="run the fault-overhead micro-benchmark before each capture")
     p = sub.add_parser("profile")
     p.add_argument("--target", default="/tmp/swaptrace-time-fio.dat")
+    p.add_argument("--busy-cpus", type=int, default=0, help="keep N CPUs busy beside every measurement")
     p.add_argument("--loop", action="store_true", help="root: profile a loop device over a new file beside --target, "
                    "set up as a capture's swap device is (its disk-loop.toml)")
     k = sub.add_parser("calibrate")

@@ -42,7 +42,10 @@ def test_burners_run_beside_measured_jobs_only(read_write_jobs, tmp_path, fio_bi
         # a burner fio ran for the job's second: most of a CPU on an idle machine, some even under a loaded test run
         assert len(pct) == 1 and 5.0 < pct[0] <= 101.0
     raw = out / "raw"
-    assert "numjobs=1" in (raw / busy.BUSY_FILE).read_text()
+    # one job file a step: fio runs the files of its command line one after another, the jobs of a file together
+    combined = (raw / busy.combined_name("sweep_read_4k")).read_text()
+    assert combined.index("[sweep_read_4k]") < combined.index(f"[{busy.BUSY_JOB}]") and "numjobs=1" in combined
+    assert not (raw / busy.combined_name("precondition@sweep")).exists()
     fill_jobs = results.load_fio_json(raw / "precondition@sweep.json")["jobs"]
     assert [j["jobname"] for j in fill_jobs] == ["precondition"]
     measured = results.load_fio_json(raw / "sweep_read_4k.json")["jobs"]
@@ -58,10 +61,10 @@ def test_dry_run_names_the_burners_beside_time_based_jobs_only(read_write_jobs, 
     res = _invoke("run", str(read_write_jobs), "--target", str(tmp_path / "t.dat"), "--size", "4MiB",
                   "--jobs", "sweep_read_4k,replay", "--busy-cpus", "2", "--dry-run")
     assert res.exit_code == 0, res.output
-    lines = [ln for ln in res.output.splitlines() if "--output-format=json" in ln]
-    by_job = {next(p for p in ln.split() if p.endswith(".fio") and busy.BUSY_FILE not in p).rsplit("/", 1)[-1]:
-              busy.BUSY_FILE in ln for ln in lines}
-    assert by_job == {"precondition.fio": False, "sweep_read_4k.fio": True, "replay.fio": False}
+    files = [[p.rsplit("/", 1)[-1] for p in ln.split() if p.endswith(".fio")]
+             for ln in res.output.splitlines() if "--output-format=json" in ln]
+    assert all(len(f) == 1 for f in files), files  # one job file each: fio would run a second one after the first
+    assert sorted({f[0] for f in files}) == ["precondition.fio", "replay.fio", busy.combined_name("sweep_read_4k")]
     assert not (tmp_path / "t.dat").exists()
 
 
@@ -86,7 +89,8 @@ def test_measured_job_and_burner_cpu_by_hand():
     assert not busy.applies_to({"kind": "replay", "time_based": False})
     assert not busy.applies_to({"kind": "precondition", "time_based": False})
     assert not busy.applies_to({"kind": "steady", "time_based": True})
-    text = busy.job_text(3)
+    text = busy.combined_text("[sweep_read_4k]\nrw=randread\n\n\n", 3)
+    assert text.startswith("[sweep_read_4k]\nrw=randread\n\n;")
     assert f"[{busy.BUSY_JOB}]" in text and "numjobs=3" in text and "ioengine=cpuio" in text \
         and "cpuload=100" in text and "runtime=${SWAPTRACE_RUNTIME}" in text
     with pytest.raises(ValueError):

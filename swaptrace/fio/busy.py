@@ -11,10 +11,12 @@ both (docs/timing.md, "Busy CPUs"), while the faults of real training under a me
 
 ``swaptrace fio run --busy-cpus N`` therefore runs, beside every time-based measurement job, ``N``
 processes of fio's own ``cpuio`` engine at ``cpuload=100`` (fio's HOWTO, "I/O engine": cpuio "doesn't
-transfer any data, but burns CPU cycles") for as long as the measured job. Preconditioning fills and
-steady-state rounds run alone: they prepare the drive, they are not measured latencies. The burners' jobs
-are named :data:`BUSY_JOB`; the results read only the measured job, and the run's record keeps what CPU
-the burners got, so a profile says under which load it was measured.
+transfer any data, but burns CPU cycles") for as long as the measured job. The burners' section is appended
+to a copy of the measured job file (:func:`combined_text`), because fio runs the jobs of one file together
+but several job files given on its command line one after another. Preconditioning fills and steady-state
+rounds run alone: they prepare the drive, they are not measured latencies. The burners' jobs are named
+:data:`BUSY_JOB`; the results read only the measured job, and the run's record keeps what CPU the burners
+got, so a profile says under which load it was measured.
 """
 
 from __future__ import annotations
@@ -22,8 +24,13 @@ from __future__ import annotations
 #: the section name of the CPU-burning jobs (never a job name of ``swaptrace fio jobs``)
 BUSY_JOB = "swaptrace_busy_cpus"
 
-#: the name of the burners' job file, written into the run's ``raw/`` folder
-BUSY_FILE = "busy_cpus.fio"
+#: what the copy of a measured job file with the burners appended is called (in the run's ``raw/`` folder)
+COMBINED_SUFFIX = "+busy_cpus.fio"
+
+
+def combined_name(instance: str) -> str:
+    """The file name of step ``instance``'s job file with the burners appended."""
+    return instance + COMBINED_SUFFIX
 
 
 def job_text(count: int) -> str:
@@ -37,6 +44,11 @@ def job_text(count: int) -> str:
             f"numjobs={count}\n"
             "time_based=1\n"
             "runtime=${SWAPTRACE_RUNTIME}\n")
+
+
+def combined_text(job_file_text: str, count: int) -> str:
+    """A measured job file's text with ``count`` burners appended: one file, so fio starts them together."""
+    return job_file_text.rstrip("\n") + "\n\n" + job_text(count)
 
 
 def applies_to(job: dict) -> bool:

@@ -386,17 +386,29 @@ class RunContext:
     def command(self, step: Step, raw_dir: Path) -> list[str]:
         """fio's command line for ``step``, its JSON going to ``raw_dir``.
 
-        With ``busy_cpus``, a measured step's job file is followed by the burners' (``raw_dir``'s
-        :data:`~swaptrace.fio.busy.BUSY_FILE`): fio runs the jobs of all its files at once.
+        With ``busy_cpus``, a measured step runs a copy of its job file with the burners appended
+        (``raw_dir``'s :func:`~swaptrace.fio.busy.combined_name`, written by :meth:`job_file_for`).
         """
-        burners = [str(raw_dir / busymod.BUSY_FILE)] if self.busy_cpus and busymod.applies_to(step.job) else []
         return [
             self.fio.path,
             "--output-format=json",
             f"--output={raw_dir / (step.instance + '.json')}",
-            str((self.jobs_dir / step.job["file"]).resolve()),
-            *burners,
+            str(self.job_file_for(step, raw_dir)),
         ]
+
+    def with_burners(self, step: Step) -> bool:
+        """Whether ``step`` is measured with CPU burners beside it."""
+        return bool(self.busy_cpus) and busymod.applies_to(step.job)
+
+    def job_file_for(self, step: Step, raw_dir: Path, *, write: bool = False) -> Path:
+        """The job file fio runs for ``step``: the folder's own, or its copy with the burners (made if ``write``)."""
+        own = (self.jobs_dir / step.job["file"]).resolve()
+        if not self.with_burners(step):
+            return own
+        path = raw_dir / busymod.combined_name(step.instance)
+        if write:
+            path.write_text(busymod.combined_text(own.read_text(), self.busy_cpus))
+        return path
 
     def run_info(self, *, purge: str | None, fill: dict, steady: dict, busy: dict) -> dict:
         """The run's record (``meta["run"]`` of its results): target, engine and how the drive was prepared.
@@ -574,13 +586,11 @@ def _run_into(ctx: RunContext, steps: list[Step], final: Path, *, fd: int | None
             purged = _prepare_target(ctx, fd)
             raw = tmp / RAW_DIR
             raw.mkdir()
-            if ctx.busy_cpus:
-                (raw / busymod.BUSY_FILE).write_text(busymod.job_text(ctx.busy_cpus))
             parsed, fills, verdicts, busy = [], {}, {}, {}
             for i, s in enumerate(steps, start=1):
                 command, rows = _run_step(ctx, s, raw, index=i, count=len(steps))
                 commands.append(command)
-                if ctx.busy_cpus and busymod.applies_to(s.job):
+                if ctx.with_burners(s):
                     jobs = resmod.load_fio_json(raw / f"{s.instance}.json").get("jobs") or []
                     busy[s.instance] = [round(v, 1) for v in busymod.burner_cpu_pct(jobs)]
                 if s.job["kind"] == "precondition":
@@ -652,6 +662,7 @@ def _run_step(ctx: RunContext, step: Step, raw: Path, *, index: int, count: int)
 
     Returns the command line and the step's parsed rows.
     """
+    ctx.job_file_for(step, raw, write=True)
     cmd = ctx.command(step, raw)
     env = {**os.environ, **ctx.env(step)}
     proc = subprocess.run(cmd, env=env, cwd=raw, capture_output=True, text=True)
