@@ -54,7 +54,8 @@ def test_burners_run_beside_measured_jobs_only(read_write_jobs, tmp_path, fio_bi
     prof = tmp_path / "disk.toml"
     res = _invoke("profile", str(out), "-o", str(prof))
     assert res.exit_code == 0, res.output
-    assert tomllib.loads(prof.read_text())["busy_cpus"] == 1
+    got = tomllib.loads(prof.read_text())
+    assert (got["read_busy_cpus"], got["write_busy_cpus"]) == (1, 1)
 
 
 def test_dry_run_names_the_burners_beside_time_based_jobs_only(read_write_jobs, tmp_path):
@@ -109,3 +110,51 @@ def test_parse_reads_the_measured_job_when_a_burner_is_listed_first(tmp_path):
     rows = results.parse_fio_json(path, "sweep_read_4k", {"name": "sweep_read_4k", "group": "sweep", "kind": "sweep",
                                                           "request_bytes": 4096})
     assert [(r["instance"], r["direction"], r["ios"]) for r in rows] == [("sweep_read_4k", "read", 10)]
+
+
+def _write_fake_run(folder, read_lat_us, write_lat_us, busy_cpus, sizes):
+    """A ``fio run`` folder written by hand: depth-1 sweeps of ``sizes`` whose mean latency is the given one at
+    4 KiB and grows as the square root of the size."""
+    from swaptrace.fio.runner import Step
+
+    raw = folder / "raw"
+    raw.mkdir(parents=True)
+    parsed = []
+    for op, lat4k in (("read", read_lat_us), ("write", write_lat_us)):
+        for size in sizes:
+            name, lat = f"sweep_{op}_{size >> 10}k", lat4k * (size / 4096) ** 0.5
+            out = {"jobs": [{"jobname": name, "error": 0, "job options": {"ioengine": "psync"},
+                             op: {"lat_ns": {"mean": lat * 1e3}}}]}
+            (raw / f"{name}.json").write_text(json.dumps(out))
+            job = {"name": name, "group": "sweep", "kind": "sweep"}
+            parsed.append((Step(name, job, 1), [{
+                "instance": name, "job": name, "group": "sweep", "kind": "sweep", "direction": op,
+                "request_bytes": size, "pattern": "random", "io_bytes": size * 100, "ios": 100, "bw_bytes": 1e6,
+                "iops": 1e6 / lat, "clat_p50_us": lat, "clat_p99_us": lat, "clat_p999_us": lat,
+                "runtime_ms": 1000.0, "trace_duration_ms": float("nan"), "expected_ios": float("nan")}]))
+    run = {"target": "/tmp/t", "fio": "fio-3.33", "busy_cpus": {"count": busy_cpus} if busy_cpus else None}
+    results.write_run_results(folder, parsed, {"jobs": []}, run)
+
+
+def test_reads_from_takes_the_read_table_of_the_other_run(tmp_path):
+    """Reads from the busy run, writes from the idle one, each table's load recorded; other sizes refused."""
+    from swaptrace.errors import ConfigError
+    from swaptrace.timing import device_profile
+
+    idle, busy_run, other = tmp_path / "idle", tmp_path / "busy", tmp_path / "other"
+    for folder, r, w, n, sizes in ((idle, 60.0, 70.0, 0, (4096, 16384)), (busy_run, 120.0, 130.0, 2, (4096, 16384)),
+                                   (other, 120.0, 130.0, 2, (4096, 65536))):
+        _write_fake_run(folder, r, w, n, sizes)
+    prof = device_profile.build_profile(idle, reads_from=busy_run)
+    assert prof.read_latency_us == ((120.0,), (240.0,)) and prof.write_latency_us == ((70.0,), (140.0,))
+    assert (prof.notes["read_busy_cpus"], prof.notes["write_busy_cpus"]) == (2, 0)
+    assert prof.notes["reads_run_dir"] == str(busy_run.resolve())
+    plain = device_profile.build_profile(idle)
+    assert plain.read_latency_us == ((60.0,), (120.0,)) and "reads_run_dir" not in plain.notes
+    with pytest.raises(ConfigError, match="same jobs"):
+        device_profile.build_profile(idle, reads_from=other)
+    res = _invoke("profile", str(idle), "--reads-from", str(other), "-o", str(tmp_path / "p.toml"))
+    assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1 and not (tmp_path / "p.toml").exists()
+    res = _invoke("profile", str(idle), "--reads-from", str(busy_run), "-o", str(tmp_path / "p.toml"))
+    assert res.exit_code == 0, res.output
+    assert tomllib.loads((tmp_path / "p.toml").read_text())["read"]["latency_us"] == [[120.0], [240.0]]

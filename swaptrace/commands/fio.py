@@ -262,9 +262,12 @@ def compare_cmd(results, model_path, as_json) -> None:
 @click.argument("run_dir", type=click.Path(file_okay=False))
 @click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False), help="Device profile TOML to write.")
 @click.option("--name", default=None, help="Name of the device in the profile (default: the run folder's).")
+@click.option("--reads-from", "reads_from", default=None, type=click.Path(file_okay=False),
+              help="Take the read latencies from this run of the same jobs (e.g. one with --busy-cpus: "
+                   "docs/timing.md, \"Busy CPUs\").")
 @force_option
-@writes(("out",), ("run_dir",), neither={"name": "a name written into the profile"})
-def profile_cmd(run_dir, out, name, force) -> None:
+@writes(("out",), ("run_dir", "reads_from"), neither={"name": "a name written into the profile"})
+def profile_cmd(run_dir, out, name, reads_from, force) -> None:
     """Device profile (mean latency by request size and queue depth) of a `fio run` folder, for `swaptrace time`.
 
     \b
@@ -272,8 +275,9 @@ def profile_cmd(run_dir, out, name, force) -> None:
       swaptrace fio run fio_jobs/demo --target /tmp/swaptrace-fio.dat -o fio_jobs/demo/runs/disk
       swaptrace fio profile fio_jobs/demo/runs/disk -o disk.toml
       swaptrace time traces/demo/swapio.parquet --device disk.toml
+      swaptrace fio profile fio_jobs/demo/runs/disk --reads-from fio_jobs/demo/runs/busy -o disk-busy-reads.toml
     """
     from swaptrace.timing import device_profile as profile
 
-    prof = profile.write_profile(run_dir, out, name=name, force=force)
+    prof = profile.write_profile(run_dir, out, name=name, force=force, reads_from=reads_from)
     click.echo(f"wrote {out}\n" + profile.describe(prof))

@@ -81,13 +81,20 @@ def measure_points(run_dir: str | os.PathLike) -> dict[tuple[str, int, int], flo
     return points
 
 
-def build_profile(run_dir: str | os.PathLike, name: str | None = None):
+def build_profile(run_dir: str | os.PathLike, name: str | None = None, *, reads_from: str | os.PathLike | None = None):
     """The device profile (:class:`swaptrace.timing.model.DeviceTiming`) of a ``fio run`` folder.
+
+    ``reads_from``: another run folder of the same jobs whose read table replaces this run's -- typically one
+    measured with ``fio run --busy-cpus`` (:mod:`swaptrace.fio.busy`): a faulting thread waits for its read
+    *and* for a CPU to finish it on, while the device's time for the writes in its backlog is the device's
+    own. The profile records how many CPUs were kept busy for each table (``read_busy_cpus``,
+    ``write_busy_cpus``).
 
     Raises
     ------
     ConfigError
-        No results, or no size measured at depth 1 for both reads and writes.
+        No results, no size measured at depth 1 for both reads and writes, or a ``reads_from`` run that
+        measured other sizes or depths.
     """
     from swaptrace.timing.model import DeviceTiming
 
@@ -118,8 +125,16 @@ def build_profile(run_dir: str | os.PathLike, name: str | None = None):
         # a deeper queue never gives a request less latency than a shallower one (noise aside)
         t = np.maximum.accumulate(t, axis=1)
         tables[op] = tuple(tuple(float(v) for v in row) for row in t)
-    meta = resmod.read_results(d)[1]
-    run = meta.get("run") or {}
+    run = resmod.read_results(d)[1].get("run") or {}
+    notes = {"run_dir": str(d), "target": str(run.get("target", "")), "fio": str(run.get("fio", "")),
+             "measured_points": len(points), "read_busy_cpus": _busy_cpus(run), "write_busy_cpus": _busy_cpus(run)}
+    if reads_from is not None:
+        other = build_profile(reads_from)
+        if (other.sizes_bytes, other.depths) != (tuple(sizes), tuple(depths)):
+            raise ConfigError(f"--reads-from {reads_from}: it measured sizes {list(other.sizes_bytes)} at depths "
+                              f"{list(other.depths)}, {d} sizes {sizes} at depths {depths}; run the same jobs in both")
+        tables["read"] = other.read_latency_us
+        notes.update(reads_run_dir=other.notes["run_dir"], read_busy_cpus=other.notes["read_busy_cpus"])
     return DeviceTiming(
         name=name or d.name,
         source="fio",
@@ -127,17 +142,22 @@ def build_profile(run_dir: str | os.PathLike, name: str | None = None):
         depths=tuple(depths),
         read_latency_us=tables["read"],
         write_latency_us=tables["write"],
-        notes={"run_dir": str(d), "target": str(run.get("target", "")), "fio": str(run.get("fio", "")),
-               "measured_points": len(points), "busy_cpus": int((run.get("busy_cpus") or {}).get("count", 0))},
+        notes=notes,
     )
 
 
+def _busy_cpus(run: dict) -> int:
+    """How many CPUs a run kept busy beside its measurements (``fio run --busy-cpus``; 0 for none)."""
+    return int((run.get("busy_cpus") or {}).get("count", 0))
+
+
 def write_profile(run_dir: str | os.PathLike, out: str | os.PathLike, *, name: str | None = None,
-                  force: bool = False):
-    """Build the profile of ``run_dir`` and write it as TOML to ``out`` (atomically); returns the profile."""
+                  force: bool = False, reads_from: str | os.PathLike | None = None):
+    """Build the profile of ``run_dir`` (reads from ``reads_from`` if given) and write it as TOML to ``out``
+    (atomically); returns the profile."""
     from swaptrace.core.traceio import AtomicPath
 
-    prof = build_profile(run_dir, name)
+    prof = build_profile(run_dir, name, reads_from=reads_from)
     with AtomicPath(out, force=force) as ap:
         ap.tmp.write_text(prof.to_toml())
     return prof
