@@ -207,6 +207,8 @@ CASES = [
                              "--dry-run"], "in/fakefio"),
     ("fio import", "iolog", ["fio", "import", "{IN}", "-o", "{OUT}", "--force"], "in/ok.iolog"),
     ("fio profile", "run_dir", ["fio", "profile", "{IN}", "-o", "{OUT}", "--force"], "in/run/results.parquet"),
+    ("fio profile", "reads_from", ["fio", "profile", "{run}", "--reads-from", "{IN}", "-o", "{OUT}", "--force"],
+     "in/run/results.parquet"),
     ("time", "stream", ["time", "{IN}", "--device", "nvme-tlc", *TIME, "-o", "{OUT}", "--force"],
      "in/t.swapio.parquet"),
     ("time", "stream", ["time", "{IN}", "--device", "nvme-tlc", *TIME, "--save-costs", "{OUT}", "--force"],
@@ -253,7 +255,8 @@ CASES = [
     ("report", "folder", ["report", "{IN}", "-o", "{OUT}"], "in"),
 ]
 #: the input each case's {IN} stands for (the target, or the folder it lies in)
-GIVEN = {("ssd fit", "run_dir"): "in/run", ("fio profile", "run_dir"): "in/run", ("fio run", "jobs_dir"): "in/jobs",
+GIVEN = {("ssd fit", "run_dir"): "in/run", ("fio profile", "run_dir"): "in/run", ("fio profile", "reads_from"): "in/run",
+         ("fio run", "jobs_dir"): "in/jobs",
          ("fio jobs", "stream"): "in/t.swapio.parquet", ("designs", "trace"): "in/t.access.parquet",
          ("run", "preset"): "in/spec.toml", ("report", "folder"): "in/pipe"}
 SPELLINGS = ("plain", "dotdot", "symlink", "hardlink")
