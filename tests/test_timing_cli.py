@@ -263,3 +263,32 @@ def test_fault_overhead_runs_reach_the_measurement_and_the_costs_file(stream, tm
     assert run_cli("time", stream, "--device", "nvme-tlc", "--compute", "none", "--measure-fault-overhead",
                    "--save-costs", tmp_path / "default.toml", "--force").exit_code == 0
     assert asked == [4, 3]  # three captures unless told
+
+
+def test_busy_reads_note_names_a_profile_measured_idle_for_a_program_on_every_cpu(stream, tmp_path):
+    """The note comes exactly when a measured profile's reads were idle and the threads occupy every CPU."""
+    from swaptrace.commands.time import busy_reads_note
+
+    def dev(source, **notes):
+        return timing.DeviceTiming("d", source, (4096,), (1,), ((60.0,),), ((60.0,),), notes=notes)
+
+    assert "2 threads occupy this machine's 2 CPUs" in busy_reads_note(dev("fio", read_busy_cpus=0), 2, 2)
+    assert busy_reads_note(dev("fio"), 4, 2) is not None  # a profile from before the busy runs: reads idle
+    assert busy_reads_note(dev("fio", read_busy_cpus=2), 2, 2) is None  # reads measured busy
+    assert busy_reads_note(dev("fio", read_busy_cpus=0), 1, 2) is None  # a CPU left free
+    assert busy_reads_note(dev("ssd-model"), 2, 2) is None  # not a measured profile
+    assert busy_reads_note(dev("fio"), 2, None) is None  # CPUs unknown
+    # the command prints it for a stream run on every CPU of this machine with an idle profile
+    import os
+
+    path = tmp_path / "disk.toml"
+    path.write_text(dev("fio", read_busy_cpus=0).to_toml())
+    cpus = os.cpu_count() or 1
+    r = run_cli("time", stream, "--device", path, "--step-compute-us", 1000, "--fault-cpu-us", 1,
+                "--reclaim-cpu-us", 1, "--threads", cpus, "--json")
+    assert r.exit_code == 0, r.output
+    assert "fio run --busy-cpus" in json.loads(r.output)["note"]
+    path.write_text(dev("fio", read_busy_cpus=cpus).to_toml())
+    r = run_cli("time", stream, "--device", path, "--step-compute-us", 1000, "--fault-cpu-us", 1,
+                "--reclaim-cpu-us", 1, "--threads", cpus, "--json")
+    assert r.exit_code == 0 and "note" not in json.loads(r.output)

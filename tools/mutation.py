@@ -212,7 +212,12 @@ MUTANTS: dict[str, tuple[list[str], list[tuple[str, str, str, str]]]] = {
         ("swaptrace/fio/runner.py", "            buf = rng.bytes(n)", "            buf = bytes(n)",
          "target filled with zeros"),
     ]),
-    "fio busy": (["tests/test_fio_busy.py"], [
+    "fio busy": (["tests/test_fio_busy.py",
+                  "tests/test_timing_cli.py::test_busy_reads_note_names_a_profile_measured_idle_for_a_program_on_every_cpu"], [
+        ("swaptrace/commands/time.py", "or threads < cpus or", "or threads <= cpus or",
+         "the note silent when the threads fill the CPUs exactly"),
+        ("swaptrace/commands/time.py", 'int(dev.notes.get("read_busy_cpus", 0) or 0) > 0', "False",
+         "the note given for a profile whose reads were measured busy"),
         ("swaptrace/fio/busy.py", ' and job.get("kind") not in ("precondition", "steady")', "",
          "burners beside the steady-state rounds"),
         ("swaptrace/fio/busy.py", 'if j.get("jobname") != BUSY_JOB), None)', "), None)",
@@ -224,7 +229,7 @@ MUTANTS: dict[str, tuple[list[str], list[tuple[str, str, str, str]]]] = {
          "return bool(self.busy_cpus)", "burners beside the fills too"),
         ("swaptrace/fio/busy.py", 'return job_file_text.rstrip("\\n") + "\\n\\n" + job_text(count)',
          'return job_text(count)', "the measured job left out of its own file"),
-        ("swaptrace/fio/runner.py", "    if not 0 <= busy_cpus <= cpus:", "    if not 0 <= busy_cpus:",
+        ("swaptrace/fio/busy.py", "    if not 0 <= count <= cpus:", "    if not 0 <= count:",
          "more burners than CPUs accepted"),
         ("swaptrace/timing/device_profile.py", 'return int((run.get("busy_cpus") or {}).get("count", 0))',
          'return 0', "the profile forgets the load it was measured under"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from swaptrace.commands.common import (
@@ -41,9 +43,25 @@ def _render(summary: dict) -> str:
     c = summary["cpu_costs"]
     lines.append(f"cpu costs     fault {c['fault_cpu_us']:.2f} us, reclaim {c['reclaim_cpu_us']:.2f} us/page, "
                  f"write {c['write_cpu_us']:.2f} us/page ({c['source']})")
+    if summary.get("note"):
+        lines.append(f"note          {summary['note']}")
     if summary.get("output"):
         lines.insert(0, f"wrote {summary['output']}")
     return "\n".join(lines)
+
+
+def busy_reads_note(dev, threads: int, cpus: int | None) -> str | None:
+    """A note when a program's threads occupy every CPU but a measured profile's reads were taken with none busy.
+
+    Such a program's swap-in reads also wait for a CPU to finish them on (docs/timing.md, "Busy CPUs"), so
+    the prediction's I/O wait is low. ``None`` when the profile measured its reads busy, the device is an SSD
+    model rather than a measured profile, or a CPU is left free.
+    """
+    if dev.source != "fio" or not cpus or threads < cpus or int(dev.notes.get("read_busy_cpus", 0) or 0) > 0:
+        return None
+    return (f"the program's {threads} threads occupy this machine's {cpus} CPUs, but the profile's reads were "
+            "measured with none busy: its swap-in reads also wait for a CPU, so the I/O wait here is low "
+            f"(fio run --busy-cpus {cpus}, then fio profile --reads-from; docs/timing.md, \"Busy CPUs\")")
 
 
 def _spread_text(summary: dict) -> str:
@@ -149,6 +167,9 @@ def command(*, stream, device, compute, step_compute_us, compute_baseline, trace
     result = timing.predict(stream, dev, compute=compute, step_compute_us=step_compute_us,
                             compute_baseline=compute_baseline, trace=trace, cpu=cpu, threads=threads)
     summary = result.summary()
+    note = busy_reads_note(dev, summary["threads"], os.cpu_count())
+    if note:
+        summary["note"] = note
     if save_costs is not None:  # after the prediction: bad input leaves no file
         summary["costs_file"] = str(timing.save_costs(cpu, save_costs, force=force))
     if out is not None:

@@ -21,6 +21,10 @@ got, so a profile says under which load it was measured.
 
 from __future__ import annotations
 
+import os
+
+from swaptrace.errors import ConfigError
+
 #: the section name of the CPU-burning jobs (never a job name of ``swaptrace fio jobs``)
 BUSY_JOB = "swaptrace_busy_cpus"
 
@@ -31,6 +35,13 @@ COMBINED_SUFFIX = "+busy_cpus.fio"
 def combined_name(instance: str) -> str:
     """The file name of step ``instance``'s job file with the burners appended."""
     return instance + COMBINED_SUFFIX
+
+
+def check_count(count: int) -> None:
+    """Refuse a burner count outside 0 to the machine's CPUs (ConfigError): more would burn the measured job's CPU."""
+    cpus = os.cpu_count() or 1
+    if not 0 <= count <= cpus:
+        raise ConfigError(f"--busy-cpus {count}: this machine has {cpus} CPU(s); give 0 to {cpus}")
 
 
 def job_text(count: int) -> str:

@@ -456,25 +456,20 @@ def run_jobs(
     size_bytes : int
         Bytes of the target the jobs use; at least the folder's ``min_target_bytes``.
     runtime_s : int
-        Seconds per time-based job, times the job's ``runtime_factor``
-        (replays: at most this long).
+        Seconds per time-based job, times the job's ``runtime_factor`` (replays: at most this long).
     out_dir : path-like, optional
         Results folder; default ``JOBS/runs/<UTC time>``.
     only : list of str, optional
         Job names to run (``precondition`` included only if named or needed).
     allow_device, force
         See :func:`check_target`; ``force`` also replaces an existing ``out_dir``.
-    dry_run : bool
-        Check everything and print the commands; run and write nothing.
-    precondition : bool
-        Run preconditioning before the groups that ask for it.
+    dry_run, precondition : bool
+        Check everything and print the commands, write nothing; run preconditioning before the groups that want it.
     steady : SteadyOptions, optional
         SNIA-style preconditioning before ``write_rand`` (:mod:`swaptrace.fio.steady`); its verdict
         and every round's throughput go to the run's metadata.
     busy_cpus : int
-        CPUs kept busy (fio's ``cpuio`` engine) beside every time-based measurement job
-        (:mod:`swaptrace.fio.busy`): the device's latency as a program that occupies them sees it.
-        At most the machine's CPUs.
+        CPUs kept busy beside every time-based measurement (:mod:`swaptrace.fio.busy`); at most the machine's.
     fio, echo
         fio executable (default: ``fio`` on ``$PATH``); where progress lines go.
 
@@ -483,11 +478,8 @@ def run_jobs(
     RunOutcome
         Paths of the results (``None`` for a dry run), the commands, the rows and measured ratios.
     """
-    # absolute paths: fio runs in the results folder, not the jobs folder
-    cpus = os.cpu_count() or 1
-    if not 0 <= busy_cpus <= cpus:
-        raise ConfigError(f"--busy-cpus {busy_cpus}: this machine has {cpus} CPU(s); give 0 to {cpus}")
-    jdir = Path(jobs_dir).resolve()
+    busymod.check_count(busy_cpus)
+    jdir = Path(jobs_dir).resolve()  # absolute paths: fio runs in the results folder, not the jobs folder
     out_dir = Path(out_dir).resolve() if out_dir is not None else None
     manifest = jobsmod.load_manifest(jdir)
     steps = _select_steps(manifest, only, jobs_dir=jdir, runtime_s=runtime_s, precondition=precondition,
@@ -496,8 +488,7 @@ def run_jobs(
     ctx = RunContext(jobs_dir=jdir, manifest=manifest, target=tgt,
                      target_path=tgt.path.resolve() if not tgt.is_device else tgt.path, size_bytes=size_bytes,
                      runtime_s=runtime_s, precondition=precondition, steady=steady, busy_cpus=busy_cpus,
-                     out_dir=out_dir, fio_name=fio,
-                     dry_run=dry_run, echo=echo)
+                     out_dir=out_dir, fio_name=fio, dry_run=dry_run, echo=echo)
     for s in steps:
         validate_job_file(jdir / s.job["file"], ctx.env(s))
     fio_bin = ctx.fio  # after the job files are checked (their errors come first), before the device is held
