@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from signal_helpers import default_sigint
 from test_capture_privileged import PREFIX, require_capture
 from test_capture_privileged import ours_left as everything_left
 
@@ -174,7 +175,8 @@ def _start(tmp_path, name):
     """A CLI capture of SLOW in a subprocess, returned once the limited run's group holds the program's tree."""
     out = tmp_path / name
     proc = subprocess.Popen([PY, "-c", CLI, "capture", "--memory", "64MiB", "--no-baseline", "-o", str(out), "--",
-                             PY, "-c", SLOW], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env())
+                             PY, "-c", SLOW], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(),
+                            preexec_fn=default_sigint)
     from swaptrace.capture.cgroup import memory_hierarchy
 
     procs = memory_hierarchy()[1] / f"{PREFIX}{proc.pid}" / "cgroup.procs"

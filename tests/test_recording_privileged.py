@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from signal_helpers import default_sigint
 
 from swaptrace.cli import cli
 from swaptrace.errors import SwaptraceError
@@ -182,7 +183,8 @@ def test_a_signal_during_recording_leaves_nothing(tmp_path, sig):
     env = {**os.environ, "PYTHONPATH": REPO}
     child = subprocess.Popen([sys.executable, "-c", CLI, "capture", "--record", "-o", str(out), "--",
                               sys.executable, "-c", f"import time; print('up', flush=True); time.sleep(60)  # {tag}"],
-                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=default_sigint)
     assert child.stdout.readline().strip() == "up"  # the program runs, so the instance is there
     from swaptrace.capture.cgroup import list_groups, memory_hierarchy
     from swaptrace.capture.tracing import list_instances

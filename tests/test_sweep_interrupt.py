@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from signal_helpers import default_sigint
 
 pytest.importorskip("dask.distributed", reason="the sweep needs the dask extra")
 
@@ -52,7 +53,8 @@ def _sweep(out: Path, **kw) -> subprocess.Popen:
     args = ["sweep", "--preset", "tiny", "--steps", "30", "--device", str(drive), "--workers", "2",
             *(a for f in FRACTIONS for a in ("--memory-fraction", f)), *(a for p in POLICIES for a in ("--policy", p))]
     return subprocess.Popen([sys.executable, "-m", "swaptrace.cli", *args, "-o", str(out)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True, **kw)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=default_sigint, **kw)
 
 
 def _interrupt_once(out: Path, sig: str) -> None:
