@@ -139,7 +139,9 @@ def do_profile(args) -> None:
     wait for. Its profile is ``disk-loop.toml`` beside ``disk.toml``.
 
     ``--busy-cpus N``: every measurement with ``N`` CPUs kept busy beside it (``swaptrace fio run --busy-cpus``):
-    the device as a program whose threads occupy them sees it; ``-busy`` is added to the profile's name.
+    the device as a program whose threads occupy them sees it; ``-busy`` is added to the profile's name. If the
+    idle run of the same device is there too, ``…-busy-reads.toml`` is also written: its reads from the busy run,
+    its writes from the idle one (``swaptrace fio profile IDLE --reads-from BUSY``; docs/timing.md, "Busy CPUs").
     """
     base = stream_path("tiny", 0.35)
     if not base.exists():
@@ -150,6 +152,7 @@ def do_profile(args) -> None:
     if args.loop:
         run, profile, name = FIO_RUN.with_name(FIO_RUN.name + "-loop"), PROFILE.with_name("disk-loop.toml"), \
             "this-machine-vda-loop"
+    idle_run, idle_profile, idle_name = run, profile, name
     if args.busy_cpus:
         run, profile, name = run.with_name(run.name + "-busy"), profile.with_name(profile.stem + "-busy.toml"), \
             name + "-busy"
@@ -175,6 +178,9 @@ def do_profile(args) -> None:
                 dev.teardown()
     profile.parent.mkdir(parents=True, exist_ok=True)
     sh(SWAPTRACE, "fio", "profile", str(run), "-o", str(profile), "--name", name, "--force")
+    if args.busy_cpus and (idle_run / "results.parquet").exists():
+        sh(SWAPTRACE, "fio", "profile", str(idle_run), "--reads-from", str(run), "--name", idle_name + "-busy-reads",
+           "-o", str(idle_profile.with_name(idle_profile.stem + "-busy-reads.toml")), "--force")
 
 
 def do_calibrate(args) -> None:
