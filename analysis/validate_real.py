@@ -722,7 +722,7 @@ def main(argv=None) -> int:
                     help="emulate each point with emulate's default swap size, the trace's footprint (default: "
                          "its capture's swap device size, 2.25 GiB at 0.65-0.4)")
     pr.add_argument("--capture-swap", action="store_true", help="the default (kept for the commands of earlier notes)")
-    for sp in (c, pr):
+    for sp in (c, pr, va):
         sp.add_argument("--limits", type=float, nargs="+", help=f"fractions of the unlimited peak (default "
                         f"{' '.join(map(str, LIMITS))}); the first is captured with the unlimited run")
     for sp in (rec, pr, va):

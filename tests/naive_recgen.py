@@ -17,7 +17,8 @@ A recording made with ``--pageout`` (``pageout=True``: its program was paged out
 two places of docs/process.md, and only for the program's own pages (a model array's are the spec's): a fault
 on a page already touched and not unmapped is a use of it (a load or store as the fault says, where it was),
 and a reading stores, per mapping, to ``dirty - stored`` of the pages loaded since the previous reading and not
-stored to in that time (most recently loaded first), instead of the referenced loads.
+stored to in that time (most recently loaded first), instead of the referenced loads; each such store goes
+right after the row of its page's load when that load is in the reading's step, else where the reading is.
 """
 
 from __future__ import annotations
@@ -115,6 +116,7 @@ def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, traini
     # 4. rows of each recording step
     rec_rows, alive, stamp, clock = [], set(), {}, 0
     stored, loaded_at = set(), {}  # --pageout: the window's own pages stored to; loaded (not stored) -> when
+    load_row = {}  # --pageout: page -> (step, index in its step's rows) of the row of its latest fault
     for s in range(training_steps + 1):
         rows, touched = [], set()
         for j, r in enumerate(by_step[s]):
@@ -141,7 +143,12 @@ def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, traini
                         cands = sorted((k for k in loaded_at if k[0] == rr["pid"] and k[1] in span),
                                        key=lambda k: -loaded_at[k])
                         take = min(rr.get("dirty", 0) // P - n_stored, len(cands))
-                        rows += [(trace_page[k][0], True, 0, trace_page[k][1]) for k in cands[:max(take, 0)]]
+                        picked = cands[:max(take, 0)]
+                        # the ones loaded in this step: inserted after their load, the latest first so that the
+                        # earlier places do not move; the rest at the reading
+                        for k in sorted((k for k in picked if load_row[k][0] == s), key=lambda k: -load_row[k][1]):
+                            rows.insert(load_row[k][1] + 1, (trace_page[k][0], True, 0, trace_page[k][1]))
+                        rows += [(trace_page[k][0], True, 0, trace_page[k][1]) for k in picked if load_row[k][0] != s]
                         continue
                     inside = [k for k in alive if k[0] == rr["pid"] and k in trace_page
                               and k[1] in _pages_of(rr["address"], rr["length"])]
@@ -164,6 +171,7 @@ def naive_recorded_rows(raw, regions, arrays, model_rows, startup, steps, traini
                         loaded_at.pop(key, None)
                     elif key not in stored:
                         loaded_at[key] = clock
+                load_row[key] = (s, len(rows))  # the row this fault adds (read only for a load)
                 if key in alive:
                     if pageout:  # used again after a page-out
                         rows.append((trace_page[key][0], r["write"], 0, trace_page[key][1]))

@@ -301,7 +301,8 @@ def _paged_out_recording():
 def test_a_paged_out_recording_gives_its_uses_again_and_the_stores_that_did_not_fault(tmp_path):
     """By hand (docs/process.md, --pageout): step 1's re-touches of the long-lived mapping (trace pages 34..37)
     are a load of 34, a load of 35 and a store to 36, where they were made; its reading's 2 dirty pages are the
-    store to 36 and one store that did not fault, put on the most recently loaded page, 35. No referenced loads
+    store to 36 and one store that did not fault, put on the most recently loaded page, 35, right after its load
+    (before the store to 36, though the reading comes after it). No referenced loads
     (steps 2 and 3 have none), and the table's re-touch and dirty pages are the spec's business (none). Start-up's
     4 dirty pages are its 4 first stores: nothing more."""
     spec_path = tmp_path / "rt.toml"
@@ -313,7 +314,7 @@ def test_a_paged_out_recording_gives_its_uses_again_and_the_stores_that_did_not_
     buffer = lambda t: ([(t, p, False, 1, 4) for p in range(38, 46)] + [(t, p, True, 0, 4) for p in range(38, 46)]  # noqa: E731
                         + [(t, p, False, 2, 4) for p in range(38, 46)])
     step = lambda t: [r for r in rows if r[0] == t and r[4] >= 3]  # noqa: E731 (the recorded rows)
-    assert step(1) == buffer(1) + [(1, 34, False, 0, 3), (1, 35, False, 0, 3), (1, 36, True, 0, 3), (1, 35, True, 0, 3)]
+    assert step(1) == buffer(1) + [(1, 34, False, 0, 3), (1, 35, False, 0, 3), (1, 35, True, 0, 3), (1, 36, True, 0, 3)]
     assert step(2) == buffer(2) and step(3) == buffer(3)
     assert [r for r in rows if r[0] == 0 and r[4] == 3] == ([(0, p, False, 1, 3) for p in range(34, 38)]
                                                            + [(0, p, True, 0, 3) for p in range(34, 38)])
@@ -325,11 +326,20 @@ def test_a_paged_out_recording_gives_its_uses_again_and_the_stores_that_did_not_
 
 
 @pytest.mark.parametrize("steps", [1, 3, 7])
-def test_a_paged_out_trace_equals_twin(tmp_path, steps):
+@pytest.mark.parametrize("window", ["step", "across steps"])
+def test_a_paged_out_trace_equals_twin(tmp_path, steps, window):
+    """``across steps``: step 2 loads two long-lived pages and has no reading, so step 3's reading counts them
+    dirty: their stores stay at the reading (a store is placed after its load only within the load's step)."""
     spec_path = tmp_path / "rt.toml"
     spec_path.write_text(SPEC.format(rows=2048))
     raw = _paged_out_recording() + [ev(3, "fault", LA + 3 * P), ev(3, "fault", LA + 3 * P, write=True),
                                     ev(3, "referenced", LA, 4 * P, dirty=3 * P)]
+    if window == "across steps":
+        raw = ([r for r in raw if not (r["step"] == 2 and r["event"] == "referenced")]
+               + [ev(2, "fault", LA), ev(2, "fault", LA + P)])
+        raw.sort(key=lambda r: r["step"])  # stable: each step's events keep their order
+        first = next(r for r in raw if r["step"] == 3 and r["event"] == "referenced" and r["address"] == LA)
+        first["dirty"] = 2 * P
     rec = write_recording(tmp_path / "po.recording.parquet", raw, steps=4, pageout=True)
     out = generate_trace(str(spec_path), tmp_path / "p.access.parquet", steps=steps, runtime=Recording(str(rec)))
     assert _rows(out) == _twin_rows(spec_path, raw, steps=steps, pageout=True)

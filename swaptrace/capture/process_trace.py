@@ -42,7 +42,8 @@ allocators reuse the memory they handed out last, while start-up's oldest pages 
 seldom used again); then the model's accesses of the step. A recording made with ``--pageout`` (:mod:`swaptrace.capture.pageout`)
 has no guess to make: each re-touch of one of the program's own pages is an access where it was made, and a
 reading stores, per runtime mapping, to ``dirty - stored`` of the pages loaded and not stored to in its window,
-most recently loaded first (:class:`_Window`) instead of the referenced loads. Trace step 0 ends with stores to the model
+most recently loaded first, each store right after its page's load (:class:`_Window`), instead of the
+referenced loads. Trace step 0 ends with stores to the model
 arrays a program writes at start-up (:func:`swaptrace.workload.process.startup_pages`) that no match wrote.
 The model's ``scratch`` region (the spec's stand-in for activations) gets no accesses: the recording holds the
 program's own activations, in its runtime and step buffers. **Unrecorded memory**: at each start-up reading
@@ -538,13 +539,13 @@ def _step_rows(rec, norm, starts, matched, page_of, unrecorded) -> list[tuple[np
             if k == 0:  # memory a start-up reading found unrecorded, before that reading's loads
                 rows += unrecorded_rows(i)
             while readings and readings[0][0] <= i:  # a reading taken before this op: its window's loads here
-                rows += _reading_rows(readings.pop(0)[1], window, alive=alive, touched=touched, matched=matched,
-                                      pos=base + i, page_of=page_of)
+                rows = _with_reading(rows, k, _reading_rows(readings.pop(0)[1], window, alive=alive, touched=touched,
+                                                            matched=matched, pos=base + i, page_of=page_of))
                 touched = set()
             if code == RETOUCH:  # a --pageout recording's: the page used again (a model page's uses: the spec's)
                 if _model_page(matched, key, base + i) is None and key in page_of:
                     rows.append((page_of[key][0], arg, EVENT_ACCESS, page_of[key][1]))
-                    window.used(key, arg, base + i)
+                    window.used(key, arg, (k, len(rows) - 1))
                 continue
             if code == TOUCH:
                 model = _model_page(matched, key, base + i)
@@ -558,7 +559,7 @@ def _step_rows(rec, norm, starts, matched, page_of, unrecorded) -> list[tuple[np
                 alive[key] = seq
                 touched.add(key)
                 if window is not None:
-                    window.used(key, arg, base + i)
+                    window.used(key, arg, (k, len(rows) - 1))
             elif code == FREE:
                 alive.pop(key, None)
                 touched.discard(key)
@@ -573,8 +574,8 @@ def _step_rows(rec, norm, starts, matched, page_of, unrecorded) -> list[tuple[np
         if k == 0:  # found by a reading after the step's last op
             rows += unrecorded_rows(len(ops))
         for _, reading in readings:  # those taken after the step's last op (a step's end)
-            rows += _reading_rows(reading, window, alive=alive, touched=touched, matched=matched,
-                                  pos=base + len(ops), page_of=page_of)
+            rows = _with_reading(rows, k, _reading_rows(reading, window, alive=alive, touched=touched,
+                                                        matched=matched, pos=base + len(ops), page_of=page_of))
             touched = set()
         base += len(ops)
         cols = list(zip(*rows, strict=True)) if rows else [(), (), (), ()]
@@ -583,28 +584,47 @@ def _step_rows(rec, norm, starts, matched, page_of, unrecorded) -> list[tuple[np
     return out
 
 
-def _reading_rows(reading, window, *, alive, touched, matched, pos, page_of) -> list[tuple[int, bool, int, int]]:
-    """A reading's rows: a ``--pageout`` recording's stores that did not fault (``window``), else the
-    referenced loads."""
+def _reading_rows(reading, window, *, alive, touched, matched, pos, page_of) -> list[tuple]:
+    """A reading's rows: a ``--pageout`` recording's stores that did not fault, each with the place of the load
+    it follows (``window``), else the referenced loads (placed at the reading)."""
     if window is not None:
         return window.dirty_rows(reading, matched, pos, page_of)
-    return _loads_rows(reading, alive, touched, matched, pos, page_of)
+    return [(None, row) for row in _loads_rows(reading, alive, touched, matched, pos, page_of)]
+
+
+def _with_reading(rows: list[tuple], k: int, placed: list[tuple]) -> list[tuple]:
+    """Step ``k``'s ``rows`` with a reading's rows ``(at, row)``: each right after row ``at[1]`` when ``at`` is
+    a place in this step, the others (``at`` None, or a load of an earlier step) at the end, where the reading
+    was taken. One pass: the rows after each place keep their order."""
+    if not placed:
+        return rows
+    here = sorted(((at[1], n, row) for n, (at, row) in enumerate(placed) if at is not None and at[0] == k))
+    if not here:
+        return rows + [row for _, row in placed]
+    out: list[tuple] = []
+    start = 0
+    for idx, _, row in here:
+        out += rows[start:idx + 1]
+        out.append(row)
+        start = idx + 1
+    out += rows[start:]
+    return out + [row for at, row in placed if at is None or at[0] != k]
 
 
 class _Window:
     """A ``--pageout`` recording's pages used since the last reading: stored to, and loaded but not stored to
-    (with the position of their last load), for :meth:`dirty_rows`."""
+    (with the place of the load's row, ``(step, index in the step's rows)``), for :meth:`dirty_rows`."""
 
     def __init__(self):
         self.stored: set[int] = set()
-        self.loaded: dict[int, int] = {}
+        self.loaded: dict[int, tuple[int, int]] = {}
 
-    def used(self, key: int, write: bool, pos: int) -> None:
+    def used(self, key: int, write: bool, at: tuple[int, int]) -> None:
         if write:
             self.stored.add(key)
             self.loaded.pop(key, None)
         elif key not in self.stored:
-            self.loaded[key] = pos
+            self.loaded[key] = at
 
     def freed(self, key: int) -> None:
         self.stored.discard(key)
@@ -612,10 +632,16 @@ class _Window:
 
     def dirty_rows(self, ref: dict[str, np.ndarray], matched: dict, pos: int, page_of) -> list[tuple]:
         """Stores the window made without a fault: per runtime mapping, ``dirty - stored`` of its pages loaded in
-        the window and not stored to, most recently loaded first; then the window starts over.
+        the window and not stored to, most recently loaded first, each as ``(place of its load, row)``; then
+        the window starts over.
 
         A page read back after a page-out is mapped writable, so a later store to it does not fault: smaps
         ``Private_Dirty:`` counts it with the faulting stores, and only pages loaded in the window can be it.
+        The store goes right after the load it follows (:func:`_with_reading`), not where the reading was
+        taken: the reading only counts the window's stores, and a program that writes what it has just read
+        (an interpreter's reference counts) writes it while it is still mapped. At the reading instead, a
+        limited run could evict the page clean in between, and the store would then fault it back and free
+        its slot, where the kernel rewrites it in place.
         A model array's mapping (:func:`_model_page`) is skipped: the model's stores come from the spec.
         """
         out: list[tuple] = []
@@ -630,8 +656,8 @@ class _Window:
                 c, d = np.searchsorted(loaded, [_key(pid, lo), _key(pid, lo + n)])
                 want = min(int(dirty) - int(b - a), int(d - c))
                 if want > 0:
-                    pick = sorted(loaded[c:d].tolist(), key=lambda kk: -self.loaded[kk])[:want]
-                    out += [(page_of[kk][0], True, EVENT_ACCESS, page_of[kk][1]) for kk in pick]
+                    pick = sorted(loaded[c:d].tolist(), key=lambda kk: self.loaded[kk], reverse=True)[:want]
+                    out += [(self.loaded[kk], (page_of[kk][0], True, EVENT_ACCESS, page_of[kk][1])) for kk in pick]
         self.stored, self.loaded = set(), {}
         return out
 
