@@ -38,9 +38,10 @@ def emulator_calls(trace: Path, memory: int, write_cost: int, swap: int | None, 
 
     tf = open_trace(trace, kind="access")
     cfg = EmulatorConfig.resolve(tf.meta, memory_bytes=memory, write_cost=write_cost, swap_bytes=swap)
-    t = pq.read_table(trace, columns=["step", "page", "write", "event", "zero"])
+    t = pq.read_table(trace)
     sel = t["step"].to_numpy() == 0
-    cols = {c: t[c].to_numpy()[sel][:accesses] for c in ("page", "write", "event", "zero")}
+    cols = {c: t[c].to_numpy()[sel][:accesses] if c in t.column_names else None
+            for c in ("page", "write", "event", "zero")}
     calls: list[tuple[int, int]] = []
     levels, batch = ne.NaiveLinux.reclaim_levels, ne.NaiveLinux.shrink_batch
     scanned = [0]
