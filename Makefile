@@ -150,7 +150,10 @@ torchrec-extra: torch-extra
 validate-real: setup torch-extra torchrec-extra
 	$(PY) analysis/validate_real.py record --pageout
 	$(PY) analysis/validate_real.py capture
-	$(PY) analysis/validate_real.py predict -o research/results/real-training
+	$(PY) analysis/validate_real.py measure
+	$(PY) analysis/validate_real.py predict -o research/results/real-training \
+		--costs research/results/real-training/this-boot/host-costs-loop.toml \
+		--device research/results/real-training/this-boot/disk-loop-busy-reads.toml
 
 # Two passes: every test that shares nothing machine-wide (pytest-xdist, whole files per worker so a module's
 # fixtures are built once), then the `serial` ones (privileged, fio, capture, Dask, training: tests/conftest.py),

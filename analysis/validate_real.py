@@ -52,6 +52,14 @@ HOST = ROOT / "research" / "results" / "timing" / "fault_overhead.json"
 FRESH_BOOT = ROOT / "research" / "results" / "real-training" / "fresh-boot"
 DISK = FRESH_BOOT / "disk-measured-12-43.toml"
 COSTS: Path | None = FRESH_BOOT / "host-costs-measured-12-16.toml"
+#: ``measure``: CPUs kept busy beside fio (the study's programs run two threads on this 2-CPU machine), and
+#: the host-cost micro-benchmark's runs (their median is the cost, their range carried into the prediction)
+BUSY_CPUS = 2
+COST_RUNS = 5
+#: ``measure`` starts each phase at a 1-min load at most this (the captures' own rule, ``--wait-quiet 0.5``),
+#: waiting at most this long (s) and then going on at the load there is, which it prints
+QUIET_LOAD = 0.5
+QUIET_WAIT_S = 300
 #: each point is also emulated with this % less and more memory (``emulate --sensitivity``): how far the answer
 #: moves there, beside the kernel's (a limit near the knee of the miss-ratio curve moves it most)
 SENSITIVITY_PCT = 1
@@ -243,6 +251,45 @@ def run_load(meta: dict) -> dict:
 def _meta(path: Path) -> dict:
     from swaptrace import open_trace
     return open_trace(path, kind="swapio").meta
+
+
+#: where ``measure`` puts this boot's device profiles and host costs (``make validate-real`` prices with them)
+MEASURED = ROOT / "research" / "results" / "real-training" / "this-boot"
+
+
+def do_measure(args) -> None:
+    """This boot's prices for ``predict``, measured afresh (root; 4 min on this 2-CPU machine, plus any wait for quiet): the captures' swap
+    device (a loop device over a file) by fio idle and with two CPUs kept busy (``validate_timing.py profile
+    --loop [--busy-cpus 2]``: ``disk-loop.toml``, ``disk-loop-busy.toml`` and ``disk-loop-busy-reads.toml``,
+    the one ``predict`` should be given: docs/timing.md "Busy CPUs"), then the host's fault and write costs
+    against the idle profile (``swaptrace time --measure-fault-overhead``: ``host-costs-loop.toml``). A
+    capture's boot is the boot to measure on: costs and latencies do not repeat across boots
+    (research/results/real-training/boot-2/README.md)."""
+    import shutil
+
+    from swaptrace.capture.stalls import wait_quiet
+
+    def quiet() -> float:
+        """Each phase starts on a quiet machine (the burners of the busy phase lift the 1-min load for minutes);
+        returns the load it started at."""
+        return wait_quiet(QUIET_LOAD, QUIET_WAIT_S, say=lambda m: print(f"measure: {m}", flush=True))["load_start"]
+
+    out = Path(args.results).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    timing = ROOT / "analysis" / "validate_timing.py"
+    fio_work = ROOT / "traces" / "timing-validation"
+    for suffix in ("-loop", "-loop-busy"):  # a fresh measurement, not an earlier run's results
+        shutil.rmtree(fio_work / f"fio-run-{out.name}{suffix}", ignore_errors=True)
+    for busy in ([], ["--busy-cpus", str(BUSY_CPUS)]):
+        print(f"measure: the loop device's fio profile{' with busy CPUs' if busy else ''} (load {quiet():.2f})",
+              flush=True)
+        sh(PY, str(timing), "profile", "--loop", *busy, "--results", str(out))
+    print(f"measure: the host's costs (load {quiet():.2f})", flush=True)
+    sh(SWAPTRACE, "time", str(fio_work / "tiny-0.35.swapio.parquet"), "--device", str(out / "disk-loop.toml"),
+       "--measure-fault-overhead", "--fault-overhead-runs", str(COST_RUNS), "--save-costs",
+       str(out / "host-costs-loop.toml"), "--force")
+    print(f"measure: {out}: disk-loop.toml, disk-loop-busy.toml, disk-loop-busy-reads.toml, host-costs-loop.toml "
+          f"(predict --costs {out / 'host-costs-loop.toml'} --device {out / 'disk-loop-busy-reads.toml'})")
 
 
 def do_profile(args) -> None:
@@ -703,6 +750,9 @@ def main(argv=None) -> int:
     rec.add_argument("--pageout", action="store_true", help="capture --record --pageout: page the program out at "
                      "every reading (which pages each window uses)")
     sub.add_parser("profile")
+    me = sub.add_parser("measure", help="root: this boot's loop-device profiles (idle, busy CPUs) and host costs "
+                        "for predict")
+    me.add_argument("--results", default=str(MEASURED), help=f"where they go (default {MEASURED.relative_to(ROOT)})")
     sc = sub.add_parser("score", help="the issue's checks counted over stored predictions (results.json)")
     sc.add_argument("results", nargs="+", help="predict's output folders (or their results.json)")
     sc.add_argument("--render", action="store_true", help="write each folder's results.md again")
@@ -737,7 +787,7 @@ def main(argv=None) -> int:
     if getattr(args, "device", None):
         DISK = Path(args.device).resolve()
     CAPTURE_SWAP = not getattr(args, "footprint_swap", False)
-    {"capture": do_capture, "record": do_record, "profile": do_profile, "predict": do_predict,
+    {"capture": do_capture, "record": do_record, "profile": do_profile, "measure": do_measure, "predict": do_predict,
      "score": do_score, "variant": do_variant}[args.cmd](args)
     return 0
 

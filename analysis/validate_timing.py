@@ -144,6 +144,9 @@ def do_profile(args) -> None:
     its writes from the idle one (``swaptrace fio profile IDLE --reads-from BUSY``; docs/timing.md, "Busy CPUs").
     """
     base = stream_path("tiny", 0.35)
+    if not trace_path("tiny").exists():  # a machine that never ran the capture phase
+        WORK.mkdir(parents=True, exist_ok=True)
+        sh(SWAPTRACE, "generate", "--preset", "tiny", "--steps", str(STEPS), "--seed", "0", "-o", str(trace_path("tiny")))
     if not base.exists():
         sh(SWAPTRACE, "emulate", str(trace_path("tiny")), "--memory-fraction", "0.35", "-o", str(base))
     if not FIO_JOBS.exists():
