@@ -595,20 +595,21 @@ def _reading_rows(reading, window, *, alive, touched, matched, pos, page_of) -> 
 def _with_reading(rows: list[tuple], k: int, placed: list[tuple]) -> list[tuple]:
     """Step ``k``'s ``rows`` with a reading's rows ``(at, row)``: each right after row ``at[1]`` when ``at`` is
     a place in this step, the others (``at`` None, or a load of an earlier step) at the end, where the reading
-    was taken. One pass: the rows after each place keep their order."""
-    if not placed:
-        return rows
+    was taken. In place, and only the rows from the first place on are moved (a window's loads are the step's
+    last rows): the rows after each place keep their order."""
     here = sorted(((at[1], n, row) for n, (at, row) in enumerate(placed) if at is not None and at[0] == k))
-    if not here:
-        return rows + [row for _, row in placed]
-    out: list[tuple] = []
-    start = 0
-    for idx, _, row in here:
-        out += rows[start:idx + 1]
-        out.append(row)
-        start = idx + 1
-    out += rows[start:]
-    return out + [row for at, row in placed if at is None or at[0] != k]
+    if here:
+        first = here[0][0] + 1
+        tail = rows[first:]
+        del rows[first:]
+        start = first
+        for idx, _, row in here:
+            rows += tail[start - first:idx + 1 - first]
+            rows.append(row)
+            start = idx + 1
+        rows += tail[start - first:]
+    rows += [row for at, row in placed if at is None or at[0] != k]
+    return rows
 
 
 class _Window:
