@@ -398,8 +398,13 @@ MUTANTS: dict[str, tuple[list[str], list[tuple[str, str, str, str]]]] = {
          "if at is not None and at[0] == k))",
          "if at is not None))",
          "--pageout: a store placed after a load of an earlier step (at that index of this step)"),
-        ("swaptrace/capture/process_trace.py", "            rows += tail[start - first:idx + 1 - first]",
-         "            rows += tail[start - first:idx - first]",
+        ("swaptrace/capture/process_trace.py",
+         "        first = here[0][0] + 1\n        tail = rows[first:]\n        del rows[first:]\n        start = first\n"
+         "        for idx, _, row in here:\n            rows += tail[start - first:idx + 1 - first]\n"
+         "            rows.append(row)\n            start = idx + 1",
+         "        first = here[0][0]\n        tail = rows[first:]\n        del rows[first:]\n        start = first\n"
+         "        for idx, _, row in here:\n            rows += tail[start - first:idx - first]\n"
+         "            rows.append(row)\n            start = idx",
          "--pageout: a store that did not fault placed before its load"),
         ("swaptrace/capture/process_trace.py", "    if here:\n        first = here[0][0] + 1",
          "    if False:\n        first = here[0][0] + 1",
