@@ -506,9 +506,7 @@ class NaiveEmulator:
     def plug_add(self, op, slot, cause):
         """A one-page bio joins the plug: a new request first sends a full plug (32 requests, or its first at
         128 KiB or more) to the device."""
-        p = self.pending
-        merges = p is not None and p[0] == op and slot == p[1] + p[2] and p[2] < self.max_req
-        if not merges:
+        if not self.joins(op, slot):
             count = len(self.plug_sizes) >= 32
             head = bool(self.plug_sizes) and self.plug_sizes[0] * self.page_bytes >= 128 << 10
             if count or head:
@@ -519,9 +517,17 @@ class NaiveEmulator:
         self.submit(op, slot, cause)
         self.plug_sizes[-1] = self.pending[2]
 
+    def joins(self, op, slot):
+        """A bio joins the last request when it is adjacent at either end (blk_try_merge: back or front)."""
+        p = self.pending
+        if p is None or p[0] != op or p[2] >= self.max_req:
+            return False
+        return slot in (p[1] + p[2], p[1] - 1)
+
     def submit(self, op, slot, cause):
         p = self.pending
-        if p is not None and p[0] == op and slot == p[1] + p[2] and p[2] < self.max_req:
+        if self.joins(op, slot):
+            p[1] = min(p[1], slot)
             p[2] += 1
             if cause == 0:
                 p[3] = 0

@@ -22,6 +22,7 @@ from swaptrace.errors import ConfigError
 from swaptrace.kernels.emulate import state as ks
 from swaptrace.kernels.emulate.dlist import _push_tail, _unlink
 from swaptrace.kernels.emulate.linux_lists import _linux_reclaim, _shrink_batch, _wb_complete
+from swaptrace.kernels.emulate.plug import _flush, _submit
 
 # ---- worked out by hand ---------------------------------------------------------------------------------
 
@@ -84,6 +85,27 @@ def test_each_level_ends_its_merged_request():
     assert rows["op"].tolist() == [ks.OP_WRITE] * 9
     assert (rows["length"] // 4096).tolist() == [1, 2, 5, 11, 22, 45, 90, 128, 52]
     assert (rows["offset"] // 4096).tolist() == [1, 2, 4, 9, 20, 42, 87, 177, 305]
+
+
+def test_a_bio_merges_at_either_end_of_the_last_request_only():
+    # blk_attempt_plug_merge tries the plug's last request; blk_try_merge takes a bio that ends where it starts
+    # (front) as well as one that starts where it ends (back). Slots 10, 9, 8 (front, front) then 11 (back):
+    # one request of slots 8..11. Then 5 (adjacent to nothing) starts a request, 7 does not join it though it
+    # would have joined the one before, and 6 joins 5..5 at its end and would fit 7..7 at its start, but only
+    # the last request (7) is tried: front merge there, 6..7.
+    emu, st = dirty_memory(writeback_completion="device", write_cost=1, fill_write_credit=0, write_latency=0)
+    for slot in (10, 9, 8, 11, 5, 7, 6):
+        _submit(st.m, st.f, ks.OP_WRITE, slot, ks.CAUSE_RECLAIM)
+    _flush(st.m, st.f)
+    rows = st.take_rows()
+    assert (rows["offset"] // 4096).tolist() == [8, 5, 6]
+    assert (rows["length"] // 4096).tolist() == [4, 1, 2]
+    # and a read never joins a write
+    _submit(st.m, st.f, ks.OP_WRITE, 20, ks.CAUSE_RECLAIM)
+    _submit(st.m, st.f, ks.OP_READ, 19, ks.CAUSE_FAULT)
+    _flush(st.m, st.f)
+    rows = st.take_rows()
+    assert rows["op"].tolist() == [ks.OP_WRITE, ks.OP_READ]
 
 
 def test_a_sleep_on_writeback_ends_the_merged_request():

@@ -81,7 +81,7 @@ mm/swapfile.c, mm/vmscan.c of Linux 6.x):
   makes every call until the next flush deactivate -- the saw-tooth the
   kernel's own list sizes show.
 * **Merging**: the writes of one reclaim call, and the reads of one fault with
-  its readahead, back-merge when their slots are contiguous, up to
+  its readahead, merge when a slot adjoins the last request at either end, up to
   ``max_request_bytes``.
 
 Time model

@@ -5,8 +5,8 @@ priority level with the ``linux`` policy's levels (``shrink_lruvec`` plugs
 each level, and a sleep flushes the plug; :mod:`.linux_lists` calls
 :func:`_flush` there). Inside a ``blk_plug`` each bio is tried against the
 most recently added request only (``blk_attempt_plug_merge``,
-block/blk-merge.c): it merges when it starts where that request ends, has
-the same direction, and the result stays within the request size limit
+block/blk-merge.c): it merges when it starts where that request ends or
+ends where it starts (a back or a front merge), has the same direction, and the result stays within the request size limit
 (``max_sectors_kb``, and ``max_segments`` one-page segments: 512 KiB on a
 loop device, the default). A merged read that contains the
 faulting page has cause ``fault``; otherwise the cause of its first page.
@@ -78,14 +78,22 @@ def _flush(m, f):
 
 @jit_noref
 def _merges(m, op, slot):
-    """Whether a one-page bio for ``slot`` back-merges into the plugged request."""
-    return m[R_PEND_OP] == op and slot == m[R_PEND_SLOT] + m[R_PEND_N] and m[R_PEND_N] < m[P_MAX_REQ_PAGES]
+    """Whether a one-page bio for ``slot`` merges into the plugged request, at its end or at its start.
+
+    ``blk_try_merge`` (block/blk-merge.c) gives a back merge when the bio starts where the request ends and a
+    front merge when it ends where the request starts; ``blk_attempt_bio_merge`` takes either.
+    """
+    if m[R_PEND_OP] != op or m[R_PEND_N] >= m[P_MAX_REQ_PAGES]:
+        return False
+    return slot == m[R_PEND_SLOT] + m[R_PEND_N] or slot == m[R_PEND_SLOT] - 1
 
 
 @jit_noref
 def _submit(m, f, op, slot, cause):
-    """Add a one-page bio for ``slot``; back-merge it or start a new request."""
+    """Add a one-page bio for ``slot``; merge it at either end of the plugged request or start a new one."""
     if _merges(m, op, slot):
+        if slot < m[R_PEND_SLOT]:  # front merge: the request now starts at the bio
+            m[R_PEND_SLOT] = slot
         m[R_PEND_N] += 1
         if cause == CAUSE_FAULT:
             m[R_PEND_CAUSE] = CAUSE_FAULT
