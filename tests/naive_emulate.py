@@ -449,11 +449,35 @@ class NaiveEmulator:
             self.nonfull.append(c)
         self.current = None
 
+    def _takeable(self, s):
+        """A free slot; or, with swap over half full (linux), one only the swap cache holds: its page has a frame
+        a page-table entry maps, is not being written and was not freed by the program. The 6.12+ allocator's
+        cluster scan reclaims such a slot (mm/swapfile.c cluster_scan_range / __try_to_reclaim_swap): the page
+        keeps its frame, loses the slot and is dirty again."""
+        if s in self.unusable:
+            return False
+        q = self.owner[s]
+        if q is None:
+            return True
+        if self.policy_name != "linux" or not self.swap_full():
+            return False
+        if q not in self.resident or q not in self.mapped or q in self.freed_wb:
+            return False
+        return all(w[0] != q for w in self.writes_in_flight)
+
+    def _take(self, s):
+        q = self.owner[s]
+        if q is not None:  # reclaimed from the swap cache
+            self.free_slot(q)
+            self.dirty.add(q)
+            self.c["slot_frees"] += 1
+        return s
+
     def alloc_slot(self, page):
         slot = None
         if self.current is not None:
             c = self.current
-            slot = next((s for s in range(self.next_slot, (c + 1) * self.cs) if self.owner[s] is None and s not in self.unusable), None)
+            slot = next((s for s in range(self.next_slot, (c + 1) * self.cs) if self._takeable(s)), None)
             if slot is None:
                 self._release_current()
         if slot is None:
@@ -461,11 +485,12 @@ class NaiveEmulator:
                 if lst:
                     c = lst.pop(0)
                     self.current = c
-                    slot = next(s for s in range(c * self.cs, (c + 1) * self.cs) if self.owner[s] is None and s not in self.unusable)
+                    slot = next(s for s in range(c * self.cs, (c + 1) * self.cs) if self._takeable(s))
                     break
         if slot is None:
             self.error = True
             return None
+        self._take(slot)
         c = slot // self.cs
         self.owner[slot] = page
         self.slot_of[page] = slot

@@ -38,7 +38,7 @@ def _evict(b, m, f, page):
     fl = b[page]
     if (fl & DIRTY) or m[so + page] < 0:
         if m[so + page] < 0:
-            if _alloc_slot(m, page) < 0:
+            if _alloc_slot(b, m, page) < 0:
                 return
         if (fl & ZEROED) and m[P_ZEROMAP]:
             m[C_ZERO_OUT] += 1

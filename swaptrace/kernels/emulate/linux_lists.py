@@ -361,7 +361,7 @@ def _writeout(b, m, f, page):
     """
     F = m[P_FOOTPRINT]
     so = m[O_SLOT]
-    if m[so + page] < 0 and _alloc_slot(m, page) < 0:
+    if m[so + page] < 0 and _alloc_slot(b, m, page) < 0:
         return False
     if m[P_PLUG_RULES]:  # (set only with WB_BY_DEVICE)
         _plug_add(m, f, OP_WRITE, m[so + page], CAUSE_RECLAIM)

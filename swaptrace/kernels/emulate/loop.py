@@ -387,7 +387,7 @@ def preload_swapped_pages(b, m, pages):
     """``initial_state="swapped"``: give ``pages`` consecutive slots, contents on swap, no I/O."""
     for i in range(pages.shape[0]):
         page = pages[i]
-        if _alloc_slot(m, page) < 0:
+        if _alloc_slot(b, m, page) < 0:
             return
         b[page] = TOUCHED
 
