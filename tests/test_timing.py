@@ -291,6 +291,30 @@ def test_a_measured_spread_of_the_fault_cost_prices_the_stream_at_both_ends():
     assert none.slowdown is None and none.slowdown_range is None
 
 
+def test_a_measured_spread_of_the_write_cost_prices_the_stream_at_both_ends_with_the_faults():
+    # one step of 15 ms compute: a 4-page write (no wait, written by reclaim: w us a page of CPU) and a fault
+    # of 100 us read + f fault CPU + 0.5 reclaim. Ends: (f, w) = (1, 2) and (40, 10), the fault's low end with
+    # the write's low end; the write's CPU is on the step's time like the fault's.
+    req = timing.StreamRequests(
+        step=np.zeros(2, np.int64), frac=np.array([0.0, 0.5]), op=np.array([1, 0], np.int8),
+        nbytes=np.array([4 * 4096.0, 4096.0]), waits=np.array([False, True]), burst=np.arange(2), nsteps=1,
+        first_step=0, page_bytes=4096, source="test")
+    comp = timing.ComputeTime(np.array([10_000.0]), np.array([5_000.0]), "test")
+    at = {}
+    for f, w in ((1.0, 2.0), (40.0, 10.0), (3.0, 5.0)):
+        at[f, w] = timing.simulate(req, DEV, comp, timing.CpuCosts(f, 0.5, w, "test")).slowdown
+    cpu = timing.CpuCosts(3.0, 0.5, 5.0, "test", fault_cpu_us_range=(1.0, 40.0), write_cpu_us_range=(2.0, 10.0))
+    r = timing.simulate(req, DEV, comp, cpu)
+    assert r.slowdown == at[3.0, 5.0] and r.slowdown_range == (at[1.0, 2.0], at[40.0, 10.0])
+    assert at[1.0, 2.0] < at[3.0, 5.0] < at[40.0, 10.0]
+    # the write's spread alone: the fault cost stays at its value at both ends
+    only = timing.simulate(req, DEV, comp, timing.CpuCosts(3.0, 0.5, 5.0, "test", write_cpu_us_range=(2.0, 10.0)))
+    lo = timing.simulate(req, DEV, comp, timing.CpuCosts(3.0, 0.5, 2.0, "test")).slowdown
+    hi = timing.simulate(req, DEV, comp, timing.CpuCosts(3.0, 0.5, 10.0, "test")).slowdown
+    assert only.slowdown_range == (lo, hi) and lo < hi
+    assert only.summary()["cpu_costs"]["write_cpu_us_range"] == [2.0, 10.0]
+
+
 @pytest.mark.parametrize("spread", [(4.0, 5.0), (1.0, 2.0), (-1.0, 5.0)])
 def test_a_spread_must_hold_the_fault_cost_and_its_bounds(spread):
     from swaptrace.errors import ConfigError
@@ -300,8 +324,18 @@ def test_a_spread_must_hold_the_fault_cost_and_its_bounds(spread):
 
 
 def test_host_costs_keep_their_spread_through_a_file(tmp_path):
-    cpu = timing.CpuCosts(36.9, 0.29, 12.6, "measured", fault_cpu_us_range=(33.7, 51.4))
+    cpu = timing.CpuCosts(36.9, 0.29, 12.6, "measured", fault_cpu_us_range=(33.7, 51.4), write_cpu_us_range=(2.8, 12.6))
     back = timing.load_costs(timing.save_costs(cpu, tmp_path / "c.toml"))
     assert back.fault_cpu_us_range == (33.7, 51.4) and back.fault_cpu_us == 36.9
+    assert back.write_cpu_us_range == (2.8, 12.6) and back.write_cpu_us == 12.6
     plain = timing.load_costs(timing.save_costs(timing.CpuCosts(2.0, 0.1, 0.0), tmp_path / "p.toml"))
     assert plain.fault_cpu_us_range is None and "fault_cpu_us_range" not in (tmp_path / "p.toml").read_text()
+    assert plain.write_cpu_us_range is None and "write_cpu_us_range" not in (tmp_path / "p.toml").read_text()
+
+
+@pytest.mark.parametrize("spread", [(13.0, 14.0), (-1.0, 13.0)])
+def test_a_write_spread_must_hold_the_write_cost_and_its_bounds(spread):
+    from swaptrace.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="write"):
+        timing.CpuCosts(3.0, 0.5, 12.6, write_cpu_us_range=spread)

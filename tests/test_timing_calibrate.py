@@ -185,10 +185,12 @@ def test_host_costs_measure_writes_then_faults(tmp_path, monkeypatch):
     assert kept.source.startswith("fault overhead: synthetic capture") and "write overhead" not in kept.source
     both = calibrate.measure_host_costs(dev, given, fault_runs=2)
     assert both.write_cpu_us > 0.0 and both.reclaim_cpu_us == 0.25
-    assert "write overhead: synthetic capture" in both.source
-    lo, hi = both.fault_cpu_us_range  # two fault captures: their median and their spread
+    wlo, whi = both.write_cpu_us_range  # two write captures, then two fault captures: medians and spreads
+    assert wlo <= both.write_cpu_us <= whi and both.write_cpu_us == pytest.approx((wlo + whi) / 2, rel=1e-12)
+    assert "write overhead: median of 2 synthetic captures" in both.source
+    lo, hi = both.fault_cpu_us_range
     assert lo <= both.fault_cpu_us <= hi and both.fault_cpu_us == pytest.approx((lo + hi) / 2, rel=1e-12)
-    assert "median of 2 synthetic captures" in both.source
+    assert "fault overhead: median of 2 synthetic captures" in both.source
 
 
 def test_repeated_fault_captures_give_their_median_and_spread(monkeypatch):
@@ -211,3 +213,28 @@ def test_repeated_fault_captures_give_their_median_and_spread(monkeypatch):
     assert got.source.startswith("fault overhead: median of 3 synthetic captures (30.0-55.0 us)")
     one = calibrate.measure_host_costs(DEV, given, measure_write=False, seed=8, fault_runs=1)
     assert one.fault_cpu_us == 30.0 and one.fault_cpu_us_range is None
+
+
+def test_repeated_write_captures_give_their_median_and_spread_and_the_faults_are_priced_at_the_median(monkeypatch):
+    """The write cost is captured ``fault_runs`` times too (seeds ``seed``, ...), before the fault captures, which
+    then charge the writes' median: the fault overhead is the time the writes do not explain."""
+    from swaptrace.timing import calibrate
+
+    writes = {7: 4.2, 8: 2.8, 9: 3.1}
+    charged = []
+
+    def scripted_write(device, *, cpu, seed):
+        return calibrate.WriteOverhead(writes[seed], 1.0, 0.5, 12_000 + seed, {})
+
+    def scripted_fault(device, *, cpu, seed):
+        charged.append(cpu.write_cpu_us)
+        return calibrate.FaultOverhead(40.0 + seed, 1.0, 0.5, 100, {})
+
+    monkeypatch.setattr(calibrate, "measure_write_overhead", scripted_write)
+    monkeypatch.setattr(calibrate, "measure_fault_overhead", scripted_fault)
+    got = calibrate.measure_host_costs(DEV, timing.CpuCosts(0.0, 0.25, 0.0, "given"), seed=7, fault_runs=3)
+    assert got.write_cpu_us == 3.1 and got.write_cpu_us_range == (2.8, 4.2) and charged == [3.1, 3.1, 3.1]
+    assert got.fault_cpu_us == 48.0 and got.fault_cpu_us_range == (47.0, 49.0)
+    assert "write overhead: median of 3 synthetic captures (2.80-4.20 us, 12007+ pages written each)" in got.source
+    one = calibrate.measure_host_costs(DEV, timing.CpuCosts(0.0, 0.25, 0.0, "given"), seed=8, fault_runs=1)
+    assert one.write_cpu_us == 2.8 and one.write_cpu_us_range is None

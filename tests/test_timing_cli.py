@@ -243,6 +243,28 @@ def test_a_costs_files_spread_gives_the_slowdown_at_both_ends(stream, tmp_path):
     assert "slowdown_range" not in given and "fault_cpu_us_range" not in given["cpu_costs"]
 
 
+def test_a_costs_files_write_spread_prices_with_the_fault_spread_and_a_given_write_cost_drops_it(stream, tmp_path):
+    """Both spreads: the ends are (fault low, write low) and (fault high, write high), each equal to the
+    prediction with those costs given; a given --write-cpu-us replaces the write cost and its spread only."""
+    costs = tmp_path / "host.toml"
+    timing.save_costs(timing.CpuCosts(30.0, 0.3, 12.0, "measured", fault_cpu_us_range=(20.0, 60.0),
+                                      write_cpu_us_range=(3.0, 40.0)), costs)
+    base = ["time", stream, "--device", "nvme-tlc", "--step-compute-us", 5000]
+    got = json.loads(run_cli(*base, "--costs", costs, "--json").output)
+
+    def at(f, w):
+        return json.loads(run_cli(*base, "--fault-cpu-us", f, "--reclaim-cpu-us", 0.3, "--write-cpu-us", w,
+                                  "--json").output)["slowdown"]
+
+    assert got["slowdown"] == at(30, 12) and got["slowdown_range"] == [at(20, 3), at(60, 40)]
+    assert got["cpu_costs"]["write_cpu_us_range"] == [3.0, 40.0]
+    text = run_cli(*base, "--costs", costs).output
+    assert "over the fault cost's measured 20.0-60.0 us and the write cost's measured 3.0-40.0 us)" in text
+    given = json.loads(run_cli(*base, "--costs", costs, "--write-cpu-us", 12, "--json").output)
+    assert "write_cpu_us_range" not in given["cpu_costs"] and given["cpu_costs"]["fault_cpu_us_range"] == [20.0, 60.0]
+    assert given["slowdown_range"] == [at(20, 12), at(60, 12)]
+
+
 def test_fault_overhead_runs_reach_the_measurement_and_the_costs_file(stream, tmp_path, monkeypatch):
     """--fault-overhead-runs is the count of fault captures measure_host_costs takes (scripted here: the
     captures themselves are tests/test_timing_calibrate.py's, as root); the spread it returns is saved."""

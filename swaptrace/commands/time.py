@@ -65,11 +65,14 @@ def busy_reads_note(dev, threads: int, cpus: int | None) -> str | None:
 
 
 def _spread_text(summary: dict) -> str:
-    """`` (lo-hi x over the measured fault cost lo-hi us)`` when the costs carry their spread, else nothing."""
-    s, f = summary.get("slowdown_range"), summary["cpu_costs"].get("fault_cpu_us_range")
-    if not s or not f:
+    """`` (lo-hi x over the measured fault cost lo-hi us, write cost lo-hi us)`` when the costs carry their
+    spread, else nothing."""
+    s, c = summary.get("slowdown_range"), summary["cpu_costs"]
+    parts = [f"{what} cost's measured {r[0]:.1f}-{r[1]:.1f} us" for what, r in
+             (("fault", c.get("fault_cpu_us_range")), ("write", c.get("write_cpu_us_range"))) if r]
+    if not s or not parts:
         return ""
-    return f" ({s[0]:.2f}-{s[1]:.2f}x over the fault cost's measured {f[0]:.1f}-{f[1]:.1f} us)"
+    return f" ({s[0]:.2f}-{s[1]:.2f}x over the {' and the '.join(parts)})"
 
 
 def _costs(costs_file, fault_cpu_us, reclaim_cpu_us, write_cpu_us):
@@ -88,9 +91,9 @@ def _costs(costs_file, fault_cpu_us, reclaim_cpu_us, write_cpu_us):
         base = replace(timing.measure_cpu_costs(), write_cpu_us=0.0)
     if not given:
         return base
-    # a given fault cost replaces the measured one, and with it the measurements' spread
-    spread = None if "fault_cpu_us" in given else base.fault_cpu_us_range
-    return replace(base, **given, source=base.source + " (some given)", fault_cpu_us_range=spread)
+    # a given fault or write cost replaces the measured one, and with it the measurements' spread
+    spreads = {k + "_range": None if k in given else getattr(base, k + "_range") for k in ("fault_cpu_us", "write_cpu_us")}
+    return replace(base, **given, source=base.source + " (some given)", **spreads)
 
 
 @click.command("time")
@@ -114,7 +117,8 @@ def _costs(costs_file, fault_cpu_us, reclaim_cpu_us, write_cpu_us):
               help="Root: measure the time per page written and per fault beyond the device's latency with two "
                    "synthetic captures (swaptrace.timing.calibrate) and use them as --write-cpu-us and --fault-cpu-us.")
 @click.option("--fault-overhead-runs", type=count(1, 20), default=3, show_default=True,
-              help="--measure-fault-overhead: fault captures to take; their median is the fault cost, and the "
+              help="--measure-fault-overhead: captures of each cost to take (the write cost's, unless "
+                   "--write-cpu-us is given, and the fault cost's); their medians are the costs, and the "
                    "prediction is also made at their lowest and highest (the host's spread).")
 @click.option("--costs", "costs_file", type=click.Path(dir_okay=False), default=None,
               help="Host-costs TOML (--save-costs) for the fault, reclaim and write costs; the three options override it.")

@@ -608,7 +608,9 @@ def _timing_lines(t: dict[str, Any] | None) -> list[str]:
     if t.get("kernel_slowdown") is not None:
         lines.append(f"| real kernel (capture) | {x(t['kernel_slowdown'])} | | | | | |")
     if any(s.get("slowdown_range") for _, s in rows):
-        c = t["ssd"]["cpu_costs"].get("fault_cpu_us_range") or [0.0, 0.0]
-        lines += ["", f"In brackets: the slowdown at the lowest and the highest fault cost the host's measurements "
-                      f"gave ({c[0]:.1f}-{c[1]:.1f} us per fault)."]
+        costs = t["ssd"]["cpu_costs"]
+        parts = [f"{r[0]:.1f}-{r[1]:.1f} us per {what}" for what, r in
+                 (("fault", costs.get("fault_cpu_us_range")), ("page written", costs.get("write_cpu_us_range"))) if r]
+        lines += ["", "In brackets: the slowdown at the lowest and the highest costs the host's measurements "
+                      f"gave ({', '.join(parts)})."]
     return lines + [""]

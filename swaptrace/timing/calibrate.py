@@ -161,9 +161,11 @@ def measure_host_costs(device: timing.DeviceTiming, cpu: timing.CpuCosts | None 
     """This host's kernel costs for the time model (root, synthetic captures of a few seconds each).
 
     The write overhead first (unless ``measure_write`` is false: ``cpu``'s is kept), then the fault
-    overhead beyond it, ``fault_runs`` times (seeds ``seed``, ``seed + 1``, ...): the median is the fault
-    cost, and with two runs or more their lowest and highest are its ``fault_cpu_us_range``, which every
-    prediction is then also made at (on this machine five runs measured 33-51 us: docs/timing.md). The
+    overhead beyond the write overhead's median, each ``fault_runs`` times (seeds ``seed``, ``seed + 1``,
+    ...): the medians are the costs, and with two runs or more the lowest and highest of each are its
+    ``fault_cpu_us_range`` / ``write_cpu_us_range``, which every prediction is then also made at (on this
+    machine five fault runs measured 33-51 us, and single write runs 2.8 and 4.2 us on one boot:
+    docs/timing.md). The
     reclaim cost is ``cpu``'s (default: :func:`swaptrace.timing.model.measure_cpu_costs`). The result's
     ``source`` says how each was obtained; keep it with :func:`swaptrace.timing.model.save_costs`.
     """
@@ -171,11 +173,18 @@ def measure_host_costs(device: timing.DeviceTiming, cpu: timing.CpuCosts | None 
 
     cpu = cpu if cpu is not None else replace(timing.measure_cpu_costs(), write_cpu_us=0.0)
     source = cpu.source
+    n = max(1, fault_runs)
     if measure_write:
-        wo = measure_write_overhead(device, cpu=cpu, seed=seed)
-        cpu = replace(cpu, write_cpu_us=wo.overhead_us)
-        source = f"write overhead: synthetic capture ({wo.pages_out} pages written); {source}"
-    runs = [measure_fault_overhead(device, cpu=cpu, seed=seed + k) for k in range(max(1, fault_runs))]
+        writes = [measure_write_overhead(device, cpu=cpu, seed=seed + k) for k in range(n)]
+        w = sorted(wo.overhead_us for wo in writes)
+        if n == 1:
+            cpu = replace(cpu, write_cpu_us=w[0])
+            source = f"write overhead: synthetic capture ({writes[0].pages_out} pages written); {source}"
+        else:
+            cpu = replace(cpu, write_cpu_us=float(np.median(w)), write_cpu_us_range=(w[0], w[-1]))
+            source = (f"write overhead: median of {n} synthetic captures ({w[0]:.2f}-{w[-1]:.2f} us, "
+                      f"{min(wo.pages_out for wo in writes)}+ pages written each); {source}")
+    runs = [measure_fault_overhead(device, cpu=cpu, seed=seed + k) for k in range(n)]
     values = sorted(r.overhead_us for r in runs)
     if len(runs) == 1:
         return replace(cpu, fault_cpu_us=values[0],

@@ -142,16 +142,30 @@ class CpuCosts:
     #: the fault cost's spread over repeated measurements, ``(lowest, highest)`` us, or None (one value):
     #: :func:`simulate` also prices the stream at both ends (``TimingResult.slowdown_range``)
     fault_cpu_us_range: tuple[float, float] | None = None
+    #: the write cost's spread, likewise; the low end is priced with the fault cost's low end, the high with
+    #: its high end
+    write_cpu_us_range: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         for name in ("fault_cpu_us", "reclaim_cpu_us", "write_cpu_us"):  # the bounds of --fault-cpu-us, ...
             bounds.check(name, getattr(self, name), name.replace("_", "-"))
-        if self.fault_cpu_us_range is not None:
-            lo, hi = self.fault_cpu_us_range
+        for name in ("fault_cpu_us", "write_cpu_us"):
+            spread = getattr(self, name + "_range")
+            if spread is None:
+                continue
+            lo, hi = spread
             for v in (lo, hi):
-                bounds.check("fault_cpu_us", v, "fault-cpu-us")
-            if not lo <= self.fault_cpu_us <= hi:
-                raise ConfigError(f"fault_cpu_us_range: [{lo}, {hi}] does not hold fault_cpu_us {self.fault_cpu_us}")
+                bounds.check(name, v, name.replace("_", "-"))
+            if not lo <= getattr(self, name) <= hi:
+                raise ConfigError(f"{name}_range: [{lo}, {hi}] does not hold {name} {getattr(self, name)}")
+
+    def ends(self) -> list[tuple[float, float]] | None:
+        """The ``(fault, write)`` costs at the measurements' low and high ends, or None when neither was repeated."""
+        if self.fault_cpu_us_range is None and self.write_cpu_us_range is None:
+            return None
+        f = self.fault_cpu_us_range or (self.fault_cpu_us, self.fault_cpu_us)
+        w = self.write_cpu_us_range or (self.write_cpu_us, self.write_cpu_us)
+        return [(f[0], w[0]), (f[1], w[1])]
 
 
 COSTS_KIND = "swaptrace-host-costs"
@@ -171,10 +185,12 @@ def save_costs(cpu: CpuCosts, path: str | os.PathLike, force: bool = False) -> P
             "# microseconds: per fault waited for, per page freed, per page written\n"
             f"fault_cpu_us = {cpu.fault_cpu_us!r}\nreclaim_cpu_us = {cpu.reclaim_cpu_us!r}\n"
             f"write_cpu_us = {cpu.write_cpu_us!r}\n")
-    if cpu.fault_cpu_us_range is not None:
-        lo, hi = cpu.fault_cpu_us_range
-        text += ("# the fault cost's lowest and highest measurement: every prediction is also made at both\n"
-                 f"fault_cpu_us_range = [{lo!r}, {hi!r}]\n")
+    for name in ("fault_cpu_us", "write_cpu_us"):
+        spread = getattr(cpu, name + "_range")
+        if spread is not None:
+            what = name.split("_")[0]
+            text += (f"# the {what} cost's lowest and highest measurement: every prediction is also made at both\n"
+                     f"{name}_range = [{spread[0]!r}, {spread[1]!r}]\n")
     with AtomicPath(path, force=force) as ap:
         ap.tmp.write_text(text)
     return ap.path
@@ -188,15 +204,18 @@ def load_costs(path: str | os.PathLike) -> CpuCosts:
         raise ConfigError(str(exc)) from None
     if data.get("kind") != COSTS_KIND:
         raise ConfigError(f'{path}: not a host-costs file (kind = "{COSTS_KIND}" expected)')
-    spread = data.get("fault_cpu_us_range")
-    if spread is not None:
-        if not (isinstance(spread, list) and len(spread) == 2
-                and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in spread)):
-            raise ConfigError(f"{path}: fault_cpu_us_range must be [lowest, highest] in microseconds")
-        spread = (float(spread[0]), float(spread[1]))
+    spreads = {}
+    for name in ("fault_cpu_us_range", "write_cpu_us_range"):
+        spread = data.get(name)
+        if spread is not None:
+            if not (isinstance(spread, list) and len(spread) == 2
+                    and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in spread)):
+                raise ConfigError(f"{path}: {name} must be [lowest, highest] in microseconds")
+            spread = (float(spread[0]), float(spread[1]))
+        spreads[name] = spread
     try:
         return CpuCosts(*(data[k] for k in ("fault_cpu_us", "reclaim_cpu_us", "write_cpu_us")),
-                        source=f"{path}: {data.get('source', 'given')}", fault_cpu_us_range=spread)
+                        source=f"{path}: {data.get('source', 'given')}", **spreads)
     except KeyError as exc:
         raise ConfigError(f"{path}: host-costs file without {exc.args[0]}") from None
     except ConfigError as exc:
@@ -477,7 +496,7 @@ class TimingResult:
     cpu: CpuCosts
     threads: int = 1
     threads_source: str = "one thread"
-    #: the slowdown at the lowest and the highest measured fault cost (``CpuCosts.fault_cpu_us_range``)
+    #: the slowdown at the measured costs' low and high ends (``CpuCosts.ends``: the fault and write costs' ranges)
     slowdown_range: tuple[float, float] | None = None
 
     @property
@@ -498,8 +517,8 @@ class TimingResult:
             "compute": self.compute_source,
             "cpu_costs": {"fault_cpu_us": self.cpu.fault_cpu_us, "reclaim_cpu_us": self.cpu.reclaim_cpu_us,
                           "write_cpu_us": self.cpu.write_cpu_us, "source": self.cpu.source,
-                          **({"fault_cpu_us_range": list(self.cpu.fault_cpu_us_range)}
-                             if self.cpu.fault_cpu_us_range is not None else {})},
+                          **{k: list(getattr(self.cpu, k)) for k in ("fault_cpu_us_range", "write_cpu_us_range")
+                             if getattr(self.cpu, k) is not None}},
             "threads": self.threads,
             "threads_source": self.threads_source,
             "mean_step_us": self.total_us / n,
@@ -522,9 +541,9 @@ def simulate(req: StreamRequests, device: DeviceTiming, compute: ComputeTime, cp
     """Run the time model (module docstring) on prepared requests.
 
     ``threads``: threads sharing each step (default: the stream's, :func:`stream_threads`). When ``cpu``
-    carries the fault cost's measured spread (``fault_cpu_us_range``) the stream is priced again at its
-    lowest and highest value (the kernel is linear in none of the costs: queueing moves with them), and the
-    result's ``slowdown_range`` holds the two slowdowns.
+    carries the measured spread of its fault or write cost (``fault_cpu_us_range``, ``write_cpu_us_range``)
+    the stream is priced again at both ends (:meth:`CpuCosts.ends`; the kernel is linear in none of the
+    costs: queueing moves with them), and the result's ``slowdown_range`` holds the two slowdowns.
     """
     threads_source = req.threads_source if threads is None else "given"
     threads = req.threads if threads is None else int(threads)
@@ -532,12 +551,12 @@ def simulate(req: StreamRequests, device: DeviceTiming, compute: ComputeTime, cp
         raise ConfigError(f"threads: {threads}; give at least 1")
     if compute.access_us.shape[0] != req.nsteps:
         raise ConfigError(f"compute time has {compute.access_us.shape[0]} steps, the stream {req.nsteps}")
-    out = _run_model(req, device, compute, cpu.fault_cpu_us, cpu, threads)
+    out = _run_model(req, device, compute, cpu.fault_cpu_us, cpu.write_cpu_us, cpu, threads)
     spread = None
     c = float(out[:, kt.OUT_COMPUTE].sum())  # the slowdown's denominator, as TimingResult.slowdown's
-    if cpu.fault_cpu_us_range is not None and c > 0:
-        ends = [float(_run_model(req, device, compute, v, cpu, threads)[:, kt.OUT_STEP].sum()) / c
-                for v in cpu.fault_cpu_us_range]
+    if cpu.ends() is not None and c > 0:
+        ends = [float(_run_model(req, device, compute, f, w, cpu, threads)[:, kt.OUT_STEP].sum()) / c
+                for f, w in cpu.ends()]
         spread = (min(ends), max(ends))
     return TimingResult(
         steps=np.arange(req.first_step, req.first_step + req.nsteps, dtype=np.int64),
@@ -550,14 +569,14 @@ def simulate(req: StreamRequests, device: DeviceTiming, compute: ComputeTime, cp
 
 
 def _run_model(req: StreamRequests, device: DeviceTiming, compute: ComputeTime, fault_cpu_us: float,
-               cpu: CpuCosts, threads: int) -> np.ndarray:
-    """The kernel's per-step output columns (``kt.OUT_*``) with the fault cost ``fault_cpu_us``."""
+               write_cpu_us: float, cpu: CpuCosts, threads: int) -> np.ndarray:
+    """The kernel's per-step output columns (``kt.OUT_*``) with the fault and write costs given (us)."""
     sizes, depths, read, write = device.arrays()
     out = np.zeros((req.nsteps, kt.OUT_COLUMNS))
     kt._simulate(req.step, req.frac, req.op, req.nbytes, req.waits, req.burst,
                  np.ascontiguousarray(compute.access_us, np.float64), np.ascontiguousarray(compute.dense_us, np.float64),
                  sizes, depths, read, write, float(fault_cpu_us), float(cpu.reclaim_cpu_us),
-                 float(cpu.write_cpu_us), float(req.page_bytes), int(threads), out)
+                 float(write_cpu_us), float(req.page_bytes), int(threads), out)
     return out
 
 
