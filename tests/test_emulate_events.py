@@ -66,7 +66,7 @@ CASES = [(p, r) for p in ("lru", "clock", "linux") for r in ("none", "vma", "clu
 def test_events_equal_naive(policy, readahead, seed):
     footprint = 200
     pages, writes, steps, events = event_trace(seed, footprint, 1500)
-    budget = [7, 40, 110][seed]
+    budget = [7, 35, 110][seed]  # each budget's run frees pages under writeback (the coverage check below)
     dropped = forgotten = 0
     for variant in LINUX_VARIANTS if policy == "linux" else [{}]:
         got = run_both(pages, writes, steps, footprint, budget, policy=policy, readahead=readahead,

@@ -551,12 +551,13 @@ def simulate(req: StreamRequests, device: DeviceTiming, compute: ComputeTime, cp
         raise ConfigError(f"threads: {threads}; give at least 1")
     if compute.access_us.shape[0] != req.nsteps:
         raise ConfigError(f"compute time has {compute.access_us.shape[0]} steps, the stream {req.nsteps}")
-    out = _run_model(req, device, compute, cpu.fault_cpu_us, cpu.write_cpu_us, cpu, threads)
+    out = _run_model(req, device, compute, fault_cpu_us=cpu.fault_cpu_us, write_cpu_us=cpu.write_cpu_us, cpu=cpu,
+                     threads=threads)
     spread = None
     c = float(out[:, kt.OUT_COMPUTE].sum())  # the slowdown's denominator, as TimingResult.slowdown's
     if cpu.ends() is not None and c > 0:
-        ends = [float(_run_model(req, device, compute, f, w, cpu, threads)[:, kt.OUT_STEP].sum()) / c
-                for f, w in cpu.ends()]
+        ends = [float(_run_model(req, device, compute, fault_cpu_us=f, write_cpu_us=w, cpu=cpu,
+                                 threads=threads)[:, kt.OUT_STEP].sum()) / c for f, w in cpu.ends()]
         spread = (min(ends), max(ends))
     return TimingResult(
         steps=np.arange(req.first_step, req.first_step + req.nsteps, dtype=np.int64),
@@ -568,7 +569,7 @@ def simulate(req: StreamRequests, device: DeviceTiming, compute: ComputeTime, cp
     )
 
 
-def _run_model(req: StreamRequests, device: DeviceTiming, compute: ComputeTime, fault_cpu_us: float,
+def _run_model(req: StreamRequests, device: DeviceTiming, compute: ComputeTime, *, fault_cpu_us: float,
                write_cpu_us: float, cpu: CpuCosts, threads: int) -> np.ndarray:
     """The kernel's per-step output columns (``kt.OUT_*``) with the fault and write costs given (us)."""
     sizes, depths, read, write = device.arrays()
