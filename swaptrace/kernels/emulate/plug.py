@@ -6,9 +6,10 @@ each level, and a sleep flushes the plug; :mod:`.linux_lists` calls
 :func:`_flush` there). Inside a ``blk_plug`` each bio is tried against the
 most recently added request only (``blk_attempt_plug_merge``,
 block/blk-merge.c): it merges when it starts where that request ends or
-ends where it starts (a back or a front merge), has the same direction, and the result stays within the request size limit
-(``max_sectors_kb``, and ``max_segments`` one-page segments: 512 KiB on a
-loop device, the default). A merged read that contains the
+ends where it starts (a back or a front merge), has the same direction,
+and the result stays within the request size limit (``max_sectors_kb``,
+and ``max_segments`` one-page segments: 512 KiB on a loop device, the
+default). A merged read that contains the
 faulting page has cause ``fault``; otherwise the cause of its first page.
 Each row's time column holds the index of the causing access within its
 step; :class:`swaptrace.emulate.Emulator` turns it into ``t_us``.
